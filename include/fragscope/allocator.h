@@ -1,0 +1,185 @@
+/*
+ * fragscope/allocator.h — a caching device allocator with the behaviour of
+ * PyTorch's native CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp),
+ * over a pluggable device backend (`sim`: address arithmetic only; `cuda`).
+ *
+ * Every state change is reported through an event sink (fragscope/events.h);
+ * the allocator knows nothing of files. All functions are thread-safe.
+ * Addresses are device virtual addresses carried as uint64_t.
+ */
+#ifndef FRAGSCOPE_ALLOCATOR_H
+#define FRAGSCOPE_ALLOCATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fragscope/common.h"
+#include "fragscope/events.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FSC_KiB ((uint64_t)1024)
+#define FSC_MiB (FSC_KiB * 1024)
+#define FSC_GiB (FSC_MiB * 1024)
+
+/* ---- configuration (PYTORCH_CUDA_ALLOC_CONF syntax) ------------------- */
+
+#define FSC_ROUNDUP_INTERVALS 16 /* 1 MiB, 2 MiB, ... 32 GiB (powers of two) */
+
+typedef struct fsc_alloc_config {
+    /* Blocks at/above this are never split, and requests below it never take
+     * them. 0 = unlimited (PyTorch's default, SIZE_MAX). */
+    uint64_t max_split_size;
+    /* roundup_power2_divisions per power-of-two interval: entry i applies to
+     * sizes in [2^(20+i-1), 2^(20+i)) bytes, i.e. entry 0 to sizes < 1 MiB
+     * ... as PyTorch indexes it (log2(size) - 20 + 1 clamped). 0 = none. */
+    uint32_t roundup_power2_divisions[FSC_ROUNDUP_INTERVALS];
+    /* Fraction of the capacity at which GC starts reclaiming; 0 = off. Only
+     * effective when the allocator has a capacity. */
+    double garbage_collection_threshold;
+    int expandable_segments; /* bool */
+} fsc_alloc_config_t;
+
+#define FSC_ALLOC_CONFIG_DEFAULT {0, {0}, 0.0, 0}
+
+/* Parse "max_split_size_mb:128,expandable_segments:True,
+ * garbage_collection_threshold:0.6,roundup_power2_divisions:4" or the list
+ * form "roundup_power2_divisions:[256:1,512:2,>:4]". "" = defaults. Keys that
+ * PyTorch accepts but that do not change placement (e.g.
+ * release_lock_on_cudamalloc, pinned_use_cuda_host_register,
+ * pinned_num_register_threads, backend) are accepted and ignored. Unknown
+ * keys and bad values return FSC_ECONFIG with a message in err naming the
+ * key and the value. */
+int fsc_alloc_config_parse(const char *s, fsc_alloc_config_t *out, fsc_err_t *err);
+
+/* Canonical string form (only non-default keys; "" for defaults). */
+int fsc_alloc_config_format(const fsc_alloc_config_t *c, char *buf, size_t cap);
+
+/* ---- the rules, exposed for the importer, the analyzer and tests ------ */
+
+uint64_t fsc_alloc_round_size(const fsc_alloc_config_t *c, uint64_t size);
+fsc_pool_t fsc_alloc_pool_of(uint64_t rounded_size);
+/* Size of the segment a miss of this rounded size creates (non-expandable). */
+uint64_t fsc_alloc_segment_size(uint64_t rounded_size);
+/* Whether a free block of block_size serving a rounded request of `size` is
+ * split (PyTorch's should_split). expandable: the block lives in an
+ * expandable segment. */
+int fsc_alloc_should_split(const fsc_alloc_config_t *c, fsc_pool_t pool,
+                           uint64_t block_size, uint64_t size, int expandable);
+
+/* ---- backends --------------------------------------------------------- */
+
+typedef struct fsc_backend fsc_backend_t;
+
+/* sim: no memory is touched. capacity = device total bytes (0 = 80 GiB).
+ * Segment addresses are deterministic: the lowest-address first-fit in a
+ * simulated address space starting at base (0 = 0x7f0000000000), each
+ * segment aligned to 2 MiB. */
+int fsc_backend_sim_create(uint64_t capacity, uint64_t base, fsc_backend_t **out);
+
+/* sim with a script: the first n segment allocations return addrs[i] as long
+ * as the requested size equals sizes[i]; from the first mismatch on, the
+ * backend invents addresses (avoiding the scripted ranges still in use).
+ * Used to replay a recorded run with the addresses it really got. Arrays are
+ * copied. fsc_backend_sim_script_diverged() tells whether and where the
+ * script stopped being followed (-1 = never). */
+int fsc_backend_sim_create_scripted(uint64_t capacity, const uint64_t *addrs,
+                                    const uint64_t *sizes, size_t n,
+                                    fsc_backend_t **out);
+long fsc_backend_sim_script_diverged(const fsc_backend_t *b);
+
+/* cuda: cudaMalloc/cudaFree, and cuMemCreate/cuMemMap for expandable
+ * segments, on the given device. FSC_EUNSUPPORTED when built without CUDA;
+ * FSC_ECUDA (message kept) when no device is usable. */
+int fsc_backend_cuda_create(int device, fsc_backend_t **out, fsc_err_t *err);
+
+void fsc_backend_destroy(fsc_backend_t *b); /* NULL is a no-op */
+const char *fsc_backend_name(const fsc_backend_t *b); /* "sim", "cuda:0 NVIDIA H200" */
+uint64_t fsc_backend_total(const fsc_backend_t *b);
+
+/* ---- the allocator ---------------------------------------------------- */
+
+typedef struct fsc_allocator fsc_allocator_t;
+
+typedef struct fsc_allocator_opts {
+    fsc_alloc_config_t config;
+    fsc_backend_t *backend;  /* required; not owned */
+    /* Bytes the allocator may reserve (PyTorch's
+     * set_per_process_memory_fraction × total). 0 = the backend's total. */
+    uint64_t capacity;
+    fsc_event_sink_fn sink;  /* may be NULL */
+    void *sink_ud;
+} fsc_allocator_opts_t;
+
+int fsc_allocator_create(const fsc_allocator_opts_t *opts, fsc_allocator_t **out,
+                         fsc_err_t *err);
+void fsc_allocator_destroy(fsc_allocator_t *a); /* frees every segment; NULL ok */
+
+/* Returns 0 and *addr, or FSC_EOOM after the full miss sequence (an OOM event
+ * has been emitted; the message says what PyTorch's message would say:
+ * tried to allocate, capacity, allocated, reserved-but-unallocated). size 0
+ * returns *addr = 0 without allocating. */
+int fsc_allocator_malloc(fsc_allocator_t *a, uint64_t size, uint64_t stream,
+                         uint64_t *addr);
+/* FSC_EINVAL for an address that is not a live block. */
+int fsc_allocator_free(fsc_allocator_t *a, uint64_t addr);
+/* The block at addr is in use on `stream` too: its free completes only after
+ * fsc_allocator_stream_done(stream) (sim) or the recorded CUDA event. */
+int fsc_allocator_record_stream(fsc_allocator_t *a, uint64_t addr, uint64_t stream);
+/* sim: all work queued on `stream` so far is finished; completes pending frees. */
+int fsc_allocator_stream_done(fsc_allocator_t *a, uint64_t stream);
+/* Release every cached unsplit free block (PyTorch's empty_cache). */
+int fsc_allocator_empty_cache(fsc_allocator_t *a);
+
+typedef struct fsc_stat {
+    int64_t current, peak, allocated, freed;
+} fsc_stat_t;
+
+enum { FSC_STAT_ALL = 0, FSC_STAT_SMALL = 1, FSC_STAT_LARGE = 2, FSC_STAT_N = 3 };
+
+/* PyTorch's memory_stats() names; arrays indexed by FSC_STAT_*. */
+typedef struct fsc_alloc_stats {
+    fsc_stat_t allocation[FSC_STAT_N];
+    fsc_stat_t segment[FSC_STAT_N];
+    fsc_stat_t active[FSC_STAT_N];
+    fsc_stat_t inactive_split[FSC_STAT_N];
+    fsc_stat_t allocated_bytes[FSC_STAT_N];
+    fsc_stat_t reserved_bytes[FSC_STAT_N];
+    fsc_stat_t active_bytes[FSC_STAT_N];
+    fsc_stat_t inactive_split_bytes[FSC_STAT_N];
+    fsc_stat_t requested_bytes[FSC_STAT_N];
+    int64_t num_alloc_retries;
+    int64_t num_ooms;
+    int64_t num_device_alloc;
+    int64_t num_device_free;
+    int64_t num_sync_all_streams;
+    fsc_stat_t oversize_allocations;
+    fsc_stat_t oversize_segments;
+} fsc_alloc_stats_t;
+
+int fsc_allocator_get_stats(fsc_allocator_t *a, fsc_alloc_stats_t *out);
+/* Reset peaks to current values (PyTorch's reset_peak_memory_stats). */
+int fsc_allocator_reset_peaks(fsc_allocator_t *a);
+/* PyTorch's memory_summary()-like table into buf. */
+int fsc_alloc_stats_format(const fsc_alloc_stats_t *s, char *buf, size_t cap);
+
+const fsc_alloc_config_t *fsc_allocator_config(const fsc_allocator_t *a);
+uint64_t fsc_allocator_capacity(const fsc_allocator_t *a);
+/* Message of the last failed call on this allocator (per handle). */
+const char *fsc_allocator_last_error(const fsc_allocator_t *a);
+
+/* Walk the current layout: one callback per block of every segment, in
+ * address order (for tests, what-if and the analyzer's cross-checks). */
+typedef struct fsc_block_info {
+    uint64_t segment, segment_size, addr, size, requested, stream;
+    uint8_t pool, allocated, pending_free, expandable;
+} fsc_block_info_t;
+typedef void (*fsc_block_visit_fn)(void *ud, const fsc_block_info_t *b);
+int fsc_allocator_walk(fsc_allocator_t *a, fsc_block_visit_fn fn, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_ALLOCATOR_H */

@@ -1,0 +1,134 @@
+/*
+ * fragscope/common.h — what every subsystem shares: the error model, the
+ * logging sink, and size parsing/formatting.
+ *
+ * Error model: every function that can fail returns int — 0 on success, a
+ * negative FSC_E* code on failure — and delivers results through
+ * out-parameters. Handles (allocator, recorder, reader, analysis, ...) embed
+ * an fsc_err_t holding the last error code and a message that names what went
+ * wrong; there is no process-global error state. Errors from CUDA, zstd and
+ * SQLite are wrapped into FSC_ECUDA / FSC_EZSTD / FSC_ESQLITE with the
+ * library's own message kept in the handle's message.
+ */
+#ifndef FRAGSCOPE_COMMON_H
+#define FRAGSCOPE_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FSC_VERSION_MAJOR 0
+#define FSC_VERSION_MINOR 1
+#define FSC_VERSION_PATCH 0
+#define FSC_VERSION_STRING "0.1.0"
+
+/* X(name, value, message). Values are stable: they may appear in logs. */
+#define FSC_ERRNO_MAP(X)                                                   \
+    X(OK, 0, "success")                                                    \
+    X(EINVAL, -1, "invalid argument")                                      \
+    X(ENOMEM, -2, "out of host memory")                                    \
+    X(EOOM, -3, "out of device memory")                                    \
+    X(EIO, -4, "I/O error")                                                \
+    X(EFORMAT, -5, "malformed input")                                      \
+    X(EVERSION, -6, "unsupported format version")                          \
+    X(ETRUNC, -7, "truncated input")                                       \
+    X(ECONFIG, -8, "bad allocator configuration")                          \
+    X(ECUDA, -9, "CUDA error")                                             \
+    X(EZSTD, -10, "zstd error")                                            \
+    X(ESQLITE, -11, "SQLite error")                                        \
+    X(ESTATE, -12, "event contradicts the replayed state")                 \
+    X(ENOENT, -13, "not found")                                            \
+    X(EUNSUPPORTED, -14, "not supported")                                  \
+    X(ELIMIT, -15, "input exceeds a limit")                                \
+    X(EBUSY, -16, "resource busy")                                         \
+    X(EUSAGE, -17, "bad command-line usage")
+
+typedef enum fsc_errno {
+#define FSC__ERR_ENUM(name, val, msg) FSC_##name = (val),
+    FSC_ERRNO_MAP(FSC__ERR_ENUM)
+#undef FSC__ERR_ENUM
+} fsc_errno_t;
+
+/* Short stable name ("EFORMAT") and generic message of a code. Never NULL. */
+const char *fsc_err_name(int code);
+const char *fsc_strerror(int code);
+
+#define FSC_ERR_MSG_MAX 512
+
+/* Last error of a handle. Embed one in every handle. */
+typedef struct fsc_err {
+    int code;
+    char msg[FSC_ERR_MSG_MAX];
+} fsc_err_t;
+
+/* Record an error in *e (may be NULL) with a printf-style message and return
+ * code, so that callers can write `return fsc_err_set(&h->err, FSC_EIO, ...)`. */
+int fsc_err_set(fsc_err_t *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int fsc_err_vset(fsc_err_t *e, int code, const char *fmt, va_list ap);
+/* Copy src into dst (both may be NULL); returns src->code (0 if src NULL). */
+int fsc_err_copy(fsc_err_t *dst, const fsc_err_t *src);
+void fsc_err_clear(fsc_err_t *e);
+/* The message, or the generic message of the code when none was set. */
+const char *fsc_err_msg(const fsc_err_t *e);
+
+/* ---- logging ---------------------------------------------------------- */
+
+typedef enum fsc_log_level {
+    FSC_LOG_DEBUG = 0,
+    FSC_LOG_INFO = 1,
+    FSC_LOG_WARN = 2,
+    FSC_LOG_ERROR = 3,
+    FSC_LOG_OFF = 4
+} fsc_log_level_t;
+
+typedef void (*fsc_log_fn)(void *ud, fsc_log_level_t level, const char *msg);
+
+/* Route library log lines to fn (NULL restores the default: stderr, WARN and
+ * above). The sink is process-wide configuration, not error state; it is set
+ * once at startup by the program. Never called on allocator hot paths. */
+void fsc_log_set_sink(fsc_log_fn fn, void *ud, fsc_log_level_t min_level);
+void fsc_log(fsc_log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- sizes ------------------------------------------------------------ */
+
+/* Parse "512", "4KiB", "1.5GiB", "18GB", "512MiB", "2k", "3 MB" (case-
+ * insensitive units B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB; decimal units
+ * KB/MB/GB/TB are powers of 1000, binary KiB/MiB/GiB/TiB and the bare K/M/G/T
+ * are powers of 1024). The result is rounded to the nearest byte. Returns 0,
+ * or FSC_EINVAL for empty/garbage/negative input and overflow. */
+int fsc_size_parse(const char *s, uint64_t *out);
+
+/* Human form with binary units and two decimals ("20.51 GiB", "512 B").
+ * Writes at most cap bytes including the NUL; returns buf. */
+char *fsc_size_format(uint64_t bytes, char *buf, size_t cap);
+
+/* ---- output files ------------------------------------------------------ */
+
+/* Every output file is written under a temporary name in the same directory
+ * and renamed over the final path only when complete, so a failure never
+ * leaves a half-written file. */
+typedef struct fsc_outfile {
+    char path[4096];     /* final path */
+    char tmp_path[4096]; /* "<path>.tmp.<pid>" */
+} fsc_outfile_t;
+
+/* Fill o with the final and temporary names (does not create anything). */
+int fsc_outfile_init(fsc_outfile_t *o, const char *path, fsc_err_t *err);
+/* Rename the temporary file over the final path. */
+int fsc_outfile_commit(fsc_outfile_t *o, fsc_err_t *err);
+/* Remove the temporary file if it exists. */
+void fsc_outfile_abort(fsc_outfile_t *o);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t fsc_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_COMMON_H */

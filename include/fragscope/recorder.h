@@ -1,0 +1,147 @@
+/*
+ * fragscope/recorder.h — the .fstrace format: writer (recorder), per-thread
+ * tag stacks and markers, and the streaming reader. The byte layout is
+ * specified in docs/trace-format.md.
+ *
+ * The recorder plugs into the allocator through fsc_recorder_sink (an
+ * fsc_event_sink_fn). On the hot path it only encodes the event into an
+ * in-memory chunk buffer; a background thread compresses full chunks with
+ * zstd and writes them. Chunks are also written on a time bound, on every
+ * OOM event (synchronously, before the sink returns), on flush, on close
+ * and at process exit.
+ */
+#ifndef FRAGSCOPE_RECORDER_H
+#define FRAGSCOPE_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fragscope/common.h"
+#include "fragscope/events.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Facts about the run, stored in the trace's header frame. Strings are
+ * copied by the writer; the reader's copy lives as long as the reader. */
+typedef struct fsc_trace_header {
+    uint32_t version_major, version_minor; /* filled by the writer/reader */
+    const char *producer;   /* "fragscope 0.1.0 simulate", "pytorch import" */
+    const char *config;     /* allocator config string (PYTORCH_CUDA_ALLOC_CONF syntax) */
+    const char *backend;    /* "sim", "cuda:0 NVIDIA H200" */
+    uint64_t capacity;      /* bytes the allocator may reserve; 0 = unknown */
+    uint64_t device_total;  /* device bytes; 0 = unknown */
+    uint64_t clock_origin_ns; /* wall-clock ns since the epoch at time 0 */
+    uint32_t pid;
+    int32_t rank;           /* -1 = not distributed */
+    uint32_t flags;         /* FSC_TRACE_F_* */
+} fsc_trace_header_t;
+
+/* The trace was imported and its capacity is unknown (PyTorch snapshots do
+ * not record set_per_process_memory_fraction). */
+#define FSC_TRACE_F_CAPACITY_UNKNOWN 0x1u
+/* Imported from a snapshot whose history ring had wrapped: the first events
+ * were reconstructed from the final segments. */
+#define FSC_TRACE_F_RECONSTRUCTED 0x2u
+/* Ring mode: only the last N events were kept. */
+#define FSC_TRACE_F_RING 0x4u
+
+/* ---- writer ----------------------------------------------------------- */
+
+typedef struct fsc_recorder fsc_recorder_t;
+
+typedef struct fsc_recorder_opts {
+    size_t chunk_bytes;       /* uncompressed bound of a chunk; 0 = 256 KiB */
+    uint32_t flush_interval_ms; /* time bound; 0 = 100 ms */
+    int zstd_level;           /* 0 = 3 */
+    uint64_t ring_events;     /* >0: ring mode keeping the last N events */
+    int background;           /* 0 = compress/write on the caller's thread
+                                 (deterministic; importer, tests), 1 = thread */
+    int install_signal_handlers; /* flush on SIGSEGV/SIGABRT/SIGBUS/SIGTERM */
+} fsc_recorder_opts_t;
+
+#define FSC_RECORDER_OPTS_DEFAULT {0, 0, 0, 0, 1, 0}
+
+/* Create path (written to path, with a temporary name until the header is
+ * on disk). The header's strings are copied. */
+int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
+                      const fsc_recorder_opts_t *opts, fsc_recorder_t **out,
+                      fsc_err_t *err);
+/* Write every buffered event and fsync-free flush the file. */
+int fsc_recorder_flush(fsc_recorder_t *r);
+/* Flush, write the end record, close. Returns the first error seen while
+ * recording, if any. NULL is a no-op. */
+int fsc_recorder_close(fsc_recorder_t *r);
+const char *fsc_recorder_last_error(const fsc_recorder_t *r);
+
+/* An fsc_event_sink_fn; ud is the fsc_recorder_t. Fills ev->tag with the
+ * calling thread's current tag node when ev->tag == 0, ev->thread, and
+ * ev->time_ns when 0. */
+void fsc_recorder_sink(void *ud, const fsc_event_t *ev);
+/* Append one event as given (tag, time and thread taken from ev). For
+ * producers that know their tags (the importer). */
+int fsc_recorder_write(fsc_recorder_t *r, const fsc_event_t *ev);
+
+/* Tag nodes for producers that build their own tree (the importer): returns
+ * the node id for (parent, name), interning it. Root is 0. */
+int fsc_recorder_tag_node(fsc_recorder_t *r, uint32_t parent, const char *name,
+                          size_t len, uint32_t *out);
+
+/* ---- per-thread tag stacks and markers (process-wide) ----------------- */
+
+/* Push/pop a name on the calling thread's tag stack. Events the calling
+ * thread causes carry the current stack. Names are copied. Cheap (no I/O). */
+void fsc_tag_push(const char *name);
+void fsc_tag_pop(void);
+/* Write a MARKER event ("step 12") into every open recorder. */
+void fsc_mark(const char *text);
+
+/* FRAGSCOPE_TRACE / FRAGSCOPE_TRACE_MODE: when FRAGSCOPE_TRACE names a path,
+ * open a recorder there (ring mode with FRAGSCOPE_TRACE_MODE=ring:N) and
+ * return it in *out (NULL when the variable is unset); it is closed at exit. */
+int fsc_recorder_from_env(const fsc_trace_header_t *hdr, fsc_recorder_t **out,
+                          fsc_err_t *err);
+
+/* ---- reader ----------------------------------------------------------- */
+
+typedef struct fsc_trace_reader fsc_trace_reader_t;
+
+typedef struct fsc_trace_integrity {
+    int clean_close;          /* end record present and counts match */
+    uint64_t chunks;          /* complete chunks read */
+    uint64_t events;          /* events delivered */
+    uint64_t compressed_bytes;/* bytes of the file consumed by valid frames */
+    uint64_t file_bytes;
+    uint64_t bytes_lost;      /* bytes after the last valid chunk */
+    uint64_t events_lost;     /* known when the end record survived, else an
+                                 estimate from the damaged chunk's header */
+    int events_lost_known;
+} fsc_trace_integrity_t;
+
+/* Opens and validates the header frame. FSC_EFORMAT "not a fragscope trace"
+ * or FSC_EVERSION for a newer major version, with the path in the message. */
+int fsc_trace_open(const char *path, fsc_trace_reader_t **out, fsc_err_t *err);
+void fsc_trace_close(fsc_trace_reader_t *r); /* NULL ok */
+const fsc_trace_header_t *fsc_trace_header(const fsc_trace_reader_t *r);
+
+/* Next event: returns 1 and fills *ev, 0 at the end (clean or after a
+ * damaged tail, see fsc_trace_get_integrity), negative on I/O error.
+ * Definitions (strings, tag nodes) are resolved internally; ev->text points
+ * into the reader and is valid until the next call. */
+int fsc_trace_next(fsc_trace_reader_t *r, fsc_event_t *ev);
+int fsc_trace_get_integrity(const fsc_trace_reader_t *r, fsc_trace_integrity_t *out);
+
+/* Tag tree of the events read so far: name and parent of a node; 0 is the
+ * root (name ""). Returns FSC_ENOENT for an unknown node. */
+int fsc_trace_tag(const fsc_trace_reader_t *r, uint32_t node, const char **name,
+                  size_t *name_len, uint32_t *parent);
+/* "step/forward/layer.3/attn" (joined by '/'); truncated to cap. */
+int fsc_trace_tag_path(const fsc_trace_reader_t *r, uint32_t node, char *buf,
+                       size_t cap);
+const char *fsc_trace_last_error(const fsc_trace_reader_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_RECORDER_H */

@@ -1,0 +1,142 @@
+/*
+ * fsc_test.c — implementation of the shared test helpers.
+ */
+#include "fsc_test.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int fsc_test_run(const char *suite, const fsc_test_case_t *tests)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    CU_pSuite s = CU_add_suite(suite, NULL, NULL);
+    if (s == NULL)
+        return 2;
+    for (const fsc_test_case_t *t = tests; t->name != NULL; t++)
+        if (CU_add_test(s, t->name, t->fn) == NULL)
+            return 2;
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    unsigned run = CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    if (run == 0)
+        return 3;
+    return failed == 0 ? 0 : 1;
+}
+
+static char g_tmp[512];
+
+const char *fsc_test_tmpdir(void)
+{
+    if (g_tmp[0] == '\0') {
+        const char *base = getenv("TMPDIR");
+        snprintf(g_tmp, sizeof g_tmp, "%s/fsc-test-XXXXXX", base ? base : "/tmp");
+        if (mkdtemp(g_tmp) == NULL) {
+            perror("mkdtemp");
+            exit(2);
+        }
+    }
+    return g_tmp;
+}
+
+static char *rotating(void)
+{
+    static char bufs[8][1024];
+    static int i;
+    return bufs[i++ & 7];
+}
+
+const char *fsc_test_path(const char *name)
+{
+    char *b = rotating();
+    snprintf(b, 1024, "%s/%s", fsc_test_tmpdir(), name);
+    return b;
+}
+
+const char *fsc_test_data(const char *name)
+{
+    char *b = rotating();
+    snprintf(b, 1024, "%s/%s", FSC_TEST_DATA, name);
+    return b;
+}
+
+const char *fsc_test_fragscope(void)
+{
+    return FSC_BINARY_DIR "/fragscope";
+}
+
+int fsc_test_sh(char *out, size_t cap, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[8300];
+    snprintf(full, sizeof full, "( %s ) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (p == NULL)
+        return -1;
+    size_t n = 0;
+    char tmp[4096];
+    size_t got;
+    while ((got = fread(tmp, 1, sizeof tmp, p)) > 0) {
+        if (out != NULL && cap > 0) {
+            size_t room = cap - 1 - n;
+            size_t k = got < room ? got : room;
+            memcpy(out + n, tmp, k);
+            n += k;
+        }
+    }
+    if (out != NULL && cap > 0)
+        out[n] = '\0';
+    int st = pclose(p);
+    if (st == -1)
+        return -1;
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return WEXITSTATUS(st);
+}
+
+char *fsc_test_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while (buf != NULL && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            cap *= 2;
+            char *nb = realloc(buf, cap + 1);
+            if (nb == NULL) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf = nb;
+            }
+        }
+    }
+    fclose(f);
+    if (buf == NULL)
+        return NULL;
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+int fsc_test_file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}

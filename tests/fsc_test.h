@@ -1,0 +1,40 @@
+/*
+ * fsc_test.h — shared helpers for the CUnit suites: one main per suite, a
+ * scratch directory per run, and running the fragscope binary.
+ */
+#ifndef FSC_TEST_H
+#define FSC_TEST_H
+
+#include <CUnit/Basic.h>
+#include <stddef.h>
+
+typedef struct fsc_test_case {
+    const char *name;
+    void (*fn)(void);
+} fsc_test_case_t;
+
+/* Run one suite; returns the process exit code (0 = every test passed). */
+int fsc_test_run(const char *suite, const fsc_test_case_t *tests);
+
+#define FSC_TEST_MAIN(suite, table) \
+    int main(void) { return fsc_test_run((suite), (table)); }
+
+/* A fresh scratch directory for this process (created on first use). */
+const char *fsc_test_tmpdir(void);
+/* tmpdir/name into a static rotating buffer. */
+const char *fsc_test_path(const char *name);
+/* FSC_TEST_DATA/name, likewise. */
+const char *fsc_test_data(const char *name);
+/* Path of the built fragscope binary. */
+const char *fsc_test_fragscope(void);
+
+/* Run a shell command line; capture up to cap-1 bytes of stdout+stderr into
+ * out (may be NULL). Returns the exit status, or 128+signal when killed. */
+int fsc_test_sh(char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Whole file into a malloc'd NUL-terminated buffer (NULL on error). */
+char *fsc_test_slurp(const char *path, size_t *len);
+int fsc_test_file_exists(const char *path);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * cli.c — shared helpers of the subcommands: errors, option values, progress.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int fsc_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("fragscope: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return FSC_EXIT_BAD_INPUT;
+}
+
+int fsc_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "fragscope %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see 'fragscope help %s')\n", cmd);
+    va_end(ap);
+    return FSC_EXIT_BAD_INPUT;
+}
+
+int fsc_cli_exit_code(int rc)
+{
+    switch (rc) {
+    case 0: return FSC_EXIT_OK;
+    case FSC_EINVAL:
+    case FSC_EFORMAT:
+    case FSC_EVERSION:
+    case FSC_ETRUNC:
+    case FSC_ECONFIG:
+    case FSC_ESTATE:
+    case FSC_ENOENT:
+    case FSC_ELIMIT:
+    case FSC_EUSAGE:
+        return FSC_EXIT_BAD_INPUT;
+    default:
+        return FSC_EXIT_FAILURE;
+    }
+}
+
+int fsc_cli_size(const char *cmd, const char *opt, const char *val, uint64_t *out)
+{
+    if (val == NULL || fsc_size_parse(val, out) != 0)
+        return fsc_cli_usage_error(cmd, "%s: '%s' is not a size (e.g. 512MiB, 18GiB, 1.5GB)",
+                                   opt, val ? val : "");
+    return 0;
+}
+
+int fsc_cli_ratio(const char *cmd, const char *opt, const char *val, double *out)
+{
+    char *end = NULL;
+    if (val == NULL || val[0] == '\0')
+        return fsc_cli_usage_error(cmd, "%s needs a value", opt);
+    double v = strtod(val, &end);
+    if (end != NULL && *end == '%') {
+        v /= 100.0;
+        end++;
+    }
+    if (end == val || *end != '\0' || !(v >= 0.0 && v <= 1.0))
+        return fsc_cli_usage_error(cmd, "%s: '%s' is not a ratio between 0 and 1", opt, val);
+    *out = v;
+    return 0;
+}
+
+void fsc_progress_init(fsc_progress_t *p, const char *label)
+{
+    memset(p, 0, sizeof *p);
+    p->label = label;
+    const char *no = getenv("FRAGSCOPE_NO_PROGRESS");
+    p->enabled = isatty(STDERR_FILENO) && (no == NULL || no[0] == '\0');
+}
+
+void fsc_progress_update(fsc_progress_t *p, uint64_t done, uint64_t total)
+{
+    if (!p->enabled)
+        return;
+    uint64_t now = fsc_now_ns();
+    if (p->shown && now - p->last_ns < 100000000ull)
+        return;
+    p->last_ns = now;
+    p->shown = 1;
+    if (total > 0)
+        fprintf(stderr, "\r%s: %5.1f%%", p->label, 100.0 * (double)done / (double)total);
+    else
+        fprintf(stderr, "\r%s: %llu", p->label, (unsigned long long)done);
+    fflush(stderr);
+}
+
+void fsc_progress_done(fsc_progress_t *p)
+{
+    if (p->enabled && p->shown) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+    }
+}

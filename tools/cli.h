@@ -1,0 +1,59 @@
+/*
+ * cli.h — what every subcommand of the fragscope command line shares: exit
+ * codes, one-line errors, option helpers and terminal progress.
+ *
+ * A subcommand NAME lives in cmd_NAME.c and defines
+ *   int fsc_cmd_NAME(int argc, char **argv);   argv[0] is "NAME"
+ *   extern const char fsc_cmd_NAME_summary[];  one line for `fragscope --help`
+ *   extern const char fsc_cmd_NAME_usage[];    full text for `fragscope help NAME`
+ * The table in main.c is generated from the cmd_*.c files present.
+ */
+#ifndef FSC_CLI_H
+#define FSC_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fragscope/common.h"
+
+enum {
+    FSC_EXIT_OK = 0,
+    FSC_EXIT_CHECK_FAILED = 1,
+    FSC_EXIT_BAD_INPUT = 2, /* bad input file, bad usage */
+    FSC_EXIT_FAILURE = 3    /* everything else: I/O errors on output, device errors */
+};
+
+/* Print "fragscope: <message>\n" on stderr; returns FSC_EXIT_BAD_INPUT. */
+int fsc_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "fragscope CMD: <message>\n(see fragscope help CMD)" and return 2. */
+int fsc_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Exit code for an error code from the libraries: bad input (format,
+ * truncation, config, state, not found, usage) → 2, else 3. */
+int fsc_cli_exit_code(int rc);
+
+/* Parse a size option value; on failure prints a usage error and returns 2. */
+int fsc_cli_size(const char *cmd, const char *opt, const char *val, uint64_t *out);
+/* Parse a ratio in [0, 1] (or a percentage "12%"). */
+int fsc_cli_ratio(const char *cmd, const char *opt, const char *val, double *out);
+
+/* Progress on a terminal (stderr is a tty and not disabled): at most ~10
+ * updates a second; done/total may be bytes or events (total 0 = unknown). */
+typedef struct fsc_progress {
+    const char *label;
+    uint64_t last_ns;
+    int enabled;
+    int shown;
+} fsc_progress_t;
+void fsc_progress_init(fsc_progress_t *p, const char *label);
+void fsc_progress_update(fsc_progress_t *p, uint64_t done, uint64_t total);
+void fsc_progress_done(fsc_progress_t *p);
+
+#define FSC_CMD(name)                                  \
+    int fsc_cmd_##name(int argc, char **argv);         \
+    extern const char fsc_cmd_##name##_summary[];      \
+    extern const char fsc_cmd_##name##_usage[];
+#include "fsc_cmds.gen.h"
+#undef FSC_CMD
+
+#endif
