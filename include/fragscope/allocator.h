@@ -32,24 +32,32 @@ typedef struct fsc_alloc_config {
     /* Blocks at/above this are never split, and requests below it never take
      * them. 0 = unlimited (PyTorch's default, SIZE_MAX). */
     uint64_t max_split_size;
-    /* roundup_power2_divisions per power-of-two interval: entry i applies to
-     * sizes in [2^(20+i-1), 2^(20+i)) bytes, i.e. entry 0 to sizes < 1 MiB
-     * ... as PyTorch indexes it (log2(size) - 20 + 1 clamped). 0 = none. */
+    /* roundup_power2_divisions per power-of-two interval, indexed as PyTorch
+     * does: entry i = clamp(floor(log2(size)) - 20, 0, 15), so entry 0 covers
+     * every size below 2 MiB, entry i (1..14) covers [2^i MiB, 2^(i+1) MiB)
+     * and entry 15 everything from 32 GiB up. 0 (or 1) = plain 512 B rounding. */
     uint32_t roundup_power2_divisions[FSC_ROUNDUP_INTERVALS];
     /* Fraction of the capacity at which GC starts reclaiming; 0 = off. Only
      * effective when the allocator has a capacity. */
     double garbage_collection_threshold;
     int expandable_segments; /* bool */
+    /* An oversize request (>= max_split_size) takes a cached block only if
+     * the block is smaller than request + this (max_non_split_rounding_mb).
+     * 0 = PyTorch's default, 20 MiB. */
+    uint64_t max_non_split_rounding;
 } fsc_alloc_config_t;
 
-#define FSC_ALLOC_CONFIG_DEFAULT {0, {0}, 0.0, 0}
+#define FSC_ALLOC_CONFIG_DEFAULT {0, {0}, 0.0, 0, 0}
 
 /* Parse "max_split_size_mb:128,expandable_segments:True,
  * garbage_collection_threshold:0.6,roundup_power2_divisions:4" or the list
  * form "roundup_power2_divisions:[256:1,512:2,>:4]". "" = defaults. Keys that
  * PyTorch accepts but that do not change placement (e.g.
  * release_lock_on_cudamalloc, pinned_use_cuda_host_register,
- * pinned_num_register_threads, backend) are accepted and ignored. Unknown
+ * pinned_num_register_threads, backend:native) are accepted and ignored.
+ * The list form follows PyTorch exactly, including that ">" fills from the
+ * previous entry's interval on (so "[256:1,512:2,>:4]" gives 4 from 512 MiB
+ * up). Keys of the list are MiB (powers of two). Unknown
  * keys and bad values return FSC_ECONFIG with a message in err naming the
  * key and the value. */
 int fsc_alloc_config_parse(const char *s, fsc_alloc_config_t *out, fsc_err_t *err);

@@ -1,0 +1,221 @@
+/*
+ * test_allocator_rules.c — the allocator's pure rules: rounding (plain and
+ * roundup_power2_divisions), pools, segment sizes, split thresholds, and the
+ * configuration string (parse, errors, canonical form).
+ */
+#include <string.h>
+
+#include "fragscope/allocator.h"
+#include "fsc_test.h"
+
+#define MiB FSC_MiB
+
+static void test_round_plain(void)
+{
+    static const struct { uint64_t in, out; } t[] = {
+        {0, 512}, {1, 512}, {511, 512}, {512, 512}, {513, 1024}, {1000, 1024},
+        {1025, 1536}, {9000, 9216}, {MiB, MiB}, {MiB + 1, MiB + 512},
+        {100 * MiB + 1, 100 * MiB + 512},
+    };
+    fsc_alloc_config_t c = FSC_ALLOC_CONFIG_DEFAULT;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, t[i].in), t[i].out);
+        CU_ASSERT_EQUAL(fsc_alloc_round_size(NULL, t[i].in), t[i].out);
+    }
+}
+
+static void test_round_power2_divisions(void)
+{
+    fsc_alloc_config_t c;
+    fsc_err_t e = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:4", &c, &e), 0);
+    /* Only sizes above 512 * divisions use the power-of-two divisions. */
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 1200), 1536);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 2048), 2048);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 3000), 3072);
+    /* [8192, 16384) in steps of 2048. */
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 9000), 10240);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 10240), 10240);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, MiB), MiB);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, MiB + 1), MiB + 256 * 1024);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 100 * MiB + 1), 112 * MiB);
+
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:2", &c, &e), 0);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 1000), 1024);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 1500), 1536);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 1537), 2048);
+
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:8", &c, &e), 0);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 100 * MiB + 1), 104 * MiB);
+
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:1", &c, &e), 0);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 9000), 9216);
+}
+
+static void test_round_list_form(void)
+{
+    fsc_alloc_config_t c;
+    fsc_err_t e = {0};
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_alloc_config_parse("roundup_power2_divisions:[256:1,512:2,>:4]", &c, &e), 0);
+    for (int i = 0; i <= 8; i++)
+        CU_ASSERT_EQUAL(c.roundup_power2_divisions[i], 1);
+    /* ">" overwrites the 512 MiB entry too, as in PyTorch. */
+    for (int i = 9; i < FSC_ROUNDUP_INTERVALS; i++)
+        CU_ASSERT_EQUAL(c.roundup_power2_divisions[i], 4);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 300 * MiB + 1), 300 * MiB + 512);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 600 * MiB + 1), 640 * MiB);
+
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:[1:4, 4:2]", &c, &e), 0);
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[0], 4);
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[1], 0);
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[2], 2);
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[3], 0);
+    /* 2 MiB + 1 is in interval 1 (no divisions); 4 MiB + 1 in interval 2. */
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 2 * MiB + 1), 2 * MiB + 512);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 4 * MiB + 1), 6 * MiB);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 9000), 10240);
+
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:[64:8]", &c, &e), 0);
+    for (int i = 0; i <= 6; i++)
+        CU_ASSERT_EQUAL(c.roundup_power2_divisions[i], 8);
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[7], 0);
+
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:[>:2]", &c, &e), 0);
+    for (int i = 0; i < FSC_ROUNDUP_INTERVALS; i++)
+        CU_ASSERT_EQUAL(c.roundup_power2_divisions[i], 2);
+}
+
+static void test_pool_and_segment(void)
+{
+    CU_ASSERT_EQUAL(fsc_alloc_pool_of(512), FSC_POOL_SMALL);
+    CU_ASSERT_EQUAL(fsc_alloc_pool_of(MiB), FSC_POOL_SMALL);
+    CU_ASSERT_EQUAL(fsc_alloc_pool_of(MiB + 512), FSC_POOL_LARGE);
+    static const struct { uint64_t in, out; } t[] = {
+        {512, 2 * MiB}, {MiB, 2 * MiB}, {MiB + 512, 20 * MiB}, {10 * MiB - 512, 20 * MiB},
+        {10 * MiB, 10 * MiB}, {10 * MiB + 512, 12 * MiB}, {21 * MiB, 22 * MiB},
+        {22 * MiB, 22 * MiB},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        CU_ASSERT_EQUAL(fsc_alloc_segment_size(t[i].in), t[i].out);
+}
+
+static void test_should_split(void)
+{
+    fsc_alloc_config_t c = FSC_ALLOC_CONFIG_DEFAULT;
+    /* small pool: remainder >= 512 */
+    CU_ASSERT_TRUE(fsc_alloc_should_split(&c, FSC_POOL_SMALL, 2 * MiB, 2 * MiB - 512, 0));
+    CU_ASSERT_FALSE(fsc_alloc_should_split(&c, FSC_POOL_SMALL, 1024, 513, 0));
+    CU_ASSERT_FALSE(fsc_alloc_should_split(&c, FSC_POOL_SMALL, 2 * MiB, 2 * MiB, 0));
+    /* large pool: remainder > 1 MiB */
+    CU_ASSERT_FALSE(fsc_alloc_should_split(&c, FSC_POOL_LARGE, 20 * MiB, 19 * MiB, 0));
+    CU_ASSERT_TRUE(fsc_alloc_should_split(&c, FSC_POOL_LARGE, 20 * MiB, 19 * MiB - 512, 0));
+    /* large pool with max_split_size: request must be below it */
+    fsc_err_t e = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("max_split_size_mb:128", &c, &e), 0);
+    CU_ASSERT_FALSE(fsc_alloc_should_split(&c, FSC_POOL_LARGE, 200 * MiB, 128 * MiB, 0));
+    CU_ASSERT_TRUE(fsc_alloc_should_split(&c, FSC_POOL_LARGE, 200 * MiB, 128 * MiB - 512, 0));
+    /* expandable: remainder >= 512 in either pool */
+    CU_ASSERT_TRUE(fsc_alloc_should_split(&c, FSC_POOL_LARGE, 20 * MiB, 20 * MiB - 512, 1));
+    CU_ASSERT_FALSE(fsc_alloc_should_split(&c, FSC_POOL_LARGE, 20 * MiB, 20 * MiB, 1));
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("expandable_segments:True", &c, &e), 0);
+    CU_ASSERT_TRUE(fsc_alloc_should_split(&c, FSC_POOL_LARGE, 200 * MiB, 200 * MiB - 512, 0));
+}
+
+static void test_config_parse_format(void)
+{
+    fsc_alloc_config_t c;
+    fsc_err_t e = {0};
+    char buf[256];
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("", &c, &e), 0);
+    CU_ASSERT_EQUAL(c.max_split_size, 0);
+    CU_ASSERT_EQUAL(fsc_alloc_config_format(&c, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "");
+
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_alloc_config_parse("max_split_size_mb:128, expandable_segments:True,"
+                               "garbage_collection_threshold:0.6,roundup_power2_divisions:4,"
+                               "release_lock_on_cudamalloc:True,backend:native,",
+                               &c, &e),
+        0);
+    CU_ASSERT_EQUAL(c.max_split_size, 128 * MiB);
+    CU_ASSERT_EQUAL(c.expandable_segments, 1);
+    CU_ASSERT_DOUBLE_EQUAL(c.garbage_collection_threshold, 0.6, 1e-12);
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[15], 4);
+    CU_ASSERT_EQUAL(fsc_alloc_config_format(&c, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "max_split_size_mb:128,roundup_power2_divisions:4,"
+                                "garbage_collection_threshold:0.6,expandable_segments:True");
+
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_alloc_config_parse("roundup_power2_divisions:[256:1,512:2,>:4],"
+                               "max_non_split_rounding_mb:64",
+                               &c, &e),
+        0);
+    CU_ASSERT_EQUAL(c.max_non_split_rounding, 64 * MiB);
+    CU_ASSERT_EQUAL(fsc_alloc_config_format(&c, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "max_non_split_rounding_mb:64,"
+                                "roundup_power2_divisions:[256:1,512:4,>:4]");
+    fsc_alloc_config_t c2;
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(buf, &c2, &e), 0);
+    CU_ASSERT_EQUAL(memcmp(c.roundup_power2_divisions, c2.roundup_power2_divisions,
+                           sizeof c.roundup_power2_divisions), 0);
+
+    /* Round trip of an irregular table. */
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:[1:4,4:2]", &c, &e), 0);
+    CU_ASSERT_EQUAL(fsc_alloc_config_format(&c, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "roundup_power2_divisions:[1:4,2:0,4:2,8:0,>:0]");
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(buf, &c2, &e), 0);
+    CU_ASSERT_EQUAL(memcmp(c.roundup_power2_divisions, c2.roundup_power2_divisions,
+                           sizeof c.roundup_power2_divisions), 0);
+
+    CU_ASSERT_EQUAL(fsc_alloc_config_format(&c, buf, 8), FSC_ELIMIT);
+    CU_ASSERT_EQUAL(strlen(buf), 7);
+}
+
+static void test_config_errors(void)
+{
+    static const struct { const char *s, *needle; } bad[] = {
+        {"foo:1", "unknown key 'foo'"},
+        {"max_split_size_mb:19", "'19' for max_split_size_mb"},
+        {"max_split_size_mb:abc", "'abc' for max_split_size_mb"},
+        {"max_split_size_mb", "max_split_size_mb"},
+        {"max_split_size_mb:", "missing value for max_split_size_mb"},
+        {"garbage_collection_threshold:1.0", "'1.0' for garbage_collection_threshold"},
+        {"garbage_collection_threshold:0", "garbage_collection_threshold"},
+        {"expandable_segments:yes", "'yes' for expandable_segments"},
+        {"roundup_power2_divisions:3", "'3' for roundup_power2_divisions"},
+        {"roundup_power2_divisions:[3:2]", "'3' for roundup_power2_divisions"},
+        {"roundup_power2_divisions:[256:3]", "'3' for roundup_power2_divisions"},
+        {"roundup_power2_divisions:[256:1", "roundup_power2_divisions"},
+        {"backend:cudaMallocAsync", "'cudaMallocAsync' for backend"},
+        {"max_split_size_mb:128 expandable_segments:True", "128expandable_segments"},
+        {"max_split_size_mb:128:expandable_segments", "expected ','"},
+        {",max_split_size_mb:128", "unexpected ','"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fsc_alloc_config_t c = FSC_ALLOC_CONFIG_DEFAULT;
+        c.max_split_size = 77;
+        fsc_err_t e = {0};
+        int rc = fsc_alloc_config_parse(bad[i].s, &c, &e);
+        CU_ASSERT_EQUAL(rc, FSC_ECONFIG);
+        CU_ASSERT_EQUAL(c.max_split_size, 77); /* untouched on error */
+        if (strstr(e.msg, bad[i].needle) == NULL) {
+            fprintf(stderr, "\n  \"%s\" -> \"%s\" (wanted \"%s\")\n", bad[i].s, e.msg,
+                    bad[i].needle);
+            CU_FAIL("error message");
+        }
+    }
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"round_plain", test_round_plain},
+    {"round_power2_divisions", test_round_power2_divisions},
+    {"round_list_form", test_round_list_form},
+    {"pool_and_segment", test_pool_and_segment},
+    {"should_split", test_should_split},
+    {"config_parse_format", test_config_parse_format},
+    {"config_errors", test_config_errors},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("allocator_rules", k_tests)
