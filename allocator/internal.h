@@ -1,0 +1,176 @@
+/*
+ * internal.h — the allocator's private data structures, shared by the files
+ * of allocator/ (not API).
+ *
+ * The model follows PyTorch's DeviceCachingAllocator: a segment is one device
+ * allocation (or one expandable VA range) cut into a doubly linked list of
+ * blocks; free mapped blocks live in their pool's size-ordered set, unmapped
+ * ranges of expandable segments in the pool's address-ordered set, and live
+ * blocks in a hash from address to block. Every function here expects the
+ * allocator's mutex to be held.
+ */
+#ifndef FSC_ALLOCATOR_INTERNAL_H
+#define FSC_ALLOCATOR_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bsd/sys/tree.h>
+
+#include "backend.h"
+#include "fragscope/allocator.h"
+#include "rules.h"
+
+typedef struct fsc__segment fsc__segment_t;
+
+typedef struct fsc__block {
+    RB_ENTRY(fsc__block) node; /* in the pool's free set or unmapped set */
+    uint64_t addr;
+    uint64_t size;
+    uint64_t requested;
+    uint64_t stream;
+    struct fsc__block *prev, *next; /* neighbours in the segment */
+    fsc__segment_t *seg;
+    int64_t gc_base;    /* pool's lookup count when last inserted in the free set */
+    uint64_t *uses;     /* record_stream streams (malloc'd only when used) */
+    uint32_t nuses, uses_cap;
+    int32_t event_count; /* outstanding stream uses after a free */
+    uint8_t pool;
+    uint8_t allocated;
+    uint8_t mapped;
+    uint8_t in_set; /* 1 = free set, 2 = unmapped set */
+} fsc__block_t;
+
+struct fsc__segment {
+    fsc__segment_t *prev_seg, *next_seg; /* all segments, for walk and destroy */
+    fsc__block_t *head;
+    uint64_t base;
+    uint64_t size;   /* bytes of the device allocation, or of the VA range */
+    uint64_t mapped; /* expandable: bytes mapped now */
+    uint64_t page;   /* expandable: page size */
+    uint64_t stream;
+    void *vseg;      /* expandable: the backend's handle */
+    uint8_t pool;
+    uint8_t expandable;
+};
+
+RB_HEAD(fsc__free_tree, fsc__block);
+RB_HEAD(fsc__unmapped_tree, fsc__block);
+RB_PROTOTYPE(fsc__free_tree, fsc__block, node, fsc__cmp_size)
+RB_PROTOTYPE(fsc__unmapped_tree, fsc__block, node, fsc__cmp_addr)
+
+typedef struct fsc__pool {
+    struct fsc__free_tree blocks;
+    struct fsc__unmapped_tree unmapped;
+    int64_t lookups; /* get_free_block calls while GC is armed */
+    uint8_t id;      /* fsc_pool_t */
+} fsc__pool_t;
+
+/* Open-addressing hash: live block address -> block. */
+typedef struct fsc__ptrmap {
+    uint64_t *keys;
+    fsc__block_t **vals;
+    size_t cap; /* power of two; 0 until first insert */
+    size_t n;
+} fsc__ptrmap_t;
+
+/* Make room for one more key, so that the next put cannot fail. */
+int fsc__ptrmap_reserve(fsc__ptrmap_t *m);
+int fsc__ptrmap_put(fsc__ptrmap_t *m, uint64_t key, fsc__block_t *b);
+fsc__block_t *fsc__ptrmap_get(const fsc__ptrmap_t *m, uint64_t key);
+fsc__block_t *fsc__ptrmap_del(fsc__ptrmap_t *m, uint64_t key);
+void fsc__ptrmap_free(fsc__ptrmap_t *m);
+
+/* A free whose block was used on other streams, waiting for them. */
+typedef struct fsc__pending {
+    fsc__block_t *block;
+    uint64_t stream;
+    void *event; /* backend event, NULL on backends without events */
+} fsc__pending_t;
+
+/* Block structs come from slabs and go back to a free list. */
+typedef struct fsc__slab {
+    struct fsc__slab *next;
+} fsc__slab_t;
+
+struct fsc_allocator {
+    pthread_mutex_t mu;
+    fsc_alloc_config_t cfg;
+    uint64_t max_split;      /* cfg.max_split_size, 0 -> UINT64_MAX */
+    uint64_t non_split_tol;  /* max_non_split_rounding, 0 -> 20 MiB */
+    fsc_backend_t *be;
+    uint64_t capacity;       /* allowed bytes; the backend's total when unset */
+    int set_fraction;        /* capacity given: enforce it and arm GC */
+    int gc_armed;
+    fsc_event_sink_fn sink;
+    void *sink_ud;
+
+    fsc__pool_t pools[2];
+    fsc__ptrmap_t live;
+    fsc__segment_t *segments;
+    uint64_t reserved; /* PyTorch's total_allocated_memory */
+    fsc_alloc_stats_t st;
+
+    fsc__pending_t *pending;
+    size_t npending, pending_cap;
+
+    fsc__block_t *free_structs;
+    fsc__slab_t *slabs;
+
+    fsc_err_t err;
+};
+
+/* blocks.c */
+fsc__block_t *fsc__block_new(fsc_allocator_t *a);
+void fsc__block_release(fsc_allocator_t *a, fsc__block_t *b);
+void fsc__set_insert(fsc_allocator_t *a, fsc__pool_t *p, fsc__block_t *b);
+void fsc__set_remove(fsc__pool_t *p, fsc__block_t *b);
+void fsc__unmapped_insert(fsc__pool_t *p, fsc__block_t *b);
+void fsc__unmapped_remove(fsc__pool_t *p, fsc__block_t *b);
+void fsc__segment_link(fsc_allocator_t *a, fsc__segment_t *s);
+void fsc__segment_unlink(fsc_allocator_t *a, fsc__segment_t *s);
+
+static inline int fsc__is_split(const fsc__block_t *b)
+{
+    return b->prev != NULL || b->next != NULL;
+}
+
+/* core.c */
+void fsc__emit(fsc_allocator_t *a, int type, const fsc__block_t *b, uint64_t addr,
+               uint64_t size, uint64_t requested, uint64_t other);
+fsc__block_t *fsc__get_free_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,
+                                  uint64_t size);
+int fsc__alloc_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64_t size,
+                     uint64_t alloc_size, int retry, fsc__block_t **out);
+fsc__block_t *fsc__alloc_found_block(fsc_allocator_t *a, fsc__block_t *b, uint64_t size,
+                                     uint64_t orig_size, int split);
+void fsc__free_block(fsc_allocator_t *a, fsc__block_t *b);
+/* Merge src into dst (neighbours); returns the bytes absorbed, 0 if not. */
+uint64_t fsc__try_merge(fsc_allocator_t *a, fsc__block_t *dst, fsc__block_t *src, int emit);
+
+/* expandable.c */
+int fsc__try_allocate_expandable(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,
+                                 uint64_t size, fsc__block_t **out);
+void fsc__unmap_block(fsc_allocator_t *a, fsc__block_t *b);
+void fsc__release_expandable_segment(fsc_allocator_t *a, fsc__block_t *b);
+
+/* release.c */
+void fsc__release_block(fsc_allocator_t *a, fsc__block_t *b);
+void fsc__garbage_collect(fsc_allocator_t *a);
+int fsc__release_available_cached_blocks(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,
+                                         uint64_t size);
+void fsc__release_cached_blocks(fsc_allocator_t *a);
+void fsc__process_events(fsc_allocator_t *a);
+void fsc__sync_and_free_events(fsc_allocator_t *a);
+void fsc__stream_done(fsc_allocator_t *a, uint64_t stream);
+int fsc__insert_events(fsc_allocator_t *a, fsc__block_t *b);
+
+/* stats.c */
+void fsc__stat_inc(fsc_stat_t *s, int64_t amount);
+void fsc__stat_dec(fsc_stat_t *s, int64_t amount);
+/* Apply to [ALL] and [pool]. */
+void fsc__stat2_inc(fsc_stat_t *arr, int pool, int64_t amount);
+void fsc__stat2_dec(fsc_stat_t *arr, int pool, int64_t amount);
+
+#endif

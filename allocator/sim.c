@@ -1,0 +1,252 @@
+/*
+ * sim.c — the simulated device: address arithmetic only, no memory touched.
+ *
+ * Addresses are deterministic: the lowest 2 MiB-aligned gap of the simulated
+ * address space that fits (first fit), so runs replay identically. The
+ * scripted variant hands out the addresses a recorded run really got, in
+ * order, while the requested sizes match the recording; PyTorch's best fit
+ * breaks address ties, so a replay needs the real addresses to reproduce
+ * every block address.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+#define SIM_ALIGN (2ull << 20)
+#define SIM_DEFAULT_TOTAL (80ull << 30)
+#define SIM_DEFAULT_BASE 0x7f0000000000ull
+
+typedef struct sim_range {
+    uint64_t addr, size;
+} sim_range_t;
+
+typedef struct sim_vseg {
+    uint64_t base, size;
+} sim_vseg_t;
+
+typedef struct sim {
+    fsc_backend_t pub;
+    uint64_t base;
+    uint64_t phys_used;
+    sim_range_t *ranges; /* sorted by addr, non-overlapping */
+    size_t nranges, cap;
+    uint64_t *script_addrs, *script_sizes;
+    size_t nscript, next;
+    long diverged;
+} sim_t;
+
+static int range_free(const sim_t *s, uint64_t addr, uint64_t size)
+{
+    for (size_t i = 0; i < s->nranges; i++) {
+        const sim_range_t *r = &s->ranges[i];
+        if (addr < r->addr + r->size && r->addr < addr + size)
+            return 0;
+    }
+    return addr + size >= addr; /* no wrap-around */
+}
+
+static int range_add(sim_t *s, uint64_t addr, uint64_t size)
+{
+    if (s->nranges == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 64;
+        sim_range_t *n = realloc(s->ranges, ncap * sizeof *n);
+        if (n == NULL)
+            return FSC_ENOMEM;
+        s->ranges = n;
+        s->cap = ncap;
+    }
+    size_t i = 0;
+    while (i < s->nranges && s->ranges[i].addr < addr)
+        i++;
+    memmove(&s->ranges[i + 1], &s->ranges[i], (s->nranges - i) * sizeof *s->ranges);
+    s->ranges[i].addr = addr;
+    s->ranges[i].size = size;
+    s->nranges++;
+    return 0;
+}
+
+static void range_del(sim_t *s, uint64_t addr)
+{
+    for (size_t i = 0; i < s->nranges; i++) {
+        if (s->ranges[i].addr == addr) {
+            memmove(&s->ranges[i], &s->ranges[i + 1],
+                    (s->nranges - i - 1) * sizeof *s->ranges);
+            s->nranges--;
+            return;
+        }
+    }
+}
+
+/* Lowest aligned gap at or above base that fits size. */
+static uint64_t first_fit(const sim_t *s, uint64_t size)
+{
+    uint64_t cand = s->base;
+    for (size_t i = 0; i < s->nranges; i++) {
+        const sim_range_t *r = &s->ranges[i];
+        if (r->addr + r->size <= cand)
+            continue;
+        if (r->addr >= cand + size)
+            break;
+        cand = (r->addr + r->size + SIM_ALIGN - 1) & ~(SIM_ALIGN - 1);
+    }
+    return cand;
+}
+
+static int sim_place(sim_t *s, uint64_t size, uint64_t *addr, fsc_err_t *err)
+{
+    uint64_t a = 0;
+    int scripted = 0;
+    if (s->diverged < 0 && s->script_addrs != NULL) {
+        if (s->next < s->nscript && s->script_sizes[s->next] == size &&
+            range_free(s, s->script_addrs[s->next], size)) {
+            a = s->script_addrs[s->next++];
+            scripted = 1;
+        } else {
+            s->diverged = (long)s->next;
+        }
+    }
+    if (!scripted)
+        a = first_fit(s, size);
+    if (range_add(s, a, size) != 0)
+        return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
+    *addr = a;
+    return 0;
+}
+
+static int sim_seg_alloc(fsc_backend_t *b, uint64_t size, uint64_t *addr, fsc_err_t *err)
+{
+    sim_t *s = (sim_t *)b;
+    if (size > b->total || s->phys_used + size > b->total)
+        return FSC_EOOM;
+    int rc = sim_place(s, size, addr, err);
+    if (rc == 0)
+        s->phys_used += size;
+    return rc;
+}
+
+static void sim_seg_free(fsc_backend_t *b, uint64_t addr, uint64_t size)
+{
+    sim_t *s = (sim_t *)b;
+    range_del(s, addr);
+    s->phys_used -= size;
+}
+
+static int sim_va_reserve(fsc_backend_t *b, uint64_t size, uint64_t page, void **vseg,
+                          uint64_t *base, fsc_err_t *err)
+{
+    sim_t *s = (sim_t *)b;
+    (void)page;
+    sim_vseg_t *v = malloc(sizeof *v);
+    if (v == NULL)
+        return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
+    v->size = size;
+    v->base = first_fit(s, size);
+    if (range_add(s, v->base, size) != 0) {
+        free(v);
+        return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
+    }
+    *vseg = v;
+    *base = v->base;
+    return 0;
+}
+
+static int sim_va_map(fsc_backend_t *b, void *vseg, uint64_t off, uint64_t len, fsc_err_t *err)
+{
+    sim_t *s = (sim_t *)b;
+    (void)vseg;
+    (void)off;
+    (void)err;
+    if (s->phys_used + len > b->total)
+        return FSC_EOOM;
+    s->phys_used += len;
+    return 0;
+}
+
+static void sim_va_unmap(fsc_backend_t *b, void *vseg, uint64_t off, uint64_t len)
+{
+    (void)vseg;
+    (void)off;
+    ((sim_t *)b)->phys_used -= len;
+}
+
+static void sim_va_release(fsc_backend_t *b, void *vseg)
+{
+    sim_vseg_t *v = vseg;
+    range_del((sim_t *)b, v->base);
+    free(v);
+}
+
+static void sim_mem_info(fsc_backend_t *b, uint64_t *free_bytes, uint64_t *total)
+{
+    *free_bytes = b->total - ((sim_t *)b)->phys_used;
+    *total = b->total;
+}
+
+static void sim_destroy(fsc_backend_t *b)
+{
+    sim_t *s = (sim_t *)b;
+    free(s->ranges);
+    free(s->script_addrs);
+    free(s->script_sizes);
+    free(s);
+}
+
+static const fsc_backend_ops_t k_sim_ops = {
+    .seg_alloc = sim_seg_alloc,
+    .seg_free = sim_seg_free,
+    .va_reserve = sim_va_reserve,
+    .va_map = sim_va_map,
+    .va_unmap = sim_va_unmap,
+    .va_release = sim_va_release,
+    .mem_info = sim_mem_info,
+    .destroy = sim_destroy,
+};
+
+int fsc_backend_sim_create(uint64_t capacity, uint64_t base, fsc_backend_t **out)
+{
+    if (out == NULL)
+        return FSC_EINVAL;
+    sim_t *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return FSC_ENOMEM;
+    s->pub.ops = &k_sim_ops;
+    s->pub.total = capacity ? capacity : SIM_DEFAULT_TOTAL;
+    s->base = base ? (base + SIM_ALIGN - 1) & ~(SIM_ALIGN - 1) : SIM_DEFAULT_BASE;
+    s->diverged = -1;
+    strcpy(s->pub.name, "sim");
+    *out = &s->pub;
+    return 0;
+}
+
+int fsc_backend_sim_create_scripted(uint64_t capacity, const uint64_t *addrs,
+                                    const uint64_t *sizes, size_t n, fsc_backend_t **out)
+{
+    if (out == NULL || (n > 0 && (addrs == NULL || sizes == NULL)))
+        return FSC_EINVAL;
+    int rc = fsc_backend_sim_create(capacity, 0, out);
+    if (rc != 0)
+        return rc;
+    sim_t *s = (sim_t *)*out;
+    s->script_addrs = malloc((n ? n : 1) * sizeof *addrs);
+    s->script_sizes = malloc((n ? n : 1) * sizeof *sizes);
+    if (s->script_addrs == NULL || s->script_sizes == NULL) {
+        sim_destroy(*out);
+        *out = NULL;
+        return FSC_ENOMEM;
+    }
+    if (n > 0) {
+        memcpy(s->script_addrs, addrs, n * sizeof *addrs);
+        memcpy(s->script_sizes, sizes, n * sizeof *sizes);
+    }
+    s->nscript = n;
+    strcpy(s->pub.name, "sim (scripted)");
+    return 0;
+}
+
+long fsc_backend_sim_script_diverged(const fsc_backend_t *b)
+{
+    if (b == NULL || b->ops != &k_sim_ops)
+        return -1;
+    return ((const sim_t *)b)->diverged;
+}
