@@ -1,0 +1,154 @@
+"""fragscope_torch: run PyTorch on fragscope's caching allocator and record it.
+
+Add to a training script, before anything touches CUDA:
+
+    import fragscope_torch
+    fragscope_torch.install(trace="run.fstrace")    # or set FRAGSCOPE_TRACE
+    model = ...
+    fragscope_torch.watch(model)                    # module names become tags
+    fragscope_torch.watch_optimizer(optimizer)      # "step N" markers
+
+then `fragscope analyze run.fstrace -o run.db`. Only torch is needed.
+fragscope_torch.memory_stats() returns the allocator's statistics under the
+keys of torch.cuda.memory_stats(), which PyTorch cannot give for a pluggable
+allocator.
+"""
+import atexit
+import contextlib
+import ctypes
+import json
+import os
+
+import torch
+
+__all__ = ["install", "watch", "watch_optimizer", "tag", "mark", "flush",
+           "memory_stats", "empty_cache", "library_path"]
+
+_lib = None
+
+
+def library_path():
+    """Where libfragscope_torch.so is: $FRAGSCOPE_TORCH_LIB, else beside this file."""
+    env = os.environ.get("FRAGSCOPE_TORCH_LIB")
+    if env:
+        return env
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libfragscope_torch.so")
+
+
+def install(trace=None, config=None, capacity=None, ring=None, library=None):
+    """Make fragscope's allocator PyTorch's CUDA allocator.
+
+    trace:    path of the .fstrace to write (else $FRAGSCOPE_TRACE; None = no recording)
+    config:   allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax
+    capacity: bytes (int) or a size string ("12GiB") the process may reserve
+    ring:     keep only the last N events, written on OOM and at exit
+    Must run before the first CUDA allocation of the process.
+    """
+    global _lib
+    if _lib is not None:
+        return
+    if trace is not None:
+        os.environ["FRAGSCOPE_TRACE"] = str(trace)
+    if ring is not None:
+        os.environ["FRAGSCOPE_TRACE_MODE"] = "ring:%d" % int(ring)
+    if config is not None:
+        os.environ["FRAGSCOPE_ALLOC_CONF"] = config
+    if capacity is not None:
+        os.environ["FRAGSCOPE_CAPACITY"] = str(capacity)
+    path = library or library_path()
+    alloc = torch.cuda.memory.CUDAPluggableAllocator(path, "fsc_torch_malloc", "fsc_torch_free")
+    torch.cuda.memory.change_current_allocator(alloc)
+    lib = ctypes.CDLL(path)  # the same handle PyTorch opened: one allocator state
+    lib.fsc_torch_tag_push.argtypes = [ctypes.c_char_p]
+    lib.fsc_torch_mark.argtypes = [ctypes.c_char_p]
+    lib.fsc_torch_stats_json.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    lib.fsc_torch_empty_cache.argtypes = [ctypes.c_int]
+    _lib = lib
+    atexit.register(flush)
+
+
+def _need():
+    if _lib is None:
+        raise RuntimeError("fragscope_torch.install() was not called")
+    return _lib
+
+
+def mark(text):
+    """Write a marker (e.g. "step 12") into the trace."""
+    _need().fsc_torch_mark(str(text).encode())
+
+
+@contextlib.contextmanager
+def tag(name):
+    """Events inside the block carry `name` on the calling thread's tag stack."""
+    lib = _need()
+    lib.fsc_torch_tag_push(str(name).encode())
+    try:
+        yield
+    finally:
+        lib.fsc_torch_tag_pop()
+
+
+def watch(model, prefix=""):
+    """Push each submodule's name as a tag during its forward and backward.
+
+    Backward runs on autograd's own thread, which has its own tag stack, so
+    backward tags are pushed there by the backward hooks ("backward/<name>").
+    """
+    lib = _need()
+    handles = []
+    for name, mod in model.named_modules():
+        label = (prefix + name) if name else (prefix or type(mod).__name__)
+        enc = label.encode()
+
+        def pre(_m, _inp, enc=enc):
+            lib.fsc_torch_tag_push(enc)
+
+        def post(_m, _inp, _out):
+            lib.fsc_torch_tag_pop()
+
+        def bpre(_m, _gout, enc=b"backward/" + enc):
+            lib.fsc_torch_tag_push(enc)
+
+        def bpost(_m, _gin, _gout):
+            lib.fsc_torch_tag_pop()
+
+        handles.append(mod.register_forward_pre_hook(pre))
+        handles.append(mod.register_forward_hook(post))
+        handles.append(mod.register_full_backward_pre_hook(bpre))
+        handles.append(mod.register_full_backward_hook(bpost))
+    return handles
+
+
+def watch_optimizer(optimizer):
+    """Mark "step N" after every optimizer.step()."""
+    lib = _need()
+    count = [0]
+
+    def hook(_opt, _args, _kwargs):
+        count[0] += 1
+        lib.fsc_torch_mark(("step %d" % count[0]).encode())
+
+    return optimizer.register_step_post_hook(hook)
+
+
+def flush():
+    """Write every recorded event to disk now."""
+    if _lib is not None:
+        _lib.fsc_torch_flush()
+
+
+def empty_cache(device=None):
+    """Release cached unused memory (the counterpart of torch.cuda.empty_cache())."""
+    dev = torch.cuda.current_device() if device is None else int(device)
+    _need().fsc_torch_empty_cache(dev)
+
+
+def memory_stats(device=None):
+    """fragscope's statistics under torch.cuda.memory_stats() keys."""
+    dev = torch.cuda.current_device() if device is None else int(device)
+    buf = ctypes.create_string_buffer(1 << 16)
+    n = _need().fsc_torch_stats_json(dev, buf, len(buf))
+    if n < 0:
+        raise RuntimeError("fragscope: no allocator on device %d" % dev)
+    return dict(sorted(json.loads(buf.value.decode()).items()))
