@@ -219,6 +219,12 @@ void fsc_sim_print(const fsc_sim_opts_t *o, const fsc_sim_result_t *r, FILE *out
     } else {
         fprintf(out, "completed %d steps, no OOM\n", r->wl.steps_done);
     }
+    fsc_size_format((uint64_t)r->peak_allocated, a, sizeof a);
+    fsc_size_format((uint64_t)r->peak_reserved, b, sizeof b);
+    fprintf(out, "peak allocated %lld bytes (%s), peak reserved %lld bytes (%s), "
+                 "alloc retries %lld, OOMs %lld\n",
+            (long long)r->peak_allocated, a, (long long)r->peak_reserved, b,
+            (long long)r->num_alloc_retries, (long long)r->num_ooms);
     fputs(r->stats_text, out);
     if (r->stats_text[0] && r->stats_text[strlen(r->stats_text) - 1] != '\n')
         fputc('\n', out);
