@@ -1,0 +1,111 @@
+/*
+ * fragscope/pytorch.h — PyTorch memory snapshots: import them as fragscope
+ * events, and write a trace back out as a snapshot.
+ *
+ * Inputs are what torch.cuda.memory._snapshot() returns, saved with
+ * pickle.dump (protocols 2 to 5) or json.dump, and the plain list of
+ * segments that torch.cuda.memory_snapshot() returns (pickle or JSON). The
+ * format is detected from the content, not the file name.
+ *
+ * PyTorch's trace records the caller's requested sizes and the addresses it
+ * returned; fragscope events carry block sizes, splits and merges. The
+ * importer therefore replays the recorded addresses through a model of the
+ * segments and their blocks, applying the allocator's rules
+ * (fragscope/allocator.h), and emits the events the fragscope allocator
+ * would have emitted (SPLIT before ALLOC, MERGE after FREE_COMPLETED...).
+ * When the snapshot's history ring had wrapped, the state before the first
+ * recorded event is rebuilt from the final segments and emitted first, at
+ * time 0, and the header carries FSC_TRACE_F_RECONSTRUCTED. docs/pytorch.md
+ * describes the mapping.
+ */
+#ifndef FRAGSCOPE_PYTORCH_H
+#define FRAGSCOPE_PYTORCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fragscope/common.h"
+#include "fragscope/events.h"
+#include "fragscope/recorder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    FSC_SNAP_PICKLE = 1,
+    FSC_SNAP_JSON = 2
+};
+
+/* FSC_SNAP_PICKLE or FSC_SNAP_JSON from the first bytes of the file, 0 when
+ * it is neither, or a negative FSC_EIO/FSC_ENOENT when it cannot be read.
+ * Only the format is checked here; fsc_pytorch_import validates content. */
+int fsc_pytorch_detect(const char *path);
+
+/* Where the imported trace goes (the recorder, the analyzer, a test). Every
+ * callback returns 0 to go on or a negative FSC_E* code to stop the import
+ * (which then returns that code). */
+typedef struct fsc_import_sink {
+    void *ud;
+    /* Once, before anything else. Strings are valid during the call. */
+    int (*header)(void *ud, const fsc_trace_header_t *hdr);
+    /* Intern the tag node (parent, name) and return its id (> 0) in
+     * *node_out. The same (parent, name) must give the same id. */
+    int (*tag)(void *ud, uint32_t parent, const char *name, size_t len, uint32_t *node_out);
+    /* One event, in order. */
+    int (*event)(void *ud, const fsc_event_t *ev);
+} fsc_import_sink_t;
+
+typedef struct fsc_import_opts {
+    int device;  /* CUDA device whose trace to import; -1 = the only device
+                    with recorded history (error when several have one) */
+    int lenient; /* 1: an entry that contradicts the block model is skipped
+                    and counted in stats.warnings instead of failing */
+} fsc_import_opts_t;
+
+#define FSC_IMPORT_OPTS_DEFAULT {-1, 0}
+
+typedef struct fsc_import_stats {
+    int format;              /* FSC_SNAP_* */
+    int device;              /* the device imported */
+    uint32_t devices;        /* devices with recorded history */
+    int segments_only;       /* input was a list of segments (no history) */
+    int reconstructed;       /* the starting state was rebuilt */
+    uint64_t entries;        /* history entries read for the device */
+    uint64_t events;         /* events emitted */
+    uint64_t allocs, frees, segment_allocs, segment_frees, maps, unmaps, ooms;
+    uint64_t splits, merges;
+    uint64_t reconstructed_segments, reconstructed_blocks;
+    uint64_t warnings;       /* lenient mode: entries skipped */
+    uint64_t peak_allocated; /* peak of Σ ALLOC.size − Σ FREE_REQUESTED.size */
+    uint64_t peak_reserved;  /* peak of segment bytes (alloc/map − free/unmap) */
+    uint64_t first_time_us;  /* time_us of the first entry (0 if none) */
+    char first_warning[FSC_ERR_MSG_MAX]; /* message of the first warning */
+} fsc_import_stats_t;
+
+/* Import the snapshot at path into sink. opts and stats may be NULL. On
+ * failure returns a negative code with "PATH: what" in err (for history
+ * entries: which entry, its action and address). Bad input gives
+ * FSC_EFORMAT (unreadable, wrong shape), FSC_ESTATE (an entry contradicts
+ * the block model), FSC_ELIMIT (limits of the pickle reader) or
+ * FSC_ENOENT (no such device). */
+int fsc_pytorch_import(const char *path, const fsc_import_opts_t *opts,
+                       const fsc_import_sink_t *sink, fsc_import_stats_t *stats,
+                       fsc_err_t *err);
+
+/* Export a fragscope trace as a PyTorch snapshot pickle at out_path (written
+ * to a temporary name and renamed): 'segments' (the final layout, with
+ * blocks), 'device_traces' (one list, the trace's device, with one entry
+ * per alloc, free_requested, free_completed, segment_alloc/free/map/unmap,
+ * oom, empty_cache... event), 'allocator_settings' (from the header's
+ * config). Tag paths become frames (innermost first): a tag named
+ * "file:line:function" becomes that frame, any other tag a frame with
+ * filename "" line 0. events_out (may be NULL) receives the number of
+ * history entries written. */
+int fsc_pytorch_export(const char *trace_path, const char *out_path, uint64_t *entries_out,
+                       fsc_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_PYTORCH_H */

@@ -1,0 +1,414 @@
+/*
+ * pytorch_blocks.c — the block model of the snapshot importer: segments as
+ * address-ordered lists of blocks, driven by the addresses PyTorch recorded,
+ * emitting the events the fragscope allocator would emit for the same steps
+ * (SPLIT before ALLOC, FREE_REQUESTED, FREE_COMPLETED, then MERGE with the
+ * previous and next free block).
+ *
+ * PyTorch does not record block sizes, so the block an allocation took is
+ * the free block starting at the returned address, split when
+ * fsc_alloc_should_split says PyTorch would have split it. Expandable
+ * segments may have holes (unmapped pages), so neighbours merge only when
+ * they touch.
+ */
+#include "pytorch_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void fsc__pm_init(fsc__pmodel_t *m, const fsc_alloc_config_t *cfg, fsc__pm_emit_fn emit,
+                  void *ud, fsc_err_t *err)
+{
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->emit = emit;
+    m->emit_ud = ud;
+    m->err = err;
+}
+
+void fsc__pm_free(fsc__pmodel_t *m)
+{
+    fsc__pblock_t *b, *bt;
+    HASH_ITER(hh, m->blocks, b, bt) {
+        HASH_DEL(m->blocks, b);
+        free(b);
+    }
+    fsc__pseg_t *s, *st;
+    HASH_ITER(hh, m->segs, s, st) {
+        HASH_DEL(m->segs, s);
+        free(s);
+    }
+}
+
+fsc__pseg_t *fsc__pm_segment(fsc__pmodel_t *m, uint64_t base)
+{
+    fsc__pseg_t *s = NULL;
+    HASH_FIND(hh, m->segs, &base, sizeof base, s);
+    return s;
+}
+
+fsc__pseg_t *fsc__pm_segment_at(fsc__pmodel_t *m, uint64_t addr)
+{
+    for (fsc__pseg_t *s = m->segs; s != NULL; s = s->hh.next) {
+        uint64_t end = s->expandable ? s->end : s->base + s->size;
+        if (addr >= s->base && addr < end)
+            return s;
+    }
+    return NULL;
+}
+
+static fsc__pblock_t *find_block(fsc__pmodel_t *m, uint64_t addr)
+{
+    fsc__pblock_t *b = NULL;
+    HASH_FIND(hh, m->blocks, &addr, sizeof addr, b);
+    return b;
+}
+
+static int emit(fsc__pmodel_t *m, uint8_t type, const fsc__pblock_t *b, uint64_t size,
+                uint64_t requested, uint64_t other, uint32_t tag)
+{
+    fsc_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = type;
+    ev.time_ns = m->time_ns;
+    ev.pool = b->seg->pool;
+    ev.stream = b->seg->stream;
+    ev.segment = b->seg->base;
+    ev.addr = b->addr;
+    ev.size = size;
+    ev.requested = requested;
+    ev.other = other;
+    ev.tag = tag;
+    return m->emit ? m->emit(m->emit_ud, &ev) : 0;
+}
+
+static int emit_segment(fsc__pmodel_t *m, uint8_t type, const fsc__pseg_t *s, uint64_t addr,
+                        uint64_t size)
+{
+    fsc_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = type;
+    ev.time_ns = m->time_ns;
+    ev.pool = s->pool;
+    ev.stream = s->stream;
+    ev.segment = s->base;
+    ev.addr = addr;
+    ev.size = size;
+    return m->emit ? m->emit(m->emit_ud, &ev) : 0;
+}
+
+static fsc__pblock_t *new_block(fsc__pmodel_t *m, fsc__pseg_t *s, uint64_t addr,
+                                uint64_t size)
+{
+    fsc__pblock_t *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return NULL;
+    b->addr = addr;
+    b->size = size;
+    b->seg = s;
+    HASH_ADD(hh, m->blocks, addr, sizeof b->addr, b);
+    return b;
+}
+
+/* Link b after `after` (NULL = first) in its segment. */
+static void link_after(fsc__pseg_t *s, fsc__pblock_t *after, fsc__pblock_t *b)
+{
+    b->prev = after;
+    b->next = after ? after->next : s->first;
+    if (b->next)
+        b->next->prev = b;
+    else
+        s->last = b;
+    if (after)
+        after->next = b;
+    else
+        s->first = b;
+}
+
+static void unlink_block(fsc__pmodel_t *m, fsc__pblock_t *b)
+{
+    fsc__pseg_t *s = b->seg;
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        s->first = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    else
+        s->last = b->prev;
+    HASH_DEL(m->blocks, b);
+    free(b);
+}
+
+static void reserved_add(fsc__pmodel_t *m, uint64_t n)
+{
+    m->reserved += n;
+    if (m->reserved > m->peak_reserved)
+        m->peak_reserved = m->reserved;
+}
+
+int fsc__pm_segment_alloc(fsc__pmodel_t *m, uint64_t base, uint64_t size, uint64_t stream,
+                          fsc_pool_t pool)
+{
+    if (size == 0)
+        return fsc_err_set(m->err, FSC_ESTATE, "segment of size 0");
+    if (base + size < base)
+        return fsc_err_set(m->err, FSC_ESTATE, "segment wraps around the address space");
+    if (fsc__pm_segment(m, base) != NULL)
+        return fsc_err_set(m->err, FSC_ESTATE, "a live segment already starts there");
+    fsc__pseg_t *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return fsc_err_set(m->err, FSC_ENOMEM, "out of memory");
+    s->base = base;
+    s->size = size;
+    s->end = base + size;
+    s->stream = stream;
+    s->pool = (uint8_t)pool;
+    fsc__pblock_t *b = new_block(m, s, base, size);
+    if (b == NULL) {
+        free(s);
+        return fsc_err_set(m->err, FSC_ENOMEM, "out of memory");
+    }
+    link_after(s, NULL, b);
+    HASH_ADD(hh, m->segs, base, sizeof s->base, s);
+    reserved_add(m, size);
+    return emit_segment(m, FSC_EV_SEGMENT_ALLOC, s, base, size);
+}
+
+int fsc__pm_segment_free(fsc__pmodel_t *m, uint64_t base, uint64_t size)
+{
+    fsc__pseg_t *s = fsc__pm_segment(m, base);
+    if (s == NULL || s->expandable)
+        return fsc_err_set(m->err, FSC_ESTATE, "no segment starts there");
+    if (s->size != size)
+        return fsc_err_set(m->err, FSC_ESTATE, "the segment has %llu bytes, not %llu",
+                           (unsigned long long)s->size, (unsigned long long)size);
+    if (s->first != s->last || s->first->state != FSC__PB_FREE)
+        return fsc_err_set(m->err, FSC_ESTATE, "the segment still holds live blocks");
+    int rc = emit_segment(m, FSC_EV_SEGMENT_FREE, s, base, size);
+    unlink_block(m, s->first);
+    m->reserved -= s->size;
+    HASH_DEL(m->segs, s);
+    free(s);
+    return rc;
+}
+
+int fsc__pm_map(fsc__pmodel_t *m, uint64_t base, uint64_t addr, uint64_t size,
+                uint64_t stream, fsc_pool_t pool)
+{
+    if (size == 0 || addr + size < addr || addr < base)
+        return fsc_err_set(m->err, FSC_ESTATE, "bad mapping range");
+    fsc__pseg_t *s = fsc__pm_segment(m, base);
+    if (s != NULL && !s->expandable)
+        return fsc_err_set(m->err, FSC_ESTATE, "maps pages into a segment that is not expandable");
+    fsc__pblock_t *after = NULL;
+    if (s != NULL) {
+        for (fsc__pblock_t *b = s->first; b != NULL; b = b->next) {
+            if (b->addr < addr + size && addr < b->addr + b->size)
+                return fsc_err_set(m->err, FSC_ESTATE, "maps pages that are already mapped");
+            if (b->addr < addr)
+                after = b;
+        }
+    } else {
+        s = calloc(1, sizeof *s);
+        if (s == NULL)
+            return fsc_err_set(m->err, FSC_ENOMEM, "out of memory");
+        s->base = base;
+        s->stream = stream;
+        s->pool = (uint8_t)pool;
+        s->expandable = 1;
+        HASH_ADD(hh, m->segs, base, sizeof s->base, s);
+    }
+    fsc__pblock_t *nb = new_block(m, s, addr, size);
+    if (nb == NULL)
+        return fsc_err_set(m->err, FSC_ENOMEM, "out of memory");
+    link_after(s, after, nb);
+    s->size += size;
+    if (addr + size > s->end)
+        s->end = addr + size;
+    reserved_add(m, size);
+    int rc = emit_segment(m, FSC_EV_SEGMENT_MAP, s, addr, size);
+    /* New pages join the free space next to them (no MERGE: no block was
+     * freed, the free block just grew). */
+    fsc__pblock_t *p = nb->prev;
+    if (p && p->state == FSC__PB_FREE && p->addr + p->size == nb->addr) {
+        p->size += nb->size;
+        unlink_block(m, nb);
+        nb = p;
+    }
+    fsc__pblock_t *n = nb->next;
+    if (n && n->state == FSC__PB_FREE && nb->addr + nb->size == n->addr) {
+        nb->size += n->size;
+        unlink_block(m, n);
+    }
+    return rc;
+}
+
+int fsc__pm_unmap(fsc__pmodel_t *m, uint64_t addr, uint64_t size)
+{
+    fsc__pseg_t *s = fsc__pm_segment_at(m, addr);
+    if (s == NULL || !s->expandable)
+        return fsc_err_set(m->err, FSC_ESTATE, "unmaps pages of no expandable segment");
+    if (size == 0 || addr + size < addr)
+        return fsc_err_set(m->err, FSC_ESTATE, "bad unmapping range");
+    /* The range must be entirely free, mapped space. */
+    uint64_t covered = 0;
+    for (fsc__pblock_t *b = s->first; b != NULL; b = b->next) {
+        uint64_t lo = b->addr > addr ? b->addr : addr;
+        uint64_t bend = b->addr + b->size, hi = bend < addr + size ? bend : addr + size;
+        if (lo >= hi)
+            continue;
+        if (b->state != FSC__PB_FREE)
+            return fsc_err_set(m->err, FSC_ESTATE, "unmaps pages of a live block at 0x%llx",
+                               (unsigned long long)b->addr);
+        covered += hi - lo;
+    }
+    if (covered != size)
+        return fsc_err_set(m->err, FSC_ESTATE, "unmaps pages that are not mapped");
+    int rc = emit_segment(m, FSC_EV_SEGMENT_UNMAP, s, addr, size);
+    for (fsc__pblock_t *b = s->first, *nx; b != NULL; b = nx) {
+        nx = b->next;
+        uint64_t bend = b->addr + b->size;
+        if (bend <= addr || b->addr >= addr + size)
+            continue;
+        if (bend > addr + size) { /* keep the part above the range */
+            fsc__pblock_t *hi = new_block(m, s, addr + size, bend - (addr + size));
+            if (hi == NULL)
+                return fsc_err_set(m->err, FSC_ENOMEM, "out of memory");
+            link_after(s, b, hi);
+            nx = hi->next;
+        }
+        if (b->addr < addr)
+            b->size = addr - b->addr;
+        else
+            unlink_block(m, b);
+    }
+    s->size -= size;
+    m->reserved -= size;
+    return rc;
+}
+
+/* Split free block b into [addr, addr+first) and a free remainder. */
+static int split(fsc__pmodel_t *m, fsc__pblock_t *b, uint64_t first)
+{
+    fsc__pblock_t *rest = new_block(m, b->seg, b->addr + first, b->size - first);
+    if (rest == NULL)
+        return fsc_err_set(m->err, FSC_ENOMEM, "out of memory");
+    int rc = emit(m, FSC_EV_SPLIT, b, b->size, first, 0, 0);
+    link_after(b->seg, b, rest);
+    b->size = first;
+    m->splits++;
+    return rc;
+}
+
+static int take(fsc__pmodel_t *m, fsc__pblock_t *b, uint64_t requested, uint32_t tag)
+{
+    b->state = FSC__PB_ALLOCATED;
+    b->requested = requested;
+    b->tag = tag;
+    m->allocated += b->size;
+    if (m->allocated > m->peak_allocated)
+        m->peak_allocated = m->allocated;
+    return emit(m, FSC_EV_ALLOC, b, b->size, requested, 0, tag);
+}
+
+int fsc__pm_alloc(fsc__pmodel_t *m, uint64_t addr, uint64_t requested, uint64_t stream,
+                  uint32_t tag)
+{
+    (void)stream; /* a block serves the stream of its segment */
+    fsc__pblock_t *b = find_block(m, addr);
+    if (b == NULL)
+        return fsc_err_set(m->err, FSC_ESTATE, "no free block starts at this address");
+    if (b->state != FSC__PB_FREE)
+        return fsc_err_set(m->err, FSC_ESTATE, "the block there is still allocated");
+    uint64_t rounded = fsc_alloc_round_size(&m->cfg, requested);
+    if (b->size < rounded)
+        return fsc_err_set(m->err, FSC_ESTATE,
+                           "the free block there has %llu bytes, less than the rounded "
+                           "request of %llu",
+                           (unsigned long long)b->size, (unsigned long long)rounded);
+    if (fsc_alloc_should_split(&m->cfg, (fsc_pool_t)b->seg->pool, b->size, rounded,
+                               b->seg->expandable)) {
+        int rc = split(m, b, rounded);
+        if (rc != 0)
+            return rc;
+    }
+    return take(m, b, requested, tag);
+}
+
+int fsc__pm_free_requested(fsc__pmodel_t *m, uint64_t addr, uint32_t tag)
+{
+    fsc__pblock_t *b = find_block(m, addr);
+    if (b == NULL || b->state == FSC__PB_FREE)
+        return fsc_err_set(m->err, FSC_ESTATE, "no allocated block starts at this address");
+    if (b->state == FSC__PB_PENDING)
+        return fsc_err_set(m->err, FSC_ESTATE, "the block was already freed");
+    b->state = FSC__PB_PENDING;
+    m->allocated -= b->size;
+    return emit(m, FSC_EV_FREE_REQUESTED, b, b->size, b->requested, 0, tag);
+}
+
+int fsc__pm_free_completed(fsc__pmodel_t *m, uint64_t addr, uint32_t tag)
+{
+    fsc__pblock_t *b = find_block(m, addr);
+    if (b == NULL || b->state == FSC__PB_FREE)
+        return fsc_err_set(m->err, FSC_ESTATE, "no allocated block starts at this address");
+    int rc = 0;
+    if (b->state == FSC__PB_ALLOCATED && (rc = fsc__pm_free_requested(m, addr, tag)) != 0)
+        return rc;
+    b->state = FSC__PB_FREE;
+    if ((rc = emit(m, FSC_EV_FREE_COMPLETED, b, b->size, b->requested, 0, 0)) != 0)
+        return rc;
+    fsc__pblock_t *p = b->prev;
+    if (p && p->state == FSC__PB_FREE && p->addr + p->size == b->addr) {
+        p->size += b->size;
+        uint64_t gone = b->addr;
+        unlink_block(m, b);
+        b = p;
+        m->merges++;
+        if ((rc = emit(m, FSC_EV_MERGE, b, b->size, 0, gone, 0)) != 0)
+            return rc;
+    }
+    fsc__pblock_t *n = b->next;
+    if (n && n->state == FSC__PB_FREE && b->addr + b->size == n->addr) {
+        b->size += n->size;
+        uint64_t gone = n->addr;
+        unlink_block(m, n);
+        m->merges++;
+        if ((rc = emit(m, FSC_EV_MERGE, b, b->size, 0, gone, 0)) != 0)
+            return rc;
+    }
+    b->requested = 0;
+    b->tag = 0;
+    return 0;
+}
+
+int fsc__pm_place(fsc__pmodel_t *m, fsc__pseg_t *seg, uint64_t addr, uint64_t size,
+                  uint64_t requested, uint64_t stream, uint32_t tag)
+{
+    (void)stream;
+    /* A free block starting at addr is found at once; otherwise blocks are
+     * placed in address order, so the free block holding addr is normally
+     * the segment's last one. */
+    fsc__pblock_t *b = find_block(m, addr);
+    if (b == NULL || b->seg != seg) {
+        b = seg->last;
+        while (b != NULL && b->addr > addr)
+            b = b->prev;
+    }
+    if (b == NULL || b->state != FSC__PB_FREE || addr + size > b->addr + b->size ||
+        addr + size < addr || size == 0)
+        return fsc_err_set(m->err, FSC_ESTATE,
+                           "block 0x%llx+%llu does not fit the free space of segment 0x%llx",
+                           (unsigned long long)addr, (unsigned long long)size,
+                           (unsigned long long)seg->base);
+    int rc;
+    if (b->addr < addr) {
+        if ((rc = split(m, b, addr - b->addr)) != 0)
+            return rc;
+        b = b->next;
+    }
+    if (b->size > size && (rc = split(m, b, size)) != 0)
+        return rc;
+    return take(m, b, requested, tag);
+}

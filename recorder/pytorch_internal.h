@@ -1,0 +1,100 @@
+/*
+ * pytorch_internal.h — pieces of the PyTorch snapshot importer shared inside
+ * recorder/ (not API): loading a snapshot file into a value tree, and the
+ * block model that turns recorded addresses into fragscope events.
+ */
+#ifndef FSC_RECORDER_PYTORCH_INTERNAL_H
+#define FSC_RECORDER_PYTORCH_INTERNAL_H
+
+#include <stdint.h>
+#include <uthash.h>
+
+#include "fragscope/allocator.h"
+#include "fragscope/events.h"
+#include "fragscope/pytorch.h"
+#include "pickle.h"
+
+/* ---- loading ----------------------------------------------------------- */
+
+/* Read path, detect its format and parse it (pickle directly, JSON through
+ * cJSON into the same value tree). *format receives FSC_SNAP_*. */
+int fsc__snap_load(const char *path, fsc__pdoc_t **out, int *format, fsc_err_t *err);
+
+/* ---- block model ------------------------------------------------------- */
+
+typedef struct fsc__pseg fsc__pseg_t;
+
+typedef enum fsc__pb_state {
+    FSC__PB_FREE = 0,
+    FSC__PB_ALLOCATED = 1,
+    FSC__PB_PENDING = 2 /* free requested, not yet completed */
+} fsc__pb_state_t;
+
+typedef struct fsc__pblock {
+    UT_hash_handle hh; /* model->blocks, keyed by addr */
+    uint64_t addr, size, requested;
+    struct fsc__pblock *prev, *next; /* address order inside the segment */
+    fsc__pseg_t *seg;
+    uint32_t tag;
+    uint8_t state; /* fsc__pb_state_t */
+} fsc__pblock_t;
+
+struct fsc__pseg {
+    UT_hash_handle hh; /* model->segs, keyed by base */
+    uint64_t base;
+    uint64_t size;     /* bytes reserved (mapped bytes for expandable ones) */
+    uint64_t end;      /* expandable: highest mapped end so far */
+    uint64_t stream;
+    uint8_t pool, expandable;
+    fsc__pblock_t *first, *last;
+};
+
+/* Receives each event the model produces; returns 0 or a negative code. */
+typedef int (*fsc__pm_emit_fn)(void *ud, const fsc_event_t *ev);
+
+typedef struct fsc__pmodel {
+    fsc_alloc_config_t cfg;
+    fsc__pseg_t *segs;
+    fsc__pblock_t *blocks;
+    fsc__pm_emit_fn emit;
+    void *emit_ud;
+    fsc_err_t *err; /* messages name the problem, the caller adds the entry */
+    uint64_t allocated, reserved, peak_allocated, peak_reserved;
+    uint64_t splits, merges;
+    uint64_t time_ns; /* time stamped on emitted events */
+} fsc__pmodel_t;
+
+void fsc__pm_init(fsc__pmodel_t *m, const fsc_alloc_config_t *cfg, fsc__pm_emit_fn emit,
+                  void *ud, fsc_err_t *err);
+void fsc__pm_free(fsc__pmodel_t *m);
+
+fsc__pseg_t *fsc__pm_segment(fsc__pmodel_t *m, uint64_t base);
+/* The segment whose range holds addr (linear in the number of segments:
+ * only used on unusual paths). */
+fsc__pseg_t *fsc__pm_segment_at(fsc__pmodel_t *m, uint64_t addr);
+
+/* Every operation checks its preconditions before changing anything, so a
+ * failed one (FSC_ESTATE, message in m->err) leaves the model as it was. */
+int fsc__pm_segment_alloc(fsc__pmodel_t *m, uint64_t base, uint64_t size, uint64_t stream,
+                          fsc_pool_t pool);
+int fsc__pm_segment_free(fsc__pmodel_t *m, uint64_t base, uint64_t size);
+/* Map [addr, addr+size) into the expandable segment at base (created when
+ * absent); the range becomes free space. */
+int fsc__pm_map(fsc__pmodel_t *m, uint64_t base, uint64_t addr, uint64_t size,
+                uint64_t stream, fsc_pool_t pool);
+int fsc__pm_unmap(fsc__pmodel_t *m, uint64_t addr, uint64_t size);
+/* PyTorch returned addr for a request of `requested` bytes: addr must start
+ * a free block; split it by the rules, then ALLOC. */
+int fsc__pm_alloc(fsc__pmodel_t *m, uint64_t addr, uint64_t requested, uint64_t stream,
+                  uint32_t tag);
+int fsc__pm_free_requested(fsc__pmodel_t *m, uint64_t addr, uint32_t tag);
+/* Completes the free (emitting FREE_REQUESTED first when it was not) and
+ * merges with free neighbours. */
+int fsc__pm_free_completed(fsc__pmodel_t *m, uint64_t addr, uint32_t tag);
+/* Rebuilding a starting state: make [addr, addr+size) an allocated block of
+ * the segment by splitting the free block that holds it (blocks must be
+ * placed in increasing address order per segment). */
+int fsc__pm_place(fsc__pmodel_t *m, fsc__pseg_t *seg, uint64_t addr, uint64_t size,
+                  uint64_t requested, uint64_t stream, uint32_t tag);
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * pytorch_snapshot.c — finds out whether a file is a pickled or JSON memory
+ * snapshot and loads it into the value tree of pickle.h, so that the
+ * importer walks one representation whatever the file format.
+ */
+#include "pytorch_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int detect_bytes(const unsigned char *b, size_t n)
+{
+    if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+        return FSC_SNAP_PICKLE;
+    size_t i = 0;
+    if (n >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf)
+        i = 3; /* UTF-8 byte order mark */
+    while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+        i++;
+    if (i < n && (b[i] == '{' || b[i] == '['))
+        return FSC_SNAP_JSON;
+    return 0;
+}
+
+int fsc_pytorch_detect(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return errno == ENOENT ? FSC_ENOENT : FSC_EIO;
+    unsigned char b[256];
+    size_t n = fread(b, 1, sizeof b, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        return FSC_EIO;
+    return detect_bytes(b, n);
+}
+
+static int slurp(const char *path, char **out, size_t *len, fsc_err_t *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return fsc_err_set(err, errno == ENOENT ? FSC_ENOENT : FSC_EIO, "%s: %s", path,
+                           strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf != NULL) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        char *nb = realloc(buf, cap * 2 + 1);
+        if (nb == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (buf == NULL)
+        return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory reading the file", path);
+    if (bad) {
+        free(buf);
+        return fsc_err_set(err, FSC_EIO, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* cJSON item → value node; depth is checked against the pickle limit. */
+static fsc__pv_t *from_json(fsc__pdoc_t *d, const cJSON *j, int depth, int *rc)
+{
+    if (depth > FSC__PICKLE_MAX_DEPTH) {
+        *rc = FSC_ELIMIT;
+        return NULL;
+    }
+    fsc__pv_t *v = NULL;
+    if (cJSON_IsNull(j)) {
+        v = fsc__pdoc_scalar(d, FSC__PV_NONE);
+    } else if (cJSON_IsBool(j)) {
+        v = fsc__pdoc_scalar(d, FSC__PV_BOOL);
+        if (v)
+            v->u.i = cJSON_IsTrue(j) ? 1 : 0;
+    } else if (cJSON_IsNumber(j)) {
+        double x = j->valuedouble;
+        if (x >= -9.2e18 && x <= 9.2e18 && x == (double)(int64_t)x) {
+            v = fsc__pdoc_scalar(d, FSC__PV_INT);
+            if (v)
+                v->u.i = (int64_t)x;
+        } else {
+            v = fsc__pdoc_scalar(d, FSC__PV_FLOAT);
+            if (v)
+                v->u.f = x;
+        }
+    } else if (cJSON_IsString(j)) {
+        v = fsc__pdoc_str(d, j->valuestring, strlen(j->valuestring));
+    } else if (cJSON_IsArray(j) || cJSON_IsObject(j)) {
+        int obj = cJSON_IsObject(j);
+        v = fsc__pdoc_container(d, obj ? FSC__PV_DICT : FSC__PV_LIST, 0);
+        for (const cJSON *c = j->child; v != NULL && c != NULL; c = c->next) {
+            if (obj) {
+                fsc__pv_t *k = fsc__pdoc_str(d, c->string, strlen(c->string));
+                if (k == NULL || fsc__pdoc_push(d, v, k) != 0) {
+                    *rc = FSC_ENOMEM;
+                    return NULL;
+                }
+            }
+            fsc__pv_t *item = from_json(d, c, depth + 1, rc);
+            if (item == NULL)
+                return NULL;
+            if ((*rc = fsc__pdoc_push(d, v, item)) != 0)
+                return NULL;
+        }
+    } else {
+        *rc = FSC_EFORMAT;
+        return NULL;
+    }
+    if (v == NULL && *rc == 0)
+        *rc = FSC_ENOMEM;
+    return v;
+}
+
+static int load_json(const char *path, const char *buf, size_t len, fsc__pdoc_t **out,
+                     fsc_err_t *err)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+    if (j == NULL) {
+        const char *at = cJSON_GetErrorPtr();
+        size_t off = (at != NULL && at >= buf && at <= buf + len) ? (size_t)(at - buf) : 0;
+        return fsc_err_set(err, FSC_EFORMAT, "%s: offset %zu: invalid JSON", path, off);
+    }
+    fsc__pdoc_t *d = NULL;
+    int rc = fsc__pdoc_new(&d);
+    fsc__pv_t *root = NULL;
+    if (rc == 0)
+        root = from_json(d, j, 1, &rc);
+    cJSON_Delete(j);
+    if (root == NULL) {
+        fsc__pdoc_free(d);
+        if (rc == FSC_ELIMIT)
+            return fsc_err_set(err, rc, "%s: JSON nested deeper than %d levels", path,
+                               FSC__PICKLE_MAX_DEPTH);
+        return fsc_err_set(err, rc ? rc : FSC_ENOMEM, "%s: cannot load the JSON document",
+                           path);
+    }
+    fsc__pdoc_set_root(d, root);
+    *out = d;
+    return 0;
+}
+
+int fsc__snap_load(const char *path, fsc__pdoc_t **out, int *format, fsc_err_t *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    *out = NULL;
+    int rc = slurp(path, &buf, &len, err);
+    if (rc != 0)
+        return rc;
+    int fmt = detect_bytes((const unsigned char *)buf, len);
+    if (fmt == FSC_SNAP_PICKLE)
+        rc = fsc__pickle_parse(buf, len, path, out, err);
+    else if (fmt == FSC_SNAP_JSON)
+        rc = load_json(path, buf, len, out, err);
+    else
+        rc = fsc_err_set(err, FSC_EFORMAT,
+                         "%s: not a PyTorch memory snapshot (neither a pickle of protocol 2 "
+                         "to 5 nor JSON)",
+                         path);
+    free(buf);
+    *format = fmt;
+    return rc;
+}
