@@ -90,6 +90,9 @@ int fsc_recorder_tag_node(fsc_recorder_t *r, uint32_t parent, const char *name,
 
 /* ---- per-thread tag stacks and markers (process-wide) ----------------- */
 
+/* Tag names longer than this are cut to it. */
+#define FSC_TAG_NAME_MAX 4096
+
 /* Push/pop a name on the calling thread's tag stack. Events the calling
  * thread causes carry the current stack. Names are copied. Cheap (no I/O). */
 void fsc_tag_push(const char *name);
@@ -102,6 +105,9 @@ void fsc_mark(const char *text);
  * return it in *out (NULL when the variable is unset); it is closed at exit. */
 int fsc_recorder_from_env(const fsc_trace_header_t *hdr, fsc_recorder_t **out,
                           fsc_err_t *err);
+/* Parse a FRAGSCOPE_TRACE_MODE value: NULL, "" or "stream" -> 0, "ring:N"
+ * -> N (N > 0). Returns 0 or FSC_EINVAL. */
+int fsc_trace_mode_parse(const char *mode, uint64_t *ring_events);
 
 /* ---- reader ----------------------------------------------------------- */
 
@@ -117,6 +123,8 @@ typedef struct fsc_trace_integrity {
     uint64_t events_lost;     /* known when the end record survived, else an
                                  estimate from the damaged chunk's header */
     int events_lost_known;
+    uint64_t events_dropped;  /* ring mode: events the ring overwrote (from
+                                 the end record; 0 when it is missing) */
 } fsc_trace_integrity_t;
 
 /* Opens and validates the header frame. FSC_EFORMAT "not a fragscope trace"
@@ -136,6 +144,9 @@ int fsc_trace_get_integrity(const fsc_trace_reader_t *r, fsc_trace_integrity_t *
  * root (name ""). Returns FSC_ENOENT for an unknown node. */
 int fsc_trace_tag(const fsc_trace_reader_t *r, uint32_t node, const char **name,
                   size_t *name_len, uint32_t *parent);
+/* Number of tag nodes defined so far; ids are 1..count, and a node's
+ * parent always has a smaller id than the node. */
+uint32_t fsc_trace_tag_count(const fsc_trace_reader_t *r);
 /* "step/forward/layer.3/attn" (joined by '/'); truncated to cap. */
 int fsc_trace_tag_path(const fsc_trace_reader_t *r, uint32_t node, char *buf,
                        size_t cap);
