@@ -1,0 +1,59 @@
+/*
+ * fragscope/viewer.h — the HTML report: one self-contained file (HTML, CSS,
+ * JavaScript and data inline, no network request of any kind) built from an
+ * analyzer database (docs/schema.md).
+ *
+ * The report is fed only from the database's bounded tables (timeline
+ * samples, markers, OOM diagnoses, bins, per-tag figures and the block
+ * layouts), never from the raw event rows, and every embedded table is
+ * capped, so its size stays below opts.max_bytes however long the run was.
+ * The headline numbers are rendered as static HTML (readable without
+ * JavaScript); the charts are drawn by the embedded script from a JSON block.
+ * Every string taken from the trace is escaped for the context it lands in.
+ */
+#ifndef FRAGSCOPE_VIEWER_H
+#define FRAGSCOPE_VIEWER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fragscope/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FSC_VIEW_MAX_BYTES_DEFAULT ((uint64_t)3 * 1024 * 1024)
+
+typedef struct fsc_view_opts {
+    /* Page title; NULL = derived from the database (producer and file name). */
+    const char *title;
+    /* Upper bound of the report's size in bytes; 0 = 3 MiB. The embedded
+     * tables are shrunk until the page fits; FSC_ELIMIT when even the
+     * smallest form does not (only for bounds far below the default). */
+    uint64_t max_bytes;
+} fsc_view_opts_t;
+
+#define FSC_VIEW_OPTS_DEFAULT {NULL, 0}
+
+/* Render the report of the database at db_path into a malloc'd,
+ * NUL-terminated buffer (*html, *len excluding the NUL); the caller frees
+ * it with free(). opts may be NULL (defaults). Errors: FSC_ENOENT (no such
+ * file), FSC_EFORMAT (not an SQLite database, or not a fragscope database:
+ * the message names the file and what is missing), FSC_ESQLITE (message
+ * kept), FSC_ENOMEM, FSC_ELIMIT. The database is opened read-only. */
+int fsc_view_render(const char *db_path, const fsc_view_opts_t *opts, char **html,
+                    size_t *len, fsc_err_t *err);
+
+/* Render and write the report to out_html atomically (temporary file renamed
+ * into place; on any error no output file is left). */
+int fsc_view_write_opts(const char *db_path, const char *out_html,
+                        const fsc_view_opts_t *opts, fsc_err_t *err);
+
+/* fsc_view_write_opts with the defaults. */
+int fsc_view_write(const char *db_path, const char *out_html, fsc_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_VIEWER_H */

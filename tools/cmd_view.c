@@ -1,0 +1,88 @@
+/*
+ * cmd_view.c — `fragscope view run.db -o report.html`: the HTML report.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fragscope/viewer.h"
+
+const char fsc_cmd_view_summary[] = "write a self-contained HTML report of a run database";
+const char fsc_cmd_view_usage[] =
+    "usage: fragscope view RUN.db [-o REPORT.html] [--title TEXT] [--max-size SIZE]\n"
+    "\n"
+    "Write one self-contained HTML file (no network access of any kind; opens from\n"
+    "file:// in any current browser) showing the run analyzed into RUN.db by\n"
+    "'fragscope analyze': memory and fragmentation over time (zoom and pan), the\n"
+    "segment map at the peak and at each OOM, the OOM diagnoses, the size-class\n"
+    "(bin) table, and the top tags at the peak and at the end (leaks). The summary\n"
+    "numbers are plain HTML and readable without JavaScript.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE   report path (default: RUN.db with .html in place of .db)\n"
+    "  --title TEXT        page title (default: from the database)\n"
+    "  --max-size SIZE     upper bound of the file size (default 3MiB); the embedded\n"
+    "                      tables are thinned until the page fits\n"
+    "\n"
+    "The file is written under a temporary name and renamed when complete.\n"
+    "Exit codes: 0 written, 2 bad input (missing file, not a fragscope database,\n"
+    "bad option), 3 other failure (e.g. the output cannot be written).\n";
+
+int fsc_cmd_view(int argc, char **argv)
+{
+    const char *db = NULL, *out = NULL;
+    fsc_view_opts_t opts = FSC_VIEW_OPTS_DEFAULT;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("view", "%s needs a file name", a);
+            out = argv[i];
+        } else if (strncmp(a, "--output=", 9) == 0) {
+            out = a + 9;
+        } else if (strcmp(a, "--title") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("view", "--title needs a value");
+            opts.title = argv[i];
+        } else if (strcmp(a, "--max-size") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("view", "--max-size needs a size");
+            int rc = fsc_cli_size("view", "--max-size", argv[i], &opts.max_bytes);
+            if (rc != 0)
+                return rc;
+            if (opts.max_bytes == 0)
+                return fsc_cli_usage_error("view", "--max-size must be more than 0");
+        } else if (strcmp(a, "--") == 0) {
+            if (i + 1 < argc && db == NULL)
+                db = argv[++i];
+            if (i + 1 < argc)
+                return fsc_cli_usage_error("view", "unexpected argument '%s'", argv[i + 1]);
+            break;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return fsc_cli_usage_error("view", "unknown option '%s'", a);
+        } else if (db == NULL) {
+            db = a;
+        } else {
+            return fsc_cli_usage_error("view", "unexpected argument '%s'", a);
+        }
+    }
+    if (db == NULL)
+        return fsc_cli_usage_error("view", "no database given");
+
+    char def[4096];
+    if (out == NULL) {
+        size_t n = strlen(db);
+        if (n > 3 && strcmp(db + n - 3, ".db") == 0)
+            n -= 3;
+        if (snprintf(def, sizeof def, "%.*s.html", (int)n, db) >= (int)sizeof def)
+            return fsc_cli_usage_error("view", "database path too long");
+        out = def;
+    }
+    fsc_err_t err = {0};
+    int rc = fsc_view_write_opts(db, out, &opts, &err);
+    if (rc != 0) {
+        fsc_cli_error("view: %s", fsc_err_msg(&err));
+        return fsc_cli_exit_code(rc);
+    }
+    return FSC_EXIT_OK;
+}

@@ -1,0 +1,538 @@
+/*
+ * emit_json.c — the JSON data block of the report (data model in
+ * docs/viewer.md).
+ *
+ * Everything is capped by the size level: the timeline is re-bucketed
+ * (keeping maxima so no peak is lost), markers are thinned evenly, and the
+ * block layouts are aggregated — neighbouring blocks of the same state and
+ * tag are merged into runs, then of the same state, and only if that is not
+ * enough are the smallest segments left out (their count and bytes are
+ * reported). Tag ids become indices into one "tags" string table holding
+ * only the tags the page refers to.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+
+void fsc__vcaps_for_level(int level, fsc__vcaps_t *c)
+{
+    c->timeline = 4000;
+    c->markers = 500;
+    c->ooms = 200;
+    c->oom_detail = 16;
+    c->pins = 12;
+    c->layouts = 9;
+    c->layout_blocks = 30000;
+    c->tag_rows = 50;
+    c->str_chars = 200;
+    c->text_chars = 1500;
+    for (int i = 0; i < level; i++) {
+        c->timeline = c->timeline > 200 ? c->timeline / 2 : c->timeline;
+        c->markers /= 2;
+        c->ooms = c->ooms > 8 ? c->ooms / 2 : c->ooms;
+        c->oom_detail /= 2;
+        c->pins /= 2;
+        c->layouts = c->layouts > 1 ? c->layouts / 2 : c->layouts;
+        c->layout_blocks = c->layout_blocks > 500 ? c->layout_blocks / 2 : c->layout_blocks;
+        c->tag_rows = c->tag_rows > 5 ? c->tag_rows / 2 : c->tag_rows;
+        c->str_chars = c->str_chars > 40 ? c->str_chars / 2 : c->str_chars;
+        c->text_chars = c->text_chars > 200 ? c->text_chars / 2 : c->text_chars;
+    }
+}
+
+/* ---- tag table -------------------------------------------------------- */
+
+typedef struct tagmap {
+    const fsc__model_t *m;
+    long *index;   /* per model tag: its index in the page's table, or -1 */
+    size_t *order; /* model tag positions in table order */
+    size_t n;
+    int failed;
+} tagmap_t;
+
+static long tag_index(tagmap_t *tm, int64_t id)
+{
+    if (id < 0 || tm->index == NULL)
+        return -1;
+    size_t lo = 0, hi = tm->m->ntags;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (tm->m->tags[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= tm->m->ntags || tm->m->tags[lo].id != id)
+        return -1;
+    if (tm->index[lo] < 0) {
+        tm->index[lo] = (long)tm->n;
+        tm->order[tm->n++] = lo;
+    }
+    return tm->index[lo];
+}
+
+/* ---- timeline ---------------------------------------------------------- */
+
+static void emit_timeline(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t *caps)
+{
+    size_t n = m->ntimeline, group = 1;
+    if (caps->timeline > 0 && n > caps->timeline)
+        group = (n + caps->timeline - 1) / caps->timeline;
+    static const char *const k_cols[] = {"t", "seq", "seq_last", "allocated", "requested",
+                                         "reserved", "internal", "rbu", "external"};
+    fsc__js_obj(js, "timeline");
+    fsc__js_int(js, "bucket_events", m->bucket_events * (int64_t)group);
+    fsc__js_int(js, "t_end", n ? m->timeline[n - 1].t_last : 0);
+    fsc__js_int(js, "seq_end", n ? m->timeline[n - 1].seq_last : 0);
+    for (size_t c = 0; c < sizeof k_cols / sizeof k_cols[0]; c++) {
+        fsc__js_arr(js, k_cols[c]);
+        for (size_t i = 0; i < n; i += group) {
+            size_t end = i + group < n ? i + group : n;
+            const fsc__vsample_t *first = &m->timeline[i], *last = &m->timeline[end - 1];
+            int64_t amax = 0, rmax = 0, umax = 0;
+            for (size_t j = i; j < end; j++) {
+                const fsc__vsample_t *s = &m->timeline[j];
+                amax = s->allocated > amax ? s->allocated : amax;
+                rmax = s->reserved > rmax ? s->reserved : rmax;
+                umax = s->rbu > umax ? s->rbu : umax;
+            }
+            switch (c) {
+            case 0: fsc__js_int(js, NULL, first->t); break;
+            case 1: fsc__js_int(js, NULL, first->seq); break;
+            case 2: fsc__js_int(js, NULL, last->seq_last); break;
+            case 3: fsc__js_int(js, NULL, amax); break;
+            case 4: fsc__js_int(js, NULL, last->requested); break;
+            case 5: fsc__js_int(js, NULL, rmax); break;
+            case 6: fsc__js_int(js, NULL, last->internal); break;
+            case 7: fsc__js_int(js, NULL, umax); break;
+            default: fsc__js_num(js, NULL, (double)(float)last->external); break;
+            }
+        }
+        fsc__js_end(js, ']');
+    }
+    fsc__js_end(js, '}');
+}
+
+static void emit_markers(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t *caps)
+{
+    size_t n = m->nmarkers, keep = n < caps->markers ? n : caps->markers;
+    fsc__js_arr(js, "markers");
+    for (size_t k = 0; k < keep; k++) {
+        /* Evenly spread over the run when there are too many to draw. */
+        size_t i = keep == n ? k : (size_t)((double)k * (double)n / (double)keep);
+        fsc__js_obj(js, NULL);
+        fsc__js_int(js, "t", m->markers[i].t);
+        fsc__js_int(js, "seq", m->markers[i].seq);
+        fsc__js_str(js, "text", m->markers[i].text, caps->str_chars);
+        fsc__js_end(js, '}');
+    }
+    fsc__js_end(js, ']');
+    fsc__js_int(js, "markers_total", m->markers_total);
+}
+
+/* ---- layouts ------------------------------------------------------------ */
+
+typedef struct run {
+    int64_t off, size, requested, largest, tag, age_events, age_ns, count;
+    int state;
+} run_t;
+
+typedef struct seg {
+    int64_t addr, size;
+    int pool;
+    size_t first, n; /* runs[first .. first+n) */
+    int keep;
+} seg_t;
+
+/* Merge neighbouring runs of a segment that have the same state (and the
+ * same tag when by_tag). The merged run shows its largest block's tag/age. */
+static size_t merge_runs(run_t *r, size_t n, int by_tag)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (out > 0) {
+            run_t *p = &r[out - 1];
+            if (p->state == r[i].state && (!by_tag || p->tag == r[i].tag) &&
+                p->off + p->size == r[i].off) {
+                if (r[i].largest > p->largest) {
+                    p->largest = r[i].largest;
+                    p->tag = r[i].tag;
+                    p->age_events = r[i].age_events;
+                    p->age_ns = r[i].age_ns;
+                }
+                p->size += r[i].size;
+                p->requested += r[i].requested;
+                p->count += r[i].count;
+                continue;
+            }
+        }
+        r[out++] = r[i];
+    }
+    return out;
+}
+
+/* Compact each segment's runs in place; returns the new total. */
+static size_t merge_all(run_t *runs, seg_t *segs, size_t nsegs, int by_tag)
+{
+    size_t total = 0, w = 0;
+    for (size_t s = 0; s < nsegs; s++) {
+        size_t n = merge_runs(runs + segs[s].first, segs[s].n, by_tag);
+        memmove(runs + w, runs + segs[s].first, n * sizeof *runs);
+        segs[s].first = w;
+        segs[s].n = n;
+        w += n;
+        total += n;
+    }
+    return total;
+}
+
+static int cmp_seg_size_desc(const void *a, const void *b)
+{
+    const seg_t *x = *(const seg_t *const *)a, *y = *(const seg_t *const *)b;
+    if (x->size != y->size)
+        return x->size < y->size ? 1 : -1;
+    return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static void layout_name(const fsc__vlayout_t *l, char *buf, size_t cap)
+{
+    if (l->oom_id >= 0)
+        snprintf(buf, cap, "at OOM #%lld", (long long)l->oom_id + 1);
+    else if (strcmp(l->kind, "peak_allocated") == 0)
+        snprintf(buf, cap, "at the allocated peak");
+    else
+        snprintf(buf, cap, "snapshot %lld", (long long)l->id);
+}
+
+static void emit_layout(fsc__js_t *js, const fsc__vlayout_t *l, size_t cap, tagmap_t *tm)
+{
+    size_t n = l->nblocks, nsegs = 0;
+    run_t *runs = malloc((n ? n : 1) * sizeof *runs);
+    seg_t *segs = malloc((n ? n : 1) * sizeof *segs);
+    seg_t **order = malloc((n ? n : 1) * sizeof *order);
+    if (runs == NULL || segs == NULL || order == NULL) {
+        js->sb->failed = 1;
+        free(runs);
+        free(segs);
+        free(order);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const fsc__vblock_t *b = &l->blocks[i];
+        int64_t base = l->block_seg[i];
+        if (nsegs == 0 || segs[nsegs - 1].addr != base) {
+            segs[nsegs] = (seg_t){base, 0, b->pool, i, 0, 1};
+            nsegs++;
+        }
+        seg_t *s = &segs[nsegs - 1];
+        int free_ = b->state == FSC__BLK_FREE;
+        runs[i] = (run_t){b->addr - base, b->size, free_ || b->requested < 0 ? 0 : b->requested,
+                          b->size, free_ ? -1 : b->tag, b->age_events, b->age_ns, 1, b->state};
+        s->n++;
+        if (b->addr - base + b->size > s->size)
+            s->size = b->addr - base + b->size;
+    }
+    size_t total = n;
+    int merged = 0;
+    if (total > cap) {
+        total = merge_all(runs, segs, nsegs, 1);
+        merged = 1;
+    }
+    if (total > cap)
+        total = merge_all(runs, segs, nsegs, 0);
+    size_t dropped = 0;
+    int64_t dropped_bytes = 0;
+    if (total > cap) {
+        /* Keep the largest segments that fit in the budget. */
+        for (size_t s = 0; s < nsegs; s++)
+            order[s] = &segs[s];
+        qsort(order, nsegs, sizeof *order, cmp_seg_size_desc);
+        size_t used = 0;
+        for (size_t s = 0; s < nsegs; s++) {
+            order[s]->keep = used + order[s]->n <= cap;
+            if (order[s]->keep) {
+                used += order[s]->n;
+            } else {
+                dropped++;
+                dropped_bytes += order[s]->size;
+            }
+        }
+    }
+
+    char name[64];
+    layout_name(l, name, sizeof name);
+    fsc__js_obj(js, NULL);
+    fsc__js_str(js, "name", name, 0);
+    fsc__js_str(js, "kind", l->oom_id >= 0 ? "oom" : "peak", 0);
+    fsc__js_int(js, "oom", l->oom_id);
+    fsc__js_int(js, "t", l->t);
+    fsc__js_int(js, "seq", l->seq);
+    fsc__js_int(js, "allocated", l->allocated);
+    fsc__js_int(js, "reserved", l->reserved);
+    fsc__js_int(js, "segments_dropped", (int64_t)dropped);
+    fsc__js_int(js, "bytes_dropped", dropped_bytes);
+    fsc__js_bool(js, "blocks_merged", merged);
+    fsc__js_bool(js, "truncated", l->truncated);
+    fsc__js_arr(js, "segments");
+    for (size_t s = 0; s < nsegs; s++) {
+        if (!segs[s].keep)
+            continue;
+        fsc__js_obj(js, NULL);
+        fsc__js_int(js, "addr", segs[s].addr);
+        fsc__js_int(js, "size", segs[s].size);
+        fsc__js_int(js, "pool", segs[s].pool);
+        fsc__js_arr(js, "blocks");
+        for (size_t i = segs[s].first; i < segs[s].first + segs[s].n; i++) {
+            const run_t *r = &runs[i];
+            /* [offset, size, requested, state, tag, age_events, age_ns(, count)] */
+            fsc__sb_printf(js->sb, "%s[%lld,%lld,%lld,%d,%ld,%lld,%lld", i > segs[s].first ? "," : "",
+                           (long long)r->off, (long long)r->size, (long long)r->requested, r->state,
+                           r->state == FSC__BLK_FREE ? -1L : tag_index(tm, r->tag),
+                           (long long)(r->state == FSC__BLK_FREE ? 0 : r->age_events),
+                           (long long)(r->state == FSC__BLK_FREE ? 0 : r->age_ns));
+            if (r->count > 1)
+                fsc__sb_printf(js->sb, ",%lld", (long long)r->count);
+            fsc__sb_puts(js->sb, "]");
+        }
+        js->has_item[js->depth] = segs[s].n > 0;
+        fsc__js_end(js, ']');
+        fsc__js_end(js, '}');
+    }
+    fsc__js_end(js, ']');
+    fsc__js_end(js, '}');
+    free(runs);
+    free(segs);
+    free(order);
+}
+
+static void emit_layouts(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t *caps,
+                         tagmap_t *tm, long *layout_of_oom)
+{
+    size_t n = m->nlayouts < caps->layouts ? m->nlayouts : caps->layouts;
+    fsc__js_arr(js, "layouts");
+    for (size_t i = 0; i < n; i++) {
+        size_t cap = caps->layout_blocks / (n ? n : 1);
+        emit_layout(js, &m->layouts[i], cap > 0 ? cap : 1, tm);
+        for (size_t k = 0; k < m->nooms; k++)
+            if (m->ooms[k].id == m->layouts[i].oom_id && layout_of_oom[k] < 0)
+                layout_of_oom[k] = (long)i;
+    }
+    fsc__js_end(js, ']');
+}
+
+/* ---- OOMs, bins, tags ------------------------------------------------- */
+
+static void emit_tagrows(fsc__js_t *js, const char *key, const fsc__vtagrow_t *r, size_t n,
+                         size_t cap, tagmap_t *tm)
+{
+    fsc__js_arr(js, key);
+    for (size_t i = 0; i < n && i < cap; i++) {
+        fsc__js_obj(js, NULL);
+        fsc__js_int(js, "tag", tag_index(tm, r[i].tag));
+        fsc__js_int(js, "bytes", r[i].bytes);
+        fsc__js_int(js, "blocks", r[i].blocks);
+        fsc__js_end(js, '}');
+    }
+    fsc__js_end(js, ']');
+}
+
+static void emit_oom_detail(fsc__js_t *js, const fsc__voom_t *o, const fsc__vcaps_t *caps,
+                            tagmap_t *tm)
+{
+    fsc__js_arr(js, "segments");
+    for (size_t i = 0; i < o->nsegs; i++) {
+        const fsc__vooseg_t *s = &o->segs[i];
+        fsc__js_obj(js, NULL);
+        fsc__js_int(js, "addr", s->addr);
+        fsc__js_int(js, "size", s->size);
+        fsc__js_int(js, "free", s->free);
+        fsc__js_int(js, "largest_free", s->largest_free);
+        fsc__js_int(js, "free_blocks", s->free_blocks);
+        fsc__js_int(js, "live_blocks", s->live_blocks);
+        fsc__js_int(js, "live_bytes", s->live_bytes);
+        fsc__js_arr(js, "pinning");
+        for (size_t j = 0; j < s->npins && j < caps->pins; j++) {
+            const fsc__vpin_t *p = &s->pins[j];
+            fsc__js_obj(js, NULL);
+            fsc__js_int(js, "addr", p->addr);
+            fsc__js_int(js, "size", p->size);
+            fsc__js_int(js, "requested", p->requested);
+            fsc__js_bool(js, "pending", p->pending);
+            fsc__js_int(js, "age_events", p->age_events);
+            fsc__js_int(js, "age_ns", p->age_ns);
+            fsc__js_int(js, "tag", tag_index(tm, p->tag));
+            fsc__js_end(js, '}');
+        }
+        fsc__js_end(js, ']');
+        fsc__js_end(js, '}');
+    }
+    fsc__js_end(js, ']');
+    emit_tagrows(js, "tags", o->tags, o->ntags, caps->tag_rows, tm);
+    fsc__js_arr(js, "suggestions");
+    for (size_t i = 0; i < o->nsuggs; i++) {
+        fsc__js_obj(js, NULL);
+        fsc__js_str(js, "config", o->suggs[i].config, caps->str_chars);
+        if (o->suggs[i].needed_capacity >= 0)
+            fsc__js_int(js, "needed_capacity", o->suggs[i].needed_capacity);
+        else
+            fsc__js_null(js, "needed_capacity");
+        fsc__js_bool(js, "avoids", o->suggs[i].avoids);
+        fsc__js_str(js, "note", o->suggs[i].note, caps->str_chars);
+        fsc__js_end(js, '}');
+    }
+    fsc__js_end(js, ']');
+}
+
+static void opt_int(fsc__js_t *js, const char *key, int64_t v)
+{
+    if (v >= 0)
+        fsc__js_int(js, key, v);
+    else
+        fsc__js_null(js, key);
+}
+
+static void emit_ooms(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t *caps,
+                      tagmap_t *tm, const long *layout_of_oom)
+{
+    fsc__js_arr(js, "ooms");
+    for (size_t i = 0; i < m->nooms && i < caps->ooms; i++) {
+        const fsc__voom_t *o = &m->ooms[i];
+        fsc__js_obj(js, NULL);
+        fsc__js_int(js, "id", o->id);
+        fsc__js_int(js, "seq", o->seq);
+        fsc__js_int(js, "t", o->t);
+        fsc__js_int(js, "requested", o->requested);
+        fsc__js_int(js, "rounded", o->rounded);
+        fsc__js_int(js, "pool", o->pool);
+        fsc__js_int(js, "tag", tag_index(tm, o->tag));
+        fsc__js_int(js, "allocated", o->allocated);
+        fsc__js_int(js, "reserved", o->reserved);
+        fsc__js_int(js, "capacity", o->capacity);
+        fsc__js_bool(js, "capacity_inferred", o->capacity_inferred);
+        opt_int(js, "capacity_lo", o->cap_lo);
+        opt_int(js, "capacity_hi", o->cap_hi);
+        opt_int(js, "device_free", o->device_free);
+        fsc__js_int(js, "free_reserved", o->free_reserved);
+        fsc__js_int(js, "largest_free", o->largest_free);
+        fsc__js_str(js, "cause", o->cause, 32);
+        fsc__js_str(js, "explanation", o->explanation, caps->text_chars);
+        fsc__js_int(js, "layout", layout_of_oom[i]);
+        fsc__js_bool(js, "detail", i < caps->oom_detail);
+        if (i < caps->oom_detail)
+            emit_oom_detail(js, o, caps, tm);
+        fsc__js_end(js, '}');
+    }
+    fsc__js_end(js, ']');
+    fsc__js_int(js, "ooms_total", m->ooms_total);
+}
+
+static void emit_bins(fsc__js_t *js, const fsc__model_t *m)
+{
+    fsc__js_arr(js, "bins");
+    for (size_t i = 0; i < m->nbins; i++) {
+        const fsc__vbin_t *b = &m->bins[i];
+        fsc__js_obj(js, NULL);
+        fsc__js_int(js, "bin", b->bin);
+        fsc__js_int(js, "lo", b->lo);
+        fsc__js_int(js, "hi", b->hi);
+        fsc__js_int(js, "requests", b->requests);
+        fsc__js_int(js, "requested", b->requested);
+        fsc__js_int(js, "allocated", b->allocated);
+        fsc__js_int(js, "waste", b->waste);
+        fsc__js_int(js, "hits", b->hits);
+        fsc__js_int(js, "misses", b->misses);
+        fsc__js_int(js, "splits", b->splits);
+        fsc__js_int(js, "merges", b->merges);
+        fsc__js_int(js, "peak_blocks", b->peak_blocks);
+        fsc__js_int(js, "peak_bytes", b->peak_bytes);
+        fsc__js_int(js, "live_at_peak", b->live_bytes_at_peak);
+        fsc__js_int(js, "free_at_peak", b->free_bytes_at_peak);
+        fsc__js_end(js, '}');
+    }
+    fsc__js_end(js, ']');
+}
+
+static void emit_summary_numbers(fsc__js_t *js, const fsc__model_t *m)
+{
+    static const char *const k_keys[] = {
+        "peak_allocated_bytes", "peak_reserved_bytes", "peak_allocated_time_ns",
+        "peak_reserved_time_ns", "utilization", "leaked_bytes", "leaked_blocks", "num_ooms",
+        "events", "duration_ns"};
+    fsc__js_obj(js, "summary");
+    for (size_t i = 0; i < sizeof k_keys / sizeof k_keys[0]; i++) {
+        const fsc__vkv_t *v = fsc__model_sum(m, k_keys[i]);
+        if (v == NULL || v->text != NULL)
+            continue;
+        if (v->is_int)
+            fsc__js_int(js, k_keys[i], v->i);
+        else
+            fsc__js_num(js, k_keys[i], v->num);
+    }
+    fsc__js_end(js, '}');
+}
+
+void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
+{
+    tagmap_t tm = {m, NULL, NULL, 0, 0};
+    long *layout_of_oom = malloc((m->nooms ? m->nooms : 1) * sizeof *layout_of_oom);
+    if (m->ntags > 0) {
+        tm.index = malloc(m->ntags * sizeof *tm.index);
+        tm.order = malloc(m->ntags * sizeof *tm.order);
+    }
+    if (layout_of_oom == NULL || (m->ntags > 0 && (tm.index == NULL || tm.order == NULL))) {
+        sb->failed = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < m->ntags; i++)
+        tm.index[i] = -1;
+    for (size_t i = 0; i < m->nooms; i++)
+        layout_of_oom[i] = -1;
+
+    fsc__js_t js;
+    fsc__js_init(&js, sb);
+    fsc__js_obj(&js, NULL);
+    fsc__js_int(&js, "format", 1);
+    emit_summary_numbers(&js, m);
+    emit_timeline(&js, m, caps);
+    emit_markers(&js, m, caps);
+    emit_layouts(&js, m, caps, &tm, layout_of_oom);
+    emit_ooms(&js, m, caps, &tm, layout_of_oom);
+    emit_bins(&js, m);
+    emit_tagrows(&js, "top_tags", m->top_tags, m->ntop_tags, caps->tag_rows, &tm);
+    emit_tagrows(&js, "leaks", m->leaks, m->nleaks, caps->tag_rows, &tm);
+    /* Last, so it holds exactly the tags referenced above. */
+    fsc__js_arr(&js, "tags");
+    for (size_t i = 0; i < tm.n; i++) {
+        const char *path = m->tags[tm.order[i]].path;
+        size_t len = strlen(path), chars = 0;
+        /* Keep the end of a long path: the innermost names say the most. */
+        const char *p = path + len;
+        while (p > path && chars < caps->str_chars) {
+            p--;
+            if (((unsigned char)*p & 0xC0) != 0x80)
+                chars++;
+        }
+        if (p > path) {
+            size_t tail = strlen(p);
+            char *t = malloc(tail + 4);
+            if (t == NULL) {
+                sb->failed = 1;
+                break;
+            }
+            memcpy(t, "\xe2\x80\xa6", 3);
+            memcpy(t + 3, p, tail + 1);
+            fsc__js_str(&js, NULL, t, 0);
+            free(t);
+        } else {
+            fsc__js_str(&js, NULL, path, 0);
+        }
+    }
+    fsc__js_end(&js, ']');
+    fsc__js_end(&js, '}');
+out:
+    free(layout_of_oom);
+    free(tm.index);
+    free(tm.order);
+}

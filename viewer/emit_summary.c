@@ -1,0 +1,239 @@
+/*
+ * emit_summary.c — the static part of the report: headline numbers, the
+ * run's facts and the list of OOMs, as plain HTML written here in C, so they
+ * are readable with JavaScript off, in a text browser or by grep. Every
+ * string from the database goes through fsc__sb_html.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "emit.h"
+
+static void fmt_time(char *buf, size_t cap, int64_t ns)
+{
+    if (ns < 0)
+        snprintf(buf, cap, "-");
+    else if (ns >= 1000000000)
+        snprintf(buf, cap, "%.3f s", (double)ns / 1e9);
+    else if (ns >= 1000000)
+        snprintf(buf, cap, "%.3f ms", (double)ns / 1e6);
+    else if (ns >= 1000)
+        snprintf(buf, cap, "%.3f \xc2\xb5s", (double)ns / 1e3);
+    else
+        snprintf(buf, cap, "%" PRId64 " ns", ns);
+}
+
+static void fmt_pct(char *buf, size_t cap, double r)
+{
+    snprintf(buf, cap, "%.1f %%", 100.0 * r);
+}
+
+static void fmt_count(char *buf, size_t cap, int64_t n)
+{
+    /* 1234567 -> "1,234,567" */
+    char raw[32];
+    int len = snprintf(raw, sizeof raw, "%" PRId64, n < 0 ? -n : n);
+    size_t o = 0;
+    if (n < 0 && o + 1 < cap)
+        buf[o++] = '-';
+    for (int i = 0; i < len && o + 2 < cap; i++) {
+        if (i > 0 && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = raw[i];
+    }
+    buf[o] = '\0';
+}
+
+/* One card: label, value (HTML-escaped), optional sub line. */
+static void card(fsc__sb_t *sb, const char *id, const char *label, const char *value,
+                 const char *sub, int bad)
+{
+    fsc__sb_printf(sb, "<div class=\"card%s\" id=\"%s\"><div class=\"label\">", bad ? " bad" : "", id);
+    fsc__sb_html(sb, label, 0);
+    fsc__sb_puts(sb, "</div><div class=\"value\">");
+    fsc__sb_html(sb, value, 0);
+    fsc__sb_puts(sb, "</div>");
+    if (sub != NULL && sub[0] != '\0') {
+        fsc__sb_puts(sb, "<div class=\"sub\">");
+        fsc__sb_html(sb, sub, 0);
+        fsc__sb_puts(sb, "</div>");
+    }
+    fsc__sb_puts(sb, "</div>\n");
+}
+
+static void kv_row(fsc__sb_t *sb, const char *key, const char *value, size_t max_chars)
+{
+    fsc__sb_puts(sb, "<tr><th>");
+    fsc__sb_html(sb, key, 0);
+    fsc__sb_puts(sb, "</th><td>");
+    fsc__sb_html(sb, value, max_chars);
+    fsc__sb_puts(sb, "</td></tr>\n");
+}
+
+static void cards(fsc__sb_t *sb, const fsc__model_t *m)
+{
+    char v[96], sub[256], a[64], b[64];
+    int64_t pa = fsc__model_sum_i(m, "peak_allocated_bytes", 0);
+    int64_t pr = fsc__model_sum_i(m, "peak_reserved_bytes", 0);
+
+    fsc_size_format((uint64_t)pa, v, sizeof v);
+    fmt_time(a, sizeof a, fsc__model_sum_i(m, "peak_allocated_time_ns", -1));
+    snprintf(sub, sizeof sub, "first reached at %s (event %" PRId64 ")", a,
+             fsc__model_sum_i(m, "peak_allocated_seq", 0));
+    card(sb, "sum-peak-allocated", "Peak allocated", v, sub, 0);
+
+    fsc_size_format((uint64_t)pr, v, sizeof v);
+    fmt_time(a, sizeof a, fsc__model_sum_i(m, "peak_reserved_time_ns", -1));
+    snprintf(sub, sizeof sub, "first reached at %s (event %" PRId64 ")", a,
+             fsc__model_sum_i(m, "peak_reserved_seq", 0));
+    card(sb, "sum-peak-reserved", "Peak reserved", v, sub, 0);
+
+    fmt_pct(v, sizeof v, fsc__model_sum_d(m, "utilization", 0.0));
+    card(sb, "sum-utilization", "Utilization", v, "peak allocated / peak reserved", 0);
+
+    fsc_size_format((uint64_t)fsc__model_sum_i(m, "internal_frag_bytes_at_peak", 0), v, sizeof v);
+    fmt_pct(a, sizeof a, fsc__model_sum_d(m, "internal_frag_ratio_at_peak", 0.0));
+    snprintf(sub, sizeof sub, "%s of allocated, at the peak", a);
+    card(sb, "sum-internal", "Internal fragmentation", v, sub, 0);
+
+    fmt_pct(v, sizeof v, fsc__model_sum_d(m, "external_frag_at_peak", 0.0));
+    fsc_size_format((uint64_t)fsc__model_sum_i(m, "largest_free_at_peak", 0), a, sizeof a);
+    fsc_size_format((uint64_t)fsc__model_sum_i(m, "free_in_reserved_at_peak", 0), b, sizeof b);
+    snprintf(sub, sizeof sub, "largest free block %s of %s free, at the peak", a, b);
+    card(sb, "sum-external", "External fragmentation", v, sub, 0);
+
+    fsc_size_format((uint64_t)fsc__model_sum_i(m, "reserved_unallocated_at_peak", 0), v, sizeof v);
+    fsc_size_format((uint64_t)fsc__model_sum_i(m, "peak_reserved_unallocated_bytes", 0), a, sizeof a);
+    snprintf(sub, sizeof sub, "at the peak; at most %s during the run", a);
+    card(sb, "sum-rbu", "Reserved but unallocated", v, sub, 0);
+
+    int64_t nooms = fsc__model_sum_i(m, "num_ooms", (int64_t)m->ooms_total);
+    snprintf(v, sizeof v, "%" PRId64, nooms);
+    sub[0] = '\0';
+    static const char *const k_causes[] = {"capacity", "fragmentation", "external", "oversize"};
+    for (size_t c = 0; c < sizeof k_causes / sizeof k_causes[0]; c++) {
+        int64_t k = 0;
+        for (size_t i = 0; i < m->nooms; i++)
+            if (m->ooms[i].cause != NULL && strcmp(m->ooms[i].cause, k_causes[c]) == 0)
+                k++;
+        if (k > 0) {
+            size_t len = strlen(sub);
+            snprintf(sub + len, sizeof sub - len, "%s%" PRId64 " %s", len ? ", " : "", k, k_causes[c]);
+        }
+    }
+    card(sb, "sum-ooms", "Out-of-memory errors", v, nooms > 0 ? sub : "none", nooms > 0);
+
+    fsc_size_format((uint64_t)fsc__model_sum_i(m, "leaked_bytes", 0), v, sizeof v);
+    fmt_count(a, sizeof a, fsc__model_sum_i(m, "leaked_blocks", 0));
+    snprintf(sub, sizeof sub, "%s blocks still allocated at the end", a);
+    card(sb, "sum-leaks", "Live at the end", v, sub, 0);
+}
+
+static void facts(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
+{
+    char buf[128], a[64], b[64];
+    fsc__sb_puts(sb, "<table class=\"kv\" id=\"run-facts\">\n");
+    kv_row(sb, "producer", fsc__model_meta_s(m, "producer", buf, sizeof buf), caps->str_chars);
+    kv_row(sb, "backend", fsc__model_meta_s(m, "backend", buf, sizeof buf), caps->str_chars);
+    const char *config = fsc__model_meta_s(m, "config", buf, sizeof buf);
+    kv_row(sb, "allocator config", config[0] ? config : "(defaults)", caps->str_chars);
+    int64_t cap = fsc__model_meta_i(m, "capacity", 0);
+    if (fsc__model_meta_i(m, "capacity_inferred", 0))
+        snprintf(b, sizeof b, "unknown (inferred from the run at each OOM)");
+    else if (cap > 0)
+        fsc_size_format((uint64_t)cap, b, sizeof b);
+    else
+        snprintf(b, sizeof b, "unknown");
+    kv_row(sb, "capacity", b, 0);
+    int64_t dev = fsc__model_meta_i(m, "device_total", 0);
+    if (dev > 0) {
+        fsc_size_format((uint64_t)dev, b, sizeof b);
+        kv_row(sb, "device memory", b, 0);
+    }
+    kv_row(sb, "source", fsc__model_meta_s(m, "source_path", buf, sizeof buf), caps->str_chars);
+    fmt_count(a, sizeof a, fsc__model_sum_i(m, "events", fsc__model_meta_i(m, "events_total", 0)));
+    fmt_time(b, sizeof b, fsc__model_sum_i(m, "duration_ns", 0));
+    char line[192];
+    snprintf(line, sizeof line, "%s events over %s", a, b);
+    kv_row(sb, "run", line, 0);
+    if (fsc__model_meta(m, "integrity.clean_close") != NULL) {
+        int64_t lost = fsc__model_meta_i(m, "integrity.events_lost", 0);
+        if (fsc__model_meta_i(m, "integrity.clean_close", 0) && lost == 0)
+            snprintf(line, sizeof line, "complete (closed cleanly)");
+        else
+            snprintf(line, sizeof line, "cut short: %" PRId64 " events, %" PRId64 " bytes lost", lost,
+                     fsc__model_meta_i(m, "integrity.bytes_lost", 0));
+        kv_row(sb, "trace", line, 0);
+    }
+    int64_t warnings = fsc__model_meta_i(m, "warnings", 0);
+    if (warnings > 0) {
+        snprintf(line, sizeof line, "%" PRId64 " events contradicted the replay and were skipped", warnings);
+        kv_row(sb, "warnings", line, 0);
+    }
+    fsc__sb_puts(sb, "</table>\n");
+}
+
+static void oom_list(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
+{
+    if (m->nooms == 0)
+        return;
+    size_t shown = m->nooms < 20 ? m->nooms : 20;
+    fsc__sb_puts(sb, "<h3>Out-of-memory errors</h3>\n<ul class=\"ooms-static\" id=\"oom-static\">\n");
+    for (size_t i = 0; i < shown; i++) {
+        const fsc__voom_t *o = &m->ooms[i];
+        char t[64], req[64], al[64], re[64];
+        fmt_time(t, sizeof t, o->t);
+        fsc_size_format((uint64_t)o->requested, req, sizeof req);
+        fsc_size_format((uint64_t)o->allocated, al, sizeof al);
+        fsc_size_format((uint64_t)o->reserved, re, sizeof re);
+        fsc__sb_printf(sb, "<li><b>OOM #%zu</b> at %s (event %" PRId64 "): <span class=\"cause ", i + 1, t,
+                       o->seq);
+        const char *cause = o->cause ? o->cause : "unknown";
+        for (const char *c = cause; *c; c++) /* a class name: letters only */
+            if (*c >= 'a' && *c <= 'z')
+                fsc__sb_put(sb, c, 1);
+        fsc__sb_puts(sb, "\">");
+        fsc__sb_html(sb, cause, 32);
+        fsc__sb_printf(sb, "</span> &mdash; requested %s with %s allocated and %s reserved", req, al, re);
+        const char *tag = fsc__model_tag_path(m, o->tag);
+        if (tag != NULL && tag[0] != '\0') {
+            fsc__sb_puts(sb, ", in <code>");
+            fsc__sb_html(sb, tag, caps->str_chars);
+            fsc__sb_puts(sb, "</code>");
+        }
+        if (o->explanation != NULL && o->explanation[0] != '\0') {
+            fsc__sb_puts(sb, "<br><span class=\"muted\">");
+            fsc__sb_html(sb, o->explanation, caps->text_chars);
+            fsc__sb_puts(sb, "</span>");
+        }
+        fsc__sb_puts(sb, "</li>\n");
+    }
+    if ((int64_t)shown < m->ooms_total)
+        fsc__sb_printf(sb, "<li>&hellip; and %" PRId64 " more</li>\n", m->ooms_total - (int64_t)shown);
+    fsc__sb_puts(sb, "</ul>\n");
+}
+
+void fsc__emit_summary(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
+{
+    fsc__sb_puts(sb, "<section id=\"summary\" class=\"panel\">\n<h2>Summary</h2>\n<div class=\"cards\">\n");
+    cards(sb, m);
+    fsc__sb_puts(sb, "</div>\n");
+    facts(sb, m, caps);
+    oom_list(sb, m, caps);
+    fsc__sb_puts(sb, "</section>\n");
+}
+
+void fsc__emit_title(fsc__sb_t *sb, const fsc__model_t *m)
+{
+    char buf[64];
+    const char *producer = fsc__model_meta_s(m, "producer", buf, sizeof buf);
+    fsc__sb_html(sb, "Memory report", 0);
+    fsc__sb_puts(sb, " &mdash; ");
+    fsc__sb_html(sb, m->db_name, 120);
+    if (producer[0] != '\0') {
+        fsc__sb_puts(sb, " (");
+        fsc__sb_html(sb, producer, 80);
+        fsc__sb_puts(sb, ")");
+    }
+}

@@ -1,0 +1,150 @@
+/*
+ * model.h — what the report shows, loaded from a run database (internal).
+ *
+ * fsc__model_load reads the bounded tables of docs/schema.md (summary, meta,
+ * timeline, markers, OOM diagnosis, bins, tag_stats, layouts) into plain
+ * arrays, with generous caps; the emitter then applies the tighter caps of
+ * the current size level. Tables other than meta and summary are optional:
+ * a database without them gives empty views, not an error.
+ */
+#ifndef FSC_VIEWER_MODEL_H
+#define FSC_VIEWER_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fragscope/common.h"
+
+/* Hard caps on what is loaded (the emitter embeds at most this much). */
+#define FSC__V_MAX_TIMELINE 20000
+#define FSC__V_MAX_MARKERS 20000
+#define FSC__V_MAX_OOMS 1000
+#define FSC__V_MAX_OOM_DETAIL 64  /* OOMs loaded with segments, pins and tags */
+#define FSC__V_MAX_LAYOUTS 17     /* the peak and the first 16 OOM layouts */
+#define FSC__V_MAX_LAYOUT_BLOCKS 2000000
+#define FSC__V_MAX_TAG_ROWS 200
+
+typedef struct fsc__vkv {
+    char *key;
+    char *text;      /* TEXT value, or NULL for a number */
+    double num;
+    int is_int;
+    int64_t i;
+} fsc__vkv_t;
+
+typedef struct fsc__vsample {
+    int64_t t, t_last, seq, seq_last;
+    int64_t allocated, requested, reserved, internal, rbu;
+    double external;
+} fsc__vsample_t;
+
+typedef struct fsc__vmarker {
+    int64_t t, seq;
+    char *text;
+} fsc__vmarker_t;
+
+typedef struct fsc__vpin {
+    int64_t addr, size, requested, age_events, age_ns, tag;
+    int pending;
+} fsc__vpin_t;
+
+typedef struct fsc__vooseg {
+    int64_t addr, size, free, largest_free, free_blocks, live_blocks, live_bytes;
+    fsc__vpin_t *pins;
+    size_t npins;
+} fsc__vooseg_t;
+
+typedef struct fsc__vtagrow {
+    int64_t tag, bytes, blocks;
+} fsc__vtagrow_t;
+
+typedef struct fsc__vsugg {
+    char *config, *note;
+    int64_t needed_capacity; /* -1 = not searched */
+    int avoids;
+} fsc__vsugg_t;
+
+typedef struct fsc__voom {
+    int64_t id, seq, t, requested, rounded, pool, tag, allocated, reserved, capacity;
+    int capacity_inferred;
+    int64_t cap_lo, cap_hi;       /* -1 = unknown */
+    int64_t device_free;          /* -1 = unknown */
+    int64_t free_reserved, largest_free;
+    char *cause, *explanation;
+    int64_t layout_snapshot;      /* -1 = none */
+    fsc__vooseg_t *segs;
+    size_t nsegs;
+    fsc__vtagrow_t *tags;
+    size_t ntags;
+    fsc__vsugg_t *suggs;
+    size_t nsuggs;
+} fsc__voom_t;
+
+typedef struct fsc__vbin {
+    int64_t bin, lo, hi, requests, requested, allocated, waste, hits, misses, splits, merges;
+    int64_t peak_blocks, peak_bytes, live_bytes_at_peak, free_bytes_at_peak;
+} fsc__vbin_t;
+
+enum { FSC__BLK_FREE = 0, FSC__BLK_ALLOC = 1, FSC__BLK_PENDING = 2 };
+
+typedef struct fsc__vblock {
+    int64_t addr, size, requested, tag, age_events, age_ns; /* tag/ages -1 for free */
+    int state, pool;
+} fsc__vblock_t;
+
+typedef struct fsc__vlayout {
+    int64_t id, seq, t, oom_id; /* oom_id -1 for the peak */
+    int64_t allocated, reserved;
+    char kind[32];
+    fsc__vblock_t *blocks;      /* ordered by segment, then address */
+    int64_t *block_seg;         /* segment base of each block */
+    size_t nblocks;
+    int truncated;              /* more than FSC__V_MAX_LAYOUT_BLOCKS rows */
+} fsc__vlayout_t;
+
+typedef struct fsc__vtag {
+    int64_t id;
+    char *path;
+} fsc__vtag_t;
+
+typedef struct fsc__model {
+    char *db_name;          /* file name of the database (for the footer) */
+    fsc__vkv_t *meta, *summary;
+    size_t nmeta, nsummary;
+    fsc__vsample_t *timeline;
+    size_t ntimeline;
+    int64_t bucket_events;
+    fsc__vmarker_t *markers;
+    size_t nmarkers;
+    int64_t markers_total;
+    fsc__voom_t *ooms;
+    size_t nooms;
+    int64_t ooms_total;
+    fsc__vbin_t *bins;
+    size_t nbins;
+    fsc__vtagrow_t *top_tags, *leaks;
+    size_t ntop_tags, nleaks;
+    fsc__vlayout_t *layouts; /* [0] is the peak when present */
+    size_t nlayouts;
+    fsc__vtag_t *tags;       /* only the tags referenced above, sorted by id */
+    size_t ntags;
+} fsc__model_t;
+
+/* Open db_path read-only, check that it is a fragscope database and load the
+ * model. Errors name the file (see fsc_view_render in viewer.h). */
+int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err);
+void fsc__model_free(fsc__model_t *m);
+
+/* Lookups in meta / summary; NULL when absent. */
+const fsc__vkv_t *fsc__model_meta(const fsc__model_t *m, const char *key);
+const fsc__vkv_t *fsc__model_sum(const fsc__model_t *m, const char *key);
+/* Integer value of a summary/meta key, or dflt when absent or not a number. */
+int64_t fsc__model_sum_i(const fsc__model_t *m, const char *key, int64_t dflt);
+double fsc__model_sum_d(const fsc__model_t *m, const char *key, double dflt);
+int64_t fsc__model_meta_i(const fsc__model_t *m, const char *key, int64_t dflt);
+/* Text of a meta key ("" when absent; numbers are formatted). */
+const char *fsc__model_meta_s(const fsc__model_t *m, const char *key, char *buf, size_t cap);
+/* Path of a tag id ("" for the root, NULL when unknown). */
+const char *fsc__model_tag_path(const fsc__model_t *m, int64_t id);
+
+#endif
