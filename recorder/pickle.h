@@ -118,6 +118,9 @@ void fsc__pw_dict_open(fsc__pw_t *w);
 void fsc__pw_dict_close(fsc__pw_t *w);
 void fsc__pw_list_open(fsc__pw_t *w);
 void fsc__pw_list_close(fsc__pw_t *w);
+/* Add the items written so far to the open list and start a new batch (as
+ * Python's pickler does every 1000 items, so the reader's stack stays small). */
+void fsc__pw_list_batch(fsc__pw_t *w);
 void fsc__pw_tuple_open(fsc__pw_t *w);
 void fsc__pw_tuple_close(fsc__pw_t *w);
 /* Memoize the value on top of the stack under a caller id (e.g. a frame

@@ -170,6 +170,12 @@ void fsc__pw_list_open(fsc__pw_t *w)
 }
 
 void fsc__pw_list_close(fsc__pw_t *w) { put1(w, 'e'); }
+
+void fsc__pw_list_batch(fsc__pw_t *w)
+{
+    put1(w, 'e');
+    put1(w, '(');
+}
 void fsc__pw_tuple_open(fsc__pw_t *w) { put1(w, '('); }
 void fsc__pw_tuple_close(fsc__pw_t *w) { put1(w, 't'); }
 

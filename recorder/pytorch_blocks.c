@@ -89,6 +89,7 @@ static int emit_segment(fsc__pmodel_t *m, uint8_t type, const fsc__pseg_t *s, ui
     memset(&ev, 0, sizeof ev);
     ev.type = type;
     ev.time_ns = m->time_ns;
+    ev.tag = m->tag;
     ev.pool = s->pool;
     ev.stream = s->stream;
     ev.segment = s->base;
@@ -294,7 +295,7 @@ static int split(fsc__pmodel_t *m, fsc__pblock_t *b, uint64_t first)
     fsc__pblock_t *rest = new_block(m, b->seg, b->addr + first, b->size - first);
     if (rest == NULL)
         return fsc_err_set(m->err, FSC_ENOMEM, "out of memory");
-    int rc = emit(m, FSC_EV_SPLIT, b, b->size, first, 0, 0);
+    int rc = emit(m, FSC_EV_SPLIT, b, b->size, first, 0, m->tag);
     link_after(b->seg, b, rest);
     b->size = first;
     m->splits++;
@@ -357,7 +358,7 @@ int fsc__pm_free_completed(fsc__pmodel_t *m, uint64_t addr, uint32_t tag)
     if (b->state == FSC__PB_ALLOCATED && (rc = fsc__pm_free_requested(m, addr, tag)) != 0)
         return rc;
     b->state = FSC__PB_FREE;
-    if ((rc = emit(m, FSC_EV_FREE_COMPLETED, b, b->size, b->requested, 0, 0)) != 0)
+    if ((rc = emit(m, FSC_EV_FREE_COMPLETED, b, b->size, b->requested, 0, tag)) != 0)
         return rc;
     fsc__pblock_t *p = b->prev;
     if (p && p->state == FSC__PB_FREE && p->addr + p->size == b->addr) {
@@ -366,7 +367,7 @@ int fsc__pm_free_completed(fsc__pmodel_t *m, uint64_t addr, uint32_t tag)
         unlink_block(m, b);
         b = p;
         m->merges++;
-        if ((rc = emit(m, FSC_EV_MERGE, b, b->size, 0, gone, 0)) != 0)
+        if ((rc = emit(m, FSC_EV_MERGE, b, b->size, 0, gone, tag)) != 0)
             return rc;
     }
     fsc__pblock_t *n = b->next;
@@ -375,7 +376,7 @@ int fsc__pm_free_completed(fsc__pmodel_t *m, uint64_t addr, uint32_t tag)
         uint64_t gone = n->addr;
         unlink_block(m, n);
         m->merges++;
-        if ((rc = emit(m, FSC_EV_MERGE, b, b->size, 0, gone, 0)) != 0)
+        if ((rc = emit(m, FSC_EV_MERGE, b, b->size, 0, gone, tag)) != 0)
             return rc;
     }
     b->requested = 0;

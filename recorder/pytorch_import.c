@@ -781,6 +781,7 @@ static int replay_entry(imp_t *im, const entry_t *e)
     if (rc != 0)
         return rc;
     fsc__pmodel_t *m = &im->m;
+    m->tag = tag;
     switch (e->act) {
     case ACT_ALLOC: return fsc__pm_alloc(m, e->addr, e->size, e->stream, tag);
     case ACT_FREE_REQUESTED: return fsc__pm_free_requested(m, e->addr, tag);

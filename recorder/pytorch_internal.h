@@ -62,6 +62,8 @@ typedef struct fsc__pmodel {
     uint64_t allocated, reserved, peak_allocated, peak_reserved;
     uint64_t splits, merges;
     uint64_t time_ns; /* time stamped on emitted events */
+    uint32_t tag;     /* tag of the entry being replayed: stamped on events
+                         that have no block tag of their own */
 } fsc__pmodel_t;
 
 void fsc__pm_init(fsc__pmodel_t *m, const fsc_alloc_config_t *cfg, fsc__pm_emit_fn emit,

@@ -1,0 +1,183 @@
+/*
+ * cmd_import.c — `fragscope import`: a PyTorch memory snapshot (pickle or
+ * JSON) into a .fstrace, through the recorder with compression on the
+ * calling thread so that the output is deterministic.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fragscope/pytorch.h"
+#include "fragscope/recorder.h"
+
+const char fsc_cmd_import_summary[] = "convert a PyTorch memory snapshot into a trace";
+const char fsc_cmd_import_usage[] =
+    "usage: fragscope import SNAPSHOT -o run.fstrace [--device N] [--lenient]\n"
+    "\n"
+    "Reads what torch.cuda.memory._snapshot() returns, saved with pickle.dump or\n"
+    "json.dump (or the list of segments of torch.cuda.memory_snapshot()), and\n"
+    "writes the same run as a fragscope trace. PyTorch records requested sizes and\n"
+    "addresses; the importer replays them through the allocator's block rules to\n"
+    "recover block sizes, splits and merges. Python frames become tags. When the\n"
+    "snapshot's history had wrapped, the state before its first entry is rebuilt\n"
+    "from the final segments (the summary says so). The device's capacity is not\n"
+    "in a snapshot, so the trace marks it unknown.\n"
+    "\n"
+    "options:\n"
+    "  -o FILE        the trace to write (required)\n"
+    "  --device N     the CUDA device to import (default: the only one with history)\n"
+    "  --lenient      skip history entries that contradict the block model (they\n"
+    "                 are counted in the summary) instead of failing\n"
+    "\n"
+    "exit status: 0 imported, 2 bad options or a snapshot that cannot be read,\n"
+    "3 the trace could not be written.\n";
+
+typedef struct import_ctx {
+    const char *tmp_path;
+    fsc_recorder_t *rec;
+    int rec_failed; /* the recorder, not the snapshot, failed */
+    fsc_err_t rec_err;
+} import_ctx_t;
+
+static int on_header(void *ud, const fsc_trace_header_t *hdr)
+{
+    import_ctx_t *c = ud;
+    fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
+    o.background = 0;
+    int rc = fsc_recorder_open(c->tmp_path, hdr, &o, &c->rec, &c->rec_err);
+    if (rc != 0)
+        c->rec_failed = 1;
+    return rc;
+}
+
+static int on_tag(void *ud, uint32_t parent, const char *name, size_t len, uint32_t *out)
+{
+    import_ctx_t *c = ud;
+    int rc = fsc_recorder_tag_node(c->rec, parent, name, len, out);
+    if (rc != 0) {
+        c->rec_failed = 1;
+        fsc_err_set(&c->rec_err, rc, "%s", fsc_recorder_last_error(c->rec));
+    }
+    return rc;
+}
+
+static int on_event(void *ud, const fsc_event_t *ev)
+{
+    import_ctx_t *c = ud;
+    int rc = fsc_recorder_write(c->rec, ev);
+    if (rc != 0) {
+        c->rec_failed = 1;
+        fsc_err_set(&c->rec_err, rc, "%s", fsc_recorder_last_error(c->rec));
+    }
+    return rc;
+}
+
+static int parse_device(const char *val, int *out)
+{
+    char *end = NULL;
+    if (val == NULL || val[0] == '\0')
+        return fsc_cli_usage_error("import", "--device needs a value");
+    long v = strtol(val, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1023)
+        return fsc_cli_usage_error("import", "--device: '%s' is not a device number", val);
+    *out = (int)v;
+    return 0;
+}
+
+static void print_summary(const char *in, const char *out, const fsc_import_stats_t *s)
+{
+    char pa[32], pr[32];
+    printf("%s: %s snapshot, device %d%s\n", in,
+           s->format == FSC_SNAP_PICKLE ? "pickle" : "JSON", s->device,
+           s->segments_only ? " (segments only, no history)" : "");
+    printf("  %llu history entries -> %llu events: %llu allocations, %llu frees, "
+           "%llu segments allocated, %llu freed",
+           (unsigned long long)s->entries, (unsigned long long)s->events,
+           (unsigned long long)s->allocs, (unsigned long long)s->frees,
+           (unsigned long long)s->segment_allocs, (unsigned long long)s->segment_frees);
+    if (s->maps || s->unmaps)
+        printf(", %llu maps, %llu unmaps", (unsigned long long)s->maps,
+               (unsigned long long)s->unmaps);
+    printf(", %llu OOMs\n", (unsigned long long)s->ooms);
+    printf("  peak allocated %s, peak reserved %s\n",
+           fsc_size_format(s->peak_allocated, pa, sizeof pa),
+           fsc_size_format(s->peak_reserved, pr, sizeof pr));
+    if (s->devices > 1)
+        printf("  the snapshot has history for %u devices; imported device %d\n", s->devices,
+               s->device);
+    if (s->reconstructed)
+        printf("  starting state rebuilt from the final segments: %llu segments, %llu blocks\n",
+               (unsigned long long)s->reconstructed_segments,
+               (unsigned long long)s->reconstructed_blocks);
+    else
+        printf("  history complete from the first segment on\n");
+    if (s->warnings)
+        printf("  %llu entries skipped (--lenient); first: %s\n",
+               (unsigned long long)s->warnings, s->first_warning);
+    printf("wrote %s\n", out);
+}
+
+int fsc_cmd_import(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    fsc_import_opts_t opts = FSC_IMPORT_OPTS_DEFAULT;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("import", "%s needs a file name", a);
+            out = argv[i];
+        } else if (strcmp(a, "--device") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("import", "--device needs a value");
+            if (parse_device(argv[i], &opts.device) != 0)
+                return FSC_EXIT_BAD_INPUT;
+        } else if (strcmp(a, "--lenient") == 0) {
+            opts.lenient = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return fsc_cli_usage_error("import", "unknown option '%s'", a);
+        } else if (in == NULL) {
+            in = a;
+        } else {
+            return fsc_cli_usage_error("import", "more than one snapshot given ('%s')", a);
+        }
+    }
+    if (in == NULL)
+        return fsc_cli_usage_error("import", "no snapshot given");
+    if (out == NULL)
+        return fsc_cli_usage_error("import", "no output given (-o run.fstrace)");
+
+    fsc_err_t err = {0};
+    fsc_outfile_t of;
+    if (fsc_outfile_init(&of, out, &err) != 0)
+        return fsc_cli_usage_error("import", "%s", fsc_err_msg(&err));
+    import_ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.tmp_path = of.tmp_path;
+    fsc_import_sink_t sink = {&c, on_header, on_tag, on_event};
+    fsc_import_stats_t st;
+    int rc = fsc_pytorch_import(in, &opts, &sink, &st, &err);
+    int crc = fsc_recorder_close(c.rec);
+    if (rc == 0 && crc != 0) {
+        c.rec_failed = 1;
+        fsc_err_set(&c.rec_err, crc, "%s: cannot write the trace", out);
+        rc = crc;
+    }
+    if (rc != 0) {
+        fsc_outfile_abort(&of);
+        if (c.rec_failed) {
+            fsc_cli_error("%s: %s", out, fsc_err_msg(&c.rec_err));
+            return FSC_EXIT_FAILURE;
+        }
+        fsc_cli_error("%s", fsc_err_msg(&err));
+        return fsc_cli_exit_code(rc);
+    }
+    if (fsc_outfile_commit(&of, &err) != 0) {
+        fsc_outfile_abort(&of);
+        fsc_cli_error("%s", fsc_err_msg(&err));
+        return FSC_EXIT_FAILURE;
+    }
+    print_summary(in, out, &st);
+    return FSC_EXIT_OK;
+}
