@@ -22,11 +22,14 @@ typedef struct sim_ctx {
     fsc_sim_result_t *res;
     const fsc_sim_opts_t *o;
     int step;
+    int closed; /* the run is over: ignore what the allocator's teardown emits */
 } sim_ctx_t;
 
 static void sink(void *ud, const fsc_event_t *ev)
 {
     sim_ctx_t *c = ud;
+    if (c->closed)
+        return;
     c->res->events++;
     if (ev->type < 16)
         c->res->events_by_type[ev->type]++;
@@ -171,6 +174,7 @@ int fsc_sim_run(const fsc_sim_opts_t *o, fsc_sim_result_t *res, fsc_err_t *err)
 
     /* Close the trace before the allocator goes: destroying it releases
      * segments, which is not part of the run. */
+    c.closed = 1;
     if (c.rec != NULL && o->output != NULL) {
         int crc = fsc_recorder_close(c.rec);
         if (crc != 0 && rc == 0)
