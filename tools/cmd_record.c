@@ -1,0 +1,147 @@
+/*
+ * cmd_record.c — `fragscope record`: run a program with FRAGSCOPE_TRACE set
+ * so that whatever in it opens a recorder from the environment (the PyTorch
+ * shim, `fragscope simulate`, a program linked with the library) records
+ * into the named file, then say in one line what the trace holds.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fragscope/recorder.h"
+
+const char fsc_cmd_record_summary[] = "run a command with allocator recording enabled";
+const char fsc_cmd_record_usage[] =
+    "usage: fragscope record -o TRACE.fstrace [--ring N] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with FRAGSCOPE_TRACE=TRACE.fstrace (and FRAGSCOPE_TRACE_MODE)\n"
+    "in its environment. Programs that use fragscope's allocator (the PyTorch\n"
+    "shim, `fragscope simulate`) then record every allocator event into the\n"
+    "trace; it is finished when the program exits, and what was written before\n"
+    "a crash or a kill stays readable. Afterwards one line on stderr summarizes\n"
+    "the trace (events, chunks, bytes per event, clean close or truncated).\n"
+    "\n"
+    "options:\n"
+    "  -o FILE      the trace to write (required; replaced if it exists)\n"
+    "  --ring N     keep only the last N events in memory and write them on an\n"
+    "               out-of-memory, on flush and at exit (FRAGSCOPE_TRACE_MODE=ring:N)\n"
+    "\n"
+    "exit status: COMMAND's exit status (128+N when it was killed by signal N,\n"
+    "127 when it could not be run), or 2 for bad options.\n";
+
+static int summarize(const char *path, const char *cmd)
+{
+    fsc_trace_reader_t *r = NULL;
+    fsc_err_t err;
+    fsc_err_clear(&err);
+    int rc = fsc_trace_open(path, &r, &err);
+    if (rc == FSC_ENOENT) {
+        fprintf(stderr,
+                "fragscope record: %s wrote no trace to %s (nothing in it opened a recorder "
+                "from FRAGSCOPE_TRACE)\n",
+                cmd, path);
+        return rc;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "fragscope record: %s\n", fsc_err_msg(&err));
+        return rc;
+    }
+    fsc_event_t ev;
+    while ((rc = fsc_trace_next(r, &ev)) == 1)
+        ;
+    fsc_trace_integrity_t in;
+    fsc_trace_get_integrity(r, &in);
+    char sz[64];
+    fsc_size_format(in.compressed_bytes, sz, sizeof sz);
+    double bpe = in.events ? (double)in.compressed_bytes / (double)in.events : 0.0;
+    if (rc < 0)
+        fprintf(stderr, "fragscope record: %s\n", fsc_trace_last_error(r));
+    else
+        fprintf(stderr,
+                "fragscope record: %s: %" PRIu64 " events in %" PRIu64
+                " chunks, %s (%.2f bytes/event), %s\n",
+                path, in.events, in.chunks, sz, bpe,
+                in.clean_close ? "clean close" : "truncated (no end record)");
+    fsc_trace_close(r);
+    return rc < 0 ? rc : 0;
+}
+
+int fsc_cmd_record(int argc, char **argv)
+{
+    const char *out = NULL;
+    uint64_t ring = 0;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("record", "%s needs a file", a);
+            out = argv[i];
+        } else if (strcmp(a, "--ring") == 0) {
+            char mode[64];
+            if (++i >= argc)
+                return fsc_cli_usage_error("record", "--ring needs a number of events");
+            snprintf(mode, sizeof mode, "ring:%s", argv[i]);
+            if (fsc_trace_mode_parse(mode, &ring) != 0)
+                return fsc_cli_usage_error("record", "--ring: '%s' is not a positive number",
+                                           argv[i]);
+        } else if (a[0] == '-') {
+            return fsc_cli_usage_error("record", "unknown option '%s'", a);
+        } else {
+            break; /* the command, without a "--" before it */
+        }
+    }
+    if (out == NULL)
+        return fsc_cli_usage_error("record", "-o TRACE.fstrace is required");
+    if (i >= argc)
+        return fsc_cli_usage_error("record", "no command given after --");
+    char **cmd = argv + i;
+
+    if (unlink(out) != 0 && errno != ENOENT)
+        return fsc_cli_error("%s: cannot replace: %s", out, strerror(errno));
+    char mode[64];
+    if (ring > 0)
+        snprintf(mode, sizeof mode, "ring:%" PRIu64, ring);
+    else
+        snprintf(mode, sizeof mode, "stream");
+    if (setenv("FRAGSCOPE_TRACE", out, 1) != 0 || setenv("FRAGSCOPE_TRACE_MODE", mode, 1) != 0)
+        return fsc_cli_error("cannot set the environment: %s", strerror(errno));
+
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return fsc_cli_error("cannot start '%s': %s", cmd[0], strerror(errno));
+    if (pid == 0) {
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "fragscope record: cannot run '%s': %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    /* Ctrl-C reaches the command through the terminal; we stay to report. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return fsc_cli_error("waiting for '%s': %s", cmd[0], strerror(errno));
+    }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status)
+                                 : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "fragscope record: %s was killed by signal %d\n", cmd[0],
+                WTERMSIG(status));
+    if (code != 127 || access(out, F_OK) == 0)
+        summarize(out, cmd[0]);
+    return code;
+}
