@@ -1,0 +1,259 @@
+/*
+ * db.c — creating the run database (docs/schema.md is the contract) and the
+ * prepared statements every other file writes through.
+ *
+ * The file is written under a temporary name with journaling and syncing
+ * off and everything in one transaction: it is renamed into place only when
+ * complete, so durability during the write buys nothing, and the per-row
+ * cost must stay close to SQLite's bare insert cost.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ana_internal.h"
+
+static const char k_schema[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+    "CREATE TABLE summary(key TEXT PRIMARY KEY, value, unit TEXT);"
+    "CREATE TABLE tags(id INTEGER PRIMARY KEY, parent INTEGER, name TEXT, path TEXT);"
+    "CREATE TABLE event_types(id INTEGER PRIMARY KEY, name TEXT);"
+    "CREATE TABLE events_other(seq INTEGER PRIMARY KEY, time_ns INTEGER, type INTEGER,"
+    " addr INTEGER, size INTEGER, requested INTEGER, stream INTEGER, pool INTEGER,"
+    " segment INTEGER, tag INTEGER, other INTEGER);"
+    "CREATE TABLE blocks(alloc_seq INTEGER PRIMARY KEY, alloc_time_ns INTEGER, addr INTEGER,"
+    " size INTEGER, requested INTEGER, stream INTEGER, pool INTEGER, segment INTEGER,"
+    " tag INTEGER, bin INTEGER, cache_hit INTEGER, free_requested_seq INTEGER,"
+    " free_requested_time_ns INTEGER, free_tag INTEGER, free_completed_seq INTEGER,"
+    " free_completed_time_ns INTEGER);"
+    "CREATE VIEW events AS"
+    " SELECT alloc_seq AS seq, alloc_time_ns AS time_ns, 5 AS type, addr, size, requested,"
+    "  stream, pool, segment, tag, NULL AS other FROM blocks"
+    " UNION ALL SELECT free_requested_seq, free_requested_time_ns, 6, addr, size, requested,"
+    "  stream, pool, segment, free_tag, NULL FROM blocks WHERE free_requested_seq IS NOT NULL"
+    " UNION ALL SELECT free_completed_seq, free_completed_time_ns, 7, addr, size, requested,"
+    "  stream, pool, segment, free_tag, NULL FROM blocks WHERE free_completed_seq IS NOT NULL"
+    " UNION ALL SELECT seq, time_ns, type, addr, size, requested, stream, pool, segment, tag,"
+    "  other FROM events_other;"
+    "CREATE TABLE segments(id INTEGER PRIMARY KEY, addr INTEGER, size INTEGER, pool INTEGER,"
+    " stream INTEGER, expandable INTEGER, created_seq INTEGER, created_time_ns INTEGER,"
+    " freed_seq INTEGER, freed_time_ns INTEGER, tag INTEGER);"
+    "CREATE TABLE timeline(id INTEGER PRIMARY KEY, seq_first INTEGER, seq_last INTEGER,"
+    " time_first_ns INTEGER, time_last_ns INTEGER, allocated INTEGER, requested INTEGER,"
+    " active INTEGER, reserved INTEGER, internal_frag INTEGER, internal_frag_ratio REAL,"
+    " free_in_reserved INTEGER, largest_free INTEGER, external_frag REAL,"
+    " reserved_unallocated INTEGER, inactive_split_bytes INTEGER, segments INTEGER,"
+    " live_blocks INTEGER, allocated_min INTEGER, allocated_max INTEGER,"
+    " allocated_max_seq INTEGER, reserved_min INTEGER, reserved_max INTEGER,"
+    " reserved_max_seq INTEGER, reserved_unallocated_max INTEGER);"
+    "CREATE TABLE markers(seq INTEGER PRIMARY KEY, time_ns INTEGER, text TEXT);"
+    "CREATE TABLE warnings(seq INTEGER, message TEXT);"
+    "CREATE TABLE ooms(id INTEGER PRIMARY KEY, seq INTEGER, time_ns INTEGER,"
+    " requested INTEGER, rounded INTEGER, stream INTEGER, pool INTEGER, tag INTEGER,"
+    " allocated INTEGER, reserved INTEGER, capacity INTEGER, capacity_inferred INTEGER,"
+    " capacity_lower INTEGER, capacity_upper INTEGER, segment_size INTEGER,"
+    " device_free INTEGER, device_total INTEGER, free_in_reserved INTEGER,"
+    " largest_free INTEGER, largest_free_usable INTEGER, external_frag REAL, cause TEXT,"
+    " explanation TEXT, layout_snapshot INTEGER);"
+    "CREATE TABLE oom_segments(oom_id INTEGER, rank INTEGER, segment INTEGER, size INTEGER,"
+    " pool INTEGER, stream INTEGER, free_bytes INTEGER, largest_free INTEGER,"
+    " free_blocks INTEGER, live_blocks INTEGER, live_bytes INTEGER);"
+    "CREATE TABLE oom_pinning_blocks(oom_id INTEGER, segment INTEGER, addr INTEGER,"
+    " size INTEGER, requested INTEGER, state TEXT, alloc_seq INTEGER, age_events INTEGER,"
+    " age_ns INTEGER, tag INTEGER);"
+    "CREATE TABLE oom_tags(oom_id INTEGER, rank INTEGER, tag INTEGER, live_bytes INTEGER,"
+    " live_blocks INTEGER);"
+    "CREATE TABLE suggestions(oom_id INTEGER, config TEXT, capacity INTEGER,"
+    " needed_capacity INTEGER, avoids_oom INTEGER, peak_reserved INTEGER,"
+    " peak_allocated INTEGER, note TEXT);"
+    "CREATE TABLE bins(bin INTEGER PRIMARY KEY, lo INTEGER, hi INTEGER, requests INTEGER,"
+    " requested_bytes INTEGER, allocated_bytes INTEGER, internal_waste INTEGER,"
+    " cache_hits INTEGER, cache_misses INTEGER, hit_rate REAL, splits INTEGER,"
+    " merges INTEGER, peak_live_blocks INTEGER, peak_live_bytes INTEGER,"
+    " live_blocks_at_peak INTEGER, live_bytes_at_peak INTEGER, free_blocks_at_peak INTEGER,"
+    " free_bytes_at_peak INTEGER);"
+    "CREATE TABLE tag_stats(tag INTEGER PRIMARY KEY, allocs INTEGER, alloc_bytes INTEGER,"
+    " live_blocks_at_peak INTEGER, live_bytes_at_peak INTEGER, live_blocks_end INTEGER,"
+    " live_bytes_end INTEGER);"
+    "CREATE TABLE layout_snapshots(id INTEGER PRIMARY KEY, kind TEXT, seq INTEGER,"
+    " time_ns INTEGER, oom_id INTEGER, allocated INTEGER, reserved INTEGER);"
+    "CREATE TABLE layout(snapshot INTEGER, segment INTEGER, addr INTEGER, size INTEGER,"
+    " requested INTEGER, state TEXT, stream INTEGER, pool INTEGER, tag INTEGER,"
+    " alloc_seq INTEGER, age_events INTEGER, age_ns INTEGER);";
+
+static const char *const k_stmts[FSC__ST_COUNT] = {
+    [FSC__ST_OTHER] = "INSERT INTO events_other VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_BLOCK] = "INSERT INTO blocks VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_SEGMENT] = "INSERT INTO segments VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_TAG] = "INSERT OR REPLACE INTO tags VALUES(?,?,?,?)",
+    [FSC__ST_MARKER] = "INSERT OR REPLACE INTO markers VALUES(?,?,?)",
+    [FSC__ST_WARNING] = "INSERT INTO warnings VALUES(?,?)",
+    [FSC__ST_META] = "INSERT OR REPLACE INTO meta VALUES(?,?)",
+    [FSC__ST_SUMMARY] = "INSERT OR REPLACE INTO summary VALUES(?,?,?)",
+    [FSC__ST_TIMELINE] = "INSERT INTO timeline VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                         "?,?,?,?,?)",
+    [FSC__ST_OOM] = "INSERT INTO ooms VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_OOM_SEG] = "INSERT INTO oom_segments VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_OOM_PIN] = "INSERT INTO oom_pinning_blocks VALUES(?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_OOM_TAG] = "INSERT INTO oom_tags VALUES(?,?,?,?,?)",
+    [FSC__ST_SNAP] = "INSERT INTO layout_snapshots VALUES(?,?,?,?,?,?,?)",
+    [FSC__ST_LAYOUT] = "INSERT INTO layout VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_BIN] = "INSERT INTO bins VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_TAGSTAT] = "INSERT INTO tag_stats VALUES(?,?,?,?,?,?,?)",
+};
+
+int fsc__db_err(fsc_analysis_t *a, const char *what)
+{
+    return fsc_err_set(&a->err, FSC_ESQLITE, "%s: %s: %s", a->out.path, what,
+                       a->db ? sqlite3_errmsg(a->db) : "cannot open");
+}
+
+void fsc__bind_u64(sqlite3_stmt *s, int i, uint64_t v)
+{
+    sqlite3_bind_int64(s, i, (sqlite3_int64)v);
+}
+
+void fsc__bind_opt(sqlite3_stmt *s, int i, int present, uint64_t v)
+{
+    if (present)
+        sqlite3_bind_int64(s, i, (sqlite3_int64)v);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+int fsc__step(fsc_analysis_t *a, sqlite3_stmt *s, const char *what)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return fsc__db_err(a, what);
+    return 0;
+}
+
+int fsc__db_open(fsc_analysis_t *a)
+{
+    unlink(a->out.tmp_path);
+    if (sqlite3_open_v2(a->out.tmp_path, &a->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                        NULL) != SQLITE_OK)
+        return fsc__db_err(a, "cannot create the database");
+    if (sqlite3_exec(a->db,
+                     "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                     "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-65536;"
+                     "PRAGMA temp_store=MEMORY;",
+                     NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(a->db, k_schema, NULL, NULL, NULL) != SQLITE_OK)
+        return fsc__db_err(a, "cannot create the tables");
+    for (int i = 0; i < FSC__ST_COUNT; i++)
+        if (sqlite3_prepare_v3(a->db, k_stmts[i], -1, SQLITE_PREPARE_PERSISTENT, &a->st[i],
+                               NULL) != SQLITE_OK)
+            return fsc__db_err(a, "cannot prepare a statement");
+    if (sqlite3_exec(a->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        return fsc__db_err(a, "BEGIN");
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(a->db, "INSERT INTO event_types VALUES(?,?)", -1, &s, NULL) !=
+        SQLITE_OK)
+        return fsc__db_err(a, "event_types");
+    for (int t = 1; t < FSC_EV__COUNT; t++) {
+        sqlite3_bind_int(s, 1, t);
+        sqlite3_bind_text(s, 2, fsc_event_type_name(t), -1, SQLITE_STATIC);
+        if (fsc__step(a, s, "event_types") != 0) {
+            sqlite3_finalize(s);
+            return a->err.code;
+        }
+    }
+    sqlite3_finalize(s);
+    return 0;
+}
+
+void fsc__db_close(fsc_analysis_t *a)
+{
+    for (int i = 0; i < FSC__ST_COUNT; i++) {
+        sqlite3_finalize(a->st[i]);
+        a->st[i] = NULL;
+    }
+    if (a->db != NULL)
+        sqlite3_close(a->db);
+    a->db = NULL;
+}
+
+int fsc__db_block_row(fsc_analysis_t *a, const fsc__blk_t *b, uint64_t fc_seq,
+                      uint64_t fc_time, int completed)
+{
+    sqlite3_stmt *s = a->st[FSC__ST_BLOCK];
+    int freed = b->state == FSC__PENDING;
+    fsc__bind_u64(s, 1, b->alloc_seq);
+    fsc__bind_u64(s, 2, b->alloc_time);
+    fsc__bind_u64(s, 3, b->addr);
+    fsc__bind_u64(s, 4, b->size);
+    fsc__bind_u64(s, 5, b->requested);
+    fsc__bind_u64(s, 6, b->seg->stream);
+    fsc__bind_u64(s, 7, b->seg->pool);
+    fsc__bind_u64(s, 8, b->seg->base);
+    fsc__bind_u64(s, 9, b->tag);
+    sqlite3_bind_int(s, 10, fsc__bin_of(b->size));
+    sqlite3_bind_int(s, 11, b->cache_hit);
+    fsc__bind_opt(s, 12, freed, b->freereq_seq);
+    fsc__bind_opt(s, 13, freed, b->freereq_time);
+    fsc__bind_opt(s, 14, freed, b->free_tag);
+    fsc__bind_opt(s, 15, completed, fc_seq);
+    fsc__bind_opt(s, 16, completed, fc_time);
+    return fsc__step(a, s, "blocks");
+}
+
+int fsc__db_segment_row(fsc_analysis_t *a, const fsc__seg_t *g, int freed, uint64_t freed_seq,
+                        uint64_t freed_time)
+{
+    sqlite3_stmt *s = a->st[FSC__ST_SEGMENT];
+    fsc__bind_u64(s, 1, g->id);
+    fsc__bind_u64(s, 2, g->base);
+    fsc__bind_u64(s, 3, g->expandable ? g->peak_size : g->size);
+    fsc__bind_u64(s, 4, g->pool);
+    fsc__bind_u64(s, 5, g->stream);
+    sqlite3_bind_int(s, 6, g->expandable);
+    fsc__bind_u64(s, 7, g->created_seq);
+    fsc__bind_u64(s, 8, g->created_time);
+    fsc__bind_opt(s, 9, freed, freed_seq);
+    fsc__bind_opt(s, 10, freed, freed_time);
+    fsc__bind_u64(s, 11, g->tag);
+    return fsc__step(a, s, "segments");
+}
+
+/* Which columns an event type fills (events.h's table). */
+enum { C_ADDR = 1, C_SIZE = 2, C_REQ = 4, C_STREAM = 8, C_POOL = 16, C_SEG = 32, C_OTHER = 64 };
+
+static int columns_of(int type)
+{
+    switch (type) {
+    case FSC_EV_SEGMENT_ALLOC:
+    case FSC_EV_SEGMENT_FREE: return C_ADDR | C_SIZE | C_STREAM | C_POOL;
+    case FSC_EV_SEGMENT_MAP:
+    case FSC_EV_SEGMENT_UNMAP: return C_ADDR | C_SIZE | C_STREAM | C_POOL | C_SEG;
+    case FSC_EV_ALLOC:
+    case FSC_EV_FREE_REQUESTED:
+    case FSC_EV_FREE_COMPLETED:
+    case FSC_EV_SPLIT: return C_ADDR | C_SIZE | C_REQ | C_STREAM | C_POOL | C_SEG;
+    case FSC_EV_MERGE: return C_ADDR | C_SIZE | C_STREAM | C_POOL | C_SEG | C_OTHER;
+    case FSC_EV_OOM: return C_SIZE | C_REQ | C_STREAM | C_POOL;
+    case FSC_EV_EMPTY_CACHE: return C_SIZE;
+    case FSC_EV_GC: return C_SIZE | C_REQ;
+    default: return 0;
+    }
+}
+
+int fsc__db_other_event(fsc_analysis_t *a, const fsc_event_t *ev)
+{
+    sqlite3_stmt *s = a->st[FSC__ST_OTHER];
+    int c = columns_of(ev->type);
+    fsc__bind_u64(s, 1, a->seq);
+    fsc__bind_u64(s, 2, ev->time_ns);
+    sqlite3_bind_int(s, 3, ev->type);
+    fsc__bind_opt(s, 4, c & C_ADDR, ev->addr);
+    fsc__bind_opt(s, 5, c & C_SIZE, ev->size);
+    fsc__bind_opt(s, 6, c & C_REQ, ev->requested);
+    fsc__bind_opt(s, 7, c & C_STREAM, ev->stream);
+    fsc__bind_opt(s, 8, c & C_POOL, ev->pool);
+    fsc__bind_opt(s, 9, c & C_SEG, ev->segment);
+    fsc__bind_u64(s, 10, ev->tag);
+    fsc__bind_opt(s, 11, c & C_OTHER, ev->other);
+    return fsc__step(a, s, "events");
+}

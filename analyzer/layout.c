@@ -1,0 +1,177 @@
+/*
+ * layout.c — block layout snapshots: the current layout (at each OOM) and
+ * the layout at the allocated peak.
+ *
+ * The peak is only known to be the peak once the run is over, and copying
+ * the whole layout at every new maximum would cost O(live) per event while
+ * memory climbs. Instead, after each new maximum the first change to every
+ * block saves the block's previous image; the peak layout is then the
+ * current layout with the saved images put back. Once more blocks have been
+ * touched than are live, the peak layout is built once and tracking stops
+ * until the next maximum, so the cost stays O(1) per event amortized and
+ * memory stays O(live).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana_internal.h"
+
+int fsc__imgvec_push(fsc__imgvec_t *v, const fsc__img_t *img)
+{
+    if (v->n == v->cap) {
+        size_t nc = v->cap ? v->cap * 2 : 256;
+        fsc__img_t *nv = realloc(v->v, nc * sizeof *nv);
+        if (nv == NULL)
+            return FSC_ENOMEM;
+        v->v = nv;
+        v->cap = nc;
+    }
+    v->v[v->n++] = *img;
+    return 0;
+}
+
+void fsc__imgvec_free(fsc__imgvec_t *v)
+{
+    free(v->v);
+    memset(v, 0, sizeof *v);
+}
+
+static void image_of(const fsc__blk_t *b, fsc__img_t *img)
+{
+    img->addr = b->addr;
+    img->size = b->size;
+    img->requested = b->requested;
+    img->segment = b->seg->base;
+    img->stream = b->seg->stream;
+    img->alloc_seq = b->alloc_seq;
+    img->alloc_time = b->alloc_time;
+    img->tag = b->tag;
+    img->state = b->state;
+    img->pool = b->seg->pool;
+    img->present = 1;
+}
+
+static void delta_clear(fsc_analysis_t *a)
+{
+    for (size_t i = 0; i < a->peak_imgs.n; i++)
+        fsc__u64map_del(&a->peak_delta, a->peak_imgs.v[i].addr);
+    a->peak_imgs.n = 0;
+}
+
+void fsc__peak_new(fsc_analysis_t *a)
+{
+    delta_clear(a);
+    a->peak_tracking = 1;
+    a->peak_materialized = 0;
+}
+
+int fsc__peak_touch(fsc_analysis_t *a, const fsc__blk_t *b, int existed)
+{
+    if (!a->peak_tracking || fsc__u64map_get(&a->peak_delta, b->addr) != NULL)
+        return 0;
+    fsc__img_t img;
+    memset(&img, 0, sizeof img);
+    if (existed)
+        image_of(b, &img);
+    else
+        img.addr = b->addr; /* present = 0: did not exist at the peak */
+    if (fsc__imgvec_push(&a->peak_imgs, &img) != 0)
+        return FSC_ENOMEM;
+    if (fsc__u64map_put(&a->peak_delta, b->addr, (void *)(uintptr_t)a->peak_imgs.n) != 0)
+        return FSC_ENOMEM;
+    size_t limit = a->blocks.count * 2 > 65536 ? a->blocks.count * 2 : 65536;
+    if (a->peak_imgs.n > limit)
+        return fsc__peak_materialize(a);
+    return 0;
+}
+
+static int cmp_img(const void *x, const void *y)
+{
+    const fsc__img_t *p = x, *q = y;
+    return p->addr < q->addr ? -1 : p->addr > q->addr;
+}
+
+int fsc__layout_current(fsc_analysis_t *a, fsc__imgvec_t *out)
+{
+    out->n = 0;
+    for (size_t i = 0; i < a->nseg; i++) {
+        for (const fsc__blk_t *b = a->seg_sorted[i]->head; b != NULL; b = b->next) {
+            fsc__img_t img;
+            image_of(b, &img);
+            if (fsc__imgvec_push(out, &img) != 0)
+                return FSC_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int fsc__peak_materialize(fsc_analysis_t *a)
+{
+    if (!a->peak_tracking)
+        return 0;
+    fsc__imgvec_t *out = &a->peak_layout;
+    out->n = 0;
+    for (size_t i = 0; i < a->nseg; i++) {
+        for (const fsc__blk_t *b = a->seg_sorted[i]->head; b != NULL; b = b->next) {
+            if (fsc__u64map_get(&a->peak_delta, b->addr) != NULL)
+                continue; /* changed since the peak: its saved image is used */
+            fsc__img_t img;
+            image_of(b, &img);
+            if (fsc__imgvec_push(out, &img) != 0)
+                return FSC_ENOMEM;
+        }
+    }
+    for (size_t i = 0; i < a->peak_imgs.n; i++)
+        if (a->peak_imgs.v[i].present && fsc__imgvec_push(out, &a->peak_imgs.v[i]) != 0)
+            return FSC_ENOMEM;
+    qsort(out->v, out->n, sizeof *out->v, cmp_img);
+    delta_clear(a);
+    a->peak_tracking = 0;
+    a->peak_materialized = 1;
+    return 0;
+}
+
+static const char *state_name(int s)
+{
+    return s == FSC__ALLOCATED ? "allocated" : s == FSC__PENDING ? "pending" : "free";
+}
+
+int fsc__layout_write(fsc_analysis_t *a, const char *kind, uint64_t seq, uint64_t time,
+                      int64_t oom_id, uint64_t allocated, uint64_t reserved,
+                      const fsc__imgvec_t *v, uint64_t *id)
+{
+    uint64_t sid = a->snapshots++;
+    sqlite3_stmt *s = a->st[FSC__ST_SNAP];
+    fsc__bind_u64(s, 1, sid);
+    sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+    fsc__bind_u64(s, 3, seq);
+    fsc__bind_u64(s, 4, time);
+    fsc__bind_opt(s, 5, oom_id >= 0, (uint64_t)oom_id);
+    fsc__bind_u64(s, 6, allocated);
+    fsc__bind_u64(s, 7, reserved);
+    int rc = fsc__step(a, s, "layout_snapshots");
+    if (rc != 0)
+        return rc;
+    s = a->st[FSC__ST_LAYOUT];
+    for (size_t i = 0; i < v->n; i++) {
+        const fsc__img_t *m = &v->v[i];
+        int live = m->state != FSC__FREE;
+        fsc__bind_u64(s, 1, sid);
+        fsc__bind_u64(s, 2, m->segment);
+        fsc__bind_u64(s, 3, m->addr);
+        fsc__bind_u64(s, 4, m->size);
+        fsc__bind_opt(s, 5, live, m->requested);
+        sqlite3_bind_text(s, 6, state_name(m->state), -1, SQLITE_STATIC);
+        fsc__bind_u64(s, 7, m->stream);
+        fsc__bind_u64(s, 8, m->pool);
+        fsc__bind_opt(s, 9, live, m->tag);
+        fsc__bind_opt(s, 10, live, m->alloc_seq);
+        fsc__bind_opt(s, 11, live, seq - m->alloc_seq);
+        fsc__bind_opt(s, 12, live, time >= m->alloc_time ? time - m->alloc_time : 0);
+        if ((rc = fsc__step(a, s, "layout")) != 0)
+            return rc;
+    }
+    if (id)
+        *id = sid;
+    return 0;
+}

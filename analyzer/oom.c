@@ -1,0 +1,317 @@
+/*
+ * oom.c — diagnosis of each OOM event: one cause with its evidence
+ * (docs/metrics.md, "OOM diagnosis").
+ *
+ * The cause answers "would anything but more memory have helped?":
+ * oversize (no device could), external (the device refused although our cap
+ * allowed it: someone else holds the memory), fragmentation (a perfect
+ * allocator, one with no waste between blocks, would have served it), or
+ * capacity (it would not). When the cap was not recorded (PyTorch
+ * snapshots) it is bounded from the run: at least the highest reserved
+ * figure ever reached, below reserved-at-OOM + the failing segment; only the
+ * lower bound may prove fragmentation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana_internal.h"
+#include "fragscope/allocator.h"
+
+#define TOP_SEGMENTS 10
+#define TOP_PINNING 20
+#define TOP_TAGS 20
+
+typedef struct oom_facts {
+    uint64_t requested, rounded, allocated, reserved, segment_size;
+    uint64_t capacity, lower, upper, device_free, device_total;
+    int known, inferred, device_free_known;
+    uint64_t free_in_reserved, largest_free, largest_usable;
+    int cause;
+} oom_facts_t;
+
+#define SZ(i, v) fsc_size_format((v), buf[i], sizeof buf[i])
+
+static void explain(const oom_facts_t *f, char *out, size_t cap)
+{
+    char buf[8][32];
+    size_t n = 0;
+    uint64_t avail = f->known ? f->capacity : f->lower;
+    uint64_t headroom = avail > f->allocated ? avail - f->allocated : 0;
+    switch (f->cause) {
+    case FSC_OOM_OVERSIZE:
+        n = (size_t)snprintf(out, cap,
+                             "The request for %s (rounded to %s) is larger than the %s the "
+                             "allocator may use at all: no allocator could serve it.",
+                             SZ(0, f->requested), SZ(1, f->rounded),
+                             SZ(2, f->known ? f->capacity : f->device_total));
+        break;
+    case FSC_OOM_EXTERNAL:
+        n = (size_t)snprintf(out, cap,
+                             "The device refused a %s segment: only %s of it was free while "
+                             "this allocator held %s, so %s of the device was taken outside "
+                             "this allocator (other processes or allocators, the CUDA context).",
+                             SZ(0, f->segment_size), SZ(1, f->device_free),
+                             SZ(2, f->reserved),
+                             SZ(3, f->device_total > f->device_free + f->reserved
+                                       ? f->device_total - f->device_free - f->reserved
+                                       : 0));
+        break;
+    case FSC_OOM_FRAGMENTATION:
+        n = (size_t)snprintf(out, cap,
+                             "%s was requested (rounded to %s) with %s allocated of %s: a "
+                             "perfect allocator had %s left and could have served it, but the "
+                             "largest usable free block was %s while %s was free inside "
+                             "reserved segments. The segments listed hold that free space and "
+                             "the live blocks listed keep them from being released.",
+                             SZ(0, f->requested), SZ(1, f->rounded), SZ(2, f->allocated),
+                             SZ(3, avail), SZ(4, headroom), SZ(5, f->largest_usable),
+                             SZ(6, f->free_in_reserved));
+        break;
+    default:
+        n = (size_t)snprintf(out, cap,
+                             "%s was requested (rounded to %s) with %s already allocated; "
+                             "the allocator may reserve %s, which leaves %s: not enough even "
+                             "for a perfect allocator, so this run needs more memory or less "
+                             "live data, not different allocator settings. %s was reserved "
+                             "but unallocated; the largest free block was %s.",
+                             SZ(0, f->requested), SZ(1, f->rounded), SZ(2, f->allocated),
+                             SZ(3, avail), SZ(4, headroom),
+                             SZ(5, f->reserved > f->allocated ? f->reserved - f->allocated : 0),
+                             SZ(6, f->largest_free));
+        break;
+    }
+    if (f->inferred && n < cap)
+        snprintf(out + n, cap - n,
+                 " The capacity was not recorded; it was inferred from the run to be at least "
+                 "%s (the highest reserved figure reached) and below %s (reserved at the OOM "
+                 "plus the %s segment that could not be created).",
+                 SZ(0, f->lower), SZ(1, f->upper), SZ(2, f->segment_size));
+}
+
+static int classify(oom_facts_t *f)
+{
+    uint64_t limit = f->known ? f->capacity : f->device_total;
+    if ((limit != 0 && f->rounded > limit) ||
+        (f->device_total != 0 && f->rounded > f->device_total))
+        return FSC_OOM_OVERSIZE;
+    if (f->device_free_known && f->device_free < f->segment_size) {
+        int cap_allowed = f->known ? f->reserved + f->segment_size <= f->capacity
+                                   : (f->device_total != 0 &&
+                                      f->device_free + f->reserved < f->device_total);
+        if (cap_allowed)
+            return FSC_OOM_EXTERNAL;
+    }
+    uint64_t avail = f->known ? f->capacity : f->lower;
+    if (avail >= f->allocated && avail - f->allocated >= f->rounded)
+        return FSC_OOM_FRAGMENTATION;
+    return FSC_OOM_CAPACITY;
+}
+
+static int cmp_seg_free(const void *x, const void *y)
+{
+    const fsc__seg_t *p = *(fsc__seg_t *const *)x, *q = *(fsc__seg_t *const *)y;
+    if (p->free_bytes != q->free_bytes)
+        return p->free_bytes > q->free_bytes ? -1 : 1;
+    return p->base < q->base ? -1 : p->base > q->base;
+}
+
+static int cmp_blk_size(const void *x, const void *y)
+{
+    const fsc__blk_t *p = *(fsc__blk_t *const *)x, *q = *(fsc__blk_t *const *)y;
+    if (p->size != q->size)
+        return p->size > q->size ? -1 : 1;
+    return p->addr < q->addr ? -1 : p->addr > q->addr;
+}
+
+static int write_segments(fsc_analysis_t *a, uint64_t id, const fsc_event_t *ev)
+{
+    size_t n = 0;
+    fsc__seg_t **v = malloc((a->nseg + 1) * sizeof *v);
+    fsc__blk_t **live = NULL;
+    int rc = 0;
+    if (v == NULL)
+        return FSC_ENOMEM;
+    for (size_t i = 0; i < a->nseg; i++)
+        if (a->seg_sorted[i]->free_bytes > 0)
+            v[n++] = a->seg_sorted[i];
+    qsort(v, n, sizeof *v, cmp_seg_free);
+    if (n > TOP_SEGMENTS)
+        n = TOP_SEGMENTS;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        fsc__seg_t *g = v[i];
+        size_t nl = 0;
+        uint64_t largest = 0, live_bytes = 0;
+        free(live);
+        live = malloc((g->nblocks + 1) * sizeof *live);
+        if (live == NULL) {
+            rc = FSC_ENOMEM;
+            break;
+        }
+        for (fsc__blk_t *b = g->head; b != NULL; b = b->next) {
+            if (b->state == FSC__FREE) {
+                if (b->size > largest)
+                    largest = b->size;
+            } else {
+                live[nl++] = b;
+                live_bytes += b->size;
+            }
+        }
+        sqlite3_stmt *s = a->st[FSC__ST_OOM_SEG];
+        fsc__bind_u64(s, 1, id);
+        fsc__bind_u64(s, 2, i);
+        fsc__bind_u64(s, 3, g->base);
+        fsc__bind_u64(s, 4, g->size);
+        fsc__bind_u64(s, 5, g->pool);
+        fsc__bind_u64(s, 6, g->stream);
+        fsc__bind_u64(s, 7, g->free_bytes);
+        fsc__bind_u64(s, 8, largest);
+        fsc__bind_u64(s, 9, g->nfree);
+        fsc__bind_u64(s, 10, nl);
+        fsc__bind_u64(s, 11, live_bytes);
+        if ((rc = fsc__step(a, s, "oom_segments")) != 0)
+            break;
+        qsort(live, nl, sizeof *live, cmp_blk_size);
+        s = a->st[FSC__ST_OOM_PIN];
+        for (size_t j = 0; j < nl && j < TOP_PINNING && rc == 0; j++) {
+            const fsc__blk_t *b = live[j];
+            fsc__bind_u64(s, 1, id);
+            fsc__bind_u64(s, 2, g->base);
+            fsc__bind_u64(s, 3, b->addr);
+            fsc__bind_u64(s, 4, b->size);
+            fsc__bind_u64(s, 5, b->requested);
+            sqlite3_bind_text(s, 6, b->state == FSC__PENDING ? "pending" : "allocated", -1,
+                              SQLITE_STATIC);
+            fsc__bind_u64(s, 7, b->alloc_seq);
+            fsc__bind_u64(s, 8, a->seq - b->alloc_seq);
+            fsc__bind_u64(s, 9, ev->time_ns >= b->alloc_time ? ev->time_ns - b->alloc_time : 0);
+            fsc__bind_u64(s, 10, b->tag);
+            rc = fsc__step(a, s, "oom_pinning_blocks");
+        }
+    }
+    free(live);
+    free(v);
+    return rc;
+}
+
+static int write_tags(fsc_analysis_t *a, uint64_t id)
+{
+    uint32_t top[TOP_TAGS];
+    size_t n = 0;
+    /* Insertion into a short sorted list: the tag tree can be large, the
+     * list is 20 long. */
+    for (size_t t = 0; t < a->ntags; t++) {
+        uint64_t lb = a->tags[t].live_bytes;
+        if (lb == 0)
+            continue;
+        size_t i = n < TOP_TAGS ? n : TOP_TAGS;
+        if (i == TOP_TAGS && a->tags[top[TOP_TAGS - 1]].live_bytes >= lb)
+            continue;
+        if (i == TOP_TAGS)
+            i--;
+        else
+            n++;
+        while (i > 0 && a->tags[top[i - 1]].live_bytes < lb) {
+            top[i] = top[i - 1];
+            i--;
+        }
+        top[i] = (uint32_t)t;
+    }
+    sqlite3_stmt *s = a->st[FSC__ST_OOM_TAG];
+    for (size_t i = 0; i < n; i++) {
+        fsc__bind_u64(s, 1, id);
+        fsc__bind_u64(s, 2, i);
+        fsc__bind_u64(s, 3, top[i]);
+        fsc__bind_u64(s, 4, a->tags[top[i]].live_bytes);
+        fsc__bind_u64(s, 5, a->tags[top[i]].live_blocks);
+        int rc = fsc__step(a, s, "oom_tags");
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int fsc__oom_diagnose(fsc_analysis_t *a, const fsc_event_t *ev)
+{
+    oom_facts_t f;
+    memset(&f, 0, sizeof f);
+    uint64_t id = a->num_ooms++;
+    f.requested = ev->requested;
+    f.rounded = ev->size ? ev->size : ev->requested;
+    f.allocated = a->allocated;
+    f.reserved = a->reserved;
+    f.segment_size = ev->oom.segment_size ? ev->oom.segment_size
+                                          : fsc_alloc_segment_size(f.rounded);
+    f.device_total = ev->oom.device_total ? ev->oom.device_total : a->hdr.device_total;
+    f.device_free_known = ev->oom.device_free != UINT64_MAX;
+    f.device_free = ev->oom.device_free;
+    f.capacity = ev->oom.capacity ? ev->oom.capacity : a->hdr.capacity;
+    f.known = !a->capacity_unknown && f.capacity != 0;
+    if (f.known) {
+        f.lower = f.upper = f.capacity;
+    } else {
+        f.inferred = 1;
+        f.lower = a->peak_reserved;
+        f.upper = f.reserved + f.segment_size;
+        f.capacity = f.lower;
+    }
+    f.free_in_reserved = a->heap[0].bytes + a->heap[1].bytes;
+    f.largest_free = fsc__largest_free(a, -1);
+    const fsc__heap_t *h = &a->heap[ev->pool ? 1 : 0];
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i]->seg->stream == ev->stream && h->v[i]->size > f.largest_usable)
+            f.largest_usable = h->v[i]->size;
+    f.cause = classify(&f);
+    if (id == 0)
+        a->first_oom_cause = f.cause;
+
+    char text[1536];
+    explain(&f, text, sizeof text);
+
+    int rc = 0;
+    uint64_t snap = 0;
+    int have_snap = id < FSC__OOM_LAYOUTS;
+    if (have_snap) {
+        fsc__imgvec_t cur = {0};
+        rc = fsc__layout_current(a, &cur);
+        if (rc == 0)
+            rc = fsc__layout_write(a, "oom", a->seq, ev->time_ns, (int64_t)id, a->allocated,
+                                   a->reserved, &cur, &snap);
+        fsc__imgvec_free(&cur);
+        if (rc != 0)
+            return rc < 0 && a->err.code ? rc : fsc_err_set(&a->err, rc, "OOM layout");
+    }
+    sqlite3_stmt *s = a->st[FSC__ST_OOM];
+    int k = 1;
+    fsc__bind_u64(s, k++, id);
+    fsc__bind_u64(s, k++, a->seq);
+    fsc__bind_u64(s, k++, ev->time_ns);
+    fsc__bind_u64(s, k++, f.requested);
+    fsc__bind_u64(s, k++, f.rounded);
+    fsc__bind_u64(s, k++, ev->stream);
+    fsc__bind_u64(s, k++, ev->pool);
+    fsc__bind_u64(s, k++, ev->tag);
+    fsc__bind_u64(s, k++, f.allocated);
+    fsc__bind_u64(s, k++, f.reserved);
+    fsc__bind_u64(s, k++, f.capacity);
+    sqlite3_bind_int(s, k++, f.inferred);
+    fsc__bind_u64(s, k++, f.lower);
+    fsc__bind_u64(s, k++, f.upper);
+    fsc__bind_u64(s, k++, f.segment_size);
+    fsc__bind_opt(s, k++, f.device_free_known, f.device_free);
+    fsc__bind_opt(s, k++, f.device_total != 0, f.device_total);
+    fsc__bind_u64(s, k++, f.free_in_reserved);
+    fsc__bind_u64(s, k++, f.largest_free);
+    fsc__bind_u64(s, k++, f.largest_usable);
+    sqlite3_bind_double(s, k++, f.free_in_reserved
+                                    ? 1.0 - fsc__ratio(f.largest_free, f.free_in_reserved)
+                                    : 0.0);
+    sqlite3_bind_text(s, k++, fsc_oom_cause_name(f.cause), -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, k++, text, -1, SQLITE_TRANSIENT);
+    fsc__bind_opt(s, k++, have_snap, snap);
+    if ((rc = fsc__step(a, s, "ooms")) != 0)
+        return rc;
+    if ((rc = write_segments(a, id, ev)) != 0)
+        return rc < 0 && a->err.code ? rc : fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
+    return write_tags(a, id);
+}

@@ -1,0 +1,164 @@
+/*
+ * timeline.c — a bounded number of samples of the memory figures over the
+ * run, without knowing the run's length in advance.
+ *
+ * Each sample is a bucket of consecutive events. Buckets start one event
+ * wide; when the table is full, neighbouring buckets are merged pairwise and
+ * the width doubles, so the row count stays between half the bound and the
+ * bound. Besides the figures after its last event, a bucket keeps the min
+ * and max of allocated and reserved over all its events, so the peaks and
+ * any short spike survive every merge exactly.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana_internal.h"
+
+int fsc__timeline_init(fsc__timeline_t *t, uint32_t samples)
+{
+    memset(t, 0, sizeof *t);
+    size_t cap = samples ? samples : 2000;
+    cap &= ~(size_t)1;
+    if (cap < 2)
+        cap = 2;
+    t->rows = calloc(cap, sizeof *t->rows);
+    if (t->rows == NULL)
+        return FSC_ENOMEM;
+    t->cap = cap;
+    t->width = 1;
+    return 0;
+}
+
+void fsc__timeline_free(fsc__timeline_t *t)
+{
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}
+
+/* b absorbs its successor c. */
+static void merge_into(fsc__bucket_t *b, const fsc__bucket_t *c)
+{
+    fsc__bucket_t m = *c; /* end-of-bucket figures come from the later one */
+    m.seq_first = b->seq_first;
+    m.time_first = b->time_first;
+    m.alloc_min = b->alloc_min < c->alloc_min ? b->alloc_min : c->alloc_min;
+    m.res_min = b->res_min < c->res_min ? b->res_min : c->res_min;
+    if (b->alloc_max >= c->alloc_max) {
+        m.alloc_max = b->alloc_max;
+        m.alloc_max_seq = b->alloc_max_seq;
+    }
+    if (b->res_max >= c->res_max) {
+        m.res_max = b->res_max;
+        m.res_max_seq = b->res_max_seq;
+    }
+    if (b->resunalloc_max > m.resunalloc_max)
+        m.resunalloc_max = b->resunalloc_max;
+    m.n = b->n + c->n;
+    *b = m;
+}
+
+static void close_bucket(fsc_analysis_t *a)
+{
+    fsc__timeline_t *t = &a->tl;
+    fsc__bucket_t *c = &t->cur;
+    c->allocated = a->allocated;
+    c->requested = a->requested;
+    c->active = a->active;
+    c->reserved = a->reserved;
+    c->free_in_reserved = a->heap[0].bytes + a->heap[1].bytes;
+    c->largest_free = fsc__largest_free(a, -1);
+    c->inactive_split_bytes = a->inactive_split_bytes;
+    c->segments = a->nseg;
+    c->live_blocks = a->live_blocks;
+    t->rows[t->n++] = *c;
+    c->n = 0;
+    if (t->n == t->cap) {
+        size_t j = 0;
+        for (size_t i = 0; i + 1 < t->n; i += 2) {
+            t->rows[j] = t->rows[i];
+            merge_into(&t->rows[j], &t->rows[i + 1]);
+            j++;
+        }
+        t->n = j;
+        t->width *= 2;
+    }
+}
+
+void fsc__timeline_event(fsc_analysis_t *a, uint64_t time)
+{
+    fsc__timeline_t *t = &a->tl;
+    fsc__bucket_t *c = &t->cur;
+    uint64_t al = a->allocated, re = a->reserved;
+    uint64_t ru = re >= al ? re - al : 0;
+    if (c->n == 0) {
+        c->seq_first = a->seq;
+        c->time_first = time;
+        c->alloc_min = c->alloc_max = al;
+        c->alloc_max_seq = a->seq;
+        c->res_min = c->res_max = re;
+        c->res_max_seq = a->seq;
+        c->resunalloc_max = ru;
+    } else {
+        if (al < c->alloc_min)
+            c->alloc_min = al;
+        if (al > c->alloc_max) {
+            c->alloc_max = al;
+            c->alloc_max_seq = a->seq;
+        }
+        if (re < c->res_min)
+            c->res_min = re;
+        if (re > c->res_max) {
+            c->res_max = re;
+            c->res_max_seq = a->seq;
+        }
+        if (ru > c->resunalloc_max)
+            c->resunalloc_max = ru;
+    }
+    c->seq_last = a->seq;
+    c->time_last = time;
+    if (++c->n == t->width)
+        close_bucket(a);
+}
+
+int fsc__timeline_write(fsc_analysis_t *a)
+{
+    fsc__timeline_t *t = &a->tl;
+    if (t->cur.n > 0)
+        close_bucket(a); /* the partial last bucket; may merge, never overflows */
+    sqlite3_stmt *s = a->st[FSC__ST_TIMELINE];
+    for (size_t i = 0; i < t->n; i++) {
+        const fsc__bucket_t *b = &t->rows[i];
+        uint64_t internal = b->allocated >= b->requested ? b->allocated - b->requested : 0;
+        int k = 1;
+        fsc__bind_u64(s, k++, i);
+        fsc__bind_u64(s, k++, b->seq_first);
+        fsc__bind_u64(s, k++, b->seq_last);
+        fsc__bind_u64(s, k++, b->time_first);
+        fsc__bind_u64(s, k++, b->time_last);
+        fsc__bind_u64(s, k++, b->allocated);
+        fsc__bind_u64(s, k++, b->requested);
+        fsc__bind_u64(s, k++, b->active);
+        fsc__bind_u64(s, k++, b->reserved);
+        fsc__bind_u64(s, k++, internal);
+        sqlite3_bind_double(s, k++, fsc__ratio(internal, b->allocated));
+        fsc__bind_u64(s, k++, b->free_in_reserved);
+        fsc__bind_u64(s, k++, b->largest_free);
+        sqlite3_bind_double(s, k++, b->free_in_reserved ?
+                            1.0 - fsc__ratio(b->largest_free, b->free_in_reserved) : 0.0);
+        fsc__bind_u64(s, k++, b->reserved >= b->allocated ? b->reserved - b->allocated : 0);
+        fsc__bind_u64(s, k++, b->inactive_split_bytes);
+        fsc__bind_u64(s, k++, b->segments);
+        fsc__bind_u64(s, k++, b->live_blocks);
+        fsc__bind_u64(s, k++, b->alloc_min);
+        fsc__bind_u64(s, k++, b->alloc_max);
+        fsc__bind_u64(s, k++, b->alloc_max_seq);
+        fsc__bind_u64(s, k++, b->res_min);
+        fsc__bind_u64(s, k++, b->res_max);
+        fsc__bind_u64(s, k++, b->res_max_seq);
+        fsc__bind_u64(s, k++, b->resunalloc_max);
+        int rc = fsc__step(a, s, "timeline");
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}

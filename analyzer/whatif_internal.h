@@ -1,0 +1,111 @@
+/*
+ * whatif_internal.h — the request stream's representation, shared by the
+ * what-if files of analyzer/ (not API).
+ *
+ * The stream is a flat array of fixed-size operations so that a replay is
+ * one tight loop over memory that many threads read at once. Allocation
+ * requests are numbered in order (their id); frees name that id, which each
+ * replay maps to the address its own allocator returned.
+ */
+#ifndef FSC_WHATIF_INTERNAL_H
+#define FSC_WHATIF_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fragscope/whatif.h"
+
+enum {
+    FSC__WOP_ALLOC = 1,    /* arg = requested bytes, stream; id = alloc count */
+    FSC__WOP_FREE = 2,     /* arg = alloc id */
+    FSC__WOP_COMPLETE = 3, /* arg = alloc id: the delayed free completes */
+    FSC__WOP_MARKER = 4,   /* arg = offset of the text in the string pool */
+    FSC__WOP_EMPTY = 5     /* empty_cache */
+};
+
+/* FREE: completion waits for a later COMPLETE (record_stream). */
+#define FSC__WOP_F_DELAYED 0x1
+/* ALLOC: the recording failed this request (an OOM event). */
+#define FSC__WOP_F_RECORDED_OOM 0x2
+
+typedef struct fsc__wop {
+    uint8_t kind;
+    uint8_t flags;
+    uint16_t pad;
+    uint32_t tag;
+    uint64_t arg;
+    uint64_t stream;
+    uint64_t event; /* index of the recorded event */
+} fsc__wop_t;
+
+typedef struct fsc__wtag {
+    uint32_t parent;
+    uint32_t name_off, name_len;
+} fsc__wtag_t;
+
+/* Open-addressing map from a recorded address to an alloc id. */
+typedef struct fsc__wmap {
+    uint64_t *keys; /* 0 = empty (address 0 is never a block) */
+    uint64_t *vals;
+    size_t cap, n;
+} fsc__wmap_t;
+
+/* A recorded SEGMENT_ALLOC or SEGMENT_MAP. */
+typedef struct fsc__wseg {
+    uint8_t type;
+    uint64_t addr, size;
+} fsc__wseg_t;
+
+struct fsc_request_stream {
+    fsc__wop_t *ops;
+    size_t nops, cap_ops;
+    uint64_t *alloc_addr; /* recorded address per alloc id (0 = recorded OOM) */
+    size_t nallocs, cap_allocs;
+
+    char *strings; /* markers and tag names */
+    size_t nstrings, cap_strings;
+    fsc__wtag_t *tags; /* index = node id; 0 = root */
+    size_t ntags, cap_tags;
+
+    fsc__wseg_t *segs;
+    size_t nsegs, cap_segs;
+    uint64_t *script_addrs, *script_sizes; /* SEGMENT_ALLOCs only */
+    size_t nscript, cap_script, cap_script_sizes;
+
+    fsc__wmap_t live;    /* recorded address -> alloc id */
+    fsc__wmap_t pending; /* delayed frees waiting for FREE_COMPLETED */
+    uint64_t *live_req;  /* requested bytes per alloc id, for peak_requested */
+    size_t cap_live_req;
+    uint64_t cur_requested;
+
+    uint64_t *streams; /* distinct allocation streams, small */
+    size_t nstreams, cap_streams;
+
+    char *config;
+    uint64_t capacity, device_total;
+    uint32_t flags;
+
+    uint64_t cur_allocated, cur_reserved;
+    fsc_request_stream_info_t info;
+};
+
+int fsc__wmap_put(fsc__wmap_t *m, uint64_t key, uint64_t val);
+/* 1 and *val when found (and removed when del), else 0. */
+int fsc__wmap_get(const fsc__wmap_t *m, uint64_t key, uint64_t *val);
+int fsc__wmap_del(fsc__wmap_t *m, uint64_t key, uint64_t *val);
+void fsc__wmap_free(fsc__wmap_t *m);
+
+/* "a/b/c" of a tag node into buf. */
+void fsc__wstream_tag_path(const fsc_request_stream_t *rs, uint32_t node, char *buf, size_t cap);
+const char *fsc__wstream_string(const fsc_request_stream_t *rs, uint64_t off);
+
+/* The replay's sim device total for a capacity (0 = unlimited). */
+uint64_t fsc__whatif_device_total(const fsc_request_stream_t *rs, uint64_t capacity);
+
+/* One replay with a parsed config; verify (may be NULL) collects the
+ * comparison with the recording. */
+int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
+                           const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify,
+                           fsc_whatif_result_t *out, fsc_err_t *err);
+
+#endif

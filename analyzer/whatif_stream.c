@@ -1,0 +1,462 @@
+/*
+ * whatif_stream.c — extracting the request stream from recorded events.
+ *
+ * Only what the program asked for becomes an operation: ALLOC (its
+ * requested size, not the block size, since the block size is the recorded
+ * allocator's decision), FREE_REQUESTED, a FREE_COMPLETED that came later
+ * than its request (record_stream), EMPTY_CACHE, MARKER, and OOM events,
+ * which were requests too. Everything else only feeds the figures of the
+ * recording that a replay with the run's own settings is checked against.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "whatif_internal.h"
+
+/* ---- address map ---------------------------------------------------------- */
+
+static size_t slot_of(uint64_t key, size_t cap)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return (size_t)key & (cap - 1);
+}
+
+static int wmap_grow(fsc__wmap_t *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 1024;
+    uint64_t *k = calloc(ncap, sizeof *k), *v = malloc(ncap * sizeof *v);
+    if (k == NULL || v == NULL) {
+        free(k);
+        free(v);
+        return FSC_ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->keys[i] == 0)
+            continue;
+        size_t j = slot_of(m->keys[i], ncap);
+        while (k[j] != 0)
+            j = (j + 1) & (ncap - 1);
+        k[j] = m->keys[i];
+        v[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = k;
+    m->vals = v;
+    m->cap = ncap;
+    return 0;
+}
+
+int fsc__wmap_put(fsc__wmap_t *m, uint64_t key, uint64_t val)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        int rc = wmap_grow(m);
+        if (rc != 0)
+            return rc;
+    }
+    size_t i = slot_of(key, m->cap);
+    while (m->keys[i] != 0 && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    if (m->keys[i] == 0)
+        m->n++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+    return 0;
+}
+
+static long wmap_find(const fsc__wmap_t *m, uint64_t key)
+{
+    if (m->cap == 0 || key == 0)
+        return -1;
+    size_t i = slot_of(key, m->cap);
+    while (m->keys[i] != 0) {
+        if (m->keys[i] == key)
+            return (long)i;
+        i = (i + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+int fsc__wmap_get(const fsc__wmap_t *m, uint64_t key, uint64_t *val)
+{
+    long i = wmap_find(m, key);
+    if (i < 0)
+        return 0;
+    *val = m->vals[i];
+    return 1;
+}
+
+int fsc__wmap_del(fsc__wmap_t *m, uint64_t key, uint64_t *val)
+{
+    long f = wmap_find(m, key);
+    if (f < 0)
+        return 0;
+    size_t i = (size_t)f;
+    *val = m->vals[i];
+    m->keys[i] = 0;
+    m->n--;
+    /* Backward-shift deletion keeps every probe chain unbroken. */
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & (m->cap - 1);
+        if (m->keys[j] == 0)
+            break;
+        size_t home = slot_of(m->keys[j], m->cap);
+        int between = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+        if (between)
+            continue;
+        m->keys[i] = m->keys[j];
+        m->vals[i] = m->vals[j];
+        m->keys[j] = 0;
+        i = j;
+    }
+    return 1;
+}
+
+void fsc__wmap_free(fsc__wmap_t *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- growable arrays -------------------------------------------------------- */
+
+static int grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 64;
+    while (ncap < need)
+        ncap *= 2;
+    void *n = realloc(*v, ncap * elem);
+    if (n == NULL)
+        return FSC_ENOMEM;
+    *v = n;
+    *cap = ncap;
+    return 0;
+}
+
+#define GROW(arr, capf, need) grow((void **)&(arr), &(capf), (need), sizeof *(arr))
+
+static int oom_host(fsc_err_t *err)
+{
+    return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+}
+
+/* ---- create / destroy -------------------------------------------------------- */
+
+int fsc_request_stream_create(fsc_request_stream_t **out, fsc_err_t *err)
+{
+    if (out == NULL)
+        return fsc_err_set(err, FSC_EINVAL, "what-if: no output handle");
+    fsc_request_stream_t *rs = calloc(1, sizeof *rs);
+    if (rs == NULL)
+        return oom_host(err);
+    rs->config = strdup("");
+    /* Node 0 is the root; the pool's offset 0 is the empty string. */
+    if (rs->config == NULL || GROW(rs->tags, rs->cap_tags, 1) != 0 ||
+        GROW(rs->strings, rs->cap_strings, 1) != 0) {
+        fsc_request_stream_destroy(rs);
+        return oom_host(err);
+    }
+    memset(&rs->tags[0], 0, sizeof rs->tags[0]);
+    rs->ntags = 1;
+    rs->strings[0] = '\0';
+    rs->nstrings = 1;
+    *out = rs;
+    return 0;
+}
+
+void fsc_request_stream_destroy(fsc_request_stream_t *rs)
+{
+    if (rs == NULL)
+        return;
+    free(rs->ops);
+    free(rs->alloc_addr);
+    free(rs->live_req);
+    free(rs->strings);
+    free(rs->tags);
+    free(rs->segs);
+    free(rs->script_addrs);
+    free(rs->script_sizes);
+    free(rs->streams);
+    free(rs->config);
+    fsc__wmap_free(&rs->live);
+    fsc__wmap_free(&rs->pending);
+    free(rs);
+}
+
+int fsc_request_stream_set_header(fsc_request_stream_t *rs, const fsc_trace_header_t *hdr,
+                                  fsc_err_t *err)
+{
+    if (rs == NULL || hdr == NULL)
+        return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or header");
+    char *c = strdup(hdr->config != NULL ? hdr->config : "");
+    if (c == NULL)
+        return oom_host(err);
+    free(rs->config);
+    rs->config = c;
+    rs->capacity = hdr->capacity;
+    rs->device_total = hdr->device_total;
+    rs->flags = hdr->flags;
+    return 0;
+}
+
+static int add_string(fsc_request_stream_t *rs, const char *s, size_t len, uint64_t *off)
+{
+    if (GROW(rs->strings, rs->cap_strings, rs->nstrings + len + 1) != 0)
+        return FSC_ENOMEM;
+    *off = rs->nstrings;
+    if (len > 0)
+        memcpy(rs->strings + rs->nstrings, s, len);
+    rs->strings[rs->nstrings + len] = '\0';
+    rs->nstrings += len + 1;
+    return 0;
+}
+
+const char *fsc__wstream_string(const fsc_request_stream_t *rs, uint64_t off)
+{
+    return off < rs->nstrings ? rs->strings + off : "";
+}
+
+int fsc_request_stream_define_tag(fsc_request_stream_t *rs, uint32_t node, uint32_t parent,
+                                  const char *name, size_t len, fsc_err_t *err)
+{
+    if (rs == NULL || node == 0 || (name == NULL && len > 0))
+        return fsc_err_set(err, FSC_EINVAL, "what-if: bad tag node %u", node);
+    if (GROW(rs->tags, rs->cap_tags, (size_t)node + 1) != 0)
+        return oom_host(err);
+    while (rs->ntags <= node)
+        memset(&rs->tags[rs->ntags++], 0, sizeof rs->tags[0]);
+    uint64_t off;
+    if (add_string(rs, name, len, &off) != 0)
+        return oom_host(err);
+    rs->tags[node].parent = parent < node ? parent : 0;
+    rs->tags[node].name_off = (uint32_t)off;
+    rs->tags[node].name_len = (uint32_t)len;
+    return 0;
+}
+
+void fsc__wstream_tag_path(const fsc_request_stream_t *rs, uint32_t node, char *buf, size_t cap)
+{
+    if (cap == 0)
+        return;
+    buf[0] = '\0';
+    /* Collect the chain root-first; parents always have smaller ids, so the
+     * walk ends, and depth is bounded by the id. */
+    uint32_t chain[64];
+    size_t depth = 0;
+    while (node != 0 && node < rs->ntags && depth < 64) {
+        chain[depth++] = node;
+        node = rs->tags[node].parent;
+    }
+    size_t w = 0;
+    for (size_t i = depth; i-- > 0;) {
+        const fsc__wtag_t *t = &rs->tags[chain[i]];
+        if (w > 0 && w + 1 < cap)
+            buf[w++] = '/';
+        size_t n = t->name_len;
+        if (w + n >= cap)
+            n = cap - 1 - w;
+        memcpy(buf + w, rs->strings + t->name_off, n);
+        w += n;
+        buf[w] = '\0';
+        if (w + 1 >= cap)
+            break;
+    }
+}
+
+/* ---- adding events ------------------------------------------------------------- */
+
+static fsc__wop_t *push_op(fsc_request_stream_t *rs, uint8_t kind, uint64_t arg)
+{
+    if (GROW(rs->ops, rs->cap_ops, rs->nops + 1) != 0)
+        return NULL;
+    fsc__wop_t *op = &rs->ops[rs->nops++];
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    op->arg = arg;
+    op->event = rs->info.events;
+    return op;
+}
+
+static int note_stream(fsc_request_stream_t *rs, uint64_t stream)
+{
+    for (size_t i = 0; i < rs->nstreams; i++)
+        if (rs->streams[i] == stream)
+            return 0;
+    if (GROW(rs->streams, rs->cap_streams, rs->nstreams + 1) != 0)
+        return FSC_ENOMEM;
+    rs->streams[rs->nstreams++] = stream;
+    return 0;
+}
+
+static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int recorded_oom)
+{
+    uint64_t id = rs->nallocs;
+    if (GROW(rs->alloc_addr, rs->cap_allocs, rs->nallocs + 1) != 0 ||
+        GROW(rs->live_req, rs->cap_live_req, rs->nallocs + 1) != 0)
+        return FSC_ENOMEM;
+    fsc__wop_t *op = push_op(rs, FSC__WOP_ALLOC, ev->requested);
+    if (op == NULL || note_stream(rs, ev->stream) != 0)
+        return FSC_ENOMEM;
+    op->stream = ev->stream;
+    op->tag = ev->tag;
+    rs->alloc_addr[id] = recorded_oom ? 0 : ev->addr;
+    rs->live_req[id] = recorded_oom ? 0 : ev->requested;
+    rs->nallocs++;
+    rs->info.allocs++;
+    if (recorded_oom) {
+        op->flags |= FSC__WOP_F_RECORDED_OOM;
+        rs->info.recorded_ooms++;
+        return 0;
+    }
+    uint64_t old;
+    if (fsc__wmap_get(&rs->live, ev->addr, &old)) {
+        /* The recording never freed the previous block here (a lost event):
+         * its free cannot be replayed either. */
+        rs->info.skipped++;
+        rs->cur_requested -= rs->live_req[old];
+        rs->live_req[old] = 0;
+    }
+    if (fsc__wmap_put(&rs->live, ev->addr, id) != 0)
+        return FSC_ENOMEM;
+    rs->cur_requested += ev->requested;
+    if (rs->cur_requested > rs->info.peak_requested)
+        rs->info.peak_requested = rs->cur_requested;
+    rs->cur_allocated += ev->size;
+    if (rs->cur_allocated > rs->info.recorded_peak_allocated)
+        rs->info.recorded_peak_allocated = rs->cur_allocated;
+    return 0;
+}
+
+static int add_free(fsc_request_stream_t *rs, const fsc_event_t *ev)
+{
+    uint64_t id;
+    if (!fsc__wmap_del(&rs->live, ev->addr, &id)) {
+        rs->info.skipped++;
+        return 0;
+    }
+    rs->cur_allocated -= ev->size <= rs->cur_allocated ? ev->size : rs->cur_allocated;
+    rs->cur_requested -= rs->live_req[id];
+    rs->live_req[id] = 0;
+    fsc__wop_t *op = push_op(rs, FSC__WOP_FREE, id);
+    if (op == NULL)
+        return FSC_ENOMEM;
+    /* Delayed until FREE_COMPLETED proves otherwise by following at once. */
+    op->flags |= FSC__WOP_F_DELAYED;
+    op->tag = ev->tag;
+    rs->info.frees++;
+    rs->info.delayed_frees++;
+    return fsc__wmap_put(&rs->pending, ev->addr, id);
+}
+
+static int add_complete(fsc_request_stream_t *rs, const fsc_event_t *ev)
+{
+    uint64_t id;
+    if (!fsc__wmap_del(&rs->pending, ev->addr, &id))
+        return 0; /* completion of a free that was skipped */
+    fsc__wop_t *last = rs->nops ? &rs->ops[rs->nops - 1] : NULL;
+    if (last != NULL && last->kind == FSC__WOP_FREE && last->arg == id) {
+        last->flags &= (uint8_t)~FSC__WOP_F_DELAYED;
+        rs->info.delayed_frees--;
+        return 0;
+    }
+    fsc__wop_t *op = push_op(rs, FSC__WOP_COMPLETE, id);
+    return op == NULL ? FSC_ENOMEM : 0;
+}
+
+static int add_segment(fsc_request_stream_t *rs, const fsc_event_t *ev)
+{
+    if (GROW(rs->segs, rs->cap_segs, rs->nsegs + 1) != 0)
+        return FSC_ENOMEM;
+    rs->segs[rs->nsegs].type = ev->type;
+    rs->segs[rs->nsegs].addr = ev->type == FSC_EV_SEGMENT_MAP ? ev->segment : ev->addr;
+    rs->segs[rs->nsegs].size = ev->size;
+    rs->nsegs++;
+    rs->info.recorded_segments++;
+    if (ev->type == FSC_EV_SEGMENT_ALLOC) {
+        if (GROW(rs->script_addrs, rs->cap_script, rs->nscript + 1) != 0 ||
+            GROW(rs->script_sizes, rs->cap_script_sizes, rs->nscript + 1) != 0)
+            return FSC_ENOMEM;
+        rs->script_addrs[rs->nscript] = ev->addr;
+        rs->script_sizes[rs->nscript] = ev->size;
+        rs->nscript++;
+    }
+    rs->cur_reserved += ev->size;
+    if (rs->cur_reserved > rs->info.recorded_peak_reserved)
+        rs->info.recorded_peak_reserved = rs->cur_reserved;
+    return 0;
+}
+
+int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_err_t *err)
+{
+    if (rs == NULL || ev == NULL)
+        return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or event");
+    int rc = 0;
+    uint64_t off;
+    switch (ev->type) {
+    case FSC_EV_ALLOC:
+        rc = add_alloc(rs, ev, 0);
+        break;
+    case FSC_EV_OOM:
+        rc = add_alloc(rs, ev, 1);
+        break;
+    case FSC_EV_FREE_REQUESTED:
+        rc = add_free(rs, ev);
+        break;
+    case FSC_EV_FREE_COMPLETED:
+        rc = add_complete(rs, ev);
+        break;
+    case FSC_EV_MARKER:
+        rc = add_string(rs, ev->text, ev->text != NULL ? ev->text_len : 0, &off);
+        if (rc == 0 && push_op(rs, FSC__WOP_MARKER, off) == NULL)
+            rc = FSC_ENOMEM;
+        rs->info.markers++;
+        break;
+    case FSC_EV_EMPTY_CACHE:
+        if (push_op(rs, FSC__WOP_EMPTY, 0) == NULL)
+            rc = FSC_ENOMEM;
+        rs->info.empty_caches++;
+        break;
+    case FSC_EV_SEGMENT_ALLOC:
+    case FSC_EV_SEGMENT_MAP:
+        rc = add_segment(rs, ev);
+        break;
+    case FSC_EV_SEGMENT_FREE:
+    case FSC_EV_SEGMENT_UNMAP:
+        rs->cur_reserved -= ev->size <= rs->cur_reserved ? ev->size : rs->cur_reserved;
+        break;
+    default:
+        break; /* SPLIT, MERGE, GC: the allocator's own doing */
+    }
+    if (rc != 0)
+        return oom_host(err);
+    rs->info.events++;
+    return 0;
+}
+
+int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_info_t *out)
+{
+    if (rs == NULL || out == NULL)
+        return FSC_EINVAL;
+    *out = rs->info;
+    out->ops = rs->nops;
+    out->streams = rs->nstreams;
+    out->config = rs->config;
+    out->capacity = rs->capacity;
+    out->device_total = rs->device_total;
+    out->flags = rs->flags;
+    return 0;
+}
+
+uint64_t fsc__whatif_device_total(const fsc_request_stream_t *rs, uint64_t capacity)
+{
+    uint64_t t = rs->device_total;
+    if (capacity > t)
+        t = capacity;
+    return t ? t : 1024 * FSC_GiB;
+}

@@ -1,0 +1,171 @@
+/*
+ * fragscope/analyzer.h — replay an event stream into a run database
+ * (docs/schema.md), diagnose OOMs, and read that database back for reports,
+ * CI checks and run-to-run comparisons.
+ *
+ * Analysis is streaming: memory is bounded by what is live at one moment
+ * (segments and blocks), not by the length of the trace. The database is
+ * written in one transaction to a temporary file that is renamed over the
+ * final path only by fsc_analysis_finish, so a failure never leaves a
+ * half-written database. Metric definitions are in docs/metrics.md.
+ */
+#ifndef FRAGSCOPE_ANALYZER_H
+#define FRAGSCOPE_ANALYZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fragscope/common.h"
+#include "fragscope/events.h"
+#include "fragscope/recorder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FSC_DB_SCHEMA_VERSION 1
+
+/* ---- OOM causes -------------------------------------------------------- */
+
+#define FSC_OOM_CAUSE_MAP(X)                \
+    X(CAPACITY, 0, "capacity")              \
+    X(FRAGMENTATION, 1, "fragmentation")    \
+    X(EXTERNAL, 2, "external")              \
+    X(OVERSIZE, 3, "oversize")
+
+typedef enum fsc_oom_cause {
+#define FSC__OOM_ENUM(name, val, str) FSC_OOM_##name = (val),
+    FSC_OOM_CAUSE_MAP(FSC__OOM_ENUM)
+#undef FSC__OOM_ENUM
+} fsc_oom_cause_t;
+
+/* "capacity", ...; "unknown" for anything else. */
+const char *fsc_oom_cause_name(int cause);
+
+/* ---- analysis: events in, database out --------------------------------- */
+
+typedef struct fsc_analysis fsc_analysis_t;
+
+typedef struct fsc_analysis_opts {
+    /* 0: an event that contradicts the replayed state (ALLOC of a block that
+     * is not free, FREE of an unknown block, overlapping segments, SPLIT of a
+     * non-free block, ...) fails feed() with FSC_ESTATE naming the event.
+     * 1: such an event is skipped, counted (meta.warnings) and kept in the
+     * database's events. */
+    int lenient;
+    uint32_t timeline_samples; /* most rows in table timeline; 0 = 2000 */
+    const char *source_path;   /* meta.source_path; NULL = "" */
+    const char *source_kind;   /* meta.source_kind; NULL = "api" */
+} fsc_analysis_opts_t;
+
+#define FSC_ANALYSIS_OPTS_DEFAULT {0, 0, NULL, NULL}
+
+/* Headline figures, also stored in table summary. */
+typedef struct fsc_analysis_summary {
+    uint64_t events;
+    uint64_t peak_allocated, peak_reserved, peak_active, peak_requested;
+    uint64_t peak_allocated_seq, peak_reserved_seq;
+    uint64_t final_allocated, final_reserved;
+    uint64_t internal_frag_at_peak;      /* bytes */
+    double internal_frag_ratio_at_peak;
+    double external_frag_at_peak;
+    double utilization;                  /* peak allocated / peak reserved */
+    uint64_t segments_created;
+    uint64_t num_ooms;
+    int first_oom_cause;                 /* fsc_oom_cause_t; -1 when no OOM */
+    uint64_t warnings;                   /* lenient runs */
+    uint64_t leaked_blocks, leaked_bytes;
+} fsc_analysis_summary_t;
+
+/* Start an analysis writing db_path (through a temporary file). hdr gives
+ * the run's facts (meta table; capacity and FSC_TRACE_F_CAPACITY_UNKNOWN
+ * drive OOM diagnosis); its strings are copied. opts may be NULL. On error
+ * *out is NULL and err says why. */
+int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
+                        const fsc_analysis_opts_t *opts, fsc_analysis_t **out,
+                        fsc_err_t *err);
+
+/* Define tag node `node` = (parent, name). Nodes must be defined before an
+ * event uses them and parents before children; redefining a node with the
+ * same values is a no-op. An event with an undefined tag gets a placeholder
+ * node named "#<id>" under the root. */
+int fsc_analysis_define_tag(fsc_analysis_t *a, uint32_t node, uint32_t parent,
+                            const char *name, size_t len);
+
+/* Replay one event (seq = number of events fed before it). Returns 0,
+ * FSC_ESTATE (strict mode, message "event 1234 (free_requested at 0x...):
+ * no live block at this address"), or FSC_ESQLITE/FSC_ENOMEM. After an
+ * error the analysis can only be destroyed. */
+int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev);
+
+/* Extra meta rows (e.g. the reader's integrity report). Later values for
+ * the same key replace earlier ones. */
+int fsc_analysis_set_meta_int(fsc_analysis_t *a, const char *key, int64_t value);
+int fsc_analysis_set_meta_text(fsc_analysis_t *a, const char *key, const char *value);
+
+/* Write every derived table, commit, close and rename the database into
+ * place; fills *out (may be NULL). The analysis must still be destroyed. */
+int fsc_analysis_finish(fsc_analysis_t *a, fsc_analysis_summary_t *out);
+
+/* Free everything; removes the temporary file if finish did not succeed.
+ * NULL is a no-op. */
+void fsc_analysis_destroy(fsc_analysis_t *a);
+
+const char *fsc_analysis_last_error(const fsc_analysis_t *a);
+
+/* ---- reading a run database back --------------------------------------- */
+
+struct sqlite3;
+
+/* Open an existing run database read-only. A missing file, a file that is
+ * not SQLite, or an SQLite file that is not a fragscope run database (or of
+ * a newer schema) fails with FSC_ENOENT / FSC_EFORMAT / FSC_EVERSION and a
+ * one-line message naming the file. Close with sqlite3_close. */
+int fsc_rundb_open(const char *path, struct sqlite3 **out, fsc_err_t *err);
+
+typedef enum fsc_report_format {
+    FSC_REPORT_TEXT = 0,     /* for a terminal */
+    FSC_REPORT_JSON = 1,     /* machine-readable; keys in docs/metrics.md */
+    FSC_REPORT_MARKDOWN = 2  /* for a CI job summary or report.md */
+} fsc_report_format_t;
+
+/* Parse "text" / "json" / "markdown" (also "md"); FSC_EINVAL otherwise. */
+int fsc_report_format_parse(const char *s, fsc_report_format_t *out);
+
+/* Write the report of db_path to out. */
+int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out,
+                     fsc_err_t *err);
+/* Same, into out_path (temporary file renamed on success). */
+int fsc_report_write_file(const char *db_path, fsc_report_format_t fmt,
+                          const char *out_path, fsc_err_t *err);
+
+/* CI thresholds; a field is checked only when its has_* flag is set. */
+typedef struct fsc_check_limits {
+    int has_max_peak_reserved;
+    uint64_t max_peak_reserved;     /* bytes: summary.peak_reserved_bytes */
+    int has_max_external_frag;
+    double max_external_frag;       /* summary.external_frag_at_peak */
+    int has_max_internal_frag;
+    double max_internal_frag;       /* summary.internal_frag_ratio_at_peak */
+    int has_min_utilization;
+    double min_utilization;         /* summary.utilization */
+    int no_oom;                     /* summary.num_ooms must be 0 */
+} fsc_check_limits_t;
+
+/* Check db_path against lim: writes one line per violated threshold to out
+ * (may be NULL) and sets *violations. Returns 0 when the database could be
+ * read (whatever the verdict), negative on error. */
+int fsc_check_run(const char *db_path, const fsc_check_limits_t *lim, FILE *out,
+                  int *violations, fsc_err_t *err);
+
+/* Both runs side by side with deltas and a final "verdict: ..." line.
+ * *verdict (may be NULL): -1 new is better, 0 same, 1 new is worse,
+ * 2 mixed. */
+int fsc_diff_write(const char *base_db, const char *new_db, FILE *out,
+                   int *verdict, fsc_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_ANALYZER_H */
