@@ -108,4 +108,7 @@ int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_confi
                            const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify,
                            fsc_whatif_result_t *out, fsc_err_t *err);
 
+/* Threads for `jobs` replays: `requested` (0 = online cores), at most jobs. */
+int fsc__whatif_threads(int requested, size_t jobs);
+
 #endif

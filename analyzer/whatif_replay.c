@@ -1,0 +1,336 @@
+/*
+ * whatif_replay.c — one replay of a request stream on a fresh allocator, and
+ * its comparison with the recording (fidelity check).
+ *
+ * The allocator's event sink watches reserved bytes (for the peak and the
+ * layout at it) and the segment sequence; the layout walk that measures
+ * external fragmentation runs only after an operation that set a new
+ * reserved peak, since the sink runs under the allocator's lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "whatif_internal.h"
+
+/* Stream ids standing for "the other streams a block was used on": one per
+ * delayed free, so each completes exactly when the recording says. Real
+ * stream ids (CUDA stream handles, small numbers) never set the top bit. */
+#define PSEUDO_STREAM(id) ((1ull << 63) | (id))
+
+typedef struct replay_ctx {
+    const fsc_request_stream_t *rs;
+    fsc_whatif_verify_t *v;
+    uint64_t reserved, peak_reserved;
+    int new_peak;
+    uint64_t segments, maps;
+    uint64_t exp_bases[64]; /* expandable segments seen (per pool and stream) */
+    size_t nexp;
+    uint64_t seg_index;
+} replay_ctx_t;
+
+static void note_segment(replay_ctx_t *c, const fsc_event_t *ev)
+{
+    fsc_whatif_verify_t *v = c->v;
+    uint64_t i = c->seg_index++;
+    if (v == NULL)
+        return;
+    v->segments_got++;
+    if (v->first_divergence >= 0)
+        return;
+    uint64_t addr = ev->type == FSC_EV_SEGMENT_MAP ? ev->segment : ev->addr;
+    const fsc__wseg_t *want = i < c->rs->nsegs ? &c->rs->segs[i] : NULL;
+    if (want != NULL && want->type == ev->type && want->size == ev->size)
+        return;
+    v->first_divergence = (long)i;
+    v->expected_type = want ? want->type : 0;
+    v->expected_size = want ? want->size : 0;
+    v->expected_addr = want ? want->addr : 0;
+    v->got_type = ev->type;
+    v->got_size = ev->size;
+    v->got_addr = addr;
+}
+
+static void sink(void *ud, const fsc_event_t *ev)
+{
+    replay_ctx_t *c = ud;
+    switch (ev->type) {
+    case FSC_EV_SEGMENT_ALLOC:
+        c->segments++;
+        /* fall through */
+    case FSC_EV_SEGMENT_MAP:
+        if (ev->type == FSC_EV_SEGMENT_MAP) {
+            c->maps++;
+            size_t k = 0;
+            while (k < c->nexp && c->exp_bases[k] != ev->segment)
+                k++;
+            if (k == c->nexp) {
+                c->segments++;
+                if (c->nexp < 64)
+                    c->exp_bases[c->nexp++] = ev->segment;
+            }
+        }
+        c->reserved += ev->size;
+        if (c->reserved > c->peak_reserved) {
+            c->peak_reserved = c->reserved;
+            c->new_peak = 1;
+        }
+        note_segment(c, ev);
+        break;
+    case FSC_EV_SEGMENT_FREE:
+    case FSC_EV_SEGMENT_UNMAP:
+        c->reserved -= ev->size;
+        break;
+    default:
+        break;
+    }
+}
+
+typedef struct frag_acc {
+    uint64_t free_bytes, largest;
+} frag_acc_t;
+
+static void frag_visit(void *ud, const fsc_block_info_t *b)
+{
+    frag_acc_t *f = ud;
+    if (b->allocated || b->pending_free)
+        return;
+    f->free_bytes += b->size;
+    if (b->size > f->largest)
+        f->largest = b->size;
+}
+
+static void fill_oom(const fsc_request_stream_t *rs, const fsc__wop_t *op, uint64_t id,
+                     long last_marker, fsc_whatif_result_t *out)
+{
+    fsc_whatif_oom_t *o = &out->first_oom;
+    o->request = id;
+    o->event = op->event;
+    o->requested = op->arg;
+    o->stream = op->stream;
+    o->has_marker = last_marker >= 0;
+    o->marker[0] = '\0';
+    if (last_marker >= 0) {
+        const char *m = fsc__wstream_string(rs, (uint64_t)last_marker);
+        size_t n = strlen(m);
+        if (n >= sizeof o->marker)
+            n = sizeof o->marker - 1;
+        memcpy(o->marker, m, n);
+        o->marker[n] = '\0';
+    }
+    /* Deep Python stacks exceed the field; the innermost frames say most. */
+    char full[4096];
+    fsc__wstream_tag_path(rs, op->tag, full, sizeof full);
+    size_t n = strlen(full);
+    if (n < sizeof o->tag) {
+        memcpy(o->tag, full, n + 1);
+    } else {
+        size_t keep = sizeof o->tag - 4;
+        memcpy(o->tag, "...", 3);
+        memcpy(o->tag + 3, full + n - keep, keep + 1);
+    }
+}
+
+/* The loop over the operations. Returns 0 or a hard error (not an OOM). */
+static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay_ctx_t *c,
+                      int stop_at_oom, uint64_t *addrs, fsc_whatif_result_t *out)
+{
+    fsc_whatif_verify_t *v = c->v;
+    long last_marker = -1;
+    uint64_t id = 0;
+    size_t i;
+    for (i = 0; i < rs->nops; i++) {
+        const fsc__wop_t *op = &rs->ops[i];
+        int rc = 0;
+        switch (op->kind) {
+        case FSC__WOP_ALLOC: {
+            uint64_t addr = 0;
+            rc = fsc_allocator_malloc(a, op->arg, op->stream, &addr);
+            if (rc == FSC_EOOM) {
+                rc = 0;
+                if (!out->oom)
+                    fill_oom(rs, op, id, last_marker, out);
+                out->oom = 1;
+            }
+            addrs[id] = addr;
+            if (v != NULL && !(op->flags & FSC__WOP_F_RECORDED_OOM)) {
+                v->allocs_compared++;
+                if (addr != 0 && addr == rs->alloc_addr[id])
+                    v->alloc_addr_matches++;
+                else if (v->first_addr_mismatch < 0)
+                    v->first_addr_mismatch = (long)id;
+            }
+            id++;
+            break;
+        }
+        case FSC__WOP_FREE: {
+            uint64_t addr = addrs[op->arg];
+            if (addr == 0)
+                break; /* its allocation failed in this replay */
+            if (op->flags & FSC__WOP_F_DELAYED)
+                rc = fsc_allocator_record_stream(a, addr, PSEUDO_STREAM(op->arg));
+            if (rc == 0)
+                rc = fsc_allocator_free(a, addr);
+            break;
+        }
+        case FSC__WOP_COMPLETE:
+            if (addrs[op->arg] != 0)
+                rc = fsc_allocator_stream_done(a, PSEUDO_STREAM(op->arg));
+            break;
+        case FSC__WOP_MARKER:
+            last_marker = (long)op->arg;
+            break;
+        case FSC__WOP_EMPTY:
+            rc = fsc_allocator_empty_cache(a);
+            break;
+        default:
+            break;
+        }
+        if (rc != 0) {
+            out->rc = rc;
+            snprintf(out->error, sizeof out->error, "request %zu (recorded event %llu): %s", i,
+                     (unsigned long long)op->event, fsc_allocator_last_error(a));
+            return rc;
+        }
+        if (c->new_peak) {
+            c->new_peak = 0;
+            frag_acc_t f = {0, 0};
+            fsc_allocator_walk(a, frag_visit, &f);
+            out->external_frag_at_peak =
+                f.free_bytes ? 1.0 - (double)f.largest / (double)f.free_bytes : 0.0;
+        }
+        if (out->oom && stop_at_oom) {
+            i++;
+            break;
+        }
+    }
+    out->ops_replayed = i;
+    return 0;
+}
+
+int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
+                           const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify,
+                           fsc_whatif_result_t *out, fsc_err_t *err)
+{
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    if (opts != NULL)
+        o = *opts;
+    out->capacity = o.capacity;
+    uint64_t t0 = fsc_now_ns();
+    fsc_backend_t *be = NULL;
+    int rc = fsc_backend_sim_create_scripted(fsc__whatif_device_total(rs, o.capacity),
+                                             rs->script_addrs, rs->script_sizes, rs->nscript,
+                                             &be);
+    if (rc != 0)
+        return fsc_err_set(err, rc, "what-if: cannot create the sim device");
+    replay_ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.rs = rs;
+    c.v = verify;
+    fsc_allocator_opts_t ao = {*cfg, be, o.capacity, sink, &c};
+    fsc_allocator_t *a = NULL;
+    rc = fsc_allocator_create(&ao, &a, err);
+    uint64_t *addrs = NULL;
+    if (rc == 0) {
+        addrs = calloc(rs->nallocs ? rs->nallocs : 1, sizeof *addrs);
+        if (addrs == NULL)
+            rc = fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+    }
+    if (rc == 0) {
+        rc = replay_ops(rs, a, &c, o.stop_at_oom, addrs, out);
+        if (rc != 0)
+            fsc_err_set(err, rc, "%s", out->error);
+    }
+    if (rc == 0) {
+        fsc_alloc_stats_t st;
+        fsc_allocator_get_stats(a, &st);
+        out->peak_allocated = (uint64_t)st.allocated_bytes[FSC_STAT_ALL].peak;
+        out->peak_reserved = c.peak_reserved;
+        out->utilization =
+            c.peak_reserved ? (double)out->peak_allocated / (double)c.peak_reserved : 0.0;
+        out->segments = c.segments;
+        out->segment_maps = c.maps;
+        out->num_alloc_retries = st.num_alloc_retries;
+        out->num_ooms = st.num_ooms;
+    }
+    free(addrs);
+    fsc_allocator_destroy(a);
+    fsc_backend_destroy(be);
+    out->elapsed_ns = fsc_now_ns() - t0;
+    return rc;
+}
+
+static void set_config_text(fsc_whatif_result_t *out, const char *config)
+{
+    size_t n = strlen(config);
+    if (n >= sizeof out->config)
+        n = sizeof out->config - 1;
+    memcpy(out->config, config, n);
+    out->config[n] = '\0';
+}
+
+int fsc_whatif_replay(const fsc_request_stream_t *rs, const char *config,
+                      const fsc_whatif_opts_t *opts, fsc_whatif_result_t *out, fsc_err_t *err)
+{
+    if (rs == NULL || out == NULL)
+        return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or result");
+    memset(out, 0, sizeof *out);
+    if (config == NULL)
+        config = "";
+    set_config_text(out, config);
+    fsc_alloc_config_t cfg;
+    fsc_err_t perr = {0, ""};
+    int rc = fsc_alloc_config_parse(config, &cfg, &perr);
+    if (rc != 0)
+        return fsc_err_set(err, rc, "bad config \"%s\": %s", config, fsc_err_msg(&perr));
+    rc = fsc__whatif_replay_cfg(rs, &cfg, opts, NULL, out, err);
+    out->rc = rc;
+    return rc;
+}
+
+int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
+                      fsc_whatif_verify_t *out, fsc_err_t *err)
+{
+    if (rs == NULL || out == NULL)
+        return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or result");
+    memset(out, 0, sizeof *out);
+    out->first_divergence = -1;
+    out->first_addr_mismatch = -1;
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    if (opts != NULL)
+        o = *opts;
+    if (o.capacity == 0)
+        o.capacity = rs->capacity;
+    o.stop_at_oom = 0;
+    set_config_text(&out->replay, rs->config);
+    fsc_alloc_config_t cfg;
+    fsc_err_t perr = {0, ""};
+    int rc = fsc_alloc_config_parse(rs->config, &cfg, &perr);
+    if (rc != 0)
+        return fsc_err_set(err, rc, "the recording's config \"%s\": %s", rs->config,
+                           fsc_err_msg(&perr));
+    rc = fsc__whatif_replay_cfg(rs, &cfg, &o, out, &out->replay, err);
+    out->replay.rc = rc;
+    if (rc != 0)
+        return rc;
+    out->segments_expected = rs->nsegs;
+    if (out->first_divergence < 0 && out->segments_got < out->segments_expected) {
+        /* The replay stopped creating segments early. */
+        const fsc__wseg_t *want = &rs->segs[out->segments_got];
+        out->first_divergence = (long)out->segments_got;
+        out->expected_type = want->type;
+        out->expected_size = want->size;
+        out->expected_addr = want->addr;
+    }
+    out->peak_reserved_expected = rs->info.recorded_peak_reserved;
+    out->peak_reserved_got = out->replay.peak_reserved;
+    out->peak_allocated_expected = rs->info.recorded_peak_allocated;
+    out->peak_allocated_got = out->replay.peak_allocated;
+    out->oom_expected = rs->info.recorded_ooms > 0;
+    out->oom_got = out->replay.oom;
+    out->match = out->first_divergence < 0 &&
+                 out->peak_reserved_expected == out->peak_reserved_got &&
+                 out->peak_allocated_expected == out->peak_allocated_got &&
+                 out->oom_expected == out->oom_got;
+    return 0;
+}

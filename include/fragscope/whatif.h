@@ -1,0 +1,215 @@
+/*
+ * fragscope/whatif.h — what another allocator configuration or capacity
+ * would have done with a recorded run.
+ *
+ * A request stream is what the program asked of its allocator, in order:
+ * allocations (requested size, stream, tag), frees, frees whose completion
+ * waited on other streams (record_stream), empty_cache calls and markers.
+ * It is extracted from a trace (ALLOC.requested, FREE_REQUESTED,
+ * FREE_COMPLETED, EMPTY_CACHE, MARKER and OOM events) or from a PyTorch
+ * snapshot through the importer, and kept with what the recording itself
+ * did (its segments, block addresses and peaks) so that a replay with the
+ * run's own settings can be checked against it.
+ *
+ * A replay feeds the stream to a fresh allocator (fragscope/allocator.h) on
+ * the sim backend, scripted with the recorded segment addresses so that
+ * address ties break as they did in the recording. Replays share nothing:
+ * fsc_whatif_run replays several configurations at once on threads.
+ *
+ * The replay assumes the program's requests do not depend on the allocator
+ * (true for training loops; not for code that retries after catching an
+ * OOM). docs/whatif.md lists the other approximations.
+ */
+#ifndef FRAGSCOPE_WHATIF_H
+#define FRAGSCOPE_WHATIF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fragscope/allocator.h"
+#include "fragscope/common.h"
+#include "fragscope/events.h"
+#include "fragscope/recorder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- request streams ----------------------------------------------------- */
+
+typedef struct fsc_request_stream fsc_request_stream_t;
+
+/* An empty stream to be filled with fsc_request_stream_add (tests, tools
+ * that produce events themselves). */
+int fsc_request_stream_create(fsc_request_stream_t **out, fsc_err_t *err);
+void fsc_request_stream_destroy(fsc_request_stream_t *rs); /* NULL ok */
+
+/* The run's facts: the config string (the replay's "own settings"), the
+ * capacity and the device total. Strings are copied. Optional. */
+int fsc_request_stream_set_header(fsc_request_stream_t *rs, const fsc_trace_header_t *hdr,
+                                  fsc_err_t *err);
+/* Tag node `node` = (parent, name), as in the trace; parents first. */
+int fsc_request_stream_define_tag(fsc_request_stream_t *rs, uint32_t node, uint32_t parent,
+                                  const char *name, size_t len, fsc_err_t *err);
+/* One recorded event, in order. Allocator-internal events (SPLIT, MERGE,
+ * GC, SEGMENT_FREE, SEGMENT_UNMAP) only feed the recorded figures. A free
+ * of an address that is not live is skipped and counted in `skipped`. */
+int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_err_t *err);
+
+/* Load a .fstrace or a PyTorch snapshot (detected from the content). Bad
+ * input: FSC_EFORMAT and friends with "PATH: what" in err. */
+int fsc_request_stream_load(const char *path, fsc_request_stream_t **out, fsc_err_t *err);
+
+typedef struct fsc_request_stream_info {
+    uint64_t events;        /* recorded events fed */
+    uint64_t ops;           /* replayable operations (allocs, frees, ...) */
+    uint64_t allocs;        /* allocation requests, recorded OOMs included */
+    uint64_t frees;
+    uint64_t delayed_frees; /* frees completed only later (record_stream) */
+    uint64_t recorded_ooms; /* OOM events, replayed as allocations */
+    uint64_t markers;
+    uint64_t empty_caches;
+    uint64_t skipped;       /* frees of unknown addresses, skipped */
+    uint64_t streams;       /* distinct allocation streams */
+    /* What the recording did. */
+    uint64_t recorded_peak_allocated;
+    uint64_t recorded_peak_reserved;
+    uint64_t recorded_segments;      /* SEGMENT_ALLOC + SEGMENT_MAP events */
+    uint64_t peak_requested;         /* peak of Σ requested of live blocks */
+    const char *config;              /* header config ("" when none) */
+    uint64_t capacity;               /* header capacity; 0 = unknown */
+    uint64_t device_total;           /* header device total; 0 = unknown */
+    uint32_t flags;                  /* header FSC_TRACE_F_* */
+} fsc_request_stream_info_t;
+
+int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_info_t *out);
+
+/* ---- one replay ------------------------------------------------------------ */
+
+#define FSC_WHATIF_TEXT_MAX 256
+
+typedef struct fsc_whatif_oom {
+    uint64_t request;   /* index among the stream's allocation requests */
+    uint64_t event;     /* index of the recorded event that made the request */
+    uint64_t requested; /* bytes asked for */
+    uint64_t stream;
+    int has_marker;
+    char marker[FSC_WHATIF_TEXT_MAX]; /* last MARKER before it */
+    char tag[FSC_WHATIF_TEXT_MAX];    /* the request's tag path ("" = none) */
+} fsc_whatif_oom_t;
+
+typedef struct fsc_whatif_result {
+    char config[FSC_WHATIF_TEXT_MAX]; /* as given */
+    int rc;                           /* 0, or why this replay failed */
+    char error[FSC_ERR_MSG_MAX];
+    uint64_t capacity;                /* 0 = unlimited */
+    uint64_t peak_allocated, peak_reserved;
+    double utilization;               /* peak allocated / peak reserved */
+    double external_frag_at_peak;     /* 1 - largest free / free, when the
+                                         reserved peak was first reached */
+    uint64_t segments;                /* segments created (expandable: one
+                                         per segment, not per mapping) */
+    uint64_t segment_maps;            /* SEGMENT_MAP events */
+    int64_t num_alloc_retries;
+    int64_t num_ooms;
+    int oom;                          /* 1 when some request failed */
+    fsc_whatif_oom_t first_oom;
+    uint64_t ops_replayed;
+    uint64_t elapsed_ns;
+} fsc_whatif_result_t;
+
+typedef struct fsc_whatif_opts {
+    /* Bytes the allocator may reserve (set_per_process_memory_fraction ×
+     * total; arms garbage_collection_threshold). 0 = unlimited: the sim
+     * device's total (the recorded device total, else 1 TiB). */
+    uint64_t capacity;
+    int stop_at_oom;   /* stop at the first failed request */
+    int threads;       /* fsc_whatif_run: 0 = one per online core */
+} fsc_whatif_opts_t;
+
+#define FSC_WHATIF_OPTS_DEFAULT {0, 0, 0}
+
+/* Replay rs with config string `config` ("" = PyTorch's defaults). A bad
+ * config string gives FSC_ECONFIG naming it. An allocation the replay
+ * cannot serve is an outcome (out->oom), not an error. */
+int fsc_whatif_replay(const fsc_request_stream_t *rs, const char *config,
+                      const fsc_whatif_opts_t *opts, fsc_whatif_result_t *out, fsc_err_t *err);
+
+/* Replay every config of configs[0..n) on threads; out has n entries. Every
+ * config string is parsed first: a bad one fails the call before anything
+ * runs, with FSC_ECONFIG and the string in err. */
+int fsc_whatif_run(const fsc_request_stream_t *rs, const char *const *configs, size_t n,
+                   const fsc_whatif_opts_t *opts, fsc_whatif_result_t *out, fsc_err_t *err);
+
+/* ---- fidelity --------------------------------------------------------------- */
+
+typedef struct fsc_whatif_verify {
+    int match;                    /* segments, both peaks all equal */
+    uint64_t segments_expected, segments_got;
+    long first_divergence;        /* index in the segment sequence; -1 none */
+    uint8_t expected_type, got_type;  /* FSC_EV_SEGMENT_ALLOC / _MAP; 0 = none */
+    uint64_t expected_size, got_size;
+    uint64_t expected_addr, got_addr;
+    uint64_t peak_reserved_expected, peak_reserved_got;
+    uint64_t peak_allocated_expected, peak_allocated_got;
+    uint64_t allocs_compared;     /* recorded allocations (not OOMs) */
+    uint64_t alloc_addr_matches;  /* replayed at the recorded address */
+    long first_addr_mismatch;     /* request index; -1 none */
+    int oom_expected, oom_got;    /* recorded OOM events / replay OOM */
+    fsc_whatif_result_t replay;
+} fsc_whatif_verify_t;
+
+/* Replay rs with its own config and capacity (opts->capacity overrides when
+ * not 0) and compare with the recording: the sequence of SEGMENT_ALLOC /
+ * SEGMENT_MAP sizes, peak reserved, peak allocated, block addresses. */
+int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
+                      fsc_whatif_verify_t *out, fsc_err_t *err);
+
+/* ---- suggestions ------------------------------------------------------------ */
+
+typedef struct fsc_suggestion {
+    char config[FSC_WHATIF_TEXT_MAX];
+    uint64_t capacity;         /* capacity of the replay below; 0 = unlimited */
+    int avoids_oom;            /* the replay at `capacity` did not OOM */
+    uint64_t first_oom_event;  /* when it did OOM: its recorded event index */
+    uint64_t peak_reserved, peak_allocated;
+    uint64_t needed_capacity;  /* smallest capacity without OOM (to 2 MiB);
+                                  0 = none up to the search's limit */
+    uint64_t baseline_needed;  /* the same for the baseline config */
+    uint64_t baseline_peak_reserved; /* baseline at `capacity` */
+    int baseline_oom;
+    char note[FSC_WHATIF_TEXT_MAX]; /* "needs 17.43 GiB instead of 20.51 GiB" */
+} fsc_suggestion_t;
+
+/* Bisection precision of the needed capacity. */
+#define FSC_WHATIF_CAPACITY_STEP (2 * FSC_MiB)
+
+/* Smallest capacity (a multiple of FSC_WHATIF_CAPACITY_STEP) with which
+ * `config` replays rs without an OOM, by bisection (the outcome is assumed
+ * monotonic in the capacity). *out = 0 when even `limit` bytes (0 = 4× the
+ * unlimited replay's peak reserved) are not enough. */
+int fsc_whatif_needed_capacity(const fsc_request_stream_t *rs, const char *config,
+                               uint64_t limit, uint64_t *out, fsc_err_t *err);
+
+/* Try the grid of settings (docs/whatif.md) against the baseline (rs's own
+ * config) at `capacity` (0 = the stream's capacity, else unlimited) and
+ * return, best first, those that avoid the baseline's OOM or need less
+ * capacity or reserve less at the peak. *out is malloc'd (free with
+ * fsc_suggestions_free); *n may be 0. */
+int fsc_whatif_suggest(const fsc_request_stream_t *rs, uint64_t capacity,
+                       fsc_suggestion_t **out, size_t *n, fsc_err_t *err);
+void fsc_suggestions_free(fsc_suggestion_t *s); /* NULL ok */
+
+/* Fill table `suggestions` of the run database at db_path (docs/schema.md)
+ * from rs, the request stream of the same run: one row per suggested config
+ * for every row of `ooms` (oom_id set; avoids_oom says whether the config
+ * gets past that OOM's request), or rows with oom_id NULL when the run had
+ * no OOM. Replaces the table's previous rows in one transaction.
+ * *rows_out (may be NULL) receives the number of rows written. */
+int fsc_whatif_fill_db(const char *db_path, const fsc_request_stream_t *rs, uint64_t capacity,
+                       size_t *rows_out, fsc_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_WHATIF_H */
