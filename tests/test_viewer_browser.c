@@ -1,0 +1,194 @@
+/*
+ * test_viewer_browser.c — the report in a real browser: headless Chromium
+ * loads it from file:// with every network feature off and dumps the DOM
+ * after the scripts ran (tests/viewer/chromium_dump.sh). Checks that the
+ * charts rendered with the expected elements, that no script error and no
+ * blocked request (the page's Content-Security-Policy reports them into the
+ * DOM) happened, and that the hostile tag stayed text. Skips, passing with a
+ * note, when Chromium is not installed.
+ */
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fragscope/viewer.h"
+#include "fsc_test.h"
+
+static int g_no_browser;
+
+static int exec_file(sqlite3 *db, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/viewer/%s", FSC_SOURCE_DIR, name);
+    char *sql = fsc_test_slurp(path, NULL);
+    if (sql == NULL)
+        return -1;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    free(sql);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+static const char *make_db(const char *name, const char *fixture)
+{
+    const char *path = fsc_test_path(name);
+    remove(path);
+    sqlite3 *db = NULL;
+    int ok = sqlite3_open(path, &db) == SQLITE_OK &&
+             sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
+             exec_file(db, "schema.sql") == 0 && exec_file(db, fixture) == 0 &&
+             sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    sqlite3_close(db);
+    CU_ASSERT_FATAL(ok);
+    return path;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0, k = strlen(needle);
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + k, needle))
+        n++;
+    return n;
+}
+
+/* The part of the DOM from `start` to the next `end` (a copy). */
+static char *part(const char *dom, const char *start, const char *end)
+{
+    const char *a = strstr(dom, start);
+    if (a == NULL)
+        return NULL;
+    const char *b = strstr(a, end);
+    size_t n = b ? (size_t)(b - a) : strlen(a);
+    char *out = malloc(n + 1);
+    memcpy(out, a, n);
+    out[n] = '\0';
+    return out;
+}
+
+static size_t count_in(const char *dom, const char *start, const char *end, const char *needle)
+{
+    char *p = part(dom, start, end);
+    size_t n = p ? count(p, needle) : 0;
+    free(p);
+    return n;
+}
+
+/* Render db, load it in Chromium; returns the dumped DOM or NULL (skip). */
+static char *load_in_browser(const char *db, const char *name)
+{
+    char html[512], dom[600];
+    snprintf(html, sizeof html, "%s", fsc_test_path(name));
+    snprintf(dom, sizeof dom, "%s.dom", html);
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_view_write(db, html, &err), 0);
+    char out[2048];
+    int rc = fsc_test_sh(out, sizeof out, "sh '%s/tests/viewer/chromium_dump.sh' '%s' '%s'",
+                         FSC_SOURCE_DIR, html, dom);
+    if (rc == 77) {
+        if (!g_no_browser)
+            printf("\n  note: chromium is not installed; browser checks skipped\n");
+        g_no_browser = 1;
+        return NULL;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "\nchromium failed (%d): %s\n", rc, out);
+        CU_FAIL_FATAL("chromium failed");
+    }
+    char *d = fsc_test_slurp(dom, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    return d;
+}
+
+/* What every rendered report must satisfy. */
+static void check_clean(const char *dom)
+{
+    CU_ASSERT_PTR_NOT_NULL(strstr(dom, "data-rendered=\"yes\""));
+    /* No script error, no blocked request of any kind. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<ul id=\"csp-violations\" class=\"diag\"></ul>"));
+    if (strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>") == NULL) {
+        char *e = part(dom, "<pre id=\"js-errors\"", "</pre>");
+        fprintf(stderr, "\n%s\n", e ? e : "?");
+        free(e);
+    }
+    /* The hostile tag stayed text: no img element anywhere. */
+    CU_ASSERT_PTR_NULL(strstr(dom, "<img"));
+    CU_ASSERT_PTR_NULL(strstr(dom, "onerror=\"alert"));
+}
+
+static void test_small_in_browser(void)
+{
+    const char *db = make_db("small.db", "small.sql");
+    char *dom = load_in_browser(db, "small.html");
+    if (dom == NULL)
+        return;
+    check_clean(dom);
+    /* One path per series: allocated, requested, reserved; internal,
+     * external, reserved-but-unallocated; the brush shows two. */
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-memory\"", "</svg>", "class=\"series\""), 3);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-frag\"", "</svg>", "class=\"series\""), 3);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-brush\"", "</svg>", "class=\"overview-series\""), 2);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-memory\"", "</svg>", "data-series=\"allocated\""), 1);
+    /* Three markers and one OOM line in each time chart. */
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-memory\"", "</svg>", "class=\"marker\""), 3);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-memory\"", "</svg>", "class=\"oom-line\""), 1);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-frag\"", "</svg>", "class=\"oom-line\""), 1);
+    /* Segment map at the peak: one bar per segment, one rect per allocated
+     * block (2 + 4 + 1) and one hover target per free block (2 + 1). */
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"segmap\"", "</svg>", "class=\"segbar\""), 3);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"segmap\"", "</svg>", "class=\"blk\""), 7);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"segmap\"", "</svg>", "class=\"blk free\""), 3);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"seg-layout\"", "</select>", "<option"), 2);
+    /* The OOM card, its two segments with six pinning blocks, three tags and
+     * two suggestions. */
+    CU_ASSERT_EQUAL(count(dom, "class=\"oom-card\""), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<span class=\"cause fragmentation\">fragmentation</span>"));
+    CU_ASSERT_EQUAL(count_in(dom, "class=\"oom-card\"", "Top tags by live bytes", " ev / "), 6);
+    CU_ASSERT_EQUAL(count_in(dom, "class=\"oom-card\"", "What-if suggestions", "pinning blocks"), 2);
+    CU_ASSERT_EQUAL(count_in(dom, "What-if suggestions", "</table>", "<tr>"), 3);
+    /* Bins: six rows plus the header; top tags three, leaks one. */
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"bins-table\"", "</table>", "<tr>"), 7);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"tags-peak\"", "</table>", "<tr>"), 4);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"tags-leaks\"", "</table>", "<tr>"), 2);
+    /* The hostile strings are on the page, as text. */
+    CU_ASSERT(count(dom, "step/&lt;img src=x onerror=alert(1)&gt;") >= 3);
+    CU_ASSERT(count(dom, "step/&lt;/script&gt;") >= 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<td class=\"tag\">step</td>"));
+    /* Hover values and axes carry units. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(dom, "40 MiB</text>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(dom, "2.0 s</text>"));
+    free(dom);
+}
+
+static void test_large_in_browser(void)
+{
+    const char *db = make_db("large.db", "large.sql");
+    char *dom = load_in_browser(db, "large.html");
+    if (dom == NULL)
+        return;
+    check_clean(dom);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-memory\"", "</svg>", "class=\"series\""), 3);
+    CU_ASSERT(count_in(dom, "id=\"segmap\"", "</svg>", "class=\"segbar\"") >= 1);
+    CU_ASSERT_EQUAL(count(dom, "class=\"oom-card\""), 40);
+    /* The data block says how many segments the peak layout embeds; the map
+     * draws exactly those. */
+    char *json = part(dom, "<script type=\"application/json\" id=\"data\">", "</script>");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    cJSON *d = cJSON_Parse(strchr(json, '>') + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    const cJSON *segs = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(d, "layouts"), 0), "segments");
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"segmap\"", "</svg>", "class=\"segbar\""),
+                    (size_t)cJSON_GetArraySize(segs));
+    cJSON_Delete(d);
+    free(json);
+    free(dom);
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"hand-built report renders in Chromium", test_small_in_browser},
+    {"a capped huge report renders in Chromium", test_large_in_browser},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("viewer_browser", k_tests)
