@@ -323,6 +323,10 @@ static int export_body(exp_t *x, uint64_t *entries_out)
     fsc_event_t ev;
     uint64_t entries = 0, n = 0;
     int rc;
+    /* A rebuilt starting state is not history: the final segments let a
+     * reader rebuild it again. */
+    int in_history = (h->flags & FSC_TRACE_F_RECONSTRUCTED) == 0;
+    size_t mlen = strlen(FSC__HISTORY_MARKER);
     while ((rc = fsc_trace_next(x->r, &ev)) == 1) {
         n++;
         fsc_err_clear(&x->merr);
@@ -330,8 +334,11 @@ static int export_body(exp_t *x, uint64_t *entries_out)
             return fsc_err_set(x->err, FSC_ESTATE, "%s: event %llu (%s at 0x%llx): %s",
                                x->path, (unsigned long long)n, fsc_event_type_name(ev.type),
                                (unsigned long long)ev.addr, x->merr.msg);
+        if (ev.type == FSC_EV_MARKER && ev.text_len == mlen &&
+            memcmp(ev.text, FSC__HISTORY_MARKER, mlen) == 0)
+            in_history = 1;
         const char *action = action_of(ev.type);
-        if (action == NULL)
+        if (action == NULL || !in_history)
             continue;
         write_entry(x, &ev, action);
         if (++entries % 1000 == 0)

@@ -938,6 +938,9 @@ static int run(imp_t *im, const fsc__pv_t *root)
     fsc__pm_init(&im->m, &im->cfg, on_event, im, &im->merr);
     if ((rc = emit_start_state(im)) != 0)
         return rc;
+    if (im->st->reconstructed && im->n_ents > 0 &&
+        (rc = marker(im, FSC__HISTORY_MARKER, strlen(FSC__HISTORY_MARKER), 0)) != 0)
+        return fsc_err_set(im->err, rc, "%s: %s", im->path, im->merr.msg);
     if ((rc = replay(im)) != 0)
         return rc;
     im->st->peak_allocated = im->m.peak_allocated;

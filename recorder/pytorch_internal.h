@@ -20,6 +20,11 @@
  * cJSON into the same value tree). *format receives FSC_SNAP_*. */
 int fsc__snap_load(const char *path, fsc__pdoc_t **out, int *format, fsc_err_t *err);
 
+/* Text of the MARKER the importer writes between a rebuilt starting state
+ * and the first history entry; the exporter leaves out what precedes it,
+ * since a snapshot rebuilds that state from its final segments. */
+#define FSC__HISTORY_MARKER "pytorch history begins"
+
 /* ---- block model ------------------------------------------------------- */
 
 typedef struct fsc__pseg fsc__pseg_t;
