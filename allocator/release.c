@@ -223,10 +223,11 @@ static int event_done(fsc_allocator_t *a, fsc__pending_t *e, uint64_t arg)
     return e->event != NULL && a->be->ops->event_query(a->be, e->event) == 1;
 }
 
+/* Only uses without a backend event: real streams finish on their own. */
 static int on_stream(fsc_allocator_t *a, fsc__pending_t *e, uint64_t stream)
 {
     (void)a;
-    return e->stream == stream;
+    return e->event == NULL && e->stream == stream;
 }
 
 static int sync_all(fsc_allocator_t *a, fsc__pending_t *e, uint64_t arg)
