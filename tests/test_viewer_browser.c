@@ -154,7 +154,7 @@ static void test_small_in_browser(void)
     /* The hostile strings are on the page, as text. */
     CU_ASSERT(count(dom, "step/&lt;img src=x onerror=alert(1)&gt;") >= 3);
     CU_ASSERT(count(dom, "step/&lt;/script&gt;") >= 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<td class=\"tag\">step</td>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<td class=\"tag\" title=\"step\">step</td>"));
     /* Hover values and axes carry units. */
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "40 MiB</text>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "2.0 s</text>"));

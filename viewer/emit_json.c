@@ -506,23 +506,17 @@ void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
     fsc__js_arr(&js, "tags");
     for (size_t i = 0; i < tm.n; i++) {
         const char *path = m->tags[tm.order[i]].path;
-        size_t len = strlen(path), chars = 0;
         /* Keep the end of a long path: the innermost names say the most. */
-        const char *p = path + len;
-        while (p > path && chars < caps->str_chars) {
-            p--;
-            if (((unsigned char)*p & 0xC0) != 0x80)
-                chars++;
-        }
-        if (p > path) {
-            size_t tail = strlen(p);
-            char *t = malloc(tail + 4);
+        const char *tail = fsc__utf8_tail(path, caps->str_chars);
+        if (tail > path) {
+            size_t n = strlen(tail);
+            char *t = malloc(n + 4);
             if (t == NULL) {
                 sb->failed = 1;
                 break;
             }
             memcpy(t, "\xe2\x80\xa6", 3);
-            memcpy(t + 3, p, tail + 1);
+            memcpy(t + 3, tail, n + 1);
             fsc__js_str(&js, NULL, t, 0);
             free(t);
         } else {

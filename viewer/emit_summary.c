@@ -26,7 +26,9 @@ static void fmt_time(char *buf, size_t cap, int64_t ns)
 
 static void fmt_pct(char *buf, size_t cap, double r)
 {
-    snprintf(buf, cap, "%.1f %%", 100.0 * r);
+    /* Two decimals below 1 %, so a small but non-zero share is not "0.0 %". */
+    double p = 100.0 * r;
+    snprintf(buf, cap, p > 0.0 && p < 1.0 ? "%.2f %%" : "%.1f %%", p);
 }
 
 static void fmt_count(char *buf, size_t cap, int64_t n)
@@ -198,8 +200,11 @@ static void oom_list(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *c
         fsc__sb_printf(sb, "</span> &mdash; requested %s with %s allocated and %s reserved", req, al, re);
         const char *tag = fsc__model_tag_path(m, o->tag);
         if (tag != NULL && tag[0] != '\0') {
+            const char *tail = fsc__utf8_tail(tag, caps->str_chars);
             fsc__sb_puts(sb, ", in <code>");
-            fsc__sb_html(sb, tag, caps->str_chars);
+            if (tail > tag)
+                fsc__sb_puts(sb, "&hellip;");
+            fsc__sb_html(sb, tail, 0);
             fsc__sb_puts(sb, "</code>");
         }
         if (o->explanation != NULL && o->explanation[0] != '\0') {

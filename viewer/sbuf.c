@@ -225,6 +225,18 @@ void fsc__sb_json_str(fsc__sb_t *sb, const char *s, size_t max_chars)
     fsc__sb_put(sb, "\"", 1);
 }
 
+const char *fsc__utf8_tail(const char *s, size_t max_chars)
+{
+    const char *p = s + strlen(s);
+    size_t chars = 0;
+    while (p > s && chars < max_chars) {
+        p--;
+        if (((unsigned char)*p & 0xC0) != 0x80) /* not a continuation byte */
+            chars++;
+    }
+    return p;
+}
+
 /* ---- JSON writer -------------------------------------------------------- */
 
 void fsc__js_init(fsc__js_t *js, fsc__sb_t *sb)

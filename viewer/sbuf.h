@@ -41,6 +41,10 @@ void fsc__sb_html_size(fsc__sb_t *sb, uint64_t bytes);
  * written as null. max_chars as above. */
 void fsc__sb_json_str(fsc__sb_t *sb, const char *s, size_t max_chars);
 
+/* Start of the last max_chars characters of s (s itself when it is not
+ * longer): long tag paths are shown by their tail, the innermost names. */
+const char *fsc__utf8_tail(const char *s, size_t max_chars);
+
 /* ---- a small JSON writer over an fsc__sb_t ---------------------------- */
 
 #define FSC__JS_DEPTH 32

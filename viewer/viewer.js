@@ -25,7 +25,8 @@
   }
   function fmtPct(r) {
     if (r === null || r === undefined || !isFinite(r)) return '\u2014';
-    return (100 * r).toFixed(r < 0.1 && r > 0 ? 2 : 1) + ' %';
+    var p = 100 * r;
+    return p.toFixed(p > 0 && p < 1 ? 2 : 1) + ' %';
   }
   function fmtCount(n) {
     if (n === null || n === undefined) return '\u2014';
@@ -52,6 +53,13 @@
     if (t === null || t === undefined || t < 0 || t >= TAGS.length) return '(no tag)';
     return TAGS[t] === '' ? '(no tag)' : TAGS[t];
   }
+  /* Tag paths of Python frames get long; the innermost names say the most. */
+  function shortTag(t, max) {
+    var name = tagName(t);
+    max = max || 90;
+    return name.length > max ? '\u2026' + name.slice(name.length - max + 1) : name;
+  }
+  function tagCell(t) { return { cls: 'tag', text: shortTag(t), title: tagName(t) }; }
 
   /* ---- DOM helpers ----------------------------------------------------- */
 
@@ -243,7 +251,8 @@
   }
 
   TimeChart.prototype.geometry = function () {
-    var w = Math.max(320, this.svg.clientWidth || 1000), h = this.svg.clientHeight || 320;
+    var r = this.svg.getBoundingClientRect();
+    var w = Math.max(320, Math.round(r.width) || 1000), h = Math.round(r.height) || 320;
     return { w: w, h: h, pw: w - M.l - M.r, ph: h - M.t - M.b };
   };
 
@@ -403,7 +412,8 @@
   function Brush(svgId, series) {
     var svg = byId(svgId), state = null;
     function geo() {
-      var w = Math.max(320, svg.clientWidth || 1000), h = svg.clientHeight || 56;
+      var r = svg.getBoundingClientRect();
+      var w = Math.max(320, Math.round(r.width) || 1000), h = Math.round(r.height) || 56;
       return { w: w, h: h, pw: w - M.l - M.r, ph: h - 8 };
     }
     function x2px(x, g) { return M.l + (x - view.full0) / (view.full1 - view.full0) * g.pw; }
@@ -690,7 +700,7 @@
     var max = list.reduce(function (m, t) { return Math.max(m, t.bytes); }, 1);
     table(tbl, [['tag', 'l'], ['live bytes', 'l'], ['blocks'], ['share']], list.map(function (t) {
       return [
-        { cls: 'tag', text: tagName(t.tag) },
+        tagCell(t.tag),
         { cls: 'l', nodes: [bar(t.bytes / max, 'tagbar')], text: fmtBytes(t.bytes) },
         { text: fmtCount(t.blocks) },
         { text: total ? fmtPct(t.bytes / total) : '\u2014' }
@@ -722,7 +732,7 @@
       h.appendChild(document.createTextNode('OOM #' + (k + 1)));
       h.appendChild(el('span', 'cause ' + String(o.cause || '').replace(/[^a-z]/g, ''), o.cause || 'unknown'));
       h.appendChild(el('span', 'muted', 'at ' + (o.t !== null && o.t !== undefined && XMODE === 'time' ? fmtTime(o.t) : 'event ' + fmtCount(o.seq)) +
-        (o.tag !== undefined && o.tag !== null ? ' \u00b7 ' + tagName(o.tag) : '')));
+        (o.tag !== undefined && o.tag !== null ? ' \u00b7 ' + shortTag(o.tag, 120) : '')));
       card.appendChild(h);
       var grid = el('div', 'oom-grid');
       kv(grid, 'requested', fmtBytes(o.requested) + (o.rounded && o.rounded !== o.requested ? ' (rounded ' + fmtBytes(o.rounded) + ')' : ''));
@@ -750,7 +760,7 @@
             rows.push([{ cls: 'l', text: '' }, { text: '' }, { text: '' }, { text: '' },
               { cls: 'l', text: fmtAddr(p.addr) + ' \u00b7 ' + fmtBytes(p.size) },
               { text: (p.age_events !== null && p.age_events !== undefined ? fmtCount(p.age_events) + ' ev' : '') + (p.age_ns ? ' / ' + fmtTime(p.age_ns) : '') },
-              { cls: 'tag', text: tagName(p.tag) }]);
+              tagCell(p.tag)]);
           });
         });
         var t1 = el('table', 'data');
