@@ -1,0 +1,302 @@
+/*
+ * whatif_suggest.c — which allocator settings would have served a run
+ * better: a small grid of PyTorch settings is replayed against the run's
+ * own, each at the capacity of interest and, by bisection, at the smallest
+ * capacity it needs.
+ *
+ * The bisection assumes the outcome is monotonic in the capacity (a config
+ * that fits in C bytes fits in more). That holds for the cap check itself
+ * but not strictly for everything a cap changes (retries release cached
+ * blocks, GC is armed), so the figure is "a capacity that works, with the
+ * next step down failing", not a proof that nothing smaller works.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "whatif_internal.h"
+
+/* Single settings first, then a few combinations that are common advice. */
+static const char *const k_grid[] = {
+    "expandable_segments:True",
+    "max_split_size_mb:64",
+    "max_split_size_mb:128",
+    "max_split_size_mb:256",
+    "max_split_size_mb:512",
+    "garbage_collection_threshold:0.6",
+    "garbage_collection_threshold:0.8",
+    "roundup_power2_divisions:4",
+    "roundup_power2_divisions:8",
+    "expandable_segments:True,garbage_collection_threshold:0.8",
+    "max_split_size_mb:128,garbage_collection_threshold:0.8",
+    "max_split_size_mb:256,garbage_collection_threshold:0.6",
+    "max_split_size_mb:128,roundup_power2_divisions:4",
+};
+#define GRID_N (sizeof k_grid / sizeof k_grid[0])
+
+static int fits(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg, uint64_t cap,
+                int *ok, fsc_err_t *err)
+{
+    fsc_whatif_opts_t o = {cap, 1, 1};
+    fsc_whatif_result_t r;
+    memset(&r, 0, sizeof r);
+    int rc = fsc__whatif_replay_cfg(rs, cfg, &o, NULL, &r, err);
+    *ok = rc == 0 && !r.oom;
+    return rc;
+}
+
+/* Bisection on k (capacity = k steps): fits(lo) is false, fits(hi) true. */
+static int needed_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
+                      uint64_t limit, uint64_t *out, fsc_err_t *err)
+{
+    const uint64_t step = FSC_WHATIF_CAPACITY_STEP;
+    *out = 0;
+    fsc_whatif_opts_t o = {0, 0, 1};
+    fsc_whatif_result_t r;
+    memset(&r, 0, sizeof r);
+    int rc = fsc__whatif_replay_cfg(rs, cfg, &o, NULL, &r, err);
+    if (rc != 0)
+        return rc;
+    if (r.oom)
+        return 0; /* not even the whole (simulated) device is enough */
+    if (limit == 0)
+        limit = 4 * r.peak_reserved;
+    /* Live requested bytes never exceed reserved bytes, so any capacity
+     * below their peak fails; no replay is needed to know it. */
+    uint64_t pr = rs->info.peak_requested;
+    uint64_t lo = pr ? (pr - 1) / step : 0;
+    uint64_t hi = (r.peak_reserved + step - 1) / step;
+    if (hi <= lo)
+        hi = lo + 1;
+    int ok;
+    /* With a cap, GC is armed and retries may differ: make sure hi works. */
+    for (;;) {
+        if ((rc = fits(rs, cfg, hi * step, &ok, err)) != 0)
+            return rc;
+        if (ok)
+            break;
+        lo = hi;
+        if (hi * step >= limit)
+            return 0;
+        hi = hi + hi / 4 + 1;
+        if (hi * step > limit)
+            hi = (limit + step - 1) / step;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if ((rc = fits(rs, cfg, mid * step, &ok, err)) != 0)
+            return rc;
+        if (ok)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    *out = hi * step;
+    return 0;
+}
+
+int fsc_whatif_needed_capacity(const fsc_request_stream_t *rs, const char *config,
+                               uint64_t limit, uint64_t *out, fsc_err_t *err)
+{
+    if (rs == NULL || out == NULL)
+        return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or result");
+    if (config == NULL)
+        config = "";
+    fsc_alloc_config_t cfg;
+    fsc_err_t perr = {0, ""};
+    int rc = fsc_alloc_config_parse(config, &cfg, &perr);
+    if (rc != 0)
+        return fsc_err_set(err, rc, "bad config \"%s\": %s", config, fsc_err_msg(&perr));
+    return needed_cfg(rs, &cfg, limit, out, err);
+}
+
+/* One config's work: the replay at the capacity and the bisection. */
+typedef struct cand {
+    const char *config;
+    fsc_alloc_config_t cfg;
+    fsc_whatif_result_t at_cap;
+    uint64_t needed;
+    int rc;
+    char error[FSC_ERR_MSG_MAX];
+} cand_t;
+
+typedef struct sjob {
+    const fsc_request_stream_t *rs;
+    cand_t *c;
+    size_t n;
+    uint64_t capacity;
+    atomic_size_t next;
+} sjob_t;
+
+static void *sworker(void *arg)
+{
+    sjob_t *j = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n)
+            break;
+        cand_t *c = &j->c[i];
+        fsc_err_t err = {0, ""};
+        fsc_whatif_opts_t o = {j->capacity, 0, 1};
+        c->rc = fsc__whatif_replay_cfg(j->rs, &c->cfg, &o, NULL, &c->at_cap, &err);
+        if (c->rc == 0)
+            c->rc = needed_cfg(j->rs, &c->cfg, 0, &c->needed, &err);
+        if (c->rc != 0)
+            snprintf(c->error, sizeof c->error, "%s", fsc_err_msg(&err));
+    }
+    return NULL;
+}
+
+static int run_all(const fsc_request_stream_t *rs, cand_t *c, size_t n, uint64_t capacity)
+{
+    sjob_t j = {rs, c, n, capacity, 0};
+    int nt = fsc__whatif_threads(0, n);
+    pthread_t th[64];
+    int started = 0;
+    for (; started < nt - 1 && started < 64; started++)
+        if (pthread_create(&th[started], NULL, sworker, &j) != 0)
+            break;
+    sworker(&j);
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    return 0;
+}
+
+static int better(const cand_t *c, const cand_t *base)
+{
+    if (c->rc != 0)
+        return 0;
+    if (base->at_cap.oom && !c->at_cap.oom)
+        return 1;
+    if (c->needed != 0 && (base->needed == 0 || c->needed < base->needed))
+        return 1;
+    return !base->at_cap.oom && !c->at_cap.oom &&
+           c->at_cap.peak_reserved < base->at_cap.peak_reserved;
+}
+
+static int cmp_sugg(const void *x, const void *y)
+{
+    const fsc_suggestion_t *a = x, *b = y;
+    if (a->avoids_oom != b->avoids_oom)
+        return b->avoids_oom - a->avoids_oom;
+    uint64_t na = a->needed_capacity ? a->needed_capacity : UINT64_MAX;
+    uint64_t nb = b->needed_capacity ? b->needed_capacity : UINT64_MAX;
+    if (na != nb)
+        return na < nb ? -1 : 1;
+    if (a->peak_reserved != b->peak_reserved)
+        return a->peak_reserved < b->peak_reserved ? -1 : 1;
+    return 0;
+}
+
+/* Two sizes that the usual two decimals of GiB would print alike are
+ * printed in MiB, so that a note never reads "needs 12.06 GiB instead of
+ * 12.06 GiB". */
+static void fmt_pair(uint64_t a, uint64_t b, char *sa, char *sb, size_t cap)
+{
+    fsc_size_format(a, sa, cap);
+    fsc_size_format(b, sb, cap);
+    if (a != b && strcmp(sa, sb) == 0) {
+        snprintf(sa, cap, "%.0f MiB", (double)a / (double)FSC_MiB);
+        snprintf(sb, cap, "%.0f MiB", (double)b / (double)FSC_MiB);
+    }
+}
+
+static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, char *buf,
+                     size_t cap)
+{
+    char s1[32], s2[32], s3[32], s4[32];
+    const char *bname = base->config[0] ? base->config : "defaults";
+    size_t w = 0;
+    if (base->at_cap.oom && !c->at_cap.oom && capacity != 0)
+        w += (size_t)snprintf(buf + w, cap - w, "avoids the OOM at %s; ",
+                              fsc_size_format(capacity, s1, sizeof s1));
+    if (w >= cap)
+        return;
+    if (c->needed != 0 && base->needed != 0) {
+        fmt_pair(c->needed, base->needed, s1, s2, sizeof s1);
+        w += (size_t)snprintf(buf + w, cap - w, "needs %s instead of %s (%s)", s1, s2, bname);
+    } else if (c->needed != 0)
+        w += (size_t)snprintf(buf + w, cap - w, "needs %s (%s: no capacity found)",
+                              fsc_size_format(c->needed, s1, sizeof s1), bname);
+    if (w >= cap)
+        return;
+    if (!c->at_cap.oom && !base->at_cap.oom) {
+        fmt_pair(c->at_cap.peak_reserved, base->at_cap.peak_reserved, s3, s4, sizeof s3);
+        snprintf(buf + w, cap - w, "%speak reserved %s instead of %s", w ? "; " : "", s3, s4);
+    }
+}
+
+int fsc_whatif_suggest(const fsc_request_stream_t *rs, uint64_t capacity,
+                       fsc_suggestion_t **out, size_t *n, fsc_err_t *err)
+{
+    if (rs == NULL || out == NULL || n == NULL)
+        return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or output");
+    *out = NULL;
+    *n = 0;
+    if (capacity == 0)
+        capacity = rs->capacity;
+    cand_t *c = calloc(GRID_N + 1, sizeof *c);
+    if (c == NULL)
+        return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+    /* c[0] is the baseline: the run's own settings. */
+    c[0].config = rs->config;
+    fsc_err_t perr = {0, ""};
+    int rc = fsc_alloc_config_parse(rs->config, &c[0].cfg, &perr);
+    if (rc != 0) {
+        free(c);
+        return fsc_err_set(err, rc, "the recording's config \"%s\": %s", rs->config,
+                           fsc_err_msg(&perr));
+    }
+    char canon_base[FSC_WHATIF_TEXT_MAX], canon[FSC_WHATIF_TEXT_MAX];
+    fsc_alloc_config_format(&c[0].cfg, canon_base, sizeof canon_base);
+    size_t m = 1;
+    for (size_t i = 0; i < GRID_N; i++) {
+        fsc_alloc_config_parse(k_grid[i], &c[m].cfg, NULL);
+        fsc_alloc_config_format(&c[m].cfg, canon, sizeof canon);
+        if (strcmp(canon, canon_base) == 0)
+            continue; /* the baseline itself */
+        c[m++].config = k_grid[i];
+    }
+    run_all(rs, c, m, capacity);
+    for (size_t i = 0; i < m; i++) {
+        if (c[i].rc != 0) {
+            rc = fsc_err_set(err, c[i].rc, "config \"%s\": %s", c[i].config, c[i].error);
+            free(c);
+            return rc;
+        }
+    }
+    fsc_suggestion_t *s = calloc(m, sizeof *s);
+    if (s == NULL) {
+        free(c);
+        return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+    }
+    size_t k = 0;
+    for (size_t i = 1; i < m; i++) {
+        if (!better(&c[i], &c[0]))
+            continue;
+        fsc_suggestion_t *g = &s[k++];
+        snprintf(g->config, sizeof g->config, "%s", c[i].config);
+        g->capacity = capacity;
+        g->avoids_oom = !c[i].at_cap.oom;
+        g->first_oom_event = c[i].at_cap.oom ? c[i].at_cap.first_oom.event : 0;
+        g->peak_reserved = c[i].at_cap.peak_reserved;
+        g->peak_allocated = c[i].at_cap.peak_allocated;
+        g->needed_capacity = c[i].needed;
+        g->baseline_needed = c[0].needed;
+        g->baseline_peak_reserved = c[0].at_cap.peak_reserved;
+        g->baseline_oom = c[0].at_cap.oom;
+        note_for(&c[i], &c[0], capacity, g->note, sizeof g->note);
+    }
+    free(c);
+    qsort(s, k, sizeof *s, cmp_sugg);
+    *out = s;
+    *n = k;
+    return 0;
+}
+
+void fsc_suggestions_free(fsc_suggestion_t *s)
+{
+    free(s);
+}

@@ -1,0 +1,395 @@
+/*
+ * cmd_whatif.c — `fragscope whatif`: replay a recorded run's requests with
+ * other allocator settings or capacities, search for better settings, check
+ * that a replay with the run's own settings reproduces it, and store
+ * suggestions in a run database.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fragscope/whatif.h"
+
+const char fsc_cmd_whatif_summary[] = "replay a run with other allocator settings or capacities";
+const char fsc_cmd_whatif_usage[] =
+    "usage: fragscope whatif TRACE|SNAPSHOT [--capacity SIZE] --config STR [--config STR ...]\n"
+    "                        [--suggest] [--verify] [--db run.db] [--format text|json]\n"
+    "                        [--threads N]\n"
+    "\n"
+    "Extracts what the program asked of its allocator (allocation sizes, frees,\n"
+    "streams, record_stream completions, markers) from a .fstrace or a PyTorch\n"
+    "snapshot and replays it through fragscope's allocator once per setting, on\n"
+    "as many cores as there are settings. A recorded OOM is replayed as the\n"
+    "allocation it was: a setting that serves it survives.\n"
+    "\n"
+    "options:\n"
+    "  --config STR     allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax; \"\"\n"
+    "                   means PyTorch's defaults. Repeat to compare several.\n"
+    "  --capacity SIZE  bytes the process may reserve (the cap that\n"
+    "                   set_per_process_memory_fraction sets; also arms\n"
+    "                   garbage_collection_threshold). Default: the trace's\n"
+    "                   capacity, else unlimited.\n"
+    "  --suggest        try a grid of settings and list those that avoid the OOM\n"
+    "                   or lower the peak, each with the smallest capacity it needs\n"
+    "                   (bisection to 2 MiB)\n"
+    "  --verify         replay with the run's own settings and compare with the\n"
+    "                   recording: segment sequence, peaks, block addresses\n"
+    "  --db FILE        write the suggestions for the run's OOMs into FILE's\n"
+    "                   suggestions table (FILE from `fragscope analyze` of the\n"
+    "                   same input)\n"
+    "  --format F       text (default) or json. JSON output is a list with one\n"
+    "                   object per config (--config), per suggestion (--suggest),\n"
+    "                   or one object (--verify); it takes one of the three.\n"
+    "  --threads N      replays at once (default: one per core)\n"
+    "\n"
+    "exit status: 0 done (OOMs in replays are results), 1 --verify found a\n"
+    "difference, 2 bad input or usage (a bad --config is named), 3 other errors.\n";
+
+#define MAX_CONFIGS 64
+
+typedef struct wopts {
+    const char *input;
+    const char *configs[MAX_CONFIGS];
+    size_t nconfigs;
+    uint64_t capacity;
+    int suggest, verify, json, threads;
+    const char *db;
+} wopts_t;
+
+static int parse_args(int argc, char **argv, wopts_t *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--suggest") == 0) {
+            o->suggest = 1;
+            continue;
+        }
+        if (strcmp(a, "--verify") == 0) {
+            o->verify = 1;
+            continue;
+        }
+        if (a[0] != '-' || a[1] == '\0') {
+            if (o->input != NULL)
+                return fsc_cli_usage_error("whatif", "one input file only ('%s', '%s')",
+                                           o->input, a);
+            o->input = a;
+            continue;
+        }
+        int takes = strcmp(a, "--config") == 0 || strcmp(a, "--capacity") == 0 ||
+                    strcmp(a, "--format") == 0 || strcmp(a, "--db") == 0 ||
+                    strcmp(a, "--threads") == 0;
+        if (!takes)
+            return fsc_cli_usage_error("whatif", "unknown option '%s'", a);
+        if (i + 1 >= argc)
+            return fsc_cli_usage_error("whatif", "%s needs a value", a);
+        const char *v = argv[++i];
+        if (strcmp(a, "--config") == 0) {
+            if (o->nconfigs == MAX_CONFIGS)
+                return fsc_cli_usage_error("whatif", "at most %d --config", MAX_CONFIGS);
+            o->configs[o->nconfigs++] = v;
+        } else if (strcmp(a, "--capacity") == 0) {
+            int rc = fsc_cli_size("whatif", a, v, &o->capacity);
+            if (rc != 0)
+                return rc;
+            if (o->capacity == 0)
+                return fsc_cli_usage_error("whatif", "--capacity must be more than 0");
+        } else if (strcmp(a, "--format") == 0) {
+            if (strcmp(v, "json") == 0)
+                o->json = 1;
+            else if (strcmp(v, "text") != 0)
+                return fsc_cli_usage_error("whatif", "--format: '%s' is not text or json", v);
+        } else if (strcmp(a, "--db") == 0) {
+            o->db = v;
+        } else {
+            char *end = NULL;
+            long t = strtol(v, &end, 10);
+            if (*end != '\0' || t < 1 || t > 256)
+                return fsc_cli_usage_error("whatif", "--threads: '%s' is not in 1..256", v);
+            o->threads = (int)t;
+        }
+    }
+    if (o->input == NULL)
+        return fsc_cli_usage_error("whatif", "no input file (a .fstrace or a PyTorch snapshot)");
+    if (o->nconfigs == 0 && !o->suggest && !o->verify && o->db == NULL)
+        return fsc_cli_usage_error("whatif", "nothing to do: give --config, --suggest, "
+                                             "--verify or --db");
+    if (o->json && (o->nconfigs > 0) + o->suggest + o->verify > 1)
+        return fsc_cli_usage_error("whatif", "--format json takes one of --config, --suggest "
+                                             "and --verify");
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static const char *cfg_name(const char *c)
+{
+    return c[0] ? c : "(defaults)";
+}
+
+static void print_results_json(const fsc_whatif_result_t *r, size_t n, FILE *f)
+{
+    fputs("[\n", f);
+    for (size_t i = 0; i < n; i++) {
+        const fsc_whatif_result_t *x = &r[i];
+        fputs("  {\"config\": ", f);
+        json_str(f, x->config);
+        fprintf(f,
+                ", \"capacity_bytes\": %" PRIu64 ", \"peak_reserved_bytes\": %" PRIu64
+                ", \"peak_allocated_bytes\": %" PRIu64 ", \"utilization\": %.6f"
+                ", \"external_frag_at_peak\": %.6f, \"segments\": %" PRIu64
+                ", \"segment_maps\": %" PRIu64 ", \"num_alloc_retries\": %" PRId64
+                ", \"num_ooms\": %" PRId64 ", \"oom\": %s, \"first_oom\": ",
+                x->capacity, x->peak_reserved, x->peak_allocated, x->utilization,
+                x->external_frag_at_peak, x->segments, x->segment_maps, x->num_alloc_retries,
+                x->num_ooms, x->oom ? "true" : "false");
+        if (!x->oom) {
+            fputs("null", f);
+        } else {
+            const fsc_whatif_oom_t *o = &x->first_oom;
+            fprintf(f, "{\"index\": %" PRIu64 ", \"event\": %" PRIu64 ", \"marker\": ",
+                    o->request, o->event);
+            if (o->has_marker)
+                json_str(f, o->marker);
+            else
+                fputs("null", f);
+            fputs(", \"tag\": ", f);
+            json_str(f, o->tag);
+            fprintf(f, ", \"requested_bytes\": %" PRIu64 ", \"stream\": %" PRIu64 "}",
+                    o->requested, o->stream);
+        }
+        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+    }
+    fputs("]\n", f);
+}
+
+static void print_results_text(const fsc_whatif_result_t *r, size_t n, uint64_t capacity,
+                               FILE *f)
+{
+    char s1[32], s2[32];
+    if (capacity)
+        fprintf(f, "capacity: %s\n\n", fsc_size_format(capacity, s1, sizeof s1));
+    else
+        fprintf(f, "capacity: unlimited\n\n");
+    fprintf(f, "%-40s %15s %15s %7s %8s %8s %7s  %s\n", "config", "peak reserved",
+            "peak allocated", "util", "ext.frag", "segments", "retries", "outcome");
+    for (size_t i = 0; i < n; i++) {
+        const fsc_whatif_result_t *x = &r[i];
+        fprintf(f, "%-40s %15s %15s %6.1f%% %8.3f %8" PRIu64 " %7" PRId64 "  %s\n",
+                cfg_name(x->config), fsc_size_format(x->peak_reserved, s1, sizeof s1),
+                fsc_size_format(x->peak_allocated, s2, sizeof s2), 100.0 * x->utilization,
+                x->external_frag_at_peak, x->segments, x->num_alloc_retries,
+                x->oom ? "OOM" : "ok");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const fsc_whatif_result_t *x = &r[i];
+        if (!x->oom)
+            continue;
+        const fsc_whatif_oom_t *o = &x->first_oom;
+        fprintf(f, "\n%s: first OOM at request %" PRIu64 " (recorded event %" PRIu64
+                   "), %s requested",
+                cfg_name(x->config), o->request, o->event,
+                fsc_size_format(o->requested, s1, sizeof s1));
+        if (o->has_marker)
+            fprintf(f, ", after marker \"%s\"", o->marker);
+        fputc('\n', f);
+        if (o->tag[0])
+            fprintf(f, "  at %s\n", o->tag);
+    }
+}
+
+static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FILE *f)
+{
+    char s1[32];
+    if (json) {
+        fputs("[\n", f);
+        for (size_t i = 0; i < n; i++) {
+            fputs("  {\"config\": ", f);
+            json_str(f, s[i].config);
+            fprintf(f,
+                    ", \"capacity_bytes\": %" PRIu64 ", \"avoids_oom\": %s"
+                    ", \"needed_capacity_bytes\": ",
+                    s[i].capacity, s[i].avoids_oom ? "true" : "false");
+            if (s[i].needed_capacity)
+                fprintf(f, "%" PRIu64, s[i].needed_capacity);
+            else
+                fputs("null", f);
+            fprintf(f,
+                    ", \"baseline_needed_capacity_bytes\": %" PRIu64
+                    ", \"peak_reserved_bytes\": %" PRIu64 ", \"peak_allocated_bytes\": %" PRIu64
+                    ", \"baseline_peak_reserved_bytes\": %" PRIu64 ", \"note\": ",
+                    s[i].baseline_needed, s[i].peak_reserved, s[i].peak_allocated,
+                    s[i].baseline_peak_reserved);
+            json_str(f, s[i].note);
+            fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+        }
+        fputs("]\n", f);
+        return;
+    }
+    if (n == 0) {
+        fprintf(f, "no setting of the grid avoids the OOM or lowers the peak (docs/whatif.md)\n");
+        return;
+    }
+    if (s[0].baseline_needed)
+        fprintf(f, "the run's own settings need %s\n",
+                fsc_size_format(s[0].baseline_needed, s1, sizeof s1));
+    fprintf(f, "settings that do better, best first:\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "  %-58s %s\n", s[i].config, s[i].note);
+}
+
+static int print_verify(const fsc_whatif_verify_t *v, int json, FILE *f)
+{
+    if (json) {
+        fprintf(f,
+                "{\"match\": %s, \"config\": ", v->match ? "true" : "false");
+        json_str(f, v->replay.config);
+        fprintf(f,
+                ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
+                ", \"first_divergence\": ",
+                v->segments_expected, v->segments_got);
+        if (v->first_divergence < 0)
+            fputs("null", f);
+        else
+            fprintf(f,
+                    "{\"index\": %ld, \"expected_type\": \"%s\", \"expected_size\": %" PRIu64
+                    ", \"got_type\": \"%s\", \"got_size\": %" PRIu64 "}",
+                    v->first_divergence, v->expected_type ? fsc_event_type_name(v->expected_type) : "none",
+                    v->expected_size, v->got_type ? fsc_event_type_name(v->got_type) : "none",
+                    v->got_size);
+        fprintf(f,
+                ", \"peak_reserved_expected\": %" PRIu64 ", \"peak_reserved_got\": %" PRIu64
+                ", \"peak_allocated_expected\": %" PRIu64 ", \"peak_allocated_got\": %" PRIu64
+                ", \"allocs_compared\": %" PRIu64 ", \"alloc_addr_matches\": %" PRIu64
+                ", \"oom_expected\": %s, \"oom_got\": %s}\n",
+                v->peak_reserved_expected, v->peak_reserved_got, v->peak_allocated_expected,
+                v->peak_allocated_got, v->allocs_compared, v->alloc_addr_matches,
+                v->oom_expected ? "true" : "false", v->oom_got ? "true" : "false");
+        return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
+    }
+    fprintf(f, "verify (settings \"%s\"): %s\n", v->replay.config,
+            v->match ? "the replay reproduces the recording" : "the replay DIFFERS");
+    fprintf(f, "  segments       %" PRIu64 " recorded, %" PRIu64 " replayed\n",
+            v->segments_expected, v->segments_got);
+    if (v->first_divergence >= 0)
+        fprintf(f, "  first divergence at segment %ld: expected %s %" PRIu64 " B, got %s %" PRIu64
+                   " B\n",
+                v->first_divergence,
+                v->expected_type ? fsc_event_type_name(v->expected_type) : "nothing",
+                v->expected_size, v->got_type ? fsc_event_type_name(v->got_type) : "nothing",
+                v->got_size);
+    fprintf(f, "  peak reserved  %" PRIu64 " recorded, %" PRIu64 " replayed\n",
+            v->peak_reserved_expected, v->peak_reserved_got);
+    fprintf(f, "  peak allocated %" PRIu64 " recorded, %" PRIu64 " replayed\n",
+            v->peak_allocated_expected, v->peak_allocated_got);
+    fprintf(f, "  block addresses matching the recording: %" PRIu64 " of %" PRIu64 "\n",
+            v->alloc_addr_matches, v->allocs_compared);
+    fprintf(f, "  OOM            %s recorded, %s replayed\n", v->oom_expected ? "yes" : "no",
+            v->oom_got ? "yes" : "no");
+    return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
+}
+
+/* ---- the command ---------------------------------------------------------------- */
+
+static int check_configs(const wopts_t *o)
+{
+    for (size_t i = 0; i < o->nconfigs; i++) {
+        fsc_alloc_config_t c;
+        fsc_err_t err = {0, ""};
+        if (fsc_alloc_config_parse(o->configs[i], &c, &err) != 0)
+            return fsc_cli_error("whatif: bad --config '%s': %s", o->configs[i],
+                                 fsc_err_msg(&err));
+    }
+    return 0;
+}
+
+int fsc_cmd_whatif(int argc, char **argv)
+{
+    wopts_t o;
+    memset(&o, 0, sizeof o);
+    int rc = parse_args(argc, argv, &o);
+    if (rc == 0)
+        rc = check_configs(&o);
+    if (rc != 0)
+        return rc;
+    fsc_err_t err = {0, ""};
+    fsc_request_stream_t *rs = NULL;
+    rc = fsc_request_stream_load(o.input, &rs, &err);
+    if (rc != 0) {
+        fsc_cli_error("whatif: %s", fsc_err_msg(&err));
+        return fsc_cli_exit_code(rc);
+    }
+    fsc_request_stream_info_t info;
+    fsc_request_stream_info(rs, &info);
+    fsc_whatif_opts_t wo = FSC_WHATIF_OPTS_DEFAULT;
+    wo.capacity = o.capacity ? o.capacity : info.capacity;
+    wo.threads = o.threads;
+    int status = FSC_EXIT_OK;
+    if (o.nconfigs > 0) {
+        fsc_whatif_result_t *res = calloc(o.nconfigs, sizeof *res);
+        if (res == NULL) {
+            fsc_request_stream_destroy(rs);
+            return fsc_cli_error("whatif: out of host memory"), FSC_EXIT_FAILURE;
+        }
+        rc = fsc_whatif_run(rs, o.configs, o.nconfigs, &wo, res, &err);
+        if (rc == 0) {
+            if (o.json)
+                print_results_json(res, o.nconfigs, stdout);
+            else
+                print_results_text(res, o.nconfigs, wo.capacity, stdout);
+        }
+        free(res);
+    }
+    if (rc == 0 && o.verify) {
+        fsc_whatif_verify_t v;
+        rc = fsc_whatif_verify(rs, &wo, &v, &err);
+        if (rc == 0) {
+            if (!o.json && o.nconfigs > 0)
+                fputc('\n', stdout);
+            status = print_verify(&v, o.json, stdout);
+        }
+    }
+    if (rc == 0 && o.suggest) {
+        fsc_suggestion_t *s = NULL;
+        size_t n = 0;
+        rc = fsc_whatif_suggest(rs, wo.capacity, &s, &n, &err);
+        if (rc == 0) {
+            if (!o.json && (o.nconfigs > 0 || o.verify))
+                fputc('\n', stdout);
+            print_suggestions(s, n, o.json, stdout);
+        }
+        fsc_suggestions_free(s);
+    }
+    if (rc == 0 && o.db != NULL) {
+        size_t rows = 0;
+        rc = fsc_whatif_fill_db(o.db, rs, o.capacity, &rows, &err);
+        if (rc == 0)
+            fprintf(o.json ? stderr : stdout, "wrote %zu suggestion rows into %s\n", rows, o.db);
+    }
+    fsc_request_stream_destroy(rs);
+    if (rc != 0) {
+        fsc_cli_error("whatif: %s", fsc_err_msg(&err));
+        return fsc_cli_exit_code(rc);
+    }
+    return status;
+}
