@@ -152,6 +152,8 @@ struct fsc_analysis {
     uint64_t peak_reserved, peak_reserved_seq, peak_reserved_time;
     uint64_t peak_active, peak_requested, peak_internal, peak_resunalloc;
     uint64_t peak_inactive_split, peak_segments;
+    uint64_t inactive_split_pending;  /* value after the last event */
+    int last_type;                    /* type of the last applied event */
     uint64_t pending_miss_seg;    /* segment just created, 0 = none */
     int last_free_bin;            /* bin of the last FREE_COMPLETED, -1 */
 
@@ -187,6 +189,7 @@ struct fsc_analysis {
 /* ---- replay.c ---------------------------------------------------------- */
 int fsc__replay_apply(fsc_analysis_t *a, const fsc_event_t *ev, int *applied);
 void fsc__replay_free(fsc_analysis_t *a);
+void fsc__replay_end(fsc_analysis_t *a); /* the stream is over */
 int fsc__bin_of(uint64_t size);
 uint64_t fsc__largest_free(const fsc_analysis_t *a, int pool); /* pool -1 = all */
 

@@ -290,6 +290,7 @@ static int write_summary(fsc_analysis_t *a, const peak_facts_t *p, fsc_analysis_
 int fsc__finish_tables(fsc_analysis_t *a, fsc_analysis_summary_t *sum)
 {
     peak_facts_t p;
+    fsc__replay_end(a);
     int rc = fsc__timeline_write(a);
     if (rc == 0 && a->peak_allocated > 0) {
         if (a->peak_tracking && fsc__peak_materialize(a) != 0)

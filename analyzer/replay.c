@@ -91,8 +91,6 @@ static void seg_end(fsc_analysis_t *a, fsc__seg_t *s)
         a->inactive_split_bytes += s->free_bytes;
         a->inactive_split_blocks += s->nfree;
     }
-    if (a->inactive_split_bytes > a->peak_inactive_split)
-        a->peak_inactive_split = a->inactive_split_bytes;
 }
 
 static int free_insert(fsc_analysis_t *a, fsc__blk_t *b)
@@ -608,9 +606,30 @@ static int on_merge(fsc_analysis_t *a, const fsc_event_t *ev)
     return 0;
 }
 
+/* A SPLIT and its ALLOC, or a FREE_COMPLETED and its MERGEs, are one step
+ * of the allocator; the state between them (the part about to be allocated
+ * sitting free, a freed block not yet merged) never exists in the
+ * allocator, so figures taken there would overstate inactive_split. The
+ * value after an event becomes a peak candidate only once the next event
+ * shows the step is over. */
+static void inactive_split_step(fsc_analysis_t *a, int type)
+{
+    int continues = (a->last_type == FSC_EV_SPLIT && type == FSC_EV_ALLOC) ||
+                    ((a->last_type == FSC_EV_FREE_COMPLETED || a->last_type == FSC_EV_MERGE) &&
+                     type == FSC_EV_MERGE);
+    if (!continues && a->inactive_split_pending > a->peak_inactive_split)
+        a->peak_inactive_split = a->inactive_split_pending;
+}
+
+void fsc__replay_end(fsc_analysis_t *a)
+{
+    inactive_split_step(a, 0);
+}
+
 int fsc__replay_apply(fsc_analysis_t *a, const fsc_event_t *ev, int *applied)
 {
     int rc;
+    inactive_split_step(a, ev->type);
     switch (ev->type) {
     case FSC_EV_SEGMENT_ALLOC: rc = on_segment_alloc(a, ev); break;
     case FSC_EV_SEGMENT_FREE: rc = on_segment_free(a, ev); break;
@@ -648,6 +667,10 @@ int fsc__replay_apply(fsc_analysis_t *a, const fsc_event_t *ev, int *applied)
         a->peak_resunalloc = a->reserved - a->allocated;
     if (rc < 0)
         return rc;
+    if (rc == 0) {
+        a->last_type = ev->type;
+        a->inactive_split_pending = a->inactive_split_bytes;
+    }
     *applied = rc == 0;
     return 0;
 }

@@ -1,0 +1,63 @@
+/*
+ * cmd_report.c — `fragscope report`: the run report as text, Markdown or
+ * JSON (analyzer.h's fsc_report_write does the work).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fragscope/analyzer.h"
+
+const char fsc_cmd_report_summary[] = "summarize a run database (text, JSON or Markdown)";
+const char fsc_cmd_report_usage[] =
+    "usage: fragscope report RUN.db [--format text|json|markdown] [-o FILE]\n"
+    "\n"
+    "Prints the headline figures of an analyzed run: peak allocated and reserved,\n"
+    "utilization, internal and external fragmentation at the peak, reserved but\n"
+    "unallocated memory, cache hit rate, every OOM with its cause and\n"
+    "explanation, the bins (power-of-two size classes), the tags holding the most\n"
+    "memory at the peak and what was still allocated at the end.\n"
+    "\n"
+    "options:\n"
+    "  --format F   text (default, for a terminal), markdown (for a CI job\n"
+    "               summary) or json (keys: summary.*, fragmentation.*, ooms[],\n"
+    "               bins[], tags_at_peak[], leaks[]; see docs/metrics.md)\n"
+    "  -o FILE      write to FILE (through a temporary file) instead of stdout\n"
+    "\n"
+    "exit status: 0 ok, 2 the file is missing or not a run database, or bad usage.\n";
+
+int fsc_cmd_report(int argc, char **argv)
+{
+    const char *db = NULL, *out = NULL;
+    fsc_report_format_t fmt = FSC_REPORT_TEXT;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+            if (fsc_report_format_parse(argv[++i], &fmt) != 0)
+                return fsc_cli_usage_error("report", "--format: '%s' is not text, json or "
+                                           "markdown", argv[i]);
+        } else if (strncmp(argv[i], "--format=", 9) == 0) {
+            if (fsc_report_format_parse(argv[i] + 9, &fmt) != 0)
+                return fsc_cli_usage_error("report", "--format: '%s' is not text, json or "
+                                           "markdown", argv[i] + 9);
+        } else if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) &&
+                   i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return fsc_cli_usage_error("report", "unknown option '%s'", argv[i]);
+        } else if (db == NULL) {
+            db = argv[i];
+        } else {
+            return fsc_cli_usage_error("report", "one database only ('%s')", argv[i]);
+        }
+    }
+    if (db == NULL)
+        return fsc_cli_usage_error("report", "no run database given");
+    fsc_err_t err = {0};
+    int rc = out ? fsc_report_write_file(db, fmt, out, &err)
+                 : fsc_report_write(db, fmt, stdout, &err);
+    if (rc != 0) {
+        fsc_cli_error("%s", fsc_err_msg(&err));
+        return fsc_cli_exit_code(rc);
+    }
+    return FSC_EXIT_OK;
+}
