@@ -608,6 +608,21 @@ static int block_row(loader_t *L, sqlite3_stmt *st, void *ud)
     return note_tag(L, b->tag);
 }
 
+typedef struct layouts_ctx {
+    lay_ctx_t *c;
+    size_t n;
+} layouts_ctx_t;
+
+static int layout_row(loader_t *L, sqlite3_stmt *st, void *ud)
+{
+    layouts_ctx_t *all = ud;
+    int64_t snap = col_i(st, 9, -1);
+    for (size_t i = 0; i < all->n; i++)
+        if (all->c[i].l->id == snap)
+            return block_row(L, st, &all->c[i]);
+    return 0;
+}
+
 static int snap_row(loader_t *L, sqlite3_stmt *st, void *ud)
 {
     arr_t *a = ud;
@@ -645,18 +660,26 @@ static int load_layouts(loader_t *L, fsc__model_t *m)
     arr_t a = {(void **)&m->layouts, &m->nlayouts, 0, FSC__V_MAX_LAYOUTS};
     if ((rc = each_row(L, st, "layout_snapshots", snap_row, &a)) != 0)
         return rc;
-    for (size_t i = 0; i < m->nlayouts; i++) {
-        rc = prepare(L,
-                     "SELECT segment, addr, size, requested, state, tag, age_events, age_ns, pool"
-                     " FROM layout WHERE snapshot = ? ORDER BY segment, addr",
-                     &st, "layout");
-        if (rc != 0)
-            return rc;
-        sqlite3_bind_int64(st, 1, m->layouts[i].id);
-        lay_ctx_t c = {&m->layouts[i], 0, 0};
-        if ((rc = each_row(L, st, "layout", block_row, &c)) != 0)
-            return rc;
-    }
+    if (m->nlayouts == 0)
+        return 0;
+    /* One pass over the table for every chosen snapshot: the layout table
+     * holds every block of every snapshot, and it has no index to seek. */
+    char sql[512 + FSC__V_MAX_LAYOUTS * 24];
+    int len = snprintf(sql, sizeof sql,
+                       "SELECT segment, addr, size, requested, state, tag, age_events, age_ns,"
+                       " pool, snapshot FROM layout WHERE snapshot IN (");
+    for (size_t i = 0; i < m->nlayouts; i++)
+        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s%lld", i ? "," : "",
+                        (long long)m->layouts[i].id);
+    snprintf(sql + len, sizeof sql - (size_t)len, ") ORDER BY snapshot, segment, addr");
+    if ((rc = prepare(L, sql, &st, "layout")) != 0)
+        return rc;
+    lay_ctx_t c[FSC__V_MAX_LAYOUTS];
+    memset(c, 0, sizeof c);
+    for (size_t i = 0; i < m->nlayouts; i++)
+        c[i].l = &m->layouts[i];
+    layouts_ctx_t all = {c, m->nlayouts};
+    return each_row(L, st, "layout", layout_row, &all);
     return 0;
 }
 

@@ -20,7 +20,7 @@
 #define FSC__V_MAX_MARKERS 20000
 #define FSC__V_MAX_OOMS 1000
 #define FSC__V_MAX_OOM_DETAIL 64  /* OOMs loaded with segments, pins and tags */
-#define FSC__V_MAX_LAYOUTS 17     /* the peak and the first 16 OOM layouts */
+#define FSC__V_MAX_LAYOUTS 9      /* the peak and the first 8 OOM layouts */
 #define FSC__V_MAX_LAYOUT_BLOCKS 2000000
 #define FSC__V_MAX_TAG_ROWS 200
 
