@@ -17,7 +17,7 @@
 
 typedef struct tp_rec {
     fsc_event_t ev;
-    char path[1024]; /* tag path, root first, '/'-joined */
+    char path[8192]; /* tag path, root first, '/'-joined */
     char text[64];
 } tp_rec_t;
 
@@ -145,7 +145,7 @@ static inline int tp_on_tag(void *ud, uint32_t parent, const char *name, size_t 
 static inline int tp_on_event(void *ud, const fsc_event_t *ev)
 {
     tp_col_t *c = ud;
-    char path[1024];
+    char path[8192];
     tp_path(c, ev->tag, path, sizeof path);
     tp_store(c, ev, path);
     return 0;
@@ -195,7 +195,7 @@ static inline int tp_read_trace(const char *path, tp_col_t *c)
     tp_on_header(c, fsc_trace_header(r));
     fsc_event_t ev;
     while ((rc = fsc_trace_next(r, &ev)) == 1) {
-        char path_buf[1024] = "";
+        char path_buf[8192] = "";
         if (ev.tag != 0)
             fsc_trace_tag_path(r, ev.tag, path_buf, sizeof path_buf);
         tp_store(c, &ev, path_buf);
