@@ -9,11 +9,9 @@
 
 #include "internal.h"
 
-void fsc__emit(fsc_allocator_t *a, int type, const fsc__block_t *b, uint64_t addr,
-               uint64_t size, uint64_t requested, uint64_t other)
+void fsc__emit_event(fsc_allocator_t *a, int type, const fsc__block_t *b, uint64_t addr,
+                     uint64_t size, uint64_t requested, uint64_t other)
 {
-    if (a->sink == NULL)
-        return;
     fsc_event_t ev = {0};
     ev.type = (uint8_t)type;
     ev.addr = addr;

@@ -131,14 +131,24 @@ void fsc__unmapped_remove(fsc__pool_t *p, fsc__block_t *b);
 void fsc__segment_link(fsc_allocator_t *a, fsc__segment_t *s);
 void fsc__segment_unlink(fsc_allocator_t *a, fsc__segment_t *s);
 
+/* core.c */
+void fsc__emit_event(fsc_allocator_t *a, int type, const fsc__block_t *b, uint64_t addr,
+                     uint64_t size, uint64_t requested, uint64_t other);
+
+/* Report one event about block b, if anyone listens. */
+static inline void fsc__emit(fsc_allocator_t *a, int type, const fsc__block_t *b, uint64_t addr,
+                             uint64_t size, uint64_t requested, uint64_t other)
+{
+    if (a->sink != NULL)
+        fsc__emit_event(a, type, b, addr, size, requested, other);
+}
+
 static inline int fsc__is_split(const fsc__block_t *b)
 {
     return b->prev != NULL || b->next != NULL;
 }
 
 /* core.c */
-void fsc__emit(fsc_allocator_t *a, int type, const fsc__block_t *b, uint64_t addr,
-               uint64_t size, uint64_t requested, uint64_t other);
 fsc__block_t *fsc__get_free_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,
                                   uint64_t size);
 int fsc__alloc_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64_t size,
@@ -166,11 +176,32 @@ void fsc__sync_and_free_events(fsc_allocator_t *a);
 void fsc__stream_done(fsc_allocator_t *a, uint64_t stream);
 int fsc__insert_events(fsc_allocator_t *a, fsc__block_t *b);
 
-/* stats.c */
-void fsc__stat_inc(fsc_stat_t *s, int64_t amount);
-void fsc__stat_dec(fsc_stat_t *s, int64_t amount);
-/* Apply to [ALL] and [pool]. */
-void fsc__stat2_inc(fsc_stat_t *arr, int pool, int64_t amount);
-void fsc__stat2_dec(fsc_stat_t *arr, int pool, int64_t amount);
+/* Statistics are updated on every malloc and free: inline. */
+static inline void fsc__stat_inc(fsc_stat_t *s, int64_t amount)
+{
+    s->current += amount;
+    if (s->current > s->peak)
+        s->peak = s->current;
+    s->allocated += amount;
+}
+
+static inline void fsc__stat_dec(fsc_stat_t *s, int64_t amount)
+{
+    s->current -= amount;
+    s->freed += amount;
+}
+
+/* Apply to [ALL] and to the pool's entry. */
+static inline void fsc__stat2_inc(fsc_stat_t *arr, int pool, int64_t amount)
+{
+    fsc__stat_inc(&arr[FSC_STAT_ALL], amount);
+    fsc__stat_inc(&arr[pool == FSC_POOL_SMALL ? FSC_STAT_SMALL : FSC_STAT_LARGE], amount);
+}
+
+static inline void fsc__stat2_dec(fsc_stat_t *arr, int pool, int64_t amount)
+{
+    fsc__stat_dec(&arr[FSC_STAT_ALL], amount);
+    fsc__stat_dec(&arr[pool == FSC_POOL_SMALL ? FSC_STAT_SMALL : FSC_STAT_LARGE], amount);
+}
 
 #endif

@@ -1,38 +1,12 @@
 /*
- * stats.c — PyTorch's memory_stats() counters (current, peak, allocated,
- * freed) and a memory_summary()-like table.
+ * stats.c — a memory_summary()-like table of PyTorch's memory_stats()
+ * counters (the counters themselves are updated inline, see internal.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
-
-void fsc__stat_inc(fsc_stat_t *s, int64_t amount)
-{
-    s->current += amount;
-    if (s->current > s->peak)
-        s->peak = s->current;
-    s->allocated += amount;
-}
-
-void fsc__stat_dec(fsc_stat_t *s, int64_t amount)
-{
-    s->current -= amount;
-    s->freed += amount;
-}
-
-void fsc__stat2_inc(fsc_stat_t *arr, int pool, int64_t amount)
-{
-    fsc__stat_inc(&arr[FSC_STAT_ALL], amount);
-    fsc__stat_inc(&arr[pool == FSC_POOL_SMALL ? FSC_STAT_SMALL : FSC_STAT_LARGE], amount);
-}
-
-void fsc__stat2_dec(fsc_stat_t *arr, int pool, int64_t amount)
-{
-    fsc__stat_dec(&arr[FSC_STAT_ALL], amount);
-    fsc__stat_dec(&arr[pool == FSC_POOL_SMALL ? FSC_STAT_SMALL : FSC_STAT_LARGE], amount);
-}
 
 typedef struct out {
     char *buf;
