@@ -21,7 +21,7 @@
 #define PAGE_NODES (1u << PAGE_SHIFT)
 #define MAX_PAGES 4096u /* 4 Mi nodes */
 #define MAX_DEPTH 256
-#define CACHE_SLOTS 64
+#define CACHE_SLOTS 512 /* a model's distinct (parent, name) pairs per thread, mostly */
 
 typedef struct gnode {
     uint32_t parent;
@@ -132,8 +132,8 @@ out:
 static uint32_t cached_intern(uint32_t parent, const char *name)
 {
     size_t len = strlen(name);
-    uintptr_t h = ((uintptr_t)name >> 3) ^ ((uintptr_t)parent * 0x9E3779B1u);
-    cache_slot_t *s = &t_cache[(h ^ (h >> 7)) & (CACHE_SLOTS - 1)];
+    uint64_t h = ((uint64_t)(uintptr_t)name ^ ((uint64_t)parent << 40)) * 0x9E3779B97F4A7C15ull;
+    cache_slot_t *s = &t_cache[h >> 55]; /* top 9 bits: CACHE_SLOTS = 512 */
     /* The pointer only selects a candidate; the name itself is compared,
      * since callers may reuse one buffer for different names. */
     if (s->ptr == name && s->parent == parent && s->id != 0) {

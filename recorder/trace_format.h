@@ -107,6 +107,15 @@ static inline uint64_t fsc__get_le64(const uint8_t *p)
 
 static inline uint8_t *fsc__put_varint(uint8_t *p, uint64_t v)
 {
+    if (v < 0x80) { /* most fields: small deltas, ids, flags */
+        *p = (uint8_t)v;
+        return p + 1;
+    }
+    if (v < 0x4000) {
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)(v >> 7);
+        return p + 2;
+    }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;

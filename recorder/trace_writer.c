@@ -26,6 +26,7 @@
 #include <uthash.h>
 
 #include "tags.h"
+#include "trace_clock.h"
 #include "trace_writer.h"
 
 #define DEFAULT_CHUNK (256u << 10)
@@ -419,8 +420,10 @@ static int valid_type(uint8_t t)
 
 /* Shared by sink and write: place the event, then write what must be
  * written now. tag is already a trace id. */
-static int record(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t tag, uint64_t t,
-                  uint32_t thread, uint32_t gtag)
+/* stamp: a time of 0 means "now" (the sink), else it is kept (write). */
+__attribute__((noinline)) static int record(fsc_recorder_t *r, const fsc_event_t *ev,
+                                            uint32_t tag, uint64_t t, uint32_t thread,
+                                            uint32_t gtag, int stamp)
 {
     int queued = 0, rc = 0, sync = 0;
     spin_lock(&r->lock);
@@ -428,6 +431,8 @@ static int record(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t tag, uint64
         spin_unlock(&r->lock);
         return FSC_ESTATE;
     }
+    if (t == 0 && stamp)
+        t = fsc__clock_now(r);
     if (gtag != 0)
         tag = (gtag < r->gmap_cap && r->gmap[gtag] != 0) ? r->gmap[gtag]
                                                           : map_global(r, gtag, &queued);
@@ -452,12 +457,34 @@ static int record(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t tag, uint64
     return rc;
 }
 
+/* The common case, under r->lock: a streaming recorder, an event whose tag
+ * is already mapped, room in a chunk already started, not an OOM. Returns 1
+ * when the event was placed, 0 to take the general path. */
+static inline int sink_fast(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t tag,
+                            uint32_t gtag, uint64_t t, uint32_t thread, int *full)
+{
+    if (r->finished | r->ring_mode | (ev->type == FSC_EV_OOM))
+        return 0;
+    if (gtag != 0) {
+        if (gtag >= r->gmap_cap || (tag = r->gmap[gtag]) == 0)
+            return 0;
+    }
+    fsc__chunk_t *c = r->cur;
+    if (c->len == 0 || c->len + FSC__MAX_EVENT_REC + ev->text_len > c->cap)
+        return 0;
+    c->len = (size_t)(fsc__encode_event(&r->enc, c->data + c->len, ev, tag, t, thread) - c->data);
+    c->events++;
+    r->events++;
+    *full = c->len >= r->chunk_bytes;
+    return 1;
+}
+
 void fsc_recorder_sink(void *ud, const fsc_event_t *ev)
 {
     fsc_recorder_t *r = ud;
     if (r == NULL || ev == NULL || !valid_type(ev->type))
         return;
-    uint64_t t = ev->time_ns ? ev->time_ns : fsc_now_ns() - r->origin_ns;
+    uint64_t t = ev->time_ns;
     uint32_t thread = ev->thread ? ev->thread : fsc__thread_number();
     uint32_t tag = ev->tag, gtag = 0;
     if (tag == 0)
@@ -467,10 +494,23 @@ void fsc_recorder_sink(void *ud, const fsc_event_t *ev)
     if (ev->text_len > FSC__MAX_STRING_BYTES || (ev->text_len > 0 && ev->text == NULL)) {
         fsc_event_t e = *ev;
         e.text_len = e.text == NULL ? 0 : FSC__MAX_STRING_BYTES;
-        record(r, &e, tag, t, thread, gtag);
+        record(r, &e, tag, t, thread, gtag, 1);
         return;
     }
-    record(r, ev, tag, t, thread, gtag);
+    int full = 0;
+    spin_lock(&r->lock);
+    /* Stamped under the lock, so stamps follow the order of the events. */
+    if (t == 0)
+        t = fsc__clock_now(r);
+    if (sink_fast(r, ev, tag, gtag, t, thread, &full)) {
+        int queued = full && rotate(r) > 0;
+        spin_unlock(&r->lock);
+        if (queued && (!r->has_thread || __atomic_load_n(&r->q_len, __ATOMIC_RELAXED) > MAX_QUEUED))
+            drain(r);
+        return;
+    }
+    spin_unlock(&r->lock);
+    record(r, ev, tag, t, thread, gtag, 1);
 }
 
 int fsc_recorder_write(fsc_recorder_t *r, const fsc_event_t *ev)
@@ -486,7 +526,7 @@ int fsc_recorder_write(fsc_recorder_t *r, const fsc_event_t *ev)
     if (ev->tag > __atomic_load_n(&r->n_nodes, __ATOMIC_RELAXED))
         return fsc__recorder_record_error(r, FSC_EINVAL, "%s: tag node %u was never defined",
                                           r->path, ev->tag);
-    int rc = record(r, ev, ev->tag, ev->time_ns, ev->thread, 0);
+    int rc = record(r, ev, ev->tag, ev->time_ns, ev->thread, 0, 0);
     if (rc == FSC_ESTATE)
         return fsc__recorder_record_error(r, FSC_ESTATE, "%s: recorder is closed", r->path);
     return rc != 0 ? rc : first_error(r);
@@ -768,6 +808,7 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
     r->chunk_bytes = o.chunk_bytes;
     r->ring_mode = o.ring_events > 0;
     r->origin_ns = fsc_now_ns();
+    fsc__clock_init(r);
 
     fsc_trace_header_t h = {0};
     if (hdr != NULL)

@@ -19,20 +19,8 @@
 #include <zstd.h>
 
 #include "fragscope/recorder.h"
+#include "trace_encode.h"
 #include "trace_format.h"
-
-/* ---- record encoders (trace_encode.c) ---------------------------------- */
-
-typedef struct fsc__enc {
-    uint64_t prev_time, prev_addr, prev_stream; /* reset at each chunk */
-} fsc__enc_t;
-
-/* Encode one event record at p (room: FSC__MAX_EVENT_REC + text_len) with
- * the tag, time and thread given apart from ev. Returns the end. */
-uint8_t *fsc__encode_event(fsc__enc_t *st, uint8_t *p, const fsc_event_t *ev, uint32_t tag,
-                           uint64_t time_ns, uint32_t thread);
-uint8_t *fsc__encode_string(uint8_t *p, const char *s, size_t len);
-uint8_t *fsc__encode_tag(uint8_t *p, uint32_t parent, uint32_t sid);
 
 /* ---- the ring of ring mode (ring.c) ------------------------------------ */
 
@@ -90,6 +78,10 @@ struct fsc_recorder {
 
     fsc__ring_t ring;
     int ring_mode;
+
+    /* The sink's clock (trace_clock.h), under r->lock. */
+    uint64_t clk_tsc, clk_ns, clk_mult, clk_last;
+    int clk_tsc_ok;
 
     pthread_mutex_t io_mu;
     ZSTD_CCtx *cctx;

@@ -1,0 +1,106 @@
+/*
+ * trace_encode.h — how one record is laid out in a chunk's content: event
+ * records (type byte, field mask, fields) and the definitions of interned
+ * strings and tag nodes. The reader's decoder (trace_reader.c) is the exact
+ * inverse; docs/trace-format.md specifies both. Inline because the event
+ * encoder is the recorder's hot path. Internal to recorder/.
+ *
+ * Only non-zero fields are written, and the ones that repeat or move in
+ * small steps are written as differences (time and stream against the
+ * previous event of the chunk, requested against size, segment and the
+ * merged block against addr), so that zstd sees short, repetitive records.
+ */
+#ifndef FSC_RECORDER_TRACE_ENCODE_H
+#define FSC_RECORDER_TRACE_ENCODE_H
+
+#include <string.h>
+
+#include "trace_format.h"
+
+typedef struct fsc__enc {
+    uint64_t prev_time, prev_addr, prev_stream; /* reset at each chunk */
+} fsc__enc_t;
+
+/* Encode one event record at p (room: FSC__MAX_EVENT_REC + text_len) with
+ * the tag, time and thread given apart from ev. Returns the end. */
+__attribute__((always_inline)) static inline uint8_t *fsc__encode_event(fsc__enc_t *st, uint8_t *p, const fsc_event_t *ev, uint32_t tag,
+                           uint64_t time_ns, uint32_t thread)
+{
+    uint32_t mask = 0;
+    mask |= ev->addr ? FSC__F_ADDR : 0;
+    mask |= ev->size ? FSC__F_SIZE : 0;
+    mask |= ev->requested ? FSC__F_REQUESTED : 0;
+    mask |= ev->segment ? FSC__F_SEGMENT : 0;
+    mask |= tag ? FSC__F_TAG : 0;
+    mask |= ev->pool ? FSC__F_POOL : 0;
+    mask |= thread ? FSC__F_THREAD : 0;
+    mask |= ev->stream ? FSC__F_STREAM : 0;
+    mask |= ev->other ? FSC__F_OTHER : 0;
+    mask |= ev->text_len ? FSC__F_TEXT : 0;
+    mask |= (ev->type == FSC_EV_OOM || ev->oom.allocated || ev->oom.reserved ||
+             ev->oom.capacity || ev->oom.device_free || ev->oom.device_total ||
+             ev->oom.segment_size)
+                ? FSC__F_OOM
+                : 0;
+    mask |= ev->reserved0 ? FSC__F_RESERVED0 : 0;
+
+    *p++ = ev->type;
+    p = fsc__put_varint(p, mask);
+    p = fsc__put_varint(p, fsc__zigzag(time_ns, st->prev_time));
+    st->prev_time = time_ns;
+    if (mask & FSC__F_ADDR) {
+        p = fsc__put_varint(p, fsc__zigzag(ev->addr, st->prev_addr));
+        st->prev_addr = ev->addr;
+    }
+    if (mask & FSC__F_SIZE)
+        p = fsc__put_varint(p, ev->size);
+    if (mask & FSC__F_REQUESTED)
+        p = fsc__put_varint(p, fsc__zigzag(ev->size, ev->requested));
+    if (mask & FSC__F_SEGMENT)
+        p = fsc__put_varint(p, fsc__zigzag(ev->addr, ev->segment));
+    if (mask & FSC__F_TAG)
+        p = fsc__put_varint(p, tag);
+    if (mask & FSC__F_POOL)
+        p = fsc__put_varint(p, ev->pool);
+    if (mask & FSC__F_THREAD)
+        p = fsc__put_varint(p, thread);
+    if (mask & FSC__F_STREAM) {
+        p = fsc__put_varint(p, fsc__zigzag(ev->stream, st->prev_stream));
+        st->prev_stream = ev->stream;
+    }
+    if (mask & FSC__F_OTHER)
+        p = fsc__put_varint(p, fsc__zigzag(ev->other, ev->addr));
+    if (mask & FSC__F_TEXT) {
+        p = fsc__put_varint(p, ev->text_len);
+        memcpy(p, ev->text, ev->text_len);
+        p += ev->text_len;
+    }
+    if (mask & FSC__F_OOM) {
+        p = fsc__put_varint(p, ev->oom.allocated);
+        p = fsc__put_varint(p, ev->oom.reserved);
+        p = fsc__put_varint(p, ev->oom.capacity);
+        p = fsc__put_varint(p, ev->oom.device_free + 1); /* UINT64_MAX (unknown) -> 0 */
+        p = fsc__put_varint(p, ev->oom.device_total);
+        p = fsc__put_varint(p, ev->oom.segment_size);
+    }
+    if (mask & FSC__F_RESERVED0)
+        p = fsc__put_varint(p, ev->reserved0);
+    return p;
+}
+
+static inline uint8_t *fsc__encode_string(uint8_t *p, const char *s, size_t len)
+{
+    *p++ = FSC__REC_STRING;
+    p = fsc__put_varint(p, len);
+    memcpy(p, s, len);
+    return p + len;
+}
+
+static inline uint8_t *fsc__encode_tag(uint8_t *p, uint32_t parent, uint32_t sid)
+{
+    *p++ = FSC__REC_TAG;
+    p = fsc__put_varint(p, parent);
+    return fsc__put_varint(p, sid);
+}
+
+#endif /* FSC_RECORDER_TRACE_ENCODE_H */
