@@ -64,6 +64,7 @@ typedef struct entry {
     uint64_t addr, size, stream, time_us, device_free;
     int has_device_free;
     const fsc__pv_t *frames;
+    const fsc__pv_t *user_metadata;
 } entry_t;
 
 typedef struct final_seg {
@@ -467,6 +468,7 @@ static int read_entry(imp_t *im, uint32_t i, entry_t *e)
     get_u64(d, "time_us", &e->time_us);
     e->has_device_free = get_u64(d, "device_free", &e->device_free);
     e->frames = fsc__pv_get(d, "frames");
+    e->user_metadata = fsc__pv_get(d, "user_metadata");
     int needs_addr = e->act != ACT_OTHER && e->act != ACT_OOM && e->act != ACT_SNAPSHOT &&
                      e->act != ACT_EMPTY_CACHE && e->act != ACT_USER_DEFINED;
     if (needs_addr && (fsc__pv_get(d, "addr") == NULL || fsc__pv_get(d, "size") == NULL))
@@ -827,7 +829,12 @@ static int replay_entry(imp_t *im, const entry_t *e)
         return on_event(im, &ev);
     }
     case ACT_SNAPSHOT: return marker(im, "snapshot", 8, tag);
-    case ACT_USER_DEFINED: return marker(im, e->action->u.s, e->action->len, tag);
+    case ACT_USER_DEFINED: {
+        const fsc__pv_t *u = e->user_metadata;
+        if (u != NULL && u->kind == FSC__PV_STR && u->len > 0)
+            return marker(im, u->u.s, u->len, tag);
+        return marker(im, e->action->u.s, e->action->len, tag);
+    }
     default:
         return fsc_err_set(&im->merr, FSC_ESTATE, "unknown action '%.*s'",
                            (int)(e->action->len > 64 ? 64 : e->action->len), e->action->u.s);
