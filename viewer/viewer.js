@@ -484,7 +484,7 @@
     var frag = [
       seriesDef('rbu', 'reserved but unallocated', '#64748b'),
       seriesDef('internal', 'internal fragmentation', '#ea580c'),
-      seriesDef('external', 'external fragmentation (right axis)', '#dc2626', true)
+      seriesDef('external', 'external fragmentation (right axis)', '#0d9488', true)
     ];
     function legendItems(list) {
       var items = list.filter(function (s) { return s.values && s.values.length === N; })
