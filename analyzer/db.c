@@ -133,7 +133,9 @@ int fsc__step(fsc_analysis_t *a, sqlite3_stmt *s, const char *what)
 int fsc__db_open(fsc_analysis_t *a)
 {
     unlink(a->out.tmp_path);
-    if (sqlite3_open_v2(a->out.tmp_path, &a->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+    /* One connection, one thread: no per-call mutex. */
+    if (sqlite3_open_v2(a->out.tmp_path, &a->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK)
         return fsc__db_err(a, "cannot create the database");
     if (sqlite3_exec(a->db,

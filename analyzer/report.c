@@ -28,7 +28,7 @@ typedef struct rep_oom {
     double ext;
     char cause[24];
     char *explanation;
-    char top_tag[512];
+    char top_tag[4096];
     int64_t top_tag_bytes;
 } rep_oom_t;
 
@@ -39,7 +39,7 @@ typedef struct rep_bin {
 } rep_bin_t;
 
 typedef struct rep_tag {
-    char path[512];
+    char path[4096];
     int64_t bytes, blocks;
 } rep_tag_t;
 
