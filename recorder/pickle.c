@@ -529,7 +529,7 @@ static int step(fsc__pparse_t *ps)
             return perr(ps, FSC_EFORMAT, "DUP on an empty stack");
         return push(ps, ps->stack[ps->sp - 1]);
     case 's': { /* SETITEM */
-        fsc__pv_t *k, *v;
+        fsc__pv_t *k = NULL, *v = NULL;
         if ((rc = pop_one(ps, "SETITEM", &v)) != 0 || (rc = pop_one(ps, "SETITEM", &k)) != 0)
             return rc;
         size_t floor = ps->mp > 0 ? ps->marks[ps->mp - 1] : 0;
@@ -544,7 +544,7 @@ static int step(fsc__pparse_t *ps)
             return rc;
         return fill_from(ps, base, FSC__PV_DICT, "SETITEMS");
     case 'a': { /* APPEND */
-        fsc__pv_t *v;
+        fsc__pv_t *v = NULL;
         if ((rc = pop_one(ps, "APPEND", &v)) != 0)
             return rc;
         size_t floor = ps->mp > 0 ? ps->marks[ps->mp - 1] : 0;
@@ -643,7 +643,8 @@ int fsc__pickle_parse(const void *data, size_t len, const char *name, fsc__pdoc_
         fsc__pdoc_free(d);
         return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
     }
-    memcpy(d->input, data, len);
+    if (len > 0)
+        memcpy(d->input, data, len);
     fsc__pparse_t ps = {.d = d, .p = (const uint8_t *)d->input, .len = len, .name = name,
                         .err = err};
     int rc = 0;

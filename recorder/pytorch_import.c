@@ -343,7 +343,8 @@ static int read_finals(imp_t *im, const fsc__pv_t *segs)
         f->blocks = fsc__pv_get(s, "blocks");
         im->n_finals++;
     }
-    qsort(im->finals, im->n_finals, sizeof *im->finals, cmp_final);
+    if (im->n_finals > 1)
+        qsort(im->finals, im->n_finals, sizeof *im->finals, cmp_final);
     return 0;
 }
 
@@ -613,7 +614,8 @@ static int find_start_state(imp_t *im)
         if (add_pre(im, &im->finals[i]) != 0)
             return FSC_ENOMEM;
     }
-    qsort(im->pre, im->n_pre, sizeof *im->pre, cmp_final);
+    if (im->n_pre > 1)
+        qsort(im->pre, im->n_pre, sizeof *im->pre, cmp_final);
     /* Live blocks: final allocated blocks the history never touches. */
     for (size_t i = 0; i < im->n_pre; i++) {
         const final_seg_t *f = &im->pre[i];
@@ -662,7 +664,8 @@ static int find_start_state(imp_t *im)
         if (add_live(im, &p) != 0)
             return FSC_ENOMEM;
     }
-    qsort(im->live, im->n_live, sizeof *im->live, cmp_live);
+    if (im->n_live > 1)
+        qsort(im->live, im->n_live, sizeof *im->live, cmp_live);
     /* A block sized from its request keeps the space up to the next block
      * when PyTorch would not have split that remainder off. */
     for (size_t i = 0; i < im->n_live; i++) {

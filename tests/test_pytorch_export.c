@@ -26,7 +26,7 @@ static void expect_same(const tp_col_t *a, const tp_col_t *b, const char *what)
 static void roundtrip(const char *rel, size_t min_events)
 {
     const char *snap = fsc_test_data(rel);
-    char trace[512], out[512], base[128];
+    char trace[512], out[600], base[128];
     const char *slash = strrchr(rel, '/');
     snprintf(base, sizeof base, "%s", slash ? slash + 1 : rel);
     snprintf(trace, sizeof trace, "%s", fsc_test_path(base));
