@@ -14,6 +14,8 @@ static int load_trace(const char *path, fsc_request_stream_t *rs, fsc_err_t *err
 {
     fsc_trace_reader_t *r = NULL;
     int rc = fsc_trace_open(path, &r, err);
+    if (rc == FSC_EFORMAT && strstr(fsc_err_msg(err), "not a fragscope trace") != NULL)
+        return fsc_err_set(err, rc, "%s: neither a fragscope trace nor a PyTorch snapshot", path);
     if (rc != 0)
         return rc;
     rc = fsc_request_stream_set_header(rs, fsc_trace_header(r), err);
@@ -98,11 +100,13 @@ static int on_event(void *ud, const fsc_event_t *ev)
     return fsc_request_stream_add(c->rs, ev, c->err);
 }
 
-static int load_snapshot(const char *path, fsc_request_stream_t *rs, fsc_err_t *err)
+static int load_snapshot(const char *path, int device, fsc_request_stream_t *rs, fsc_err_t *err)
 {
     import_ctx_t c = {rs, NULL, 0, err};
     fsc_import_sink_t sink = {&c, on_header, on_tag, on_event};
-    int rc = fsc_pytorch_import(path, NULL, &sink, NULL, err);
+    fsc_import_opts_t opts = FSC_IMPORT_OPTS_DEFAULT;
+    opts.device = device;
+    int rc = fsc_pytorch_import(path, &opts, &sink, NULL, err);
     tag_key_t *k, *tmp;
     HASH_ITER(hh, c.tags, k, tmp) {
         HASH_DEL(c.tags, k);
@@ -112,6 +116,12 @@ static int load_snapshot(const char *path, fsc_request_stream_t *rs, fsc_err_t *
 }
 
 int fsc_request_stream_load(const char *path, fsc_request_stream_t **out, fsc_err_t *err)
+{
+    return fsc_request_stream_load_device(path, -1, out, err);
+}
+
+int fsc_request_stream_load_device(const char *path, int device, fsc_request_stream_t **out,
+                                   fsc_err_t *err)
 {
     if (path == NULL || out == NULL)
         return fsc_err_set(err, FSC_EINVAL, "what-if: no path");
@@ -123,7 +133,7 @@ int fsc_request_stream_load(const char *path, fsc_request_stream_t **out, fsc_er
     int rc = fsc_request_stream_create(&rs, err);
     if (rc != 0)
         return rc;
-    rc = kind > 0 ? load_snapshot(path, rs, err) : load_trace(path, rs, err);
+    rc = kind > 0 ? load_snapshot(path, device, rs, err) : load_trace(path, rs, err);
     if (rc != 0) {
         fsc_request_stream_destroy(rs);
         return rc;

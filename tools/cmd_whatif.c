@@ -16,7 +16,7 @@ const char fsc_cmd_whatif_summary[] = "replay a run with other allocator setting
 const char fsc_cmd_whatif_usage[] =
     "usage: fragscope whatif TRACE|SNAPSHOT [--capacity SIZE] --config STR [--config STR ...]\n"
     "                        [--suggest] [--verify] [--db run.db] [--format text|json]\n"
-    "                        [--threads N]\n"
+    "                        [--threads N] [--device N]\n"
     "\n"
     "Extracts what the program asked of its allocator (allocation sizes, frees,\n"
     "streams, record_stream completions, markers) from a .fstrace or a PyTorch\n"
@@ -43,6 +43,7 @@ const char fsc_cmd_whatif_usage[] =
     "                   object per config (--config), per suggestion (--suggest),\n"
     "                   or one object (--verify); it takes one of the three.\n"
     "  --threads N      replays at once (default: one per core)\n"
+    "  --device N       the CUDA device of a snapshot with several\n"
     "\n"
     "exit status: 0 done (OOMs in replays are results), 1 --verify found a\n"
     "difference, 2 bad input or usage (a bad --config is named), 3 other errors.\n";
@@ -54,7 +55,7 @@ typedef struct wopts {
     const char *configs[MAX_CONFIGS];
     size_t nconfigs;
     uint64_t capacity;
-    int suggest, verify, json, threads;
+    int suggest, verify, json, threads, device;
     const char *db;
 } wopts_t;
 
@@ -79,7 +80,7 @@ static int parse_args(int argc, char **argv, wopts_t *o)
         }
         int takes = strcmp(a, "--config") == 0 || strcmp(a, "--capacity") == 0 ||
                     strcmp(a, "--format") == 0 || strcmp(a, "--db") == 0 ||
-                    strcmp(a, "--threads") == 0;
+                    strcmp(a, "--threads") == 0 || strcmp(a, "--device") == 0;
         if (!takes)
             return fsc_cli_usage_error("whatif", "unknown option '%s'", a);
         if (i + 1 >= argc)
@@ -102,6 +103,12 @@ static int parse_args(int argc, char **argv, wopts_t *o)
                 return fsc_cli_usage_error("whatif", "--format: '%s' is not text or json", v);
         } else if (strcmp(a, "--db") == 0) {
             o->db = v;
+        } else if (strcmp(a, "--device") == 0) {
+            char *end = NULL;
+            long d = strtol(v, &end, 10);
+            if (*end != '\0' || end == v || d < 0 || d > 1024)
+                return fsc_cli_usage_error("whatif", "--device: '%s' is not a device number", v);
+            o->device = (int)d;
         } else {
             char *end = NULL;
             long t = strtol(v, &end, 10);
@@ -327,6 +334,7 @@ int fsc_cmd_whatif(int argc, char **argv)
 {
     wopts_t o;
     memset(&o, 0, sizeof o);
+    o.device = -1;
     int rc = parse_args(argc, argv, &o);
     if (rc == 0)
         rc = check_configs(&o);
@@ -334,7 +342,7 @@ int fsc_cmd_whatif(int argc, char **argv)
         return rc;
     fsc_err_t err = {0, ""};
     fsc_request_stream_t *rs = NULL;
-    rc = fsc_request_stream_load(o.input, &rs, &err);
+    rc = fsc_request_stream_load_device(o.input, o.device, &rs, &err);
     if (rc != 0) {
         fsc_cli_error("whatif: %s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);

@@ -59,6 +59,10 @@ int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_
 /* Load a .fstrace or a PyTorch snapshot (detected from the content). Bad
  * input: FSC_EFORMAT and friends with "PATH: what" in err. */
 int fsc_request_stream_load(const char *path, fsc_request_stream_t **out, fsc_err_t *err);
+/* Same, choosing the CUDA device of a snapshot that holds several (-1 = the
+ * only device with history, as fsc_pytorch_import). Traces ignore it. */
+int fsc_request_stream_load_device(const char *path, int device, fsc_request_stream_t **out,
+                                   fsc_err_t *err);
 
 typedef struct fsc_request_stream_info {
     uint64_t events;        /* recorded events fed */

@@ -1,0 +1,218 @@
+/*
+ * test_whatif_snapshots.c — what-if replay of the real PyTorch runs in
+ * tests/data/pytorch (PyTorch 2.11, one H200) against the figures PyTorch
+ * itself reported in their .stats.json files, and the `fragscope whatif`
+ * command line on them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fragscope/whatif.h"
+#include "fsc_test.h"
+
+/* From the .stats.json files (torch.cuda.memory_stats() of each run). */
+#define GPT2_PEAK_RESERVED 22020096000ull    /* reserved_bytes.all.peak */
+#define GPT2_PEAK_ALLOCATED 17426674688ull   /* allocated_bytes.all.peak */
+#define GPT2_SEGMENTS 251                    /* num_device_alloc */
+#define GPT2_ALLOCS 25939                    /* allocation.all.allocated */
+#define RESNET_PEAK_RESERVED 7046430720ull
+#define RESNET_PEAK_ALLOCATED 4456380416ull
+#define RESNET_SEGMENTS 133
+#define RESNET_ALLOCS 8670
+#define OOM_PEAK_RESERVED 12851347456ull
+#define OOM_PEAK_ALLOCATED 12829982720ull
+#define OOM_SEGMENTS 284
+#define OOM_ALLOCS 712
+#define OOM_REQUEST (96 * FSC_MiB) /* "Tried to allocate 96.00 MiB" */
+#define OOM_CAP (12 * FSC_GiB)     /* set_per_process_memory_fraction: 12 GiB */
+
+static fsc_request_stream_t *load(const char *name)
+{
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    int rc = fsc_request_stream_load(fsc_test_data(name), &rs, &err);
+    if (rc != 0)
+        fprintf(stderr, "%s: %s\n", name, fsc_err_msg(&err));
+    CU_ASSERT_EQUAL(rc, 0);
+    return rs;
+}
+
+static void check_verify(const char *name, uint64_t capacity, uint64_t peak_reserved,
+                         uint64_t peak_allocated, uint64_t segments, uint64_t allocs)
+{
+    fsc_request_stream_t *rs = load(name);
+    if (rs == NULL)
+        return;
+    fsc_request_stream_info_t in;
+    fsc_request_stream_info(rs, &in);
+    CU_ASSERT_EQUAL(in.recorded_peak_reserved, peak_reserved);
+    CU_ASSERT_EQUAL(in.recorded_peak_allocated, peak_allocated);
+    CU_ASSERT_EQUAL(in.recorded_segments, segments);
+    CU_ASSERT_STRING_EQUAL(in.config, "");
+    fsc_whatif_verify_t v;
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = capacity;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify(rs, &o, &v, &err), 0);
+    CU_ASSERT_EQUAL(v.match, 1);
+    CU_ASSERT_EQUAL(v.first_divergence, -1);
+    CU_ASSERT_EQUAL(v.segments_expected, segments);
+    CU_ASSERT_EQUAL(v.segments_got, segments);
+    CU_ASSERT_EQUAL(v.peak_reserved_got, peak_reserved);
+    CU_ASSERT_EQUAL(v.peak_allocated_got, peak_allocated);
+    /* Every block at the address PyTorch returned. */
+    CU_ASSERT_EQUAL(v.allocs_compared, allocs);
+    CU_ASSERT_EQUAL(v.alloc_addr_matches, allocs);
+    CU_ASSERT_EQUAL(v.first_addr_mismatch, -1);
+    fsc_request_stream_destroy(rs);
+}
+
+static void test_gpt2_varlen_reproduced(void)
+{
+    check_verify("pytorch/gpt2_varlen.pickle", 0, GPT2_PEAK_RESERVED, GPT2_PEAK_ALLOCATED,
+                 GPT2_SEGMENTS, GPT2_ALLOCS);
+}
+
+static void test_resnet50_varbatch_reproduced(void)
+{
+    check_verify("pytorch/resnet50_varbatch.pickle", 0, RESNET_PEAK_RESERVED,
+                 RESNET_PEAK_ALLOCATED, RESNET_SEGMENTS, RESNET_ALLOCS);
+}
+
+/* Under its 12 GiB cap the GPT-2 medium run fails the same 96 MiB request
+ * after one retry (num_alloc_retries 1, num_ooms 1), with every earlier
+ * figure PyTorch's; without the cap the same request is served. */
+static void test_gpt2m_oom_reproduced(void)
+{
+    check_verify("pytorch/gpt2m_oom_12g.pickle", OOM_CAP, OOM_PEAK_RESERVED, OOM_PEAK_ALLOCATED,
+                 OOM_SEGMENTS, OOM_ALLOCS);
+    fsc_request_stream_t *rs = load("pytorch/gpt2m_oom_12g.pickle");
+    if (rs == NULL)
+        return;
+    fsc_request_stream_info_t in;
+    fsc_request_stream_info(rs, &in);
+    CU_ASSERT_EQUAL(in.recorded_ooms, 1);
+    fsc_whatif_result_t r;
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    fsc_err_t err = {0, ""};
+    o.capacity = OOM_CAP;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "", &o, &r, &err), 0);
+    CU_ASSERT_EQUAL(r.oom, 1);
+    CU_ASSERT_EQUAL(r.first_oom.request, OOM_ALLOCS); /* the request after the 712 served */
+    CU_ASSERT_EQUAL(r.first_oom.requested, OOM_REQUEST);
+    CU_ASSERT_EQUAL(r.num_alloc_retries, 1);
+    CU_ASSERT_EQUAL(r.num_ooms, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.first_oom.tag, "activations.py:66:forward"));
+    o.capacity = 0;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "", &o, &r, &err), 0);
+    CU_ASSERT_EQUAL(r.oom, 0);
+
+    /* The smallest cap that serves it: reserved at the OOM (= the peak,
+     * nothing was releasable) + the 96 MiB segment the miss needed. */
+    uint64_t need = 0;
+    CU_ASSERT_EQUAL(fsc_whatif_needed_capacity(rs, "", 0, &need, &err), 0);
+    CU_ASSERT_EQUAL(need, OOM_PEAK_RESERVED + OOM_REQUEST);
+    fsc_request_stream_destroy(rs);
+}
+
+/* expandable_segments on the GPT-2 stream: PyTorch's 251 mappings
+ * (DESIGN.md fidelity notes) in one segment per pool, 17.43 GiB reserved at
+ * the peak instead of 20.51 GiB. */
+static void test_gpt2_expandable(void)
+{
+    fsc_request_stream_t *rs = load("pytorch/gpt2_varlen.pickle");
+    if (rs == NULL)
+        return;
+    const char *cfgs[] = {"", "expandable_segments:True"};
+    fsc_whatif_result_t r[2];
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_run(rs, cfgs, 2, NULL, r, &err), 0);
+    CU_ASSERT_EQUAL(r[0].peak_reserved, GPT2_PEAK_RESERVED);
+    CU_ASSERT_EQUAL(r[0].segments, GPT2_SEGMENTS);
+    CU_ASSERT_EQUAL(r[1].segment_maps, 251);
+    CU_ASSERT_EQUAL(r[1].segments, 2);
+    CU_ASSERT_EQUAL(r[1].peak_reserved, 18710790144ull);
+    CU_ASSERT(r[1].oom == 0 && r[0].oom == 0);
+    fsc_request_stream_destroy(rs);
+}
+
+/* ---- the command line ---------------------------------------------------------- */
+
+static char g_out[1 << 16];
+
+static void test_cli_json(void)
+{
+    int st = fsc_test_sh(g_out, sizeof g_out,
+                         "%s whatif %s --capacity 12GiB --config '' "
+                         "--config expandable_segments:True --format json 2>&1",
+                         fsc_test_fragscope(), fsc_test_data("pytorch/gpt2m_oom_12g.pickle"));
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT(g_out[0] == '[');
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "{\"config\": \"\", \"capacity_bytes\": 12884901888, "
+                                         "\"peak_reserved_bytes\": 12851347456, "
+                                         "\"peak_allocated_bytes\": 12829982720"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"num_alloc_retries\": 1, \"num_ooms\": 1, "
+                                         "\"oom\": true, \"first_oom\": {\"index\": 712"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"requested_bytes\": 100663296"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "{\"config\": \"expandable_segments:True\""));
+}
+
+static void test_cli_verify_and_suggest(void)
+{
+    int st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --verify 2>&1", fsc_test_fragscope(),
+                         fsc_test_data("pytorch/resnet50_varbatch.pickle"));
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "the replay reproduces the recording"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "block addresses matching the recording: 8670 of 8670"));
+    /* Under a cap it was not recorded with, the resnet run differs. */
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --verify --capacity 6GiB 2>&1",
+                     fsc_test_fragscope(), fsc_test_data("pytorch/resnet50_varbatch.pickle"));
+    CU_ASSERT_EQUAL(st, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "the replay DIFFERS"));
+
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --capacity 12GiB --suggest 2>&1",
+                     fsc_test_fragscope(), fsc_test_data("pytorch/gpt2m_oom_12g.pickle"));
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "the run's own settings need 12.06 GiB"));
+}
+
+static void test_cli_errors(void)
+{
+    int st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --config max_split_size_mb:huge 2>&1",
+                         fsc_test_fragscope(), fsc_test_data("pytorch/gpt2m_oom_12g.pickle"));
+    CU_ASSERT_EQUAL(st, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "max_split_size_mb:huge"));
+    CU_ASSERT_PTR_NOT_NULL(strchr(g_out, '\n'));
+    CU_ASSERT_PTR_NULL(strchr(strchr(g_out, '\n') + 1, '\n')); /* one line */
+
+    const char *junk = fsc_test_path("junk.bin");
+    FILE *f = fopen(junk, "wb");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs("this is neither a trace nor a snapshot\n", f);
+    fclose(f);
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --config '' 2>&1", fsc_test_fragscope(),
+                     junk);
+    CU_ASSERT_EQUAL(st, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "junk.bin: neither a fragscope trace nor a PyTorch"));
+    CU_ASSERT_PTR_NULL(strchr(strchr(g_out, '\n') + 1, '\n'));
+
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s 2>&1", fsc_test_fragscope(), junk);
+    CU_ASSERT_EQUAL(st, 2); /* nothing to do */
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --config '' --suggest --format json 2>&1",
+                     fsc_test_fragscope(), junk);
+    CU_ASSERT_EQUAL(st, 2);
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"gpt2_varlen replayed with its settings", test_gpt2_varlen_reproduced},
+    {"resnet50_varbatch replayed with its settings", test_resnet50_varbatch_reproduced},
+    {"gpt2m_oom_12g OOM reproduced under 12 GiB", test_gpt2m_oom_reproduced},
+    {"gpt2_varlen with expandable segments", test_gpt2_expandable},
+    {"whatif --format json", test_cli_json},
+    {"whatif --verify and --suggest", test_cli_verify_and_suggest},
+    {"whatif errors", test_cli_errors},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("whatif_snapshots", k_tests)
