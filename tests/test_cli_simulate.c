@@ -100,6 +100,10 @@ static void test_records_trace(void)
     const char *trace = fsc_test_path("sim.fstrace");
     CU_ASSERT_EQUAL_FATAL(SIM("--workload gpt2 --steps 2 -o %s", fsc_test_fragscope(), trace), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "trace: "));
+    const char *ev = strstr(g_out, "events: ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    unsigned long long events = strtoull(ev + strlen("events: "), NULL, 10);
+    CU_ASSERT(events > 2000);
     CU_ASSERT_TRUE(fsc_test_file_exists(trace));
     /* no temporary left behind */
     char ls[4096];
@@ -110,7 +114,12 @@ static void test_records_trace(void)
     char help[256];
     if (fsc_test_sh(help, sizeof help, "%s help info", fsc_test_fragscope()) == 0) {
         CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "%s info %s", fsc_test_fragscope(), trace), 0);
-        CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "simulate"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "fragscope 0.1.0 simulate"));
+        /* every event simulate counted is in the file, markers included */
+        char want[64];
+        snprintf(want, sizeof want, " %llu\n", events);
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_out, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "marker"));
     }
 }
 
