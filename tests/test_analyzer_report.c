@@ -1,0 +1,379 @@
+/*
+ * test_analyzer_report.c — reading run databases back: report (JSON keys,
+ * text, Markdown), check exit codes, diff verdicts, bad database files; and
+ * `fragscope analyze` on the real PyTorch snapshots in tests/data/pytorch,
+ * whose figures must match the stats PyTorch printed for the same runs.
+ */
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fragscope/analyzer.h"
+#include "fsc_test.h"
+
+#define MiB (1024ull * 1024ull)
+#define S1 0x10000000ull
+
+/* ---- two small runs ------------------------------------------------------ */
+
+static void feed(fsc_analysis_t *a, uint64_t *seq, fsc_event_t ev)
+{
+    ev.time_ns = (*seq)++ * 10;
+    CU_ASSERT_EQUAL(fsc_analysis_feed(a, &ev), 0);
+}
+
+/*
+ * base: one 8M segment split 6M | 2M, the 6M block allocated (asked 5M) and
+ *       freed, then a 2M block allocated: peak allocated 6M, reserved 8M,
+ *       utilization 0.75, internal at the peak 1M (ratio 1/6), at the peak
+ *       one free 2M block → external 0.
+ * worse (oom = 1): the same, then the 2M block stays and an 8M request
+ *       fails under an 8M cap: allocated 2M, 8M − 2M = 6M < 8M → capacity.
+ */
+static void build(const char *path, int oom)
+{
+    fsc_trace_header_t h;
+    memset(&h, 0, sizeof h);
+    h.producer = "test";
+    h.config = "";
+    h.backend = "sim";
+    h.capacity = 8 * MiB;
+    h.rank = -1;
+    fsc_analysis_t *a = NULL;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_analysis_create(path, &h, NULL, &a, &err), 0);
+    CU_ASSERT_EQUAL(fsc_analysis_define_tag(a, 1, 0, "weights", 7), 0);
+    uint64_t seq = 0;
+    feed(a, &seq, (fsc_event_t){.type = FSC_EV_SEGMENT_ALLOC, .pool = 1, .addr = S1,
+                                .size = 8 * MiB});
+    feed(a, &seq, (fsc_event_t){.type = FSC_EV_SPLIT, .pool = 1, .addr = S1, .size = 8 * MiB,
+                                .requested = 6 * MiB, .segment = S1});
+    feed(a, &seq, (fsc_event_t){.type = FSC_EV_ALLOC, .pool = 1, .addr = S1, .size = 6 * MiB,
+                                .requested = 5 * MiB, .segment = S1, .tag = 1});
+    feed(a, &seq, (fsc_event_t){.type = FSC_EV_FREE_REQUESTED, .pool = 1, .addr = S1,
+                                .size = 6 * MiB, .segment = S1});
+    feed(a, &seq, (fsc_event_t){.type = FSC_EV_FREE_COMPLETED, .pool = 1, .addr = S1,
+                                .size = 6 * MiB, .segment = S1});
+    feed(a, &seq, (fsc_event_t){.type = FSC_EV_MERGE, .pool = 1, .addr = S1, .size = 8 * MiB,
+                                .other = S1 + 6 * MiB, .segment = S1});
+    feed(a, &seq, (fsc_event_t){.type = FSC_EV_SPLIT, .pool = 1, .addr = S1, .size = 8 * MiB,
+                                .requested = 2 * MiB, .segment = S1});
+    feed(a, &seq, (fsc_event_t){.type = FSC_EV_ALLOC, .pool = 1, .addr = S1, .size = 2 * MiB,
+                                .requested = 2 * MiB, .segment = S1, .tag = 1});
+    if (oom) {
+        fsc_event_t ev = {.type = FSC_EV_OOM, .pool = 1, .size = 8 * MiB,
+                          .requested = 8 * MiB};
+        ev.oom.device_free = UINT64_MAX;
+        feed(a, &seq, ev);
+    }
+    CU_ASSERT_EQUAL(fsc_analysis_finish(a, NULL), 0);
+    fsc_analysis_destroy(a);
+}
+
+static const char *g_base, *g_worse;
+
+static void make_runs(void)
+{
+    static char base[1024], worse[1024];
+    if (g_base != NULL)
+        return;
+    snprintf(base, sizeof base, "%s", fsc_test_path("base.db"));
+    snprintf(worse, sizeof worse, "%s", fsc_test_path("worse.db"));
+    build(base, 0);
+    build(worse, 1);
+    g_base = base;
+    g_worse = worse;
+}
+
+static char *report_to_string(const char *db, fsc_report_format_t fmt)
+{
+    const char *path = fsc_test_path("report.out");
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL(fsc_report_write_file(db, fmt, path, &err), 0);
+    return fsc_test_slurp(path, NULL);
+}
+
+static double jnum(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+    if (b != NULL)
+        x = cJSON_GetObjectItemCaseSensitive(x, b);
+    return cJSON_IsNumber(x) ? x->valuedouble : -1.0;
+}
+
+static void test_report_json(void)
+{
+    make_runs();
+    char *s = report_to_string(g_worse, FSC_REPORT_JSON);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    cJSON *j = cJSON_Parse(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(jnum(j, "summary", "peak_allocated_bytes"), 6.0 * MiB);
+    CU_ASSERT_EQUAL(jnum(j, "summary", "peak_reserved_bytes"), 8.0 * MiB);
+    CU_ASSERT_EQUAL(jnum(j, "summary", "num_ooms"), 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(jnum(j, "fragmentation", "utilization"), 0.75, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(jnum(j, "fragmentation", "internal_ratio_at_peak"), 1.0 / 6.0,
+                           1e-12);
+    CU_ASSERT_EQUAL(jnum(j, "fragmentation", "internal_bytes_at_peak"), 1.0 * MiB);
+    CU_ASSERT_DOUBLE_EQUAL(jnum(j, "fragmentation", "external_at_peak"), 0.0, 1e-12);
+    CU_ASSERT_EQUAL(jnum(j, "fragmentation", "reserved_unallocated_at_peak"), 2.0 * MiB);
+    const cJSON *ooms = cJSON_GetObjectItemCaseSensitive(j, "ooms");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(ooms), 1);
+    const cJSON *o = cJSON_GetArrayItem(ooms, 0);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "cause")),
+                           "capacity");
+    CU_ASSERT_EQUAL(jnum(o, "requested_bytes", NULL), 8.0 * MiB);
+    CU_ASSERT_EQUAL(jnum(o, "allocated_bytes", NULL), 2.0 * MiB);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "top_tag")),
+                           "weights");
+    /* bins: 2M → bin 12, 6M → bin 13 = [4M, 8M), one request each */
+    const cJSON *bins = cJSON_GetObjectItemCaseSensitive(j, "bins");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(bins), 2);
+    CU_ASSERT_EQUAL(jnum(cJSON_GetArrayItem(bins, 0), "bin", NULL), 12.0);
+    CU_ASSERT_EQUAL(jnum(cJSON_GetArrayItem(bins, 1), "bin", NULL), 13.0);
+    CU_ASSERT_EQUAL(jnum(cJSON_GetArrayItem(bins, 1), "internal_waste_bytes", NULL), 1.0 * MiB);
+    const cJSON *leaks = cJSON_GetObjectItemCaseSensitive(j, "leaks");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(leaks), 1);
+    cJSON_Delete(j);
+    free(s);
+}
+
+static void test_report_text_markdown(void)
+{
+    make_runs();
+    char *t = report_to_string(g_worse, FSC_REPORT_TEXT);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "peak allocated              6.00 MiB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "#0 at event 8: capacity"));
+    free(t);
+    char *m = report_to_string(g_worse, FSC_REPORT_MARKDOWN);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "| peak reserved | 8.00 MiB |"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "| 0 | 8 | **capacity** |"));
+    free(m);
+    fsc_report_format_t f;
+    CU_ASSERT_EQUAL(fsc_report_format_parse("md", &f), 0);
+    CU_ASSERT_EQUAL(f, FSC_REPORT_MARKDOWN);
+    CU_ASSERT_EQUAL(fsc_report_format_parse("xml", &f), FSC_EINVAL);
+}
+
+static void test_check_exit_codes(void)
+{
+    make_runs();
+    const char *fs = fsc_test_fragscope();
+    char out[4096];
+    /* peak reserved 8M ≤ 8MiB, utilization 0.75 ≥ 0.7, internal 1/6 ≤ 0.2 */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s check %s --max-peak-reserved 8MiB "
+                                "--min-utilization 0.7 --max-internal-frag 20%% --no-oom",
+                                fs, g_base), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ok:"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s check %s --max-peak-reserved 7MiB "
+                                "--min-utilization 0.8 --max-internal-frag 0.1 "
+                                "--max-external-frag 0.5 --no-oom", fs, g_worse), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak reserved 8.00 MiB (8388608 bytes) exceeds "
+                                       "--max-peak-reserved 7.00 MiB\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "utilization 0.7500 is below --min-utilization 0.8000\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "internal fragmentation at the peak 0.1667 exceeds"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "1 OOM (the first: capacity, at event 8) but --no-oom\n"));
+    CU_ASSERT_PTR_NULL(strstr(out, "external"));
+    /* one line per violation: four */
+    int lines = 0;
+    for (const char *p = out; *p; p++)
+        lines += *p == '\n';
+    CU_ASSERT_EQUAL(lines, 4);
+    /* usage errors */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s check %s", fs, g_base), 2);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s check %s --max-external-frag 2", fs,
+                                g_base), 2);
+}
+
+static void test_diff(void)
+{
+    make_runs();
+    fsc_err_t err = {0};
+    const char *path = fsc_test_path("diff.out");
+    FILE *f = fopen(path, "w");
+    int verdict = 99;
+    CU_ASSERT_EQUAL(fsc_diff_write(g_base, g_worse, f, &verdict, &err), 0);
+    fclose(f);
+    CU_ASSERT_EQUAL(verdict, 1);
+    char *s = fsc_test_slurp(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "verdict: worse — OOMs 0 → 1\n"));
+    free(s);
+    f = fopen(path, "w");
+    CU_ASSERT_EQUAL(fsc_diff_write(g_worse, g_base, f, &verdict, &err), 0);
+    fclose(f);
+    CU_ASSERT_EQUAL(verdict, -1);
+    f = fopen(path, "w");
+    CU_ASSERT_EQUAL(fsc_diff_write(g_base, g_base, f, &verdict, &err), 0);
+    fclose(f);
+    CU_ASSERT_EQUAL(verdict, 0);
+    s = fsc_test_slurp(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "verdict: same"));
+    free(s);
+    char out[4096];
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s --fail-on-worse",
+                                fsc_test_fragscope(), g_base, g_worse), 1);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s", fsc_test_fragscope(), g_base,
+                                g_worse), 0);
+}
+
+/* A text file, a foreign SQLite database and a missing file: exit 2 with one
+ * line naming the file. */
+static void test_bad_databases(void)
+{
+    make_runs();
+    const char *fs = fsc_test_fragscope();
+    const char *txt = fsc_test_path("notes.txt");
+    FILE *f = fopen(txt, "w");
+    fputs("this is not a database, it is some notes that are long enough\n", f);
+    fclose(f);
+    const char *foreign = fsc_test_path("foreign.db");
+    sqlite3 *db = NULL;
+    sqlite3_open(foreign, &db);
+    sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", NULL, NULL, NULL);
+    sqlite3_close(db);
+    char out[4096], want[2048];
+    const char *cases[][2] = {{txt, "not a fragscope run database"},
+                              {foreign, "not a fragscope run database"},
+                              {fsc_test_path("missing.db"), "No such file"}};
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s", fs, cases[i][0]), 2);
+        snprintf(want, sizeof want, "fragscope: %s: ", cases[i][0]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i][1]));
+        CU_ASSERT_PTR_NULL(strchr(strchr(out, '\n') + 1, '\n'));
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s check %s --no-oom", fs, cases[i][0]),
+                        2);
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s", fs, g_base, cases[i][0]),
+                        2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i][0]));
+    }
+}
+
+/* ---- the real snapshots ---------------------------------------------------- */
+
+static double stat_of(const char *name, const char *key)
+{
+    char path[512];
+    snprintf(path, sizeof path, "pytorch/%s.stats.json", name);
+    char *s = fsc_test_slurp(fsc_test_data(path), NULL);
+    if (s == NULL)
+        return -1;
+    cJSON *j = cJSON_Parse(s);
+    free(s);
+    double v = jnum(j, key, NULL);
+    cJSON_Delete(j);
+    return v;
+}
+
+static long long db_summary(const char *db, const char *key)
+{
+    sqlite3 *h = NULL;
+    sqlite3_stmt *s = NULL;
+    long long v = -1;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(h, "SELECT value FROM summary WHERE key=?", -1, &s, NULL) ==
+            SQLITE_OK) {
+        sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(s) == SQLITE_ROW)
+            v = sqlite3_column_int64(s, 0);
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    return v;
+}
+
+static const char *analyze_snapshot(const char *name)
+{
+    char in[512], out[8192];
+    snprintf(in, sizeof in, "pytorch/%s.pickle", name);
+    snprintf(out, sizeof out, "%s.db", name);
+    const char *db = fsc_test_path(out);
+    int rc = fsc_test_sh(out, sizeof out, "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s -o %s",
+                         fsc_test_fragscope(), fsc_test_data(in), db);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", out);
+    return db;
+}
+
+/* Peak allocated, reserved, active, requested and inactive_split, and the
+ * segment count, exactly as PyTorch's memory_stats() gave them. */
+static void check_stats(const char *name)
+{
+    const char *db = analyze_snapshot(name);
+    static const char *const pairs[][2] = {
+        {"peak_allocated_bytes", "allocated_bytes.all.peak"},
+        {"peak_reserved_bytes", "reserved_bytes.all.peak"},
+        {"peak_active_bytes", "active_bytes.all.peak"},
+        {"peak_requested_bytes", "requested_bytes.all.peak"},
+        {"peak_inactive_split_bytes", "inactive_split_bytes.all.peak"},
+        {"segments_created", "segment.all.allocated"},
+        {"num_ooms", "num_ooms"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        long long got = db_summary(db, pairs[i][0]);
+        double want = stat_of(name, pairs[i][1]);
+        if ((double)got != want)
+            fprintf(stderr, "%s: %s = %lld, PyTorch %s = %.0f\n", name, pairs[i][0], got,
+                    pairs[i][1], want);
+        CU_ASSERT_EQUAL((double)got, want);
+    }
+}
+
+static void test_snapshot_gpt2_varlen(void)
+{
+    check_stats("gpt2_varlen");
+    /* the README's figure, spelled out */
+    CU_ASSERT_EQUAL(db_summary(fsc_test_path("gpt2_varlen.db"), "peak_reserved_bytes"),
+                    22020096000ll);
+    CU_ASSERT_EQUAL(db_summary(fsc_test_path("gpt2_varlen.db"), "peak_allocated_bytes"),
+                    17426674688ll);
+}
+
+static void test_snapshot_resnet50(void)
+{
+    check_stats("resnet50_varbatch");
+}
+
+static void test_snapshot_gpt2m_oom(void)
+{
+    check_stats("gpt2m_oom_12g");
+    const char *db = fsc_test_path("gpt2m_oom_12g.db");
+    sqlite3 *h = NULL;
+    sqlite3_stmt *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "SELECT cause, requested, capacity_inferred,"
+                                             " allocated, reserved - allocated FROM ooms",
+                                             -1, &s, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL_FATAL(sqlite3_step(s), SQLITE_ROW);
+    /* PyTorch: "Tried to allocate 96.00 MiB ... 11.95 GiB is allocated by
+     * PyTorch, and 20.38 MiB is reserved by PyTorch but unallocated" */
+    CU_ASSERT_STRING_EQUAL((const char *)sqlite3_column_text(s, 0), "capacity");
+    CU_ASSERT_EQUAL(sqlite3_column_int64(s, 1), 96 * MiB);
+    CU_ASSERT_EQUAL(sqlite3_column_int(s, 2), 1);
+    CU_ASSERT_EQUAL(sqlite3_column_int64(s, 3), 12829982720ll);
+    char b[32];
+    CU_ASSERT_STRING_EQUAL(fsc_size_format((uint64_t)sqlite3_column_int64(s, 4), b, sizeof b),
+                           "20.38 MiB");
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"report JSON keys", test_report_json},
+    {"report text and Markdown", test_report_text_markdown},
+    {"check exit codes", test_check_exit_codes},
+    {"diff verdicts", test_diff},
+    {"bad database files", test_bad_databases},
+    {"snapshot gpt2_varlen", test_snapshot_gpt2_varlen},
+    {"snapshot resnet50_varbatch", test_snapshot_resnet50},
+    {"snapshot gpt2m_oom_12g", test_snapshot_gpt2m_oom},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("analyzer_report", k_tests)
