@@ -169,7 +169,7 @@ static int rotate(fsc_recorder_t *r)
     else
         r->q_head = full;
     r->q_tail = full;
-    int depth = (int)++r->q_len;
+    int depth = (int)__atomic_add_fetch(&r->q_len, 1, __ATOMIC_RELAXED);
     if (r->has_thread)
         pthread_cond_signal(&r->q_cv);
     pthread_mutex_unlock(&r->q_mu);
@@ -273,7 +273,7 @@ static void drain(fsc_recorder_t *r)
             r->q_head = c->next;
             if (r->q_head == NULL)
                 r->q_tail = NULL;
-            r->q_len--;
+            __atomic_sub_fetch(&r->q_len, 1, __ATOMIC_RELAXED);
         }
         pthread_mutex_unlock(&r->q_mu);
         if (c == NULL)

@@ -430,6 +430,42 @@ static void test_forked_child_does_not_write(void)
     free(got);
 }
 
+static void test_fatal_signal_flushes(void)
+{
+    /* With signal handlers, buffered events reach the file when the program
+     * aborts, though the time bound has not passed and nobody flushed. */
+    const char *p = fsc_test_path("aborted.fstrace");
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
+        o.flush_interval_ms = 60000;
+        o.install_signal_handlers = 1;
+        fsc_recorder_t *r = NULL;
+        fsc_err_t err;
+        if (fsc_recorder_open(p, NULL, &o, &r, &err) != 0)
+            _exit(3);
+        for (uint64_t i = 0; i < 100; i++) {
+            fsc_event_t e = alloc_ev(i);
+            fsc_recorder_sink(r, &e);
+        }
+        abort();
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    fsc_event_t *got = NULL;
+    fsc_trace_integrity_t in;
+    int rc;
+    long k = rt_read_all(p, &got, &in, &rc);
+    CU_ASSERT_EQUAL(k, 100);
+    CU_ASSERT_EQUAL(in.clean_close, 0);
+    if (k == 100)
+        CU_ASSERT_EQUAL(got[99].addr, alloc_ev(99).addr);
+    free(got);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"oom_on_disk_when_sink_returns", test_oom_on_disk_when_sink_returns},
     {"sigkill_leaves_written_chunks", test_sigkill_leaves_written_chunks},
@@ -438,6 +474,7 @@ static const fsc_test_case_t k_tests[] = {
     {"time_bound_and_flush", test_time_bound_and_flush},
     {"env_and_exit_handler", test_env_and_exit_handler},
     {"forked_child_does_not_write", test_forked_child_does_not_write},
+    {"fatal_signal_flushes", test_fatal_signal_flushes},
     {NULL, NULL},
 };
 
