@@ -185,9 +185,107 @@ static void test_large_in_browser(void)
     free(dom);
 }
 
+/* The probe's "name=value" line (a copy of the value), or NULL. */
+static char *probe_value(const char *dom, const char *name)
+{
+    char *box = part(dom, "<pre id=\"probe\">", "</pre>");
+    if (box == NULL)
+        return NULL;
+    /* Lines start with "name="; skip the tag itself. */
+    size_t k = strlen(name);
+    char *val = NULL;
+    for (char *line = strchr(box, '>') + 1; line != NULL && *line != '\0';) {
+        size_t n = strcspn(line, "\n");
+        if (n > k && strncmp(line, name, k) == 0 && line[k] == '=') {
+            val = malloc(n - k);
+            memcpy(val, line + k + 1, n - k - 1);
+            val[n - k - 1] = '\0';
+            break;
+        }
+        line = line[n] == '\n' ? line + n + 1 : NULL;
+    }
+    free(box);
+    return val;
+}
+
+static void expect_probe(const char *dom, const char *name, const char *want, int exact)
+{
+    char *v = probe_value(dom, name);
+    int ok = v != NULL && (exact ? strcmp(v, want) == 0 : strstr(v, want) != NULL);
+    if (!ok) {
+        fprintf(stderr, "\nprobe %s: want %s'%s', got '%s'\n", name, exact ? "" : "to contain ", want,
+                v ? v : "(missing)");
+        CU_FAIL("probe value");
+    }
+    free(v);
+}
+
+/* Zoom, pan, reset, hover, brush, segment hover, colour by tag and the OOM
+ * card's button, driven by tests/viewer/probe.js on the hand-built report. */
+static void test_interaction(void)
+{
+    const char *db = make_db("probe.db", "small.sql");
+    const char *html = fsc_test_path("probe.html");
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_view_write(db, html, &err), 0);
+    size_t n = 0;
+    char *page = fsc_test_slurp(html, &n);
+    char probe_path[1024];
+    snprintf(probe_path, sizeof probe_path, "%s/tests/viewer/probe.js", FSC_SOURCE_DIR);
+    char *probe = fsc_test_slurp(probe_path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(probe);
+    char *end = strstr(page, "</body>");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    FILE *f = fopen(html, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%.*s<script>%s</script>%s", (int)(end - page), page, probe, end);
+    fclose(f);
+    free(page);
+    free(probe);
+
+    char dom_path[600], out[2048];
+    snprintf(dom_path, sizeof dom_path, "%s.dom", html);
+    int rc = fsc_test_sh(out, sizeof out, "sh '%s/tests/viewer/chromium_dump.sh' '%s' '%s'",
+                         FSC_SOURCE_DIR, html, dom_path);
+    if (rc == 77)
+        return; /* no browser: noted by the first test */
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    char *dom = fsc_test_slurp(dom_path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dom);
+    check_clean(dom);
+    char *error = probe_value(dom, "error");
+    CU_ASSERT_PTR_NULL(error);
+    free(error);
+    /* Five wheel steps in, each to 0.8 of the span: 0.8^5 = 0.32768. */
+    expect_probe(dom, "zoom_span", "0.3277", 1);
+    /* Dragging 100 px to the left moves the view right by 100 px worth. */
+    expect_probe(dom, "pan_shift", "1.000", 1);
+    expect_probe(dom, "reset", "yes", 1);
+    /* At 1.3 s the bucket starting at 1.25 s (event 20) is in force: the peak. */
+    expect_probe(dom, "tip_peak", "1.250 s", 0);
+    expect_probe(dom, "tip_peak", "reserved42.00 MiB", 0);
+    expect_probe(dom, "tip_peak", "allocated34.00 MiB", 0);
+    expect_probe(dom, "tip_peak", "event20", 0);
+    expect_probe(dom, "tip_oom", "OOM #130.00 MiB requested", 0);
+    /* The brush selects a quarter of the run, from 25 % to 50 %. */
+    expect_probe(dom, "brush", "0.250..0.500", 1);
+    expect_probe(dom, "tip_block", "block 0x7f0000000000", 0);
+    expect_probe(dom, "tip_block", "size8.00 MiB", 0);
+    expect_probe(dom, "tip_block", "internal waste1000 B", 0);
+    expect_probe(dom, "tip_block", "tagstep/&lt;img src=x onerror=alert(1)&gt;", 0);
+    expect_probe(dom, "tip_block", "age18 events, 1.150 s", 0);
+    expect_probe(dom, "legend_tags", "step (20.00 MiB)", 0);
+    expect_probe(dom, "legend_tags", "step/&lt;/script&gt; (6.00 MiB)", 0);
+    expect_probe(dom, "layout", "1 3 segments shown", 0);
+    expect_probe(dom, "layout", "at 2.400 s", 0);
+    free(dom);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"hand-built report renders in Chromium", test_small_in_browser},
     {"a capped huge report renders in Chromium", test_large_in_browser},
+    {"zoom, pan, brush, hover and layout switching", test_interaction},
     {NULL, NULL},
 };
 

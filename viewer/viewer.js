@@ -82,6 +82,13 @@
     t.textContent = text;
     return t;
   }
+  /* Capture is a nicety (drags continue outside the element); never fatal. */
+  function capture(elem, evt) {
+    try { elem.setPointerCapture(evt.pointerId); } catch (e) { /* no active pointer */ }
+  }
+  function release(elem, evt) {
+    try { if (elem.hasPointerCapture(evt.pointerId)) elem.releasePointerCapture(evt.pointerId); } catch (e) { /* ignore */ }
+  }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
   function byId(id) { return document.getElementById(id); }
 
@@ -205,6 +212,7 @@
     reset: function () { this.set(this.full0, this.full1); }
   };
   if (view.full1 <= view.full0) view.full1 = view.full0 + 1;
+  window.fscView = view; /* the shared x range, for the console and tests */
   view.x0 = view.full0; view.x1 = view.full1;
 
   var MARKERS = (D.markers || []).filter(function (m) { return itemX(m) !== null && itemX(m) !== undefined; });
@@ -315,6 +323,8 @@
       var p = sv('path', { 'class': 'series', d: d, stroke: s.color, 'data-series': s.key }, plot);
       if (s.dash) p.setAttribute('stroke-dasharray', s.dash);
     });
+    /* Where the plot area is, for tests and anyone scripting the page. */
+    svg.setAttribute('data-plot', M.l + ' ' + g.pw);
     this.cross = sv('line', { 'class': 'cross', x1: 0, x2: 0, y1: M.t, y2: M.t + g.ph, visibility: 'hidden' }, svg);
     this.overlay = sv('rect', { x: M.l, y: M.t, width: g.pw, height: g.ph, fill: 'transparent' }, svg);
     if (this.opts.onRender) this.opts.onRender();
@@ -358,11 +368,11 @@
     svg.addEventListener('pointerdown', function (evt) {
       if (!N || !self.scale) return;
       drag = { x: dataX(evt).px, a: view.x0, b: view.x1 };
-      svg.setPointerCapture(evt.pointerId);
+      capture(svg, evt);
     });
     svg.addEventListener('pointerup', function (evt) {
       drag = null;
-      if (svg.hasPointerCapture(evt.pointerId)) svg.releasePointerCapture(evt.pointerId);
+      release(svg, evt);
     });
     svg.addEventListener('pointermove', function (evt) {
       if (!N || !self.scale) return;
@@ -435,6 +445,7 @@
         });
         sv('path', { 'class': 'overview-series', d: d, stroke: s.color }, svg);
       });
+      svg.setAttribute('data-plot', M.l + ' ' + g.pw);
       var a = x2px(view.x0, g), b = x2px(view.x1, g);
       win = sv('rect', { 'class': 'brush-window', x: a, y: 2, width: Math.max(2, b - a), height: g.ph }, svg);
       var zr = byId('zoom-range');
@@ -449,7 +460,7 @@
       var g = geo(), px = pxOf(evt, g);
       if (evt.target === win) state = { mode: 'move', px: px, a: view.x0, b: view.x1 };
       else state = { mode: 'select', px: px };
-      svg.setPointerCapture(evt.pointerId);
+      capture(svg, evt);
     });
     svg.addEventListener('pointermove', function (evt) {
       if (!state) return;
@@ -463,7 +474,7 @@
     });
     svg.addEventListener('pointerup', function (evt) {
       state = null;
-      if (svg.hasPointerCapture(evt.pointerId)) svg.releasePointerCapture(evt.pointerId);
+      release(svg, evt);
     });
     svg.addEventListener('dblclick', function () { view.reset(); });
     view.subs.push(render);
