@@ -91,6 +91,8 @@ static void test_bad_options(void)
     CU_ASSERT_EQUAL(SIM("--workload gpt2 --capacity 0", f), 2);
     CU_ASSERT_EQUAL(SIM("--workload gpt2 --frobnicate", f), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "unknown option '--frobnicate'"));
+    CU_ASSERT_EQUAL(SIM("--workload gpt2 --profile --capacity 4GiB", f), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "without the allocator"));
     CU_ASSERT_EQUAL(SIM("--workload", f), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "--workload needs a value"));
 }

@@ -80,7 +80,7 @@ int fsc_cmd_simulate(int argc, char **argv)
         if (i + 1 >= argc)
             return fsc_cli_usage_error("simulate", "%s needs a value", a);
         const char *v = argv[++i];
-        long long n;
+        long long n = 0;
         int rc = 0;
         if (strcmp(a, "--workload") == 0) {
             o.workload = v;
@@ -110,6 +110,9 @@ int fsc_cmd_simulate(int argc, char **argv)
                              fsc_workload_names());
 
     fsc_err_t err = {0, ""};
+    if (profile && (o.output != NULL || o.capacity != 0 || o.config != NULL))
+        return fsc_cli_usage_error("simulate", "--profile runs the workload without the allocator: "
+                                               "-o, --capacity and --config do not apply");
     if (profile) {
         int rc = fsc_workload_profile(o.workload, o.steps, o.seed, stdout, &err);
         if (rc != 0)
