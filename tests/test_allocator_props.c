@@ -7,6 +7,7 @@
  * address. The random driver is shared with test_allocator_cuda.c.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,7 +61,7 @@ typedef struct stress {
     fsc_allocator_t *a;
     int id;
     int failures;
-    volatile int *stop;
+    atomic_int *stop;
 } stress_t;
 
 static void *stress_worker(void *arg)
@@ -102,7 +103,7 @@ static void *stress_checker(void *arg)
 {
     stress_t *s = arg;
     int rounds = 0;
-    while (!*s->stop || rounds < 3) {
+    while (!atomic_load(s->stop) || rounds < 3) {
         char why[256];
         if (props_check_layout(s->a, why, sizeof why) != 0) {
             if (s->failures++ == 0)
@@ -123,7 +124,7 @@ static void stress_one(const char *conf, uint64_t cap)
     o.capacity = cap;
     fsc_allocator_t *a;
     CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&o, &a, NULL), 0);
-    volatile int stop = 0;
+    atomic_int stop = 0;
     stress_t w[4], chk = {a, 99, 0, &stop};
     pthread_t t[4], tc;
     for (int i = 0; i < 4; i++) {
@@ -135,7 +136,7 @@ static void stress_one(const char *conf, uint64_t cap)
         pthread_join(t[i], NULL);
         CU_ASSERT_EQUAL(w[i].failures, 0);
     }
-    stop = 1;
+    atomic_store(&stop, 1);
     pthread_join(tc, NULL);
     CU_ASSERT_EQUAL(chk.failures, 0);
     fsc_alloc_stats_t s;
