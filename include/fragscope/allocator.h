@@ -117,7 +117,10 @@ typedef struct fsc_allocator_opts {
     /* Bytes the allocator may reserve (PyTorch's
      * set_per_process_memory_fraction × total). 0 = the backend's total. */
     uint64_t capacity;
-    fsc_event_sink_fn sink;  /* may be NULL */
+    /* may be NULL; called with the allocator's lock held (events of one
+     * allocator are totally ordered), so it must not call the allocator.
+     * time_ns, tag and thread are left 0 for the recorder to fill. */
+    fsc_event_sink_fn sink;
     void *sink_ud;
 } fsc_allocator_opts_t;
 
@@ -147,7 +150,12 @@ typedef struct fsc_stat {
 
 enum { FSC_STAT_ALL = 0, FSC_STAT_SMALL = 1, FSC_STAT_LARGE = 2, FSC_STAT_N = 3 };
 
-/* PyTorch's memory_stats() names; arrays indexed by FSC_STAT_*. */
+/* PyTorch's memory_stats() names and semantics; arrays indexed by
+ * FSC_STAT_*. allocation/allocated_bytes drop at the free request;
+ * active/active_bytes and requested_bytes drop when the free completes (they
+ * differ only while a record_stream free is pending). Expandable segments
+ * count in reserved_bytes (per page mapped) but not in segment nor in
+ * inactive_split, as in PyTorch. */
 typedef struct fsc_alloc_stats {
     fsc_stat_t allocation[FSC_STAT_N];
     fsc_stat_t segment[FSC_STAT_N];
@@ -179,7 +187,10 @@ uint64_t fsc_allocator_capacity(const fsc_allocator_t *a);
 const char *fsc_allocator_last_error(const fsc_allocator_t *a);
 
 /* Walk the current layout: one callback per block of every segment, in
- * address order (for tests, what-if and the analyzer's cross-checks). */
+ * address order (for tests, what-if and the analyzer's cross-checks).
+ * Expandable segments report only their mapped blocks, and segment_size is
+ * then the bytes mapped. Holds the allocator's lock: fn must not call the
+ * allocator. */
 typedef struct fsc_block_info {
     uint64_t segment, segment_size, addr, size, requested, stream;
     uint8_t pool, allocated, pending_free, expandable;
