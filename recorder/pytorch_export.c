@@ -155,8 +155,8 @@ static void write_entry(exp_t *x, const fsc_event_t *ev, const char *action)
     kv_str(x, "action", action);
     if (ev->type == FSC_EV_OOM) { /* PyTorch gives an OOM entry no address */
         kv_u64(x, "size", ev->requested);
-        kv_u64(x, "device_free",
-               ev->oom.device_free == UINT64_MAX ? 0 : ev->oom.device_free);
+        if (ev->oom.device_free != UINT64_MAX) /* absent = unknown */
+            kv_u64(x, "device_free", ev->oom.device_free);
     } else {
         kv_u64(x, "addr", ev->addr);
         /* PyTorch records the caller's size for block entries. */

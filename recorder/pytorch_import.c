@@ -62,7 +62,7 @@ typedef struct entry {
     int act;
     const fsc__pv_t *action;
     uint64_t addr, size, stream, time_us, device_free;
-    int has_device_free;
+    int has_device_free, has_addr;
     const fsc__pv_t *frames;
     const fsc__pv_t *user_metadata;
 } entry_t;
@@ -218,8 +218,14 @@ static int frames_tag(imp_t *im, const fsc__pv_t *frames, uint32_t *out)
         fsc__pv_int(fsc__pv_get(f, "line"), &line);
         int flen = (file && file->kind == FSC__PV_STR) ? (int)(file->len > 2000 ? 2000 : file->len) : 0;
         int nlen = (fn && fn->kind == FSC__PV_STR) ? (int)(fn->len > 1000 ? 1000 : fn->len) : 0;
-        int len = snprintf(im->namebuf, sizeof im->namebuf, "%.*s:%lld:%.*s", flen,
-                           flen ? file->u.s : "", (long long)line, nlen, nlen ? fn->u.s : "");
+        /* A frame without file and line is a plain tag (that is how the
+         * exporter writes tags that are not Python frames). */
+        int len = flen == 0 && line == 0
+                      ? snprintf(im->namebuf, sizeof im->namebuf, "%.*s", nlen,
+                                 nlen ? fn->u.s : "")
+                      : snprintf(im->namebuf, sizeof im->namebuf, "%.*s:%lld:%.*s", flen,
+                                 flen ? file->u.s : "", (long long)line, nlen,
+                                 nlen ? fn->u.s : "");
         if (len < 0)
             len = 0;
         if ((size_t)len >= sizeof im->namebuf)
@@ -463,7 +469,7 @@ static int read_entry(imp_t *im, uint32_t i, entry_t *e)
     for (size_t k = 0; k < sizeof k_actions / sizeof k_actions[0]; k++)
         if (fsc__pv_is_str(e->action, k_actions[k].name))
             e->act = k_actions[k].act;
-    get_u64(d, "addr", &e->addr);
+    e->has_addr = get_u64(d, "addr", &e->addr);
     get_u64(d, "size", &e->size);
     get_u64(d, "stream", &e->stream);
     get_u64(d, "time_us", &e->time_us);
@@ -818,7 +824,9 @@ static int replay_entry(imp_t *im, const entry_t *e)
         ev.oom.reserved = m->reserved;
         ev.oom.capacity = 0;
         /* Older snapshots put device_free in 'addr'. */
-        ev.oom.device_free = e->has_device_free ? e->device_free : e->addr;
+        ev.oom.device_free = e->has_device_free ? e->device_free
+                             : e->has_addr      ? e->addr
+                                                : UINT64_MAX;
         ev.oom.device_total = 0;
         ev.oom.segment_size = fsc_alloc_segment_size(rounded);
         return on_event(im, &ev);

@@ -204,10 +204,10 @@ static inline int tp_read_trace(const char *path, tp_col_t *c)
     return rc < 0 ? rc : 0;
 }
 
-/* Index of the first differing event (skipping MARKERs when asked), or -1
- * when both streams are the same; *why names the field. */
+/* Index of the first differing event (skipping MARKERs, ignoring times when
+ * asked), or -1 when both streams are the same; *why names the field. */
 static inline long tp_diff(const tp_col_t *a, const tp_col_t *b, int skip_markers,
-                           const char **why)
+                           int ignore_time, const char **why)
 {
     size_t i = 0, j = 0;
     *why = "";
@@ -228,7 +228,11 @@ static inline long tp_diff(const tp_col_t *a, const tp_col_t *b, int skip_marker
         *why = #f;           \
         return (long)i;      \
     }
-        TP_FIELD(type) TP_FIELD(pool) TP_FIELD(time_ns) TP_FIELD(addr) TP_FIELD(size)
+        if (!ignore_time && x->time_ns != y->time_ns) {
+            *why = "time_ns";
+            return (long)i;
+        }
+        TP_FIELD(type) TP_FIELD(pool) TP_FIELD(addr) TP_FIELD(size)
         TP_FIELD(requested) TP_FIELD(stream) TP_FIELD(segment) TP_FIELD(other)
         TP_FIELD(oom.allocated) TP_FIELD(oom.reserved) TP_FIELD(oom.device_free)
         TP_FIELD(oom.segment_size)

@@ -138,7 +138,7 @@ static void test_formats_agree(void)
         int rc = tp_import(fsc_test_data(files[i]), -1, 0, &c, &st, &err);
         CU_ASSERT_EQUAL(rc, 0);
         const char *why;
-        long at = tp_diff(&ref, &c, 0, &why);
+        long at = tp_diff(&ref, &c, 0, 0, &why);
         if (at >= 0)
             fprintf(stderr, "\n%s differs at event %ld (%s)\n", files[i], at, why);
         CU_ASSERT_EQUAL(at, -1);
