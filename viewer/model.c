@@ -576,16 +576,18 @@ static int load_bins_tags(loader_t *L, fsc__model_t *m)
 typedef struct lay_ctx {
     fsc__vlayout_t *l;
     size_t cap, cap_seg;
+    size_t *total; /* blocks loaded over all layouts */
 } lay_ctx_t;
 
 static int block_row(loader_t *L, sqlite3_stmt *st, void *ud)
 {
     lay_ctx_t *c = ud;
     fsc__vlayout_t *l = c->l;
-    if (l->nblocks >= FSC__V_MAX_LAYOUT_BLOCKS) {
+    if (*c->total >= FSC__V_MAX_LAYOUT_BLOCKS) {
         l->truncated = 1;
         return 0;
     }
+    (*c->total)++;
     if (grow((void **)&l->blocks, &c->cap, l->nblocks, sizeof *l->blocks) != 0 ||
         grow((void **)&l->block_seg, &c->cap_seg, l->nblocks, sizeof *l->block_seg) != 0)
         return nomem(L);
@@ -675,9 +677,12 @@ static int load_layouts(loader_t *L, fsc__model_t *m)
     if ((rc = prepare(L, sql, &st, "layout")) != 0)
         return rc;
     lay_ctx_t c[FSC__V_MAX_LAYOUTS];
+    size_t total = 0;
     memset(c, 0, sizeof c);
-    for (size_t i = 0; i < m->nlayouts; i++)
+    for (size_t i = 0; i < m->nlayouts; i++) {
         c[i].l = &m->layouts[i];
+        c[i].total = &total;
+    }
     layouts_ctx_t all = {c, m->nlayouts};
     return each_row(L, st, "layout", layout_row, &all);
     return 0;

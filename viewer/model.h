@@ -21,7 +21,7 @@
 #define FSC__V_MAX_OOMS 1000
 #define FSC__V_MAX_OOM_DETAIL 64  /* OOMs loaded with segments, pins and tags */
 #define FSC__V_MAX_LAYOUTS 9      /* the peak and the first 8 OOM layouts */
-#define FSC__V_MAX_LAYOUT_BLOCKS 2000000
+#define FSC__V_MAX_LAYOUT_BLOCKS 1000000 /* over all layouts loaded */
 #define FSC__V_MAX_TAG_ROWS 200
 
 typedef struct fsc__vkv {
@@ -99,7 +99,7 @@ typedef struct fsc__vlayout {
     fsc__vblock_t *blocks;      /* ordered by segment, then address */
     int64_t *block_seg;         /* segment base of each block */
     size_t nblocks;
-    int truncated;              /* more than FSC__V_MAX_LAYOUT_BLOCKS rows */
+    int truncated;              /* rows left unread: FSC__V_MAX_LAYOUT_BLOCKS reached */
 } fsc__vlayout_t;
 
 typedef struct fsc__vtag {

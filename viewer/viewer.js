@@ -578,6 +578,7 @@
         ' free blocks (largest ' + fmtBytes(largest) + ')';
       if (l.t !== undefined && l.t !== null) text += ' \u2014 at ' + (XMODE === 'time' ? fmtTime(l.t) : 'event ' + fmtCount(l.seq));
       if (l.segments_dropped) text += '. ' + fmtCount(l.segments_dropped) + ' smaller segments (' + fmtBytes(l.bytes_dropped) + ') not shown';
+      if (l.truncated) text += '. The layouts were too large to read whole (over a million blocks): part of this one is missing';
       if (l.blocks_merged) text += '. Neighbouring blocks of the same state and tag were merged into runs to keep the file small';
       sum.textContent = text + '.';
 
@@ -604,6 +605,7 @@
         svText(g, LBL - 8, y + 13, fmtBytes(s.size), { 'class': 'seglabel', 'text-anchor': 'end' });
         var bar = sv('rect', { 'class': 'segbar', x: LBL, y: y, width: bw, height: ROW }, g);
         bar.__seg = s;
+        if (!(s.size > 0)) return;
         s.blocks.forEach(function (b) {
           if (b[3] === 0) return; /* free space shows as the bar itself */
           var x = LBL + b[0] / s.size * bw, w = Math.max(0.6, b[1] / s.size * bw);
