@@ -26,6 +26,12 @@ typedef struct node_memo {
     uint8_t has_frame, has_list;
 } node_memo_t;
 
+/* A START/END marker, written back as an external annotation. */
+typedef struct ann {
+    uint64_t time_us;
+    char *text; /* "START name" */
+} ann_t;
+
 typedef struct exp {
     const char *path;
     fsc_trace_reader_t *r;
@@ -36,7 +42,59 @@ typedef struct exp {
     int device;
     uint64_t origin_us;
     fsc_err_t *err;
+    ann_t *ann;
+    size_t n_ann, cap_ann;
 } exp_t;
+
+static void kv_u64(exp_t *x, const char *k, uint64_t v);
+static void kv_str(exp_t *x, const char *k, const char *v);
+
+static int is_annotation(const fsc_event_t *ev)
+{
+    return ev->type == FSC_EV_MARKER && ev->text != NULL &&
+           ((ev->text_len > 6 && memcmp(ev->text, "START ", 6) == 0) ||
+            (ev->text_len > 4 && memcmp(ev->text, "END ", 4) == 0));
+}
+
+static int keep_annotation(exp_t *x, const fsc_event_t *ev)
+{
+    if (x->n_ann == x->cap_ann) {
+        size_t nc = x->cap_ann ? x->cap_ann * 2 : 64;
+        ann_t *n = realloc(x->ann, nc * sizeof *n);
+        if (n == NULL)
+            return fsc_err_set(x->err, FSC_ENOMEM, "out of memory");
+        x->ann = n;
+        x->cap_ann = nc;
+    }
+    char *t = malloc(ev->text_len + 1);
+    if (t == NULL)
+        return fsc_err_set(x->err, FSC_ENOMEM, "out of memory");
+    memcpy(t, ev->text, ev->text_len);
+    t[ev->text_len] = '\0';
+    x->ann[x->n_ann].time_us = x->origin_us + ev->time_ns / 1000u;
+    x->ann[x->n_ann++].text = t;
+    return 0;
+}
+
+static void write_annotations(exp_t *x)
+{
+    fsc__pw_cstr(x->w, "external_annotations");
+    fsc__pw_list_open(x->w);
+    for (size_t i = 0; i < x->n_ann; i++) {
+        char *sp = strchr(x->ann[i].text, ' ');
+        *sp = '\0';
+        fsc__pw_dict_open(x->w);
+        kv_str(x, "stage", x->ann[i].text);
+        kv_str(x, "name", sp + 1);
+        kv_u64(x, "device", (uint64_t)x->device);
+        kv_u64(x, "time_us", x->ann[i].time_us);
+        fsc__pw_dict_close(x->w);
+        *sp = ' ';
+        if ((i + 1) % 1000 == 0)
+            fsc__pw_list_batch(x->w);
+    }
+    fsc__pw_list_close(x->w);
+}
 
 static node_memo_t *memo_of(exp_t *x, uint32_t node)
 {
@@ -337,6 +395,8 @@ static int export_body(exp_t *x, uint64_t *entries_out)
         if (ev.type == FSC_EV_MARKER && ev.text_len == mlen &&
             memcmp(ev.text, FSC__HISTORY_MARKER, mlen) == 0)
             in_history = 1;
+        if (is_annotation(&ev) && (rc = keep_annotation(x, &ev)) != 0)
+            return rc;
         const char *action = action_of(ev.type);
         if (action == NULL || !in_history)
             continue;
@@ -351,6 +411,7 @@ static int export_body(exp_t *x, uint64_t *entries_out)
     if ((rc = write_segments(x)) != 0)
         return rc;
     write_settings(x, h->config);
+    write_annotations(x);
     fsc__pw_dict_close(x->w);
     if (entries_out)
         *entries_out = entries;
@@ -402,6 +463,9 @@ int fsc_pytorch_export(const char *trace_path, const char *out_path, uint64_t *e
     else
         fsc_outfile_abort(&of);
     fsc__pm_free(&x.m);
+    for (size_t i = 0; i < x.n_ann; i++)
+        free(x.ann[i].text);
+    free(x.ann);
     node_memo_t *nm, *nt;
     HASH_ITER(hh, x.memo, nm, nt) {
         HASH_DEL(x.memo, nm);

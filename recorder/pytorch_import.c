@@ -101,6 +101,13 @@ typedef struct prelive {
     const final_seg_t *seg; /* containing pre-existing segment */
 } prelive_t;
 
+/* An entry of 'external_annotations' (e.g. optimizer step start/end). */
+typedef struct annotation {
+    uint64_t time_us;
+    uint32_t order;
+    const fsc__pv_t *stage, *name;
+} annotation_t;
+
 typedef struct imp {
     const char *path;
     fsc_import_opts_t opts;
@@ -123,6 +130,8 @@ typedef struct imp {
     addr_info_t *addrs;
     seg_info_t *segs;
     tag_cache_t *tags;
+    annotation_t *ann;
+    size_t n_ann, next_ann;
     uint64_t t0_us;
     char namebuf[4096];
 } imp_t;
@@ -852,12 +861,75 @@ static int replay_entry(imp_t *im, const entry_t *e)
     }
 }
 
+static int cmp_ann(const void *a, const void *b)
+{
+    const annotation_t *x = a, *y = b;
+    if (x->time_us != y->time_us)
+        return x->time_us < y->time_us ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* This device's external annotations, in time order (stable). */
+static int read_annotations(imp_t *im, const fsc__pv_t *root)
+{
+    fsc__pv_t *const *it;
+    uint32_t n = fsc__pv_seq(fsc__pv_get(root, "external_annotations"), &it);
+    if (n == 0)
+        return 0;
+    im->ann = calloc(n, sizeof *im->ann);
+    if (im->ann == NULL)
+        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!dict_ok(it[i]))
+            return bad(im, "external_annotations[%u] is not a dict", i);
+        int64_t dev = im->device;
+        fsc__pv_int(fsc__pv_get(it[i], "device"), &dev);
+        annotation_t a = {0, i, fsc__pv_get(it[i], "stage"), fsc__pv_get(it[i], "name")};
+        if (dev != im->device || !get_u64(it[i], "time_us", &a.time_us) ||
+            a.name == NULL || a.name->kind != FSC__PV_STR)
+            continue;
+        im->ann[im->n_ann++] = a;
+    }
+    if (im->n_ann > 1)
+        qsort(im->ann, im->n_ann, sizeof *im->ann, cmp_ann);
+    return 0;
+}
+
+/* MARKERs "STAGE name" for every annotation up to time_us (all: UINT64_MAX). */
+static int emit_annotations(imp_t *im, uint64_t time_us)
+{
+    char text[512];
+    for (; im->next_ann < im->n_ann && im->ann[im->next_ann].time_us <= time_us;
+         im->next_ann++) {
+        const annotation_t *a = &im->ann[im->next_ann];
+        int slen = (a->stage && a->stage->kind == FSC__PV_STR)
+                       ? (int)(a->stage->len > 64 ? 64 : a->stage->len)
+                       : 0;
+        int nlen = (int)(a->name->len > 400 ? 400 : a->name->len);
+        int len = snprintf(text, sizeof text, "%.*s%s%.*s", slen, slen ? a->stage->u.s : "",
+                           slen ? " " : "", nlen, a->name->u.s);
+        if (len < 0)
+            len = 0;
+        uint64_t t = a->time_us > im->t0_us ? (a->time_us - im->t0_us) * 1000u : 0;
+        uint64_t saved = im->m.time_ns;
+        im->m.time_ns = t;
+        int rc = marker(im, text, (size_t)len, 0);
+        im->m.time_ns = saved;
+        if (rc != 0)
+            return fsc_err_set(im->err, rc, "%s: %s", im->path, im->merr.msg);
+        im->st->annotations++;
+    }
+    return 0;
+}
+
 static int replay(imp_t *im)
 {
     entry_t e;
     for (uint32_t i = 0; i < im->n_ents; i++) {
         int rc = read_entry(im, i, &e);
         if (rc != 0)
+            return rc;
+        if ((rc = emit_annotations(im, e.time_us)) != 0)
             return rc;
         im->st->entries++;
         im->m.time_ns = e.time_us > im->t0_us ? (e.time_us - im->t0_us) * 1000u : 0;
@@ -877,7 +949,7 @@ static int replay(imp_t *im)
         }
         return wrap_model_error(im, what);
     }
-    return 0;
+    return emit_annotations(im, UINT64_MAX);
 }
 
 /* ---- entry point ---------------------------------------------------------- */
@@ -888,6 +960,7 @@ static void imp_free(imp_t *im)
     free(im->finals);
     free(im->pre);
     free(im->live);
+    free(im->ann);
     addr_info_t *a, *at;
     HASH_ITER(hh, im->addrs, a, at) {
         HASH_DEL(im->addrs, a);
@@ -926,12 +999,16 @@ static int run(imp_t *im, const fsc__pv_t *root)
         return rc;
     if ((rc = read_finals(im, segs)) != 0)
         return rc;
+    if (root->kind == FSC__PV_DICT && (rc = read_annotations(im, root)) != 0)
+        return rc;
     if (im->n_ents > 0) {
         entry_t e;
         if ((rc = read_entry(im, 0, &e)) != 0)
             return rc;
         im->t0_us = e.time_us;
         im->st->first_time_us = e.time_us;
+    } else if (im->n_ann > 0) {
+        im->t0_us = im->ann[0].time_us;
     }
     if ((rc = find_start_state(im)) != 0)
         return rc;

@@ -69,7 +69,7 @@ static void roundtrip(const char *rel, size_t min_events)
     tp_free(&again);
 }
 
-static void test_roundtrip_tiny(void) { roundtrip("pytorch/tiny.p4.pickle", 19); }
+static void test_roundtrip_tiny(void) { roundtrip("pytorch/tiny.p4.pickle", 21); }
 static void test_roundtrip_midrun(void) { roundtrip("pytorch/midrun.pickle", 24); }
 static void test_roundtrip_expandable(void) { roundtrip("pytorch/expandable.pickle", 9); }
 static void test_roundtrip_segments_only(void) { roundtrip("pytorch/segments_only.json", 8); }

@@ -62,6 +62,8 @@ static const want_t k_tiny[] = {
     {FSC_EV_SEGMENT_ALLOC, B, 20 * MiB, 0, 0, L, B, 3000},
     {FSC_EV_SPLIT, B, 20 * MiB, 3000320, 0, L, B, 4000},
     {FSC_EV_ALLOC, B, 3000320, 3000000, 0, L, B, 4000},
+    /* external annotation at the same microsecond: before the entry */
+    {FSC_EV_MARKER, 0, 0, 0, 0, X, 0, 5000},
     /* remainder 970752 <= 1 MiB: the large block is taken whole */
     {FSC_EV_ALLOC, B + 3000320, 17971200, 17000000, 0, L, B, 5000},
     {FSC_EV_FREE_REQUESTED, A, 1024, 1000, 0, S, A, 6000},
@@ -72,6 +74,7 @@ static const want_t k_tiny[] = {
     {FSC_EV_MERGE, A, 2 * MiB, 0, A + 1536, S, A, 9000},
     {FSC_EV_SEGMENT_FREE, A, 2 * MiB, 0, 0, S, A, 10000},
     {FSC_EV_OOM, 0, 30000128, 30000000, 0, L, 0, 11000},
+    {FSC_EV_MARKER, 0, 0, 0, 0, X, 0, 12000},
     {FSC_EV_FREE_REQUESTED, B, 3000320, 3000000, 0, L, B, 12000},
     {FSC_EV_FREE_COMPLETED, B, 3000320, 3000000, 0, L, B, 13000},
 };
@@ -94,12 +97,16 @@ static void test_tiny_exact(void)
     /* frames: outermost at the root, one node per distinct path */
     CU_ASSERT_STRING_EQUAL(c.r[2].path, "train.py:5:main/model.py:10:forward");
     CU_ASSERT_STRING_EQUAL(c.r[4].path, "train.py:5:main/model.py:11:forward");
-    CU_ASSERT_STRING_EQUAL(c.r[9].path, "train.py:5:main");
-    CU_ASSERT_STRING_EQUAL(c.r[16].path, "train.py:5:main/model.py:10:forward");
+    CU_ASSERT_STRING_EQUAL(c.r[10].path, "train.py:5:main");
+    CU_ASSERT_STRING_EQUAL(c.r[17].path, "train.py:5:main/model.py:10:forward");
     CU_ASSERT_EQUAL(c.ntags, 3);
-    CU_ASSERT_EQUAL(c.r[2].ev.tag, c.r[16].ev.tag);
+    CU_ASSERT_EQUAL(c.r[2].ev.tag, c.r[17].ev.tag);
+    /* annotations of this device only, as "STAGE name" markers */
+    CU_ASSERT_STRING_EQUAL(c.r[8].text, "START Optimizer.step#SGD.step");
+    CU_ASSERT_STRING_EQUAL(c.r[18].text, "END Optimizer.step#SGD.step");
+    CU_ASSERT_EQUAL(st.annotations, 2);
     /* the OOM carries the state at the failure */
-    const fsc_event_t *oom = &c.r[16].ev;
+    const fsc_event_t *oom = &c.r[17].ev;
     CU_ASSERT_EQUAL(oom->oom.allocated, 20971520ull);
     CU_ASSERT_EQUAL(oom->oom.reserved, 20971520ull);
     CU_ASSERT_EQUAL(oom->oom.device_free, 123456ull);
@@ -108,7 +115,7 @@ static void test_tiny_exact(void)
     /* statistics */
     CU_ASSERT_EQUAL(st.format, FSC_SNAP_PICKLE);
     CU_ASSERT_EQUAL(st.entries, 14);
-    CU_ASSERT_EQUAL(st.events, 19);
+    CU_ASSERT_EQUAL(st.events, 21);
     CU_ASSERT_EQUAL(st.allocs, 4);
     CU_ASSERT_EQUAL(st.frees, 3);
     CU_ASSERT_EQUAL(st.segment_allocs, 2);

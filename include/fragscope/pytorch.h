@@ -75,6 +75,7 @@ typedef struct fsc_import_stats {
     uint64_t events;         /* events emitted */
     uint64_t allocs, frees, segment_allocs, segment_frees, maps, unmaps, ooms;
     uint64_t splits, merges;
+    uint64_t annotations;    /* external_annotations turned into MARKERs */
     uint64_t reconstructed_segments, reconstructed_blocks;
     uint64_t warnings;       /* lenient mode: entries skipped */
     uint64_t peak_allocated; /* peak of Σ ALLOC.size − Σ FREE_REQUESTED.size */

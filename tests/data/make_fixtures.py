@@ -78,8 +78,11 @@ def tiny():
     segs = [segment(B, 20 * MiB, "large", [
         block(B, 3000320, 0, "inactive"),
         block(B + 3000320, 17971200, 17000000, "active_allocated", f1)])]
+    ann = [{"stage": "START", "name": "Optimizer.step#SGD.step", "device": 0, "time_us": 1005},
+           {"stage": "END", "name": "Optimizer.step#SGD.step", "device": 0, "time_us": 1012},
+           {"stage": "START", "name": "other device", "device": 1, "time_us": 1006}]
     return {"segments": segs, "device_traces": [trace], "allocator_settings": settings(),
-            "external_annotations": []}
+            "external_annotations": ann}
 
 
 def midrun():
