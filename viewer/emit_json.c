@@ -107,7 +107,7 @@ static void emit_timeline(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps
             case 5: fsc__js_int(js, NULL, rmax); break;
             case 6: fsc__js_int(js, NULL, last->internal); break;
             case 7: fsc__js_int(js, NULL, umax); break;
-            default: fsc__js_num(js, NULL, (double)(float)last->external); break;
+            default: fsc__js_num(js, NULL, last->external); break;
             }
         }
         fsc__js_end(js, ']');
