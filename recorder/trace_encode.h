@@ -6,9 +6,10 @@
  * encoder is the recorder's hot path. Internal to recorder/.
  *
  * Only non-zero fields are written, and the ones that repeat or move in
- * small steps are written as differences (time and stream against the
- * previous event of the chunk, requested against size, segment and the
- * merged block against addr), so that zstd sees short, repetitive records.
+ * small steps are written as differences (time, segment and stream against
+ * the previous event of the chunk, addr against its segment, requested
+ * against size, the merged block against addr), so that zstd sees short,
+ * repetitive columns.
  */
 #ifndef FSC_RECORDER_TRACE_ENCODE_H
 #define FSC_RECORDER_TRACE_ENCODE_H
@@ -18,7 +19,7 @@
 #include "trace_format.h"
 
 typedef struct fsc__enc {
-    uint64_t prev_time, prev_addr, prev_stream; /* reset at each chunk */
+    uint64_t prev_time, prev_addr, prev_segment, prev_stream; /* reset at each chunk */
 } fsc__enc_t;
 
 /* Encode one event record at p (room: FSC__MAX_EVENT_REC + text_len) with
@@ -48,16 +49,21 @@ __attribute__((always_inline)) static inline uint8_t *fsc__encode_event(fsc__enc
     p = fsc__put_varint(p, mask);
     p = fsc__put_varint(p, fsc__zigzag(time_ns, st->prev_time));
     st->prev_time = time_ns;
+    /* Inside a segment, a block is its offset from the segment base: the
+     * offsets repeat from step to step as the cache hands out the same
+     * blocks, while the distance from the previous event's block does not. */
     if (mask & FSC__F_ADDR) {
-        p = fsc__put_varint(p, fsc__zigzag(ev->addr, st->prev_addr));
+        p = fsc__put_varint(p, fsc__zigzag(ev->addr, ev->segment ? ev->segment : st->prev_addr));
         st->prev_addr = ev->addr;
     }
     if (mask & FSC__F_SIZE)
         p = fsc__put_varint(p, ev->size);
     if (mask & FSC__F_REQUESTED)
         p = fsc__put_varint(p, fsc__zigzag(ev->size, ev->requested));
-    if (mask & FSC__F_SEGMENT)
-        p = fsc__put_varint(p, fsc__zigzag(ev->addr, ev->segment));
+    if (mask & FSC__F_SEGMENT) {
+        p = fsc__put_varint(p, fsc__zigzag(ev->segment, st->prev_segment));
+        st->prev_segment = ev->segment;
+    }
     if (mask & FSC__F_TAG)
         p = fsc__put_varint(p, tag);
     if (mask & FSC__F_POOL)

@@ -57,10 +57,11 @@ enum {
  * field whose bit is clear is 0. Order is the order of the fields in the
  * record; the low bits are the fields most events carry. */
 enum {
-    FSC__F_ADDR = 1u << 0,      /* zigzag(addr - previous addr) */
+    FSC__F_ADDR = 1u << 0,      /* zigzag(addr - segment), or zigzag(addr -
+                                   previous addr) when segment is 0 */
     FSC__F_SIZE = 1u << 1,      /* varint */
     FSC__F_REQUESTED = 1u << 2, /* zigzag(size - requested) */
-    FSC__F_SEGMENT = 1u << 3,   /* zigzag(addr - segment) */
+    FSC__F_SEGMENT = 1u << 3,   /* zigzag(segment - previous segment) */
     FSC__F_TAG = 1u << 4,       /* varint node id */
     FSC__F_POOL = 1u << 5,      /* varint */
     FSC__F_THREAD = 1u << 6,    /* varint */
@@ -72,6 +73,21 @@ enum {
                                    device_total, segment_size */
     FSC__F_RESERVED0 = 1u << 11, /* varint */
     FSC__F_ALL = (1u << 12) - 1
+};
+
+/* Chunk content is stored by column: a directory (varint column count,
+ * then each column's byte length) and the columns one after the other.
+ * Writers encode records row by row (one record = type byte, mask, fields,
+ * contiguous) and transpose each chunk before compressing it; readers read
+ * each field from its column. Records keep their order through column
+ * RECORDS, which holds the type byte of every record (and the mask of every
+ * event). Event field with mask bit b lives in column FSC__COL_FIELD0 + b. */
+enum {
+    FSC__COL_RECORDS = 0, /* type byte, + varint mask for events */
+    FSC__COL_TIME = 1,    /* varint per event */
+    FSC__COL_FIELD0 = 2,  /* columns 2..13: one per mask bit, in bit order */
+    FSC__COL_DEFS = 14,   /* STRING and TAG payloads, extension records' length + payload */
+    FSC__NCOLS = 15       /* columns of version 1.0; a newer minor may append more */
 };
 
 /* Largest encoding of one event record, text excluded. */
@@ -158,6 +174,15 @@ static inline uint64_t fsc__unzigzag(uint64_t base, uint64_t z)
     uint64_t d = (z >> 1) ^ (uint64_t)-(int64_t)(z & 1);
     return base + d;
 }
+
+/* ---- chunk transposition (trace_columns.c) ------------------------------ */
+
+/* Rewrite a chunk's row-encoded records (as fsc__encode_* write them) into
+ * the column layout at out (room: n + FSC__COLS_OVERHEAD). Returns the
+ * length written. The rows must be well formed (they come from the
+ * writer's own encoder). */
+#define FSC__COLS_OVERHEAD (1 + FSC__NCOLS * 10)
+size_t fsc__chunk_transpose(const uint8_t *rows, size_t n, uint8_t *out);
 
 /* ---- checksums and header codec (trace_header.c) ----------------------- */
 

@@ -43,9 +43,10 @@ struct fsc_trace_reader {
     ZSTD_DCtx *dctx;
     uint8_t *cbuf, *ubuf;
     size_t ccap, ucap;
-    const uint8_t *p, *end; /* records of the current chunk */
+    const uint8_t *cp[FSC__NCOLS], *ce[FSC__NCOLS]; /* column cursors of the chunk */
+    int in_chunk;
     uint32_t chunk_expected, chunk_seen;
-    uint64_t prev_time, prev_addr, prev_stream;
+    uint64_t prev_time, prev_addr, prev_segment, prev_stream;
     rstr_t *strs;
     uint32_t n_strs, strs_cap;
     rnode_t *nodes;
@@ -267,6 +268,32 @@ static void damaged(fsc_trace_reader_t *r, uint64_t off)
     r->state = 1;
 }
 
+/* Column directory of a decompressed chunk. Extra columns (a newer minor's)
+ * are ignored; every length must fit in the content. */
+static int set_columns(fsc_trace_reader_t *r, size_t usize)
+{
+    const uint8_t *p = r->ubuf, *end = r->ubuf + usize;
+    uint64_t ncols, len;
+    if (fsc__get_varint(&p, end, &ncols) != 0 || ncols < FSC__NCOLS || ncols > 256)
+        return -1;
+    uint64_t lens[256];
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < ncols; i++) {
+        if (fsc__get_varint(&p, end, &len) != 0 || len > usize)
+            return -1;
+        lens[i] = len;
+        total += len;
+    }
+    if (total > (uint64_t)(end - p))
+        return -1;
+    for (int i = 0; i < FSC__NCOLS; i++) {
+        r->cp[i] = p;
+        r->ce[i] = p + lens[i];
+        p += lens[i];
+    }
+    return 0;
+}
+
 /* Load the next chunk. Returns 1 when one is ready, 0 at the end of the
  * events (clean or damaged), negative on an I/O error. */
 static int next_chunk(fsc_trace_reader_t *r)
@@ -336,12 +363,15 @@ static int next_chunk(fsc_trace_reader_t *r)
             damaged(r, off);
             return 0;
         }
+        if (set_columns(r, d.usize) != 0) {
+            damaged(r, off);
+            return 0;
+        }
         r->off = foff + d.csize;
-        r->p = r->ubuf;
-        r->end = r->ubuf + d.usize;
+        r->in_chunk = 1;
         r->chunk_expected = d.events;
         r->chunk_seen = 0;
-        r->prev_time = r->prev_addr = r->prev_stream = 0;
+        r->prev_time = r->prev_addr = r->prev_segment = r->prev_stream = 0;
         r->integ.chunks++;
         r->integ.compressed_bytes = r->off;
         return 1;
@@ -360,8 +390,9 @@ static int bad(fsc_trace_reader_t *r, const char *what)
 static int def_string(fsc_trace_reader_t *r)
 {
     uint64_t n;
-    if (fsc__get_varint(&r->p, r->end, &n) != 0 || n > FSC__MAX_STRING_BYTES ||
-        n > (uint64_t)(r->end - r->p))
+    const uint8_t **p = &r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
+    if (fsc__get_varint(p, end, &n) != 0 || n > FSC__MAX_STRING_BYTES ||
+        n > (uint64_t)(end - *p))
         return bad(r, "bad string definition");
     if (r->n_strs + 1 >= r->strs_cap) {
         if (r->strs_cap >= MAX_DEFS)
@@ -376,9 +407,9 @@ static int def_string(fsc_trace_reader_t *r)
     char *s = malloc((size_t)n + 1);
     if (s == NULL)
         return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
-    memcpy(s, r->p, (size_t)n);
+    memcpy(s, *p, (size_t)n);
     s[n] = '\0';
-    r->p += n;
+    *p += n;
     r->n_strs++;
     r->strs[r->n_strs].s = s;
     r->strs[r->n_strs].len = (uint32_t)n;
@@ -388,8 +419,9 @@ static int def_string(fsc_trace_reader_t *r)
 static int def_tag(fsc_trace_reader_t *r)
 {
     uint64_t parent, sid;
-    if (fsc__get_varint(&r->p, r->end, &parent) != 0 ||
-        fsc__get_varint(&r->p, r->end, &sid) != 0 || parent > r->n_nodes || sid == 0 ||
+    const uint8_t **p = &r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
+    if (fsc__get_varint(p, end, &parent) != 0 || fsc__get_varint(p, end, &sid) != 0 ||
+        parent > r->n_nodes || sid == 0 ||
         sid > r->n_strs)
         return bad(r, "bad tag definition");
     if (r->n_nodes + 1 >= r->nodes_cap) {
@@ -408,81 +440,86 @@ static int def_tag(fsc_trace_reader_t *r)
     return 0;
 }
 
-#define GET(v)                                              \
-    do {                                                    \
-        if (fsc__get_varint(&r->p, r->end, &(v)) != 0)      \
-            return bad(r, "truncated event record");        \
+/* Next varint of column col into v. */
+#define GET(col, v)                                                     \
+    do {                                                                \
+        if (fsc__get_varint(&r->cp[col], r->ce[col], &(v)) != 0)       \
+            return bad(r, "truncated event record");                    \
     } while (0)
+#define FIELD(bit) (FSC__COL_FIELD0 + __builtin_ctz(bit))
 
 static int decode_event(fsc_trace_reader_t *r, uint8_t type, fsc_event_t *ev)
 {
     uint64_t mask, v;
     memset(ev, 0, sizeof *ev);
     ev->type = type;
-    GET(mask);
+    GET(FSC__COL_RECORDS, mask);
     if (mask & ~(uint64_t)FSC__F_ALL)
         return bad(r, "unknown event fields");
-    GET(v);
+    GET(FSC__COL_TIME, v);
     ev->time_ns = r->prev_time = fsc__unzigzag(r->prev_time, v);
+    /* segment first: addr is coded against it */
+    if (mask & FSC__F_SEGMENT) {
+        GET(FIELD(FSC__F_SEGMENT), v);
+        ev->segment = r->prev_segment = fsc__unzigzag(r->prev_segment, v);
+    }
     if (mask & FSC__F_ADDR) {
-        GET(v);
-        ev->addr = r->prev_addr = fsc__unzigzag(r->prev_addr, v);
+        GET(FIELD(FSC__F_ADDR), v);
+        ev->addr = r->prev_addr = fsc__unzigzag(ev->segment ? ev->segment : r->prev_addr, v);
     }
     if (mask & FSC__F_SIZE)
-        GET(ev->size);
+        GET(FIELD(FSC__F_SIZE), ev->size);
     if (mask & FSC__F_REQUESTED) {
-        GET(v);
+        GET(FIELD(FSC__F_REQUESTED), v);
         ev->requested = ev->size - fsc__unzigzag(0, v);
     }
-    if (mask & FSC__F_SEGMENT) {
-        GET(v);
-        ev->segment = ev->addr - fsc__unzigzag(0, v);
-    }
+
     if (mask & FSC__F_TAG) {
-        GET(v);
+        GET(FIELD(FSC__F_TAG), v);
         if (v > r->n_nodes)
             return bad(r, "event uses an undefined tag node");
         ev->tag = (uint32_t)v;
     }
     if (mask & FSC__F_POOL) {
-        GET(v);
+        GET(FIELD(FSC__F_POOL), v);
         if (v > 255)
             return bad(r, "bad pool");
         ev->pool = (uint8_t)v;
     }
     if (mask & FSC__F_THREAD) {
-        GET(v);
+        GET(FIELD(FSC__F_THREAD), v);
         if (v > UINT32_MAX)
             return bad(r, "bad thread number");
         ev->thread = (uint32_t)v;
     }
     if (mask & FSC__F_STREAM) {
-        GET(v);
+        GET(FIELD(FSC__F_STREAM), v);
         ev->stream = r->prev_stream = fsc__unzigzag(r->prev_stream, v);
     }
     if (mask & FSC__F_OTHER) {
-        GET(v);
+        GET(FIELD(FSC__F_OTHER), v);
         ev->other = fsc__unzigzag(ev->addr, v);
     }
     if (mask & FSC__F_TEXT) {
-        GET(v);
-        if (v > FSC__MAX_STRING_BYTES || v > (uint64_t)(r->end - r->p))
+        GET(FIELD(FSC__F_TEXT), v);
+        const uint8_t **tp = &r->cp[FIELD(FSC__F_TEXT)];
+        if (v > FSC__MAX_STRING_BYTES || v > (uint64_t)(r->ce[FIELD(FSC__F_TEXT)] - *tp))
             return bad(r, "bad marker text");
-        ev->text = (const char *)r->p;
+        ev->text = (const char *)*tp;
         ev->text_len = (uint32_t)v;
-        r->p += v;
+        *tp += v;
     }
     if (mask & FSC__F_OOM) {
-        GET(ev->oom.allocated);
-        GET(ev->oom.reserved);
-        GET(ev->oom.capacity);
-        GET(v);
+        GET(FIELD(FSC__F_OOM), ev->oom.allocated);
+        GET(FIELD(FSC__F_OOM), ev->oom.reserved);
+        GET(FIELD(FSC__F_OOM), ev->oom.capacity);
+        GET(FIELD(FSC__F_OOM), v);
         ev->oom.device_free = v - 1;
-        GET(ev->oom.device_total);
-        GET(ev->oom.segment_size);
+        GET(FIELD(FSC__F_OOM), ev->oom.device_total);
+        GET(FIELD(FSC__F_OOM), ev->oom.segment_size);
     }
     if (mask & FSC__F_RESERVED0) {
-        GET(v);
+        GET(FIELD(FSC__F_RESERVED0), v);
         if (v > UINT16_MAX)
             return bad(r, "bad reserved field");
         ev->reserved0 = (uint16_t)v;
@@ -499,16 +536,21 @@ int fsc_trace_next(fsc_trace_reader_t *r, fsc_event_t *ev)
     for (;;) {
         if (r->state == 1)
             return 0;
-        if (r->p == NULL || r->p >= r->end) {
-            if (r->p != NULL && r->chunk_seen != r->chunk_expected)
-                return bad(r, "event count differs from its descriptor");
-            r->p = r->end = NULL;
+        if (!r->in_chunk || r->cp[FSC__COL_RECORDS] >= r->ce[FSC__COL_RECORDS]) {
+            if (r->in_chunk) {
+                if (r->chunk_seen != r->chunk_expected)
+                    return bad(r, "event count differs from its descriptor");
+                for (int i = 0; i < FSC__NCOLS; i++)
+                    if (r->cp[i] != r->ce[i])
+                        return bad(r, "column longer than its records");
+                r->in_chunk = 0;
+            }
             int rc = next_chunk(r);
             if (rc <= 0)
                 return rc;
             continue;
         }
-        uint8_t t = *r->p++;
+        uint8_t t = *r->cp[FSC__COL_RECORDS]++;
         int rc;
         if (t >= 1 && t < FSC_EV__COUNT) {
             if ((rc = decode_event(r, t, ev)) != 0)
@@ -524,10 +566,11 @@ int fsc_trace_next(fsc_trace_reader_t *r, fsc_event_t *ev)
             if ((rc = def_tag(r)) != 0)
                 return rc;
         } else if (t >= FSC__REC_EXT_MIN && t <= FSC__REC_EXT_MAX) {
+            const uint8_t **p = &r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
             uint64_t n;
-            if (fsc__get_varint(&r->p, r->end, &n) != 0 || n > (uint64_t)(r->end - r->p))
+            if (fsc__get_varint(p, end, &n) != 0 || n > (uint64_t)(end - *p))
                 return bad(r, "bad extension record length");
-            r->p += n; /* a record type of a newer minor version */
+            *p += n; /* a record type of a newer minor version */
         } else {
             return bad(r, "unknown record type");
         }

@@ -219,23 +219,32 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Under io_mu: compress one chunk and append descriptor + frame. */
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint8_t *nb = realloc(*buf, need);
+    if (nb == NULL)
+        return -1;
+    *buf = nb;
+    *cap = need;
+    return 0;
+}
+
+/* Under io_mu: transpose and compress one chunk, append descriptor + frame. */
 static void write_chunk(fsc_recorder_t *r, fsc__chunk_t *c)
 {
     if (r->io_failed || c->len == 0)
         return;
-    size_t bound = ZSTD_compressBound(c->len);
-    if (bound > r->zcap) {
-        uint8_t *z = realloc(r->zbuf, bound);
-        if (z == NULL) {
-            r->io_failed = 1;
-            fsc__recorder_record_error(r, FSC_ENOMEM, "%s: out of memory compressing", r->path);
-            return;
-        }
-        r->zbuf = z;
-        r->zcap = bound;
+    size_t tneed = c->len + FSC__COLS_OVERHEAD;
+    size_t bound = ZSTD_compressBound(tneed);
+    if (grow(&r->tbuf, &r->tcap, tneed) != 0 || grow(&r->zbuf, &r->zcap, bound) != 0) {
+        r->io_failed = 1;
+        fsc__recorder_record_error(r, FSC_ENOMEM, "%s: out of memory compressing", r->path);
+        return;
     }
-    size_t csize = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, c->data, c->len);
+    size_t usize = fsc__chunk_transpose(c->data, c->len, r->tbuf);
+    size_t csize = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->tbuf, usize);
     if (ZSTD_isError(csize)) {
         r->io_failed = 1;
         fsc__recorder_record_error(r, FSC_EZSTD, "%s: zstd: %s", r->path, ZSTD_getErrorName(csize));
@@ -247,7 +256,7 @@ static void write_chunk(fsc_recorder_t *r, fsc__chunk_t *c)
     fsc__put_le64(d + 8, c->first_event);
     fsc__put_le32(d + 16, c->events);
     fsc__put_le32(d + 20, (uint32_t)csize);
-    fsc__put_le32(d + 24, (uint32_t)c->len);
+    fsc__put_le32(d + 24, (uint32_t)usize);
     fsc__put_le32(d + 28, fsc__crc32(d + 8, FSC__CHUNK_DESC_LEN - 4));
     if (write_all(r->fd, d, sizeof d) != 0 || write_all(r->fd, r->zbuf, csize) != 0) {
         int e = errno;
@@ -706,6 +715,7 @@ static void recorder_free(fsc_recorder_t *r)
     fsc__ring_free(&r->ring);
     ZSTD_freeCCtx(r->cctx);
     free(r->zbuf);
+    free(r->tbuf);
     fsc__header_store_free(&r->hdr);
     free(r->path);
     pthread_mutex_destroy(&r->io_mu);

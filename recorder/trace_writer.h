@@ -85,8 +85,8 @@ struct fsc_recorder {
 
     pthread_mutex_t io_mu;
     ZSTD_CCtx *cctx;
-    uint8_t *zbuf;
-    size_t zcap;
+    uint8_t *zbuf, *tbuf; /* compressed frame; chunk in column layout */
+    size_t zcap, tcap;
     int fd;
     int pid;          /* the process that opened it; a forked child never writes */
     int io_failed;

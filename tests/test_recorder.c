@@ -134,7 +134,7 @@ static void check_events(const char *path)
     const char *name;
     size_t len;
     uint32_t parent;
-    CU_ASSERT_EQUAL(fsc_trace_tag(r, 2, &name, &len, &parent), 0);
+    CU_ASSERT_EQUAL_FATAL(fsc_trace_tag(r, 2, &name, &len, &parent), 0);
     CU_ASSERT_EQUAL(len, 7);
     CU_ASSERT_EQUAL(memcmp(name, "layer.0", 7), 0);
     CU_ASSERT_EQUAL(parent, 1);
@@ -387,10 +387,17 @@ static void test_newer_minor_records_skipped(void)
     fsc__put_le32(img + n + 4, 3);
     memcpy(img + n + 8, "new", 3);
     n += 11;
+    /* Column layout, 16 columns (one more than 1.0 knows): records, time,
+     * addr, size, ..., defs, extra. */
     const uint8_t content[] = {
-        FSC_EV_ALLOC, FSC__F_ADDR | FSC__F_SIZE, 10, 2, 0x80, 0x04, /* t=5 addr=1 size=512 */
-        0x55, 3, 'x', 'y', 'z',                                    /* unknown, skipped */
-        FSC_EV_FREE_REQUESTED, FSC__F_ADDR | FSC__F_SIZE, 2, 0, 0x80, 0x04,
+        16, 5, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 3, /* directory */
+        FSC_EV_ALLOC, FSC__F_ADDR | FSC__F_SIZE, 0x55,        /* records: ALLOC, ext, */
+        FSC_EV_FREE_REQUESTED, FSC__F_ADDR | FSC__F_SIZE,     /*   FREE_REQUESTED */
+        10, 2,                                                /* time: 5, then +1 */
+        2, 0,                                                 /* addr: 1, then +0 */
+        0x80, 0x04, 0x80, 0x04,                               /* size: 512, 512 */
+        3, 'x', 'y', 'z',                                     /* defs: the ext payload */
+        'n', 'e', 'w',                                        /* a newer minor's column */
     };
     n = append_chunk(img, n, content, sizeof content, 0, 2);
     CU_ASSERT_EQUAL_FATAL(rt_write_file(p, img, n), 0);
@@ -411,7 +418,7 @@ static void test_newer_minor_records_skipped(void)
     free(got);
 
     /* An unknown fixed-layout type cannot be skipped: a format error. */
-    const uint8_t bad_content[] = {0x3A, 1, 2};
+    const uint8_t bad_content[] = {15, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x3A};
     n = append_chunk(img, hl, bad_content, sizeof bad_content, 0, 0);
     CU_ASSERT_EQUAL_FATAL(rt_write_file(p, img, n), 0);
     k = rt_read_all(p, &got, &in, &rc);
