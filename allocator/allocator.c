@@ -164,8 +164,15 @@ int fsc_allocator_malloc(fsc_allocator_t *a, uint64_t size, uint64_t stream, uin
     if (size == 0)
         return 0;
     pthread_mutex_lock(&a->mu);
+    int rc;
+    if (size >= FSC__MAX_REQUEST) {
+        /* PyTorch refuses these before its allocator runs: no event. */
+        rc = fsc_err_set(&a->err, FSC_EOOM,
+                         "out of device memory. Tried to allocate more than 1EB memory.");
+        goto out;
+    }
     fsc__process_events(a);
-    int rc = fsc__ptrmap_reserve(&a->live);
+    rc = fsc__ptrmap_reserve(&a->live);
     if (rc != 0) {
         rc = fsc_err_set(&a->err, rc, "allocator: out of host memory");
         goto out;

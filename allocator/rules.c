@@ -41,6 +41,8 @@ uint64_t fsc_alloc_round_size(const fsc_alloc_config_t *c, uint64_t size)
 {
     if (size < FSC__MIN_BLOCK)
         return FSC__MIN_BLOCK;
+    if (size > UINT64_MAX / 2) /* no request gets here; keep the arithmetic defined */
+        return UINT64_MAX / 2 + 1;
     uint32_t div = divisions_for(c, size);
     if (div > 1 && size > (uint64_t)FSC__MIN_BLOCK * div)
         return next_division(size, div);

@@ -15,6 +15,7 @@
 #define FSC__LARGE_BUFFER (20ull << 20)      /* kLargeBuffer: segment for 1..10 MiB */
 #define FSC__MIN_LARGE_ALLOC (10ull << 20)   /* kMinLargeAlloc */
 #define FSC__ROUND_LARGE (2ull << 20)        /* kRoundLarge */
+#define FSC__MAX_REQUEST (1ull << 60)        /* PyTorch refuses requests of 1 EiB and more */
 
 /* max_split_size with 0 meaning unlimited. */
 static inline uint64_t fsc__max_split(const fsc_alloc_config_t *c)

@@ -142,6 +142,11 @@ static void test_small_pool_split_and_best_fit(void)
     CU_ASSERT_EQUAL(fsc_allocator_malloc(h->a, 0, 0, &zero), 0);
     CU_ASSERT_EQUAL(zero, 0);
     CU_ASSERT_EQUAL(fsc_allocator_free(h->a, B0 + 4096), FSC_EINVAL);
+    int before = h->log.n;
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(h->a, UINT64_MAX, 0, &zero), FSC_EOOM);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(h->a, 1ull << 60, 0, &zero), FSC_EOOM);
+    CU_ASSERT_EQUAL(h->log.n, before);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_allocator_last_error(h->a), "more than 1EB"));
     fsc_alloc_stats_t s = h_stats(h);
     CU_ASSERT_EQUAL(s.allocated_bytes[FSC_STAT_ALL].current, 512 + 1024 + 512);
     CU_ASSERT_EQUAL(s.requested_bytes[FSC_STAT_ALL].current, 512 + 1000 + 512);

@@ -16,6 +16,7 @@ static void test_round_plain(void)
         {0, 512}, {1, 512}, {511, 512}, {512, 512}, {513, 1024}, {1000, 1024},
         {1025, 1536}, {9000, 9216}, {MiB, MiB}, {MiB + 1, MiB + 512},
         {100 * MiB + 1, 100 * MiB + 512},
+        {UINT64_MAX, (UINT64_MAX >> 1) + 1},
     };
     fsc_alloc_config_t c = FSC_ALLOC_CONFIG_DEFAULT;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
