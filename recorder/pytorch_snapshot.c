@@ -75,8 +75,10 @@ static int slurp(const char *path, char **out, size_t *len, fsc_err_t *err)
     return 0;
 }
 
-/* cJSON item → value node; depth is checked against the pickle limit. */
-static fsc__pv_t *from_json(fsc__pdoc_t *d, const cJSON *j, int depth, int *rc)
+/* cJSON item → value node; depth is checked against the pickle limit. Each
+ * container's children are deleted once converted, so the two trees never
+ * both hold all of a large document. */
+static fsc__pv_t *from_json(fsc__pdoc_t *d, cJSON *j, int depth, int *rc)
 {
     if (depth > FSC__PICKLE_MAX_DEPTH) {
         *rc = FSC_ELIMIT;
@@ -105,7 +107,7 @@ static fsc__pv_t *from_json(fsc__pdoc_t *d, const cJSON *j, int depth, int *rc)
     } else if (cJSON_IsArray(j) || cJSON_IsObject(j)) {
         int obj = cJSON_IsObject(j);
         v = fsc__pdoc_container(d, obj ? FSC__PV_DICT : FSC__PV_LIST, 0);
-        for (const cJSON *c = j->child; v != NULL && c != NULL; c = c->next) {
+        for (cJSON *c = j->child; v != NULL && c != NULL; c = c->next) {
             if (obj) {
                 fsc__pv_t *k = fsc__pdoc_str(d, c->string, strlen(c->string));
                 if (k == NULL || fsc__pdoc_push(d, v, k) != 0) {
@@ -119,6 +121,8 @@ static fsc__pv_t *from_json(fsc__pdoc_t *d, const cJSON *j, int depth, int *rc)
             if ((*rc = fsc__pdoc_push(d, v, item)) != 0)
                 return NULL;
         }
+        cJSON_Delete(j->child); /* the children and their siblings */
+        j->child = NULL;
     } else {
         *rc = FSC_EFORMAT;
         return NULL;
@@ -128,16 +132,19 @@ static fsc__pv_t *from_json(fsc__pdoc_t *d, const cJSON *j, int depth, int *rc)
     return v;
 }
 
-static int load_json(const char *path, const char *buf, size_t len, fsc__pdoc_t **out,
+/* Parses and frees *buf (the text is not needed once cJSON holds it). */
+static int load_json(const char *path, char **buf, size_t len, fsc__pdoc_t **out,
                      fsc_err_t *err)
 {
     const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+    cJSON *j = cJSON_ParseWithLengthOpts(*buf, len, &end, 0);
     if (j == NULL) {
         const char *at = cJSON_GetErrorPtr();
-        size_t off = (at != NULL && at >= buf && at <= buf + len) ? (size_t)(at - buf) : 0;
+        size_t off = (at != NULL && at >= *buf && at <= *buf + len) ? (size_t)(at - *buf) : 0;
         return fsc_err_set(err, FSC_EFORMAT, "%s: offset %zu: invalid JSON", path, off);
     }
+    free(*buf);
+    *buf = NULL;
     fsc__pdoc_t *d = NULL;
     int rc = fsc__pdoc_new(&d);
     fsc__pv_t *root = NULL;
@@ -169,7 +176,7 @@ int fsc__snap_load(const char *path, fsc__pdoc_t **out, int *format, fsc_err_t *
     if (fmt == FSC_SNAP_PICKLE)
         rc = fsc__pickle_parse(buf, len, path, out, err);
     else if (fmt == FSC_SNAP_JSON)
-        rc = load_json(path, buf, len, out, err);
+        rc = load_json(path, &buf, len, out, err);
     else
         rc = fsc_err_set(err, FSC_EFORMAT,
                          "%s: not a PyTorch memory snapshot (neither a pickle of protocol 2 "
