@@ -216,10 +216,10 @@ int main(int argc, char **argv)
     h.rank = -1;
 
     printf("recorder benchmark, %llu events per run\n\n", (unsigned long long)n);
-    printf("1. hot path (background compression on), ns/event, best of 5 (CPU time of the calling thread)\n");
+    printf("1. hot path (background compression on), ns/event, best of 7 (CPU time of the calling thread)\n");
     for (int stamp = 0; stamp <= 1; stamp++) {
         double best_noop = 1e9, best_rec = 1e9;
-        for (int rep = 0; rep < 5; rep++) {
+        for (int rep = 0; rep < 7; rep++) {
             double a = run(noop_sink, NULL, mix, n, stamp);
             fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
             fsc_recorder_t *r = NULL;

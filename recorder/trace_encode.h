@@ -27,23 +27,23 @@ typedef struct fsc__enc {
 __attribute__((always_inline)) static inline uint8_t *fsc__encode_event(fsc__enc_t *st, uint8_t *p, const fsc_event_t *ev, uint32_t tag,
                            uint64_t time_ns, uint32_t thread)
 {
-    uint32_t mask = 0;
-    mask |= ev->addr ? FSC__F_ADDR : 0;
-    mask |= ev->size ? FSC__F_SIZE : 0;
-    mask |= ev->requested ? FSC__F_REQUESTED : 0;
-    mask |= ev->segment ? FSC__F_SEGMENT : 0;
-    mask |= tag ? FSC__F_TAG : 0;
-    mask |= ev->pool ? FSC__F_POOL : 0;
-    mask |= thread ? FSC__F_THREAD : 0;
-    mask |= ev->stream ? FSC__F_STREAM : 0;
-    mask |= ev->other ? FSC__F_OTHER : 0;
-    mask |= ev->text_len ? FSC__F_TEXT : 0;
-    mask |= (ev->type == FSC_EV_OOM || ev->oom.allocated || ev->oom.reserved ||
-             ev->oom.capacity || ev->oom.device_free || ev->oom.device_total ||
-             ev->oom.segment_size)
-                ? FSC__F_OOM
-                : 0;
-    mask |= ev->reserved0 ? FSC__F_RESERVED0 : 0;
+    /* Branch-free presence bits: this runs for every event. */
+    const fsc_oom_state_t *o = &ev->oom;
+    uint32_t mask = (uint32_t)(ev->addr != 0) * FSC__F_ADDR |
+                    (uint32_t)(ev->size != 0) * FSC__F_SIZE |
+                    (uint32_t)(ev->requested != 0) * FSC__F_REQUESTED |
+                    (uint32_t)(ev->segment != 0) * FSC__F_SEGMENT |
+                    (uint32_t)(tag != 0) * FSC__F_TAG |
+                    (uint32_t)(ev->pool != 0) * FSC__F_POOL |
+                    (uint32_t)(thread != 0) * FSC__F_THREAD |
+                    (uint32_t)(ev->stream != 0) * FSC__F_STREAM |
+                    (uint32_t)(ev->other != 0) * FSC__F_OTHER |
+                    (uint32_t)(ev->text_len != 0) * FSC__F_TEXT |
+                    (uint32_t)(ev->type == FSC_EV_OOM ||
+                               (o->allocated | o->reserved | o->capacity | o->device_free |
+                                o->device_total | o->segment_size) != 0) *
+                        FSC__F_OOM |
+                    (uint32_t)(ev->reserved0 != 0) * FSC__F_RESERVED0;
 
     *p++ = ev->type;
     p = fsc__put_varint(p, mask);
