@@ -32,6 +32,23 @@ typedef struct fsc__vcaps {
 /* Limits of size level `level` (0 = the most detail). */
 void fsc__vcaps_for_level(int level, fsc__vcaps_t *caps);
 
+/* The page's tag table: model tags get indices in order of first use. */
+typedef struct fsc__vtagmap {
+    const fsc__model_t *m;
+    long *index;   /* per model tag: its index in the page's table, or -1 */
+    size_t *order; /* model tag positions in table order */
+    size_t n;
+} fsc__vtagmap_t;
+
+/* Index of tag id in the page's table (assigned on first use); -1 for no
+ * tag or an id the model does not know. */
+long fsc__vtagmap_index(fsc__vtagmap_t *tm, int64_t id);
+
+/* The "layouts" member of the data block; layout_of_oom[k] receives the
+ * index of OOM k's layout (left alone when it is not embedded). */
+void fsc__emit_layouts(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t *caps,
+                       fsc__vtagmap_t *tm, long *layout_of_oom);
+
 /* The JSON object for <script type="application/json" id="data">; every
  * '<', '>' and '&' inside it is escaped. */
 void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps);
