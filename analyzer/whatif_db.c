@@ -103,10 +103,21 @@ static int insert_rows(sqlite3 *db, const char *path, const oom_row_t *ooms, siz
 int fsc_whatif_fill_db(const char *db_path, const fsc_request_stream_t *rs, uint64_t capacity,
                        size_t *rows_out, fsc_err_t *err)
 {
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = capacity;
+    return fsc_whatif_fill_db_opts(db_path, rs, &o, rows_out, err);
+}
+
+int fsc_whatif_fill_db_opts(const char *db_path, const fsc_request_stream_t *rs,
+                            const fsc_whatif_opts_t *opts, size_t *rows_out, fsc_err_t *err)
+{
     if (db_path == NULL || rs == NULL)
         return fsc_err_set(err, FSC_EINVAL, "what-if: no database or stream");
     if (rows_out != NULL)
         *rows_out = 0;
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    if (opts != NULL)
+        o = *opts;
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
         int rc = fsc_err_set(err, FSC_ENOENT, "%s: cannot open the database (%s)", db_path,
@@ -120,12 +131,12 @@ int fsc_whatif_fill_db(const char *db_path, const fsc_request_stream_t *rs, uint
     int rc = read_ooms(db, db_path, &ooms, &nooms, err);
     /* A snapshot does not record its cap; the analyzer's lower bound on it
      * (ooms.capacity) is the most the run is known to have been allowed. */
-    if (rc == 0 && capacity == 0 && rs->capacity == 0 && nooms > 0)
-        capacity = ooms[0].capacity;
+    if (rc == 0 && o.capacity == 0 && rs->capacity == 0 && nooms > 0)
+        o.capacity = ooms[0].capacity;
     fsc_suggestion_t *s = NULL;
     size_t ns = 0, rows = 0;
     if (rc == 0)
-        rc = fsc_whatif_suggest(rs, capacity, &s, &ns, err);
+        rc = fsc_whatif_suggest_opts(rs, &o, &s, &ns, err);
     if (rc == 0 && sqlite3_exec(db, "BEGIN IMMEDIATE; DELETE FROM suggestions;", NULL, NULL,
                                 NULL) != SQLITE_OK)
         rc = fsc_err_set(err, FSC_EFORMAT, "%s: no usable suggestions table (%s)", db_path,

@@ -20,6 +20,8 @@ typedef struct job {
     fsc_whatif_result_t *out;
     size_t n;
     atomic_size_t next;
+    pthread_mutex_t mu; /* serializes progress calls */
+    uint64_t done;
 } job_t;
 
 static void run_one(job_t *j, size_t i)
@@ -45,6 +47,11 @@ static void *worker(void *arg)
         if (i >= j->n)
             break;
         run_one(j, i);
+        if (j->opts->progress != NULL) {
+            pthread_mutex_lock(&j->mu);
+            j->opts->progress(j->opts->progress_ud, ++j->done, j->n);
+            pthread_mutex_unlock(&j->mu);
+        }
     }
     return NULL;
 }
@@ -81,7 +88,7 @@ int fsc_whatif_run(const fsc_request_stream_t *rs, const char *const *configs, s
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     if (opts != NULL)
         o = *opts;
-    job_t j = {rs, cfgs, configs, &o, out, n, 0};
+    job_t j = {rs, cfgs, configs, &o, out, n, 0, PTHREAD_MUTEX_INITIALIZER, 0};
     int nt = fsc__whatif_threads(o.threads, n);
     pthread_t *th = calloc((size_t)nt, sizeof *th);
     int started = 0;
@@ -94,6 +101,7 @@ int fsc_whatif_run(const fsc_request_stream_t *rs, const char *const *configs, s
         pthread_join(th[t], NULL);
     free(th);
     free(cfgs);
+    pthread_mutex_destroy(&j.mu);
     for (size_t i = 0; i < n; i++)
         if (out[i].rc != 0)
             return fsc_err_set(err, out[i].rc, "config \"%s\": %s", out[i].config, out[i].error);

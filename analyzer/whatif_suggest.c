@@ -39,7 +39,7 @@ static const char *const k_grid[] = {
 static int fits(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg, uint64_t cap,
                 int *ok, fsc_err_t *err)
 {
-    fsc_whatif_opts_t o = {cap, 1, 1};
+    fsc_whatif_opts_t o = {cap, 1, 1, NULL, NULL};
     fsc_whatif_result_t r;
     memset(&r, 0, sizeof r);
     int rc = fsc__whatif_replay_cfg(rs, cfg, &o, NULL, &r, err);
@@ -53,7 +53,7 @@ static int needed_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
 {
     const uint64_t step = FSC_WHATIF_CAPACITY_STEP;
     *out = 0;
-    fsc_whatif_opts_t o = {0, 0, 1};
+    fsc_whatif_opts_t o = {0, 0, 1, NULL, NULL};
     fsc_whatif_result_t r;
     memset(&r, 0, sizeof r);
     int rc = fsc__whatif_replay_cfg(rs, cfg, &o, NULL, &r, err);
@@ -128,6 +128,10 @@ typedef struct sjob {
     size_t n;
     uint64_t capacity;
     atomic_size_t next;
+    fsc_whatif_progress_fn progress;
+    void *progress_ud;
+    pthread_mutex_t mu; /* serializes progress calls */
+    uint64_t done;
 } sjob_t;
 
 static void *sworker(void *arg)
@@ -139,20 +143,27 @@ static void *sworker(void *arg)
             break;
         cand_t *c = &j->c[i];
         fsc_err_t err = {0, ""};
-        fsc_whatif_opts_t o = {j->capacity, 0, 1};
+        fsc_whatif_opts_t o = {j->capacity, 0, 1, NULL, NULL};
         c->rc = fsc__whatif_replay_cfg(j->rs, &c->cfg, &o, NULL, &c->at_cap, &err);
         if (c->rc == 0)
             c->rc = needed_cfg(j->rs, &c->cfg, 0, &c->needed, &err);
         if (c->rc != 0)
             snprintf(c->error, sizeof c->error, "%s", fsc_err_msg(&err));
+        if (j->progress != NULL) {
+            pthread_mutex_lock(&j->mu);
+            j->progress(j->progress_ud, ++j->done, j->n);
+            pthread_mutex_unlock(&j->mu);
+        }
     }
     return NULL;
 }
 
-static int run_all(const fsc_request_stream_t *rs, cand_t *c, size_t n, uint64_t capacity)
+static void run_all(const fsc_request_stream_t *rs, cand_t *c, size_t n,
+                    const fsc_whatif_opts_t *o)
 {
-    sjob_t j = {rs, c, n, capacity, 0};
-    int nt = fsc__whatif_threads(0, n);
+    sjob_t j = {rs, c, n, o->capacity, 0, o->progress, o->progress_ud,
+                PTHREAD_MUTEX_INITIALIZER, 0};
+    int nt = fsc__whatif_threads(o->threads, n);
     pthread_t th[64];
     int started = 0;
     for (; started < nt - 1 && started < 64; started++)
@@ -161,7 +172,7 @@ static int run_all(const fsc_request_stream_t *rs, cand_t *c, size_t n, uint64_t
     sworker(&j);
     for (int t = 0; t < started; t++)
         pthread_join(th[t], NULL);
-    return 0;
+    pthread_mutex_destroy(&j.mu);
 }
 
 static int better(const cand_t *c, const cand_t *base)
@@ -190,53 +201,72 @@ static int cmp_sugg(const void *x, const void *y)
     return 0;
 }
 
-/* Two sizes that the usual two decimals of GiB would print alike are
- * printed in MiB, so that a note never reads "needs 12.06 GiB instead of
- * 12.06 GiB". */
-static void fmt_pair(uint64_t a, uint64_t b, char *sa, char *sb, size_t cap)
+/* Sizes of one note are printed with the usual two decimals of GiB unless
+ * two different ones would then read alike ("needs 3.00 GiB" against a
+ * 3.00 GiB cap that it exceeds by 2 MiB): then all of them in MiB. */
+#define NOTE_VALS 3
+
+static void fmt_set(const uint64_t *v, size_t n, char (*out)[32])
 {
-    fsc_size_format(a, sa, cap);
-    fsc_size_format(b, sb, cap);
-    if (a != b && strcmp(sa, sb) == 0) {
-        snprintf(sa, cap, "%.0f MiB", (double)a / (double)FSC_MiB);
-        snprintf(sb, cap, "%.0f MiB", (double)b / (double)FSC_MiB);
-    }
+    int clash = 0;
+    for (size_t i = 0; i < n; i++)
+        fsc_size_format(v[i], out[i], sizeof out[i]);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (v[i] != v[j] && strcmp(out[i], out[j]) == 0)
+                clash = 1;
+    if (clash)
+        for (size_t i = 0; i < n; i++)
+            snprintf(out[i], sizeof out[i], "%.0f MiB", (double)v[i] / (double)FSC_MiB);
 }
 
 static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, char *buf,
                      size_t cap)
 {
-    char s1[32], s2[32], s3[32], s4[32];
     const char *bname = base->config[0] ? base->config : "defaults";
+    uint64_t v[NOTE_VALS] = {capacity, c->needed, base->needed};
+    char s[NOTE_VALS][32], p[2][32];
+    fmt_set(v, NOTE_VALS, s);
     size_t w = 0;
+    buf[0] = '\0';
     if (base->at_cap.oom && !c->at_cap.oom && capacity != 0)
-        w += (size_t)snprintf(buf + w, cap - w, "avoids the OOM at %s; ",
-                              fsc_size_format(capacity, s1, sizeof s1));
+        w += (size_t)snprintf(buf + w, cap - w, "avoids the OOM at %s; ", s[0]);
     if (w >= cap)
         return;
-    if (c->needed != 0 && base->needed != 0) {
-        fmt_pair(c->needed, base->needed, s1, s2, sizeof s1);
-        w += (size_t)snprintf(buf + w, cap - w, "needs %s instead of %s (%s)", s1, s2, bname);
-    } else if (c->needed != 0)
-        w += (size_t)snprintf(buf + w, cap - w, "needs %s (%s: no capacity found)",
-                              fsc_size_format(c->needed, s1, sizeof s1), bname);
+    if (c->needed != 0 && base->needed != 0)
+        w += (size_t)snprintf(buf + w, cap - w, "needs %s instead of %s (%s)", s[1], s[2], bname);
+    else if (c->needed != 0)
+        w += (size_t)snprintf(buf + w, cap - w, "needs %s (%s: no capacity found)", s[1], bname);
     if (w >= cap)
         return;
     if (!c->at_cap.oom && !base->at_cap.oom) {
-        fmt_pair(c->at_cap.peak_reserved, base->at_cap.peak_reserved, s3, s4, sizeof s3);
-        snprintf(buf + w, cap - w, "%speak reserved %s instead of %s", w ? "; " : "", s3, s4);
+        uint64_t pv[2] = {c->at_cap.peak_reserved, base->at_cap.peak_reserved};
+        fmt_set(pv, 2, p);
+        snprintf(buf + w, cap - w, "%speak reserved %s instead of %s", w ? "; " : "", p[0], p[1]);
     }
 }
 
 int fsc_whatif_suggest(const fsc_request_stream_t *rs, uint64_t capacity,
                        fsc_suggestion_t **out, size_t *n, fsc_err_t *err)
 {
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = capacity;
+    return fsc_whatif_suggest_opts(rs, &o, out, n, err);
+}
+
+int fsc_whatif_suggest_opts(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
+                            fsc_suggestion_t **out, size_t *n, fsc_err_t *err)
+{
     if (rs == NULL || out == NULL || n == NULL)
         return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or output");
     *out = NULL;
     *n = 0;
-    if (capacity == 0)
-        capacity = rs->capacity;
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    if (opts != NULL)
+        o = *opts;
+    if (o.capacity == 0)
+        o.capacity = rs->capacity;
+    uint64_t capacity = o.capacity;
     cand_t *c = calloc(GRID_N + 1, sizeof *c);
     if (c == NULL)
         return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
@@ -259,7 +289,7 @@ int fsc_whatif_suggest(const fsc_request_stream_t *rs, uint64_t capacity,
             continue; /* the baseline itself */
         c[m++].config = k_grid[i];
     }
-    run_all(rs, c, m, capacity);
+    run_all(rs, c, m, &o);
     for (size_t i = 0; i < m; i++) {
         if (c[i].rc != 0) {
             rc = fsc_err_set(err, c[i].rc, "config \"%s\": %s", c[i].config, c[i].error);

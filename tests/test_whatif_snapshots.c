@@ -177,6 +177,35 @@ static void test_cli_verify_and_suggest(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "the run's own settings need 12.06 GiB"));
 }
 
+/* The suggestions table of a database analyzed from the same snapshot: the
+ * OOM row's capacity is the analyzer's lower bound on the unknown cap (the
+ * highest reserved figure of the run, 12851347456); at that cap no setting
+ * of the grid gets past the 96 MiB request, so every row says it does not
+ * avoid OOM 0. */
+static void test_cli_db(void)
+{
+    const char *db = fsc_test_path("oom.db");
+    int st = fsc_test_sh(g_out, sizeof g_out, "%s analyze %s -o %s 2>&1", fsc_test_fragscope(),
+                         fsc_test_data("pytorch/gpt2m_oom_12g.pickle"), db);
+    CU_ASSERT_EQUAL_FATAL(st, 0);
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --db %s 2>&1", fsc_test_fragscope(),
+                     fsc_test_data("pytorch/gpt2m_oom_12g.pickle"), db);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "suggestion rows into"));
+    st = fsc_test_sh(g_out, sizeof g_out,
+                     "sqlite3 %s \"SELECT count(*), sum(oom_id = 0), sum(avoids_oom), "
+                     "min(capacity), max(capacity) FROM suggestions\" 2>&1",
+                     db);
+    CU_ASSERT_EQUAL(st, 0);
+    unsigned long long n = 0, o0 = 0, av = 1, cmin = 0, cmax = 0;
+    CU_ASSERT_EQUAL(sscanf(g_out, "%llu|%llu|%llu|%llu|%llu", &n, &o0, &av, &cmin, &cmax), 5);
+    CU_ASSERT(n >= 1);
+    CU_ASSERT_EQUAL(o0, n);
+    CU_ASSERT_EQUAL(av, 0);
+    CU_ASSERT_EQUAL(cmin, OOM_PEAK_RESERVED);
+    CU_ASSERT_EQUAL(cmax, OOM_PEAK_RESERVED);
+}
+
 static void test_cli_errors(void)
 {
     int st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --config max_split_size_mb:huge 2>&1",
@@ -211,6 +240,7 @@ static const fsc_test_case_t k_tests[] = {
     {"gpt2_varlen with expandable segments", test_gpt2_expandable},
     {"whatif --format json", test_cli_json},
     {"whatif --verify and --suggest", test_cli_verify_and_suggest},
+    {"whatif --db fills the suggestions table", test_cli_db},
     {"whatif errors", test_cli_errors},
     {NULL, NULL},
 };

@@ -318,6 +318,11 @@ static int print_verify(const fsc_whatif_verify_t *v, int json, FILE *f)
 
 /* ---- the command ---------------------------------------------------------------- */
 
+static void on_progress(void *ud, uint64_t done, uint64_t total)
+{
+    fsc_progress_update(ud, done, total);
+}
+
 static int check_configs(const wopts_t *o)
 {
     for (size_t i = 0; i < o->nconfigs; i++) {
@@ -352,6 +357,9 @@ int fsc_cmd_whatif(int argc, char **argv)
     fsc_whatif_opts_t wo = FSC_WHATIF_OPTS_DEFAULT;
     wo.capacity = o.capacity ? o.capacity : info.capacity;
     wo.threads = o.threads;
+    fsc_progress_t prog;
+    wo.progress = on_progress;
+    wo.progress_ud = &prog;
     int status = FSC_EXIT_OK;
     if (o.nconfigs > 0) {
         fsc_whatif_result_t *res = calloc(o.nconfigs, sizeof *res);
@@ -359,7 +367,9 @@ int fsc_cmd_whatif(int argc, char **argv)
             fsc_request_stream_destroy(rs);
             return fsc_cli_error("whatif: out of host memory"), FSC_EXIT_FAILURE;
         }
+        fsc_progress_init(&prog, "whatif: replaying");
         rc = fsc_whatif_run(rs, o.configs, o.nconfigs, &wo, res, &err);
+        fsc_progress_done(&prog);
         if (rc == 0) {
             if (o.json)
                 print_results_json(res, o.nconfigs, stdout);
@@ -380,7 +390,9 @@ int fsc_cmd_whatif(int argc, char **argv)
     if (rc == 0 && o.suggest) {
         fsc_suggestion_t *s = NULL;
         size_t n = 0;
-        rc = fsc_whatif_suggest(rs, wo.capacity, &s, &n, &err);
+        fsc_progress_init(&prog, "whatif: searching settings");
+        rc = fsc_whatif_suggest_opts(rs, &wo, &s, &n, &err);
+        fsc_progress_done(&prog);
         if (rc == 0) {
             if (!o.json && (o.nconfigs > 0 || o.verify))
                 fputc('\n', stdout);
@@ -390,7 +402,11 @@ int fsc_cmd_whatif(int argc, char **argv)
     }
     if (rc == 0 && o.db != NULL) {
         size_t rows = 0;
-        rc = fsc_whatif_fill_db(o.db, rs, o.capacity, &rows, &err);
+        fsc_whatif_opts_t dbo = wo;
+        dbo.capacity = o.capacity; /* 0: the input's, else the OOMs' own */
+        fsc_progress_init(&prog, "whatif: suggestions for the database");
+        rc = fsc_whatif_fill_db_opts(o.db, rs, &dbo, &rows, &err);
+        fsc_progress_done(&prog);
         if (rc == 0)
             fprintf(o.json ? stderr : stdout, "wrote %zu suggestion rows into %s\n", rows, o.db);
     }

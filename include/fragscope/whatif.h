@@ -122,16 +122,22 @@ typedef struct fsc_whatif_result {
     uint64_t elapsed_ns;
 } fsc_whatif_result_t;
 
+/* Progress of a multi-replay call: `done` of `total` settings finished.
+ * Called from worker threads, one call at a time. */
+typedef void (*fsc_whatif_progress_fn)(void *ud, uint64_t done, uint64_t total);
+
 typedef struct fsc_whatif_opts {
     /* Bytes the allocator may reserve (set_per_process_memory_fraction ×
      * total; arms garbage_collection_threshold). 0 = unlimited: the sim
      * device's total (the recorded device total, else 1 TiB). */
     uint64_t capacity;
     int stop_at_oom;   /* stop at the first failed request */
-    int threads;       /* fsc_whatif_run: 0 = one per online core */
+    int threads;       /* fsc_whatif_run / _suggest: 0 = one per online core */
+    fsc_whatif_progress_fn progress; /* may be NULL */
+    void *progress_ud;
 } fsc_whatif_opts_t;
 
-#define FSC_WHATIF_OPTS_DEFAULT {0, 0, 0}
+#define FSC_WHATIF_OPTS_DEFAULT {0, 0, 0, NULL, NULL}
 
 /* Replay rs with config string `config` ("" = PyTorch's defaults). A bad
  * config string gives FSC_ECONFIG naming it. An allocation the replay
@@ -202,6 +208,10 @@ int fsc_whatif_needed_capacity(const fsc_request_stream_t *rs, const char *confi
  * fsc_suggestions_free); *n may be 0. */
 int fsc_whatif_suggest(const fsc_request_stream_t *rs, uint64_t capacity,
                        fsc_suggestion_t **out, size_t *n, fsc_err_t *err);
+/* Same with threads and progress from opts (opts->capacity is the capacity;
+ * stop_at_oom is ignored). */
+int fsc_whatif_suggest_opts(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
+                            fsc_suggestion_t **out, size_t *n, fsc_err_t *err);
 void fsc_suggestions_free(fsc_suggestion_t *s); /* NULL ok */
 
 /* Fill table `suggestions` of the run database at db_path (docs/schema.md)
@@ -212,6 +222,9 @@ void fsc_suggestions_free(fsc_suggestion_t *s); /* NULL ok */
  * *rows_out (may be NULL) receives the number of rows written. */
 int fsc_whatif_fill_db(const char *db_path, const fsc_request_stream_t *rs, uint64_t capacity,
                        size_t *rows_out, fsc_err_t *err);
+/* Same with threads and progress from opts (opts->capacity as above). */
+int fsc_whatif_fill_db_opts(const char *db_path, const fsc_request_stream_t *rs,
+                            const fsc_whatif_opts_t *opts, size_t *rows_out, fsc_err_t *err);
 
 #ifdef __cplusplus
 }
