@@ -37,9 +37,28 @@ static void at_exit(void)
     }
 }
 
+/* In a child forked by a recording program (data loader workers, a
+ * subprocess before exec): the recorders belong to the parent. The child
+ * has only the forking thread, so the writer threads are gone and a lock
+ * held by another thread at the fork would never be released. Make every
+ * recorder inert in the child: events are ignored and closing only frees. */
+static void at_fork_child(void)
+{
+    for (fsc_recorder_t *r = g_reg; r != NULL; r = r->reg_next) {
+        r->lock = 0;
+        r->finished = 1;
+        r->has_thread = 0;
+        pthread_mutex_init(&r->io_mu, NULL);
+        pthread_mutex_init(&r->q_mu, NULL);
+        pthread_mutex_init(&r->err_mu, NULL);
+    }
+    pthread_mutex_init(&g_reg_mu, NULL);
+}
+
 static void register_atexit(void)
 {
     atexit(at_exit);
+    pthread_atfork(NULL, NULL, at_fork_child);
 }
 
 static void on_fatal(int sig)

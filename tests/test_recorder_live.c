@@ -397,9 +397,10 @@ static void test_forked_child_does_not_write(void)
 {
     /* A child forked by a recording program (data loader workers) exits
      * through exit(); the parent's trace must not get its writes. */
-    const char *p = fsc_test_path("forked.fstrace");
+    for (int bg = 0; bg <= 1; bg++) {
+    const char *p = fsc_test_path(bg ? "forked_bg.fstrace" : "forked.fstrace");
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.background = bg;
     fsc_recorder_t *r = NULL;
     fsc_err_t err;
     CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(p, NULL, &o, &r, &err), 0);
@@ -416,6 +417,7 @@ static void test_forked_child_does_not_write(void)
     }
     int status;
     waitpid(pid, &status, 0);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     e = alloc_ev(1);
     CU_ASSERT_EQUAL(fsc_recorder_write(r, &e), 0);
     CU_ASSERT_EQUAL(fsc_recorder_close(r), 0);
@@ -428,6 +430,7 @@ static void test_forked_child_does_not_write(void)
     if (k == 2)
         CU_ASSERT_EQUAL(got[1].addr, alloc_ev(1).addr);
     free(got);
+    }
 }
 
 static void test_fatal_signal_flushes(void)
