@@ -168,14 +168,19 @@ static int dict_ok(const fsc__pv_t *v)
     return v != NULL && v->kind == FSC__PV_DICT && v->len <= MAX_DICT_ITEMS;
 }
 
+/* A non-negative integer; addresses, sizes, streams and times all are. */
 static int get_u64(const fsc__pv_t *d, const char *key, uint64_t *out)
 {
     int64_t v;
-    if (!fsc__pv_int(fsc__pv_get(d, key), &v))
+    if (!fsc__pv_int(fsc__pv_get(d, key), &v) || v < 0)
         return 0;
     *out = (uint64_t)v;
     return 1;
 }
+
+/* No device has 2^56 bytes (64 PiB): larger sizes are corrupt data, and
+ * keeping sizes below it keeps every sum of addresses and sizes exact. */
+#define MAX_SIZE (1ull << 56)
 
 static int on_event(void *ud, const fsc_event_t *ev)
 {
@@ -345,6 +350,9 @@ static int read_finals(imp_t *im, const fsc__pv_t *segs)
         final_seg_t *f = &im->finals[im->n_finals];
         if (!get_u64(s, "address", &f->base) || !get_u64(s, "total_size", &f->size))
             return bad(im, "segments[%u] lacks 'address' or 'total_size'", i);
+        if (f->size == 0 || f->size >= MAX_SIZE || f->base >= UINT64_MAX - MAX_SIZE)
+            return bad(im, "segments[%u]: address 0x%llx or size %llu is not plausible", i,
+                       (unsigned long long)f->base, (unsigned long long)f->size);
         get_u64(s, "stream", &f->stream);
         int64_t ex = 0;
         fsc__pv_int(fsc__pv_get(s, "is_expandable"), &ex);
@@ -479,7 +487,7 @@ static int read_entry(imp_t *im, uint32_t i, entry_t *e)
         if (fsc__pv_is_str(e->action, k_actions[k].name))
             e->act = k_actions[k].act;
     e->has_addr = get_u64(d, "addr", &e->addr);
-    get_u64(d, "size", &e->size);
+    int has_size = get_u64(d, "size", &e->size);
     get_u64(d, "stream", &e->stream);
     get_u64(d, "time_us", &e->time_us);
     e->has_device_free = get_u64(d, "device_free", &e->device_free);
@@ -487,9 +495,13 @@ static int read_entry(imp_t *im, uint32_t i, entry_t *e)
     e->user_metadata = fsc__pv_get(d, "user_metadata");
     int needs_addr = e->act != ACT_OTHER && e->act != ACT_OOM && e->act != ACT_SNAPSHOT &&
                      e->act != ACT_EMPTY_CACHE && e->act != ACT_USER_DEFINED;
-    if (needs_addr && (fsc__pv_get(d, "addr") == NULL || fsc__pv_get(d, "size") == NULL))
-        return bad(im, "device_traces[%d][%u] (%.*s) lacks 'addr' or 'size'", im->device, i,
-                   (int)e->action->len, e->action->u.s);
+    if (needs_addr && (!e->has_addr || !has_size))
+        return bad(im, "device_traces[%d][%u] (%.*s) lacks a non-negative 'addr' or 'size'",
+                   im->device, i, (int)(e->action->len > 32 ? 32 : e->action->len),
+                   e->action->u.s);
+    if (e->size >= MAX_SIZE || e->addr >= UINT64_MAX - MAX_SIZE)
+        return bad(im, "device_traces[%d][%u]: address 0x%llx or size %llu is not plausible",
+                   im->device, i, (unsigned long long)e->addr, (unsigned long long)e->size);
     return 0;
 }
 
@@ -642,8 +654,8 @@ static int find_start_state(imp_t *im)
                 return bad(im, "a block of segment 0x%llx is not a dict",
                            (unsigned long long)f->base);
             prelive_t p = {0};
-            if (!get_u64(b[k], "size", &p.size))
-                return bad(im, "a block of segment 0x%llx has no 'size'",
+            if (!get_u64(b[k], "size", &p.size) || p.size >= MAX_SIZE)
+                return bad(im, "a block of segment 0x%llx has no plausible 'size'",
                            (unsigned long long)f->base);
             if (!get_u64(b[k], "address", &p.addr))
                 p.addr = cursor; /* older snapshots: blocks are contiguous */

@@ -443,6 +443,10 @@ static void test_bad_inputs(void)
         {"memo_oob.pickle", FSC_EFORMAT, "offset 2: BINGET: memo reference 5 out of range"},
         {"global.pickle", FSC_EFORMAT, "opcode 0x63 not supported"},
         {"no_stop.pickle", FSC_EFORMAT, "truncated"},
+        {"deep.json", FSC_ELIMIT, "JSON nested deeper than 64 levels"},
+        {"negative_size.json", FSC_EFORMAT,
+         "device_traces[0][1] (alloc) lacks a non-negative 'addr' or 'size'"},
+        {"huge_size.pickle", FSC_EFORMAT, "size 4611686018427387904 is not plausible"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char rel[128];

@@ -238,6 +238,15 @@ def main():
         f.write(memo_bomb())
     with open(os.path.join(HERE, "hostile", "bad.json"), "w") as f:
         f.write('{"segments": [1, 2,')
+    with open(os.path.join(HERE, "hostile", "deep.json"), "w") as f:
+        f.write("[" * 100 + "]" * 100)
+    with open(os.path.join(HERE, "hostile", "negative_size.json"), "w") as f:
+        json.dump({"segments": [], "device_traces": [[
+            entry("segment_alloc", 0x10000000, 2 * MiB, 1),
+            entry("alloc", 0x10000000, -512, 2)]]}, f)
+    with open(os.path.join(HERE, "hostile", "huge_size.pickle"), "wb") as f:
+        pickle.dump({"segments": [], "device_traces": [[
+            entry("segment_alloc", 0x10000000, 1 << 62, 1)]]}, f, protocol=4)
     with open(os.path.join(HERE, "hostile", "garbage.bin"), "wb") as f:
         f.write(b"GIF89a not a snapshot")
 
