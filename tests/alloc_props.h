@@ -115,6 +115,8 @@ typedef struct props_acct {
     long ooms, splits, merges, maps, unmaps, pending_completed;
     uint64_t last_free_requested;
     int last_type;
+    fsc_event_sink_fn tee; /* also gets every event, if set */
+    void *tee_ud;
 } props_acct_t;
 
 static inline void props_add(int64_t *v, int pool, int64_t d)
@@ -177,6 +179,8 @@ static inline void props_sink(void *ud, const fsc_event_t *ev)
         break;
     }
     c->last_type = ev->type;
+    if (c->tee != NULL)
+        c->tee(c->tee_ud, ev);
 }
 
 /* Statistics against the layout and the events. */
@@ -270,15 +274,23 @@ static inline uint64_t props_size(uint64_t *rng)
 
 #define PROPS_LIVE_MAX 384
 
-/* streams: {main, alternate, use 1, use 2}; NULL = {0, 1, 2, 3} (sim). */
+typedef struct props_opts {
+    const uint64_t *streams; /* {main, alternate, use 1, use 2}; NULL = {0, 1, 2, 3} (sim) */
+    fsc_event_sink_fn tee;   /* optional second consumer of the events */
+    void *tee_ud;
+} props_opts_t;
+
 static inline int props_run(fsc_backend_t *be, const char *conf, uint64_t capacity, long nops,
-                            unsigned seed, const uint64_t *streams, props_result_t *r)
+                            unsigned seed, const props_opts_t *po, props_result_t *r)
 {
     static const uint64_t k_sim_streams[4] = {0, 1, 2, 3};
-    if (streams == NULL)
-        streams = k_sim_streams;
+    const uint64_t *streams = po != NULL && po->streams != NULL ? po->streams : k_sim_streams;
     memset(r, 0, sizeof *r);
     props_acct_t *c = calloc(1, sizeof *c);
+    if (po != NULL) {
+        c->tee = po->tee;
+        c->tee_ud = po->tee_ud;
+    }
     fsc_allocator_opts_t o = {0};
     fsc_err_t e = {0};
     if (fsc_alloc_config_parse(conf, &o.config, &e) != 0) {

@@ -45,8 +45,8 @@ static void test_properties_on_device(void)
     for (int i = 0; i < 3; i++) {
         props_result_t r;
         /* an 8 GiB cap keeps the run well inside any data-center GPU */
-        CU_ASSERT_EQUAL(props_run(g_be, confs[i], 8 * FSC_GiB, 6000, 77u + (unsigned)i, streams, &r),
-                        0);
+        const props_opts_t po = {streams, NULL, NULL};
+        CU_ASSERT_EQUAL(props_run(g_be, confs[i], 8 * FSC_GiB, 6000, 77u + (unsigned)i, &po, &r), 0);
         if (r.failures != 0)
             fprintf(stderr, "\n  config \"%s\": %s\n", confs[i], r.first_failure);
         CU_ASSERT_EQUAL(r.failures, 0);
