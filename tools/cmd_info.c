@@ -131,14 +131,15 @@ static void integrity_text(const fsc_trace_integrity_t *in, char *buf, size_t ca
     }
     char lost[64];
     fsc_size_format(in->bytes_lost, lost, sizeof lost);
+    const char *ev = in->events_lost == 1 ? "event" : "events";
     if (in->events_lost_known)
-        snprintf(buf, cap, "truncated: %s after the last complete chunk, %" PRIu64 " events lost",
-                 lost, in->events_lost);
+        snprintf(buf, cap, "truncated: %s after the last complete chunk, %" PRIu64 " %s lost",
+                 lost, in->events_lost, ev);
     else if (in->bytes_lost > 0)
         snprintf(buf, cap,
                  "truncated: %s after the last complete chunk, at least %" PRIu64
-                 " events lost (the end record is missing)",
-                 lost, in->events_lost);
+                 " %s lost (the end record is missing)",
+                 lost, in->events_lost, ev);
     else
         snprintf(buf, cap,
                  "truncated: no end record (the program stopped before closing the trace); "
