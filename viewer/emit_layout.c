@@ -86,61 +86,114 @@ static void layout_name(const fsc__vlayout_t *l, char *buf, size_t cap)
         snprintf(buf, cap, "snapshot %lld", (long long)l->id);
 }
 
-static void emit_layout(fsc__js_t *js, const fsc__vlayout_t *l, size_t cap, fsc__vtagmap_t *tm)
+/* One layout on its way into the page. */
+typedef struct work {
+    run_t *runs;
+    seg_t *segs;
+    size_t nsegs, total; /* segments, runs over all of them */
+    int merged;
+    size_t dropped;      /* segments left out */
+    int64_t dropped_bytes;
+} work_t;
+
+static void work_free(work_t *w)
 {
-    size_t n = l->nblocks, nsegs = 0;
-    run_t *runs = malloc((n ? n : 1) * sizeof *runs);
-    seg_t *segs = malloc((n ? n : 1) * sizeof *segs);
-    seg_t **order = malloc((n ? n : 1) * sizeof *order);
-    if (runs == NULL || segs == NULL || order == NULL) {
-        js->sb->failed = 1;
-        free(runs);
-        free(segs);
-        free(order);
-        return;
-    }
+    free(w->runs);
+    free(w->segs);
+}
+
+/* One run per block, segments in address order (the model's order). */
+static int work_build(work_t *w, const fsc__vlayout_t *l)
+{
+    size_t n = l->nblocks;
+    memset(w, 0, sizeof *w);
+    w->runs = malloc((n ? n : 1) * sizeof *w->runs);
+    w->segs = malloc((n ? n : 1) * sizeof *w->segs);
+    if (w->runs == NULL || w->segs == NULL)
+        return -1;
     for (size_t i = 0; i < n; i++) {
         const fsc__vblock_t *b = &l->blocks[i];
         int64_t base = l->block_seg[i];
-        if (nsegs == 0 || segs[nsegs - 1].addr != base) {
-            segs[nsegs] = (seg_t){base, 0, b->pool, i, 0, 1};
-            nsegs++;
-        }
-        seg_t *s = &segs[nsegs - 1];
+        if (w->nsegs == 0 || w->segs[w->nsegs - 1].addr != base)
+            w->segs[w->nsegs++] = (seg_t){base, 0, b->pool, i, 0, 1};
+        seg_t *s = &w->segs[w->nsegs - 1];
         int free_ = b->state == FSC__BLK_FREE;
-        runs[i] = (run_t){b->addr - base, b->size, free_ || b->requested < 0 ? 0 : b->requested,
-                          b->size, free_ ? -1 : b->tag, b->age_events, b->age_ns, 1, b->state};
+        w->runs[i] = (run_t){b->addr - base, b->size, free_ || b->requested < 0 ? 0 : b->requested,
+                             b->size, free_ ? -1 : b->tag, b->age_events, b->age_ns, 1, b->state};
         s->n++;
+        /* A segment's extent is where its last block ends. */
         if (b->addr - base + b->size > s->size)
             s->size = b->addr - base + b->size;
     }
-    size_t total = n;
-    int merged = 0;
-    if (total > cap) {
-        total = merge_all(runs, segs, nsegs, 1);
-        merged = 1;
+    w->total = n;
+    return 0;
+}
+
+/* Bring the run count to at most cap (see the top of the file). */
+static int work_reduce(work_t *w, size_t cap)
+{
+    if (w->total > cap) {
+        w->total = merge_all(w->runs, w->segs, w->nsegs, 1);
+        w->merged = 1;
     }
-    if (total > cap)
-        total = merge_all(runs, segs, nsegs, 0);
-    size_t dropped = 0;
-    int64_t dropped_bytes = 0;
-    if (total > cap) {
-        /* Keep the largest segments that fit in the budget. */
-        for (size_t s = 0; s < nsegs; s++)
-            order[s] = &segs[s];
-        qsort(order, nsegs, sizeof *order, cmp_seg_size_desc);
-        size_t used = 0;
-        for (size_t s = 0; s < nsegs; s++) {
-            order[s]->keep = used + order[s]->n <= cap;
-            if (order[s]->keep) {
-                used += order[s]->n;
-            } else {
-                dropped++;
-                dropped_bytes += order[s]->size;
-            }
+    if (w->total > cap)
+        w->total = merge_all(w->runs, w->segs, w->nsegs, 0);
+    if (w->total <= cap)
+        return 0;
+    seg_t **order = malloc(w->nsegs * sizeof *order);
+    if (order == NULL)
+        return -1;
+    for (size_t s = 0; s < w->nsegs; s++)
+        order[s] = &w->segs[s];
+    qsort(order, w->nsegs, sizeof *order, cmp_seg_size_desc);
+    size_t used = 0;
+    for (size_t s = 0; s < w->nsegs; s++) {
+        order[s]->keep = used + order[s]->n <= cap;
+        if (order[s]->keep) {
+            used += order[s]->n;
+        } else {
+            w->dropped++;
+            w->dropped_bytes += order[s]->size;
         }
     }
+    w->total = used;
+    free(order);
+    return 0;
+}
 
+static void write_segment(fsc__js_t *js, const work_t *w, const seg_t *s, fsc__vtagmap_t *tm)
+{
+    fsc__js_obj(js, NULL);
+    fsc__js_int(js, "addr", s->addr);
+    fsc__js_int(js, "size", s->size);
+    fsc__js_int(js, "pool", s->pool);
+    fsc__js_arr(js, "blocks");
+    for (size_t i = s->first; i < s->first + s->n; i++) {
+        const run_t *r = &w->runs[i];
+        int free_ = r->state == FSC__BLK_FREE;
+        /* [offset, size, requested, state, tag, age_events, age_ns(, count)],
+         * written directly: these rows are most of the page. */
+        fsc__sb_printf(js->sb, "%s[%lld,%lld,%lld,%d,%ld,%lld,%lld", i > s->first ? "," : "",
+                       (long long)r->off, (long long)r->size, (long long)r->requested, r->state,
+                       free_ ? -1L : fsc__vtagmap_index(tm, r->tag),
+                       (long long)(free_ ? 0 : r->age_events), (long long)(free_ ? 0 : r->age_ns));
+        if (r->count > 1)
+            fsc__sb_printf(js->sb, ",%lld", (long long)r->count);
+        fsc__sb_puts(js->sb, "]");
+    }
+    js->has_item[js->depth] = s->n > 0;
+    fsc__js_end(js, ']');
+    fsc__js_end(js, '}');
+}
+
+static void emit_layout(fsc__js_t *js, const fsc__vlayout_t *l, size_t cap, fsc__vtagmap_t *tm)
+{
+    work_t w;
+    if (work_build(&w, l) != 0 || work_reduce(&w, cap) != 0) {
+        js->sb->failed = 1;
+        work_free(&w);
+        return;
+    }
     char name[64];
     layout_name(l, name, sizeof name);
     fsc__js_obj(js, NULL);
@@ -151,44 +204,21 @@ static void emit_layout(fsc__js_t *js, const fsc__vlayout_t *l, size_t cap, fsc_
     fsc__js_int(js, "seq", l->seq);
     fsc__js_int(js, "allocated", l->allocated);
     fsc__js_int(js, "reserved", l->reserved);
-    fsc__js_int(js, "segments_dropped", (int64_t)dropped);
-    fsc__js_int(js, "bytes_dropped", dropped_bytes);
-    fsc__js_bool(js, "blocks_merged", merged);
+    fsc__js_int(js, "segments_dropped", (int64_t)w.dropped);
+    fsc__js_int(js, "bytes_dropped", w.dropped_bytes);
+    fsc__js_bool(js, "blocks_merged", w.merged);
     fsc__js_bool(js, "truncated", l->truncated);
     fsc__js_arr(js, "segments");
-    for (size_t s = 0; s < nsegs; s++) {
-        if (!segs[s].keep)
-            continue;
-        fsc__js_obj(js, NULL);
-        fsc__js_int(js, "addr", segs[s].addr);
-        fsc__js_int(js, "size", segs[s].size);
-        fsc__js_int(js, "pool", segs[s].pool);
-        fsc__js_arr(js, "blocks");
-        for (size_t i = segs[s].first; i < segs[s].first + segs[s].n; i++) {
-            const run_t *r = &runs[i];
-            /* [offset, size, requested, state, tag, age_events, age_ns(, count)] */
-            fsc__sb_printf(js->sb, "%s[%lld,%lld,%lld,%d,%ld,%lld,%lld", i > segs[s].first ? "," : "",
-                           (long long)r->off, (long long)r->size, (long long)r->requested, r->state,
-                           r->state == FSC__BLK_FREE ? -1L : fsc__vtagmap_index(tm, r->tag),
-                           (long long)(r->state == FSC__BLK_FREE ? 0 : r->age_events),
-                           (long long)(r->state == FSC__BLK_FREE ? 0 : r->age_ns));
-            if (r->count > 1)
-                fsc__sb_printf(js->sb, ",%lld", (long long)r->count);
-            fsc__sb_puts(js->sb, "]");
-        }
-        js->has_item[js->depth] = segs[s].n > 0;
-        fsc__js_end(js, ']');
-        fsc__js_end(js, '}');
-    }
+    for (size_t s = 0; s < w.nsegs; s++)
+        if (w.segs[s].keep)
+            write_segment(js, &w, &w.segs[s], tm);
     fsc__js_end(js, ']');
     fsc__js_end(js, '}');
-    free(runs);
-    free(segs);
-    free(order);
+    work_free(&w);
 }
 
 void fsc__emit_layouts(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t *caps,
-                         fsc__vtagmap_t *tm, long *layout_of_oom)
+                       fsc__vtagmap_t *tm, long *layout_of_oom)
 {
     size_t n = m->nlayouts < caps->layouts ? m->nlayouts : caps->layouts;
     fsc__js_arr(js, "layouts");
