@@ -271,6 +271,7 @@ static int print_verify(const fsc_whatif_verify_t *v, int json, FILE *f)
         fprintf(f,
                 "{\"match\": %s, \"config\": ", v->match ? "true" : "false");
         json_str(f, v->replay.config);
+        fprintf(f, ", \"capacity_bytes\": %" PRIu64, v->replay.capacity);
         fprintf(f,
                 ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
                 ", \"first_divergence\": ",
