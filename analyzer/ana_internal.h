@@ -31,6 +31,7 @@ typedef struct fsc__blk {
     uint64_t addr, size, requested;
     uint64_t alloc_seq, alloc_time;
     uint64_t freereq_seq, freereq_time;
+    uint64_t split_size, split_time; /* the SPLIT folded into its row; 0 = none */
     fsc__seg_t *seg;
     struct fsc__blk *prev, *next; /* neighbours in the segment, by address */
     uint32_t tag, free_tag;
@@ -103,6 +104,24 @@ typedef struct fsc__tag {
     uint64_t allocs, alloc_bytes;
     uint64_t live_blocks, live_bytes;
 } fsc__tag_t;
+
+/* One row of table blocks: an allocation's lifetime plus the SPLIT that
+ * carved it and the MERGEs that followed its free (see db.c). */
+typedef struct fsc__brow {
+    uint64_t alloc_seq, alloc_time, addr, size, requested, stream, segment;
+    uint64_t freereq_seq, freereq_time, fc_seq, fc_time;
+    uint64_t split_size, split_time;
+    uint64_t m_addr[2], m_size[2], m_other[2], m_time[2];
+    uint32_t tag, free_tag;
+    uint8_t pool, cache_hit, freed, completed, nmerges, valid;
+} fsc__brow_t;
+
+/* A SPLIT waiting for the next event: folded into the ALLOC it serves. */
+typedef struct fsc__pending_split {
+    fsc_event_t ev;
+    uint64_t seq;
+    int valid;
+} fsc__pending_split_t;
 
 typedef struct fsc__kv {
     struct fsc__kv *next;
@@ -184,6 +203,11 @@ struct fsc_analysis {
 
     fsc__kv_t *meta;
     uint64_t snapshots;           /* layout_snapshots rows written */
+
+    /* Row folding (db.c): the bulk of SPLIT and MERGE events live in the
+     * blocks row they belong to instead of rows of their own. */
+    fsc__pending_split_t split_pending;
+    fsc__brow_t row_pending;      /* freed block, waiting for its MERGEs */
 };
 
 /* ---- replay.c ---------------------------------------------------------- */
@@ -231,11 +255,16 @@ int fsc__db_err(fsc_analysis_t *a, const char *what);
 void fsc__bind_u64(sqlite3_stmt *s, int i, uint64_t v);
 void fsc__bind_opt(sqlite3_stmt *s, int i, int present, uint64_t v);
 int fsc__step(fsc_analysis_t *a, sqlite3_stmt *s, const char *what);
-int fsc__db_block_row(fsc_analysis_t *a, const fsc__blk_t *b, uint64_t fc_seq,
-                      uint64_t fc_time, int completed);
+void fsc__brow_of(const fsc__blk_t *b, fsc__brow_t *r);
+int fsc__db_block_row(fsc_analysis_t *a, const fsc__brow_t *r);
+/* Route one applied (or skipped) event to the database, folding SPLIT and
+ * MERGE events into block rows where that is exact. */
+int fsc__db_event(fsc_analysis_t *a, const fsc_event_t *ev, int applied);
+int fsc__db_flush_pending(fsc_analysis_t *a);
+/* Before an event is applied: write what it cannot fold into. */
+int fsc__db_before(fsc_analysis_t *a, const fsc_event_t *ev);
 int fsc__db_segment_row(fsc_analysis_t *a, const fsc__seg_t *s, int freed,
                         uint64_t freed_seq, uint64_t freed_time);
-int fsc__db_other_event(fsc_analysis_t *a, const fsc_event_t *ev);
 
 /* ---- finish.c ---------------------------------------------------------- */
 int fsc__finish_tables(fsc_analysis_t *a, fsc_analysis_summary_t *sum);

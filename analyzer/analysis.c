@@ -217,13 +217,11 @@ int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev)
     int rc = fsc__tag_ensure(a, ev->tag);
     int applied = 0;
     if (rc == 0)
+        rc = fsc__db_before(a, ev);
+    if (rc == 0)
         rc = fsc__replay_apply(a, ev, &applied);
-    if (rc == 0) {
-        int block_event = ev->type == FSC_EV_ALLOC || ev->type == FSC_EV_FREE_REQUESTED ||
-                          ev->type == FSC_EV_FREE_COMPLETED;
-        if (!applied || !block_event)
-            rc = fsc__db_other_event(a, ev);
-    }
+    if (rc == 0)
+        rc = fsc__db_event(a, ev, applied);
     if (rc == 0 && ev->type == FSC_EV_MARKER) {
         sqlite3_stmt *s = a->st[FSC__ST_MARKER];
         fsc__bind_u64(s, 1, a->seq);

@@ -25,14 +25,24 @@ static const char k_schema[] =
     " size INTEGER, requested INTEGER, stream INTEGER, pool INTEGER, segment INTEGER,"
     " tag INTEGER, bin INTEGER, cache_hit INTEGER, free_requested_seq INTEGER,"
     " free_requested_time_ns INTEGER, free_tag INTEGER, free_completed_seq INTEGER,"
-    " free_completed_time_ns INTEGER);"
+    " free_completed_time_ns INTEGER, split_size INTEGER, split_time_ns INTEGER,"
+    " merge1_addr INTEGER, merge1_size INTEGER, merge1_other INTEGER, merge1_time_ns INTEGER,"
+    " merge2_addr INTEGER, merge2_size INTEGER, merge2_other INTEGER, merge2_time_ns INTEGER);"
     "CREATE VIEW events AS"
     " SELECT alloc_seq AS seq, alloc_time_ns AS time_ns, 5 AS type, addr, size, requested,"
     "  stream, pool, segment, tag, NULL AS other FROM blocks"
+    " UNION ALL SELECT alloc_seq - 1, split_time_ns, 8, addr, split_size, size, stream, pool,"
+    "  segment, tag, NULL FROM blocks WHERE split_size IS NOT NULL"
     " UNION ALL SELECT free_requested_seq, free_requested_time_ns, 6, addr, size, requested,"
     "  stream, pool, segment, free_tag, NULL FROM blocks WHERE free_requested_seq IS NOT NULL"
     " UNION ALL SELECT free_completed_seq, free_completed_time_ns, 7, addr, size, requested,"
     "  stream, pool, segment, free_tag, NULL FROM blocks WHERE free_completed_seq IS NOT NULL"
+    " UNION ALL SELECT free_completed_seq + 1, merge1_time_ns, 9, merge1_addr, merge1_size,"
+    "  NULL, stream, pool, segment, free_tag, merge1_other FROM blocks"
+    "  WHERE merge1_addr IS NOT NULL"
+    " UNION ALL SELECT free_completed_seq + 2, merge2_time_ns, 9, merge2_addr, merge2_size,"
+    "  NULL, stream, pool, segment, free_tag, merge2_other FROM blocks"
+    "  WHERE merge2_addr IS NOT NULL"
     " UNION ALL SELECT seq, time_ns, type, addr, size, requested, stream, pool, segment, tag,"
     "  other FROM events_other;"
     "CREATE TABLE segments(id INTEGER PRIMARY KEY, addr INTEGER, size INTEGER, pool INTEGER,"
@@ -83,7 +93,8 @@ static const char k_schema[] =
 
 static const char *const k_stmts[FSC__ST_COUNT] = {
     [FSC__ST_OTHER] = "INSERT INTO events_other VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_BLOCK] = "INSERT INTO blocks VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_BLOCK] = "INSERT INTO blocks VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                      "?,?,?,?)",
     [FSC__ST_SEGMENT] = "INSERT INTO segments VALUES(?,?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_TAG] = "INSERT OR REPLACE INTO tags VALUES(?,?,?,?)",
     [FSC__ST_MARKER] = "INSERT OR REPLACE INTO markers VALUES(?,?,?)",
@@ -178,27 +189,57 @@ void fsc__db_close(fsc_analysis_t *a)
     a->db = NULL;
 }
 
-int fsc__db_block_row(fsc_analysis_t *a, const fsc__blk_t *b, uint64_t fc_seq,
-                      uint64_t fc_time, int completed)
+void fsc__brow_of(const fsc__blk_t *b, fsc__brow_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->alloc_seq = b->alloc_seq;
+    r->alloc_time = b->alloc_time;
+    r->addr = b->addr;
+    r->size = b->size;
+    r->requested = b->requested;
+    r->stream = b->seg->stream;
+    r->segment = b->seg->base;
+    r->pool = b->seg->pool;
+    r->tag = b->tag;
+    r->cache_hit = b->cache_hit;
+    r->freed = b->state == FSC__PENDING;
+    r->freereq_seq = b->freereq_seq;
+    r->freereq_time = b->freereq_time;
+    r->free_tag = b->free_tag;
+    r->split_size = b->split_size;
+    r->split_time = b->split_time;
+    r->valid = 1;
+}
+
+int fsc__db_block_row(fsc_analysis_t *a, const fsc__brow_t *r)
 {
     sqlite3_stmt *s = a->st[FSC__ST_BLOCK];
-    int freed = b->state == FSC__PENDING;
-    fsc__bind_u64(s, 1, b->alloc_seq);
-    fsc__bind_u64(s, 2, b->alloc_time);
-    fsc__bind_u64(s, 3, b->addr);
-    fsc__bind_u64(s, 4, b->size);
-    fsc__bind_u64(s, 5, b->requested);
-    fsc__bind_u64(s, 6, b->seg->stream);
-    fsc__bind_u64(s, 7, b->seg->pool);
-    fsc__bind_u64(s, 8, b->seg->base);
-    fsc__bind_u64(s, 9, b->tag);
-    sqlite3_bind_int(s, 10, fsc__bin_of(b->size));
-    sqlite3_bind_int(s, 11, b->cache_hit);
-    fsc__bind_opt(s, 12, freed, b->freereq_seq);
-    fsc__bind_opt(s, 13, freed, b->freereq_time);
-    fsc__bind_opt(s, 14, freed, b->free_tag);
-    fsc__bind_opt(s, 15, completed, fc_seq);
-    fsc__bind_opt(s, 16, completed, fc_time);
+    int k = 1;
+    fsc__bind_u64(s, k++, r->alloc_seq);
+    fsc__bind_u64(s, k++, r->alloc_time);
+    fsc__bind_u64(s, k++, r->addr);
+    fsc__bind_u64(s, k++, r->size);
+    fsc__bind_u64(s, k++, r->requested);
+    fsc__bind_u64(s, k++, r->stream);
+    fsc__bind_u64(s, k++, r->pool);
+    fsc__bind_u64(s, k++, r->segment);
+    fsc__bind_u64(s, k++, r->tag);
+    sqlite3_bind_int(s, k++, fsc__bin_of(r->size));
+    sqlite3_bind_int(s, k++, r->cache_hit);
+    fsc__bind_opt(s, k++, r->freed, r->freereq_seq);
+    fsc__bind_opt(s, k++, r->freed, r->freereq_time);
+    fsc__bind_opt(s, k++, r->freed, r->free_tag);
+    fsc__bind_opt(s, k++, r->completed, r->fc_seq);
+    fsc__bind_opt(s, k++, r->completed, r->fc_time);
+    fsc__bind_opt(s, k++, r->split_size != 0, r->split_size);
+    fsc__bind_opt(s, k++, r->split_size != 0, r->split_time);
+    for (int m = 0; m < 2; m++) {
+        int has = r->nmerges > m;
+        fsc__bind_opt(s, k++, has, r->m_addr[m]);
+        fsc__bind_opt(s, k++, has, r->m_size[m]);
+        fsc__bind_opt(s, k++, has, r->m_other[m]);
+        fsc__bind_opt(s, k++, has, r->m_time[m]);
+    }
     return fsc__step(a, s, "blocks");
 }
 
@@ -242,11 +283,11 @@ static int columns_of(int type)
     }
 }
 
-int fsc__db_other_event(fsc_analysis_t *a, const fsc_event_t *ev)
+static int other_row(fsc_analysis_t *a, const fsc_event_t *ev, uint64_t seq)
 {
     sqlite3_stmt *s = a->st[FSC__ST_OTHER];
     int c = columns_of(ev->type);
-    fsc__bind_u64(s, 1, a->seq);
+    fsc__bind_u64(s, 1, seq);
     fsc__bind_u64(s, 2, ev->time_ns);
     sqlite3_bind_int(s, 3, ev->type);
     fsc__bind_opt(s, 4, c & C_ADDR, ev->addr);
@@ -258,4 +299,99 @@ int fsc__db_other_event(fsc_analysis_t *a, const fsc_event_t *ev)
     fsc__bind_u64(s, 10, ev->tag);
     fsc__bind_opt(s, 11, c & C_OTHER, ev->other);
     return fsc__step(a, s, "events");
+}
+
+/*
+ * Folding. Allocators emit SPLIT right before the ALLOC it serves and MERGEs
+ * right after a FREE_COMPLETED; stored as rows of their own they would
+ * nearly double the rows written. A SPLIT is folded into the block row when
+ * the next event is the ALLOC of its first part with the same tag; up to two
+ * MERGEs are folded into the freed block's row when they follow its
+ * FREE_COMPLETED directly with the tag of its free. Anything else is stored
+ * in events_other, so the events view is exact either way.
+ */
+static int split_folds(const fsc_analysis_t *a, const fsc_event_t *ev)
+{
+    const fsc_event_t *sp = &a->split_pending.ev;
+    return a->split_pending.valid && ev->type == FSC_EV_ALLOC && ev->addr == sp->addr &&
+           ev->size == sp->requested && ev->tag == sp->tag && sp->size != 0;
+}
+
+static int merge_folds(const fsc_analysis_t *a, const fsc_event_t *ev)
+{
+    const fsc__brow_t *r = &a->row_pending;
+    if (!r->valid || ev->type != FSC_EV_MERGE || r->nmerges >= 2 ||
+        a->seq != r->fc_seq + 1 + r->nmerges || ev->tag != r->free_tag)
+        return 0;
+    const fsc__blk_t *lo = fsc__u64map_get(&a->blocks, ev->addr);
+    return lo != NULL && lo->seg->base == r->segment; /* the view shows the row's segment */
+}
+
+int fsc__db_flush_pending(fsc_analysis_t *a)
+{
+    int rc = 0;
+    if (a->split_pending.valid) {
+        a->split_pending.valid = 0;
+        rc = other_row(a, &a->split_pending.ev, a->split_pending.seq);
+    }
+    if (rc == 0 && a->row_pending.valid) {
+        a->row_pending.valid = 0;
+        rc = fsc__db_block_row(a, &a->row_pending);
+    }
+    return rc;
+}
+
+int fsc__db_before(fsc_analysis_t *a, const fsc_event_t *ev)
+{
+    int rc = 0;
+    if (a->split_pending.valid && !split_folds(a, ev)) {
+        a->split_pending.valid = 0;
+        rc = other_row(a, &a->split_pending.ev, a->split_pending.seq);
+    }
+    if (rc == 0 && a->row_pending.valid && !merge_folds(a, ev)) {
+        a->row_pending.valid = 0;
+        rc = fsc__db_block_row(a, &a->row_pending);
+    }
+    return rc;
+}
+
+int fsc__db_event(fsc_analysis_t *a, const fsc_event_t *ev, int applied)
+{
+    if (!applied) {
+        /* skipped (lenient): it stays an event of its own */
+        int rc = fsc__db_flush_pending(a);
+        return rc != 0 ? rc : other_row(a, ev, a->seq);
+    }
+    switch (ev->type) {
+    case FSC_EV_SPLIT:
+        a->split_pending.ev = *ev;
+        a->split_pending.ev.text = NULL;
+        a->split_pending.seq = a->seq;
+        a->split_pending.valid = 1;
+        return 0;
+    case FSC_EV_ALLOC:
+        if (a->split_pending.valid) { /* fsc__db_before checked that it folds */
+            fsc__blk_t *b = fsc__u64map_get(&a->blocks, ev->addr);
+            b->split_size = a->split_pending.ev.size;
+            b->split_time = a->split_pending.ev.time_ns;
+            a->split_pending.valid = 0;
+        }
+        return 0;
+    case FSC_EV_FREE_REQUESTED:
+    case FSC_EV_FREE_COMPLETED:
+        return 0; /* in the block's row */
+    case FSC_EV_MERGE:
+        if (a->row_pending.valid) { /* fsc__db_before checked that it folds */
+            fsc__brow_t *r = &a->row_pending;
+            int m = r->nmerges++;
+            r->m_addr[m] = ev->addr;
+            r->m_size[m] = ev->size;
+            r->m_other[m] = ev->other;
+            r->m_time[m] = ev->time_ns;
+            return 0;
+        }
+        return other_row(a, ev, a->seq);
+    default:
+        return other_row(a, ev, a->seq);
+    }
 }

@@ -146,7 +146,9 @@ static int write_live(fsc_analysis_t *a, uint64_t *leaked_blocks, uint64_t *leak
                 (*leaked_blocks)++;
                 *leaked_bytes += b->size;
             }
-            rc = fsc__db_block_row(a, b, 0, 0, 0);
+            fsc__brow_t row;
+            fsc__brow_of(b, &row);
+            rc = fsc__db_block_row(a, &row);
         }
         if (rc == 0)
             rc = fsc__db_segment_row(a, g, 0, 0, 0);
@@ -291,7 +293,9 @@ int fsc__finish_tables(fsc_analysis_t *a, fsc_analysis_summary_t *sum)
 {
     peak_facts_t p;
     fsc__replay_end(a);
-    int rc = fsc__timeline_write(a);
+    int rc = fsc__db_flush_pending(a);
+    if (rc == 0)
+        rc = fsc__timeline_write(a);
     if (rc == 0 && a->peak_allocated > 0) {
         if (a->peak_tracking && fsc__peak_materialize(a) != 0)
             rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for the peak layout");

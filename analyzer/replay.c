@@ -554,10 +554,13 @@ static int on_free_completed(fsc_analysis_t *a, const fsc_event_t *ev)
     if (b->state == FSC__ALLOCATED)
         return fsc__warn_or_fail(a, ev, "the block's free was never requested");
     int rc = fsc__peak_touch(a, b, 1);
-    if (rc == 0)
-        rc = fsc__db_block_row(a, b, a->seq, ev->time_ns, 1);
     if (rc != 0)
-        return rc < 0 ? rc : ENOMEM_OUT();
+        return ENOMEM_OUT();
+    /* The row waits for the MERGEs that follow (fsc__db_event). */
+    fsc__brow_of(b, &a->row_pending);
+    a->row_pending.fc_seq = a->seq;
+    a->row_pending.fc_time = ev->time_ns;
+    a->row_pending.completed = 1;
     seg_begin(a, b->seg);
     rc = free_insert(a, b);
     seg_end(a, b->seg);

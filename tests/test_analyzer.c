@@ -23,9 +23,17 @@ typedef struct rig {
     int rc; /* first failure */
 } rig_t;
 
+/* The last stream fed, to compare with the events view. */
+static fsc_event_t g_fed[64];
+static size_t g_nfed;
+
 static void feed(rig_t *r, fsc_event_t ev)
 {
     ev.time_ns = r->seq * 1000;
+    if (r->seq == 0)
+        g_nfed = 0;
+    if (g_nfed < 64)
+        g_fed[g_nfed++] = ev;
     r->seq++;
     int rc = fsc_analysis_feed(r->a, &ev);
     if (rc != 0 && r->rc == 0)
@@ -42,10 +50,17 @@ static void seg_free(rig_t *r, uint64_t addr, uint64_t size)
     feed(r, (fsc_event_t){.type = FSC_EV_SEGMENT_FREE, .pool = 1, .addr = addr, .size = size});
 }
 
-static void split(rig_t *r, uint64_t seg, uint64_t addr, uint64_t size, uint64_t first)
+/* A SPLIT carries the tag of the ALLOC it serves, as producers emit it. */
+static void split_t(rig_t *r, uint64_t seg, uint64_t addr, uint64_t size, uint64_t first,
+                    uint32_t tag)
 {
     feed(r, (fsc_event_t){.type = FSC_EV_SPLIT, .pool = 1, .addr = addr, .size = size,
-                          .requested = first, .segment = seg});
+                          .requested = first, .segment = seg, .tag = tag});
+}
+
+static void split(rig_t *r, uint64_t seg, uint64_t addr, uint64_t size, uint64_t first)
+{
+    split_t(r, seg, addr, size, first, 0);
 }
 
 static void alloc(rig_t *r, uint64_t seg, uint64_t addr, uint64_t size, uint64_t req,
@@ -222,12 +237,12 @@ static void build_fragmentation_run(const char *db)
     CU_ASSERT_EQUAL(fsc_analysis_define_tag(r.a, 1, 0, "forward", 7), 0);
     CU_ASSERT_EQUAL(fsc_analysis_define_tag(r.a, 2, 1, "attn", 4), 0);
     seg_alloc(&r, S1, 4 * MiB);
-    split(&r, S1, S1, 4 * MiB, 2 * MiB);
+    split_t(&r, S1, S1, 4 * MiB, 2 * MiB, 1);
     alloc(&r, S1, S1, 2 * MiB, 2000000, 1);
-    split(&r, S1, S1 + 2 * MiB, 2 * MiB, 1 * MiB);
+    split_t(&r, S1, S1 + 2 * MiB, 2 * MiB, 1 * MiB, 2);
     alloc(&r, S1, S1 + 2 * MiB, 1 * MiB, 1 * MiB, 2);
     seg_alloc(&r, S2, 4 * MiB);
-    split(&r, S2, S2, 4 * MiB, 3 * MiB);
+    split_t(&r, S2, S2, 4 * MiB, 3 * MiB, 2);
     alloc(&r, S2, S2, 3 * MiB, 3 * MiB, 2);
     free_both(&r, S1, S1, 2 * MiB);
     marker(&r, "step 1");
@@ -396,6 +411,69 @@ static void test_metrics(void)
     CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='capacity'"), 8 * MiB);
     CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='events.split'"), 3);
     CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='warnings'"), 0);
+    db_close();
+}
+
+/* The events view gives back every event of the stream, field for field,
+ * although most SPLITs and MERGEs were folded into block rows. */
+static void test_events_view_exact(void)
+{
+    const char *db = fsc_test_path("view.db");
+    build_fragmentation_run(db);
+    db_open(db);
+    /* stored apart: 2 SEGMENT_ALLOC, MARKER, OOM, SEGMENT_FREE; the 3 SPLITs
+     * and 2 MERGEs live in block rows */
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM events_other"), 5);
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM blocks WHERE split_size IS NOT NULL"), 3);
+    CU_ASSERT_EQUAL(qi("SELECT merge2_other FROM blocks WHERE alloc_seq=4"), S1 + 3 * MiB);
+    sqlite3_stmt *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(g_db, "SELECT seq, time_ns, type, addr, size,"
+                                             " requested, tag, other FROM events ORDER BY seq",
+                                             -1, &s, NULL), SQLITE_OK);
+    size_t i = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && i < g_nfed) {
+        const fsc_event_t *e = &g_fed[i];
+        CU_ASSERT_EQUAL(sqlite3_column_int64(s, 0), (long long)i);
+        CU_ASSERT_EQUAL(sqlite3_column_int64(s, 1), (long long)e->time_ns);
+        CU_ASSERT_EQUAL(sqlite3_column_int(s, 2), e->type);
+        CU_ASSERT_EQUAL(sqlite3_column_int64(s, 6), e->tag);
+        if (e->type != FSC_EV_OOM && e->type != FSC_EV_MARKER)
+            CU_ASSERT_EQUAL(sqlite3_column_int64(s, 3), (long long)e->addr);
+        if (e->type != FSC_EV_MARKER)
+            CU_ASSERT_EQUAL(sqlite3_column_int64(s, 4), (long long)e->size);
+        if (e->type == FSC_EV_SPLIT || e->type == FSC_EV_ALLOC || e->type == FSC_EV_OOM)
+            CU_ASSERT_EQUAL(sqlite3_column_int64(s, 5), (long long)e->requested);
+        if (e->type == FSC_EV_MERGE) {
+            CU_ASSERT_EQUAL(sqlite3_column_int64(s, 7), (long long)e->other);
+        } else {
+            CU_ASSERT_EQUAL(sqlite3_column_type(s, 7), SQLITE_NULL);
+        }
+        i++;
+    }
+    CU_ASSERT_EQUAL(i, 17);
+    sqlite3_finalize(s);
+    db_close();
+
+    /* A SPLIT whose tag differs from its ALLOC's, and a MERGE with another
+     * tag than the free: not folded, stored apart, still listed once. */
+    db = fsc_test_path("view2.db");
+    rig_t r;
+    rig_open(&r, db, 0, 0, 0);
+    seg_alloc(&r, S1, 4 * MiB);
+    split_t(&r, S1, S1, 4 * MiB, 1 * MiB, 5);
+    alloc(&r, S1, S1, 1 * MiB, 1 * MiB, 0);
+    free_both(&r, S1, S1, 1 * MiB);
+    feed(&r, (fsc_event_t){.type = FSC_EV_MERGE, .pool = 1, .addr = S1, .size = 4 * MiB,
+                           .other = S1 + 1 * MiB, .segment = S1, .tag = 7});
+    CU_ASSERT_EQUAL(r.rc, 0);
+    CU_ASSERT_EQUAL(fsc_analysis_finish(r.a, NULL), 0);
+    fsc_analysis_destroy(r.a);
+    db_open(db);
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM events_other"), 3);
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM events"), 6);
+    CU_ASSERT_EQUAL(qi("SELECT tag FROM events WHERE seq=1"), 5);
+    CU_ASSERT_EQUAL(qi("SELECT tag FROM events WHERE seq=5"), 7);
+    CU_ASSERT_EQUAL(qi("SELECT other FROM events WHERE seq=5"), S1 + 1 * MiB);
     db_close();
 }
 
@@ -697,6 +775,7 @@ static void test_api_errors(void)
 static const fsc_test_case_t k_tests[] = {
     {"fragmentation OOM", test_fragmentation_oom},
     {"metrics", test_metrics},
+    {"events view exact", test_events_view_exact},
     {"bins", test_bins},
     {"capacity OOM, inferred cap", test_capacity_oom_inferred},
     {"fragmentation OOM, inferred cap", test_fragmentation_oom_inferred},
