@@ -299,13 +299,19 @@ static int print_verify(const fsc_whatif_verify_t *v, int json, FILE *f)
             v->match ? "the replay reproduces the recording" : "the replay DIFFERS");
     fprintf(f, "  segments       %" PRIu64 " recorded, %" PRIu64 " replayed\n",
             v->segments_expected, v->segments_got);
-    if (v->first_divergence >= 0)
-        fprintf(f, "  first divergence at segment %ld: expected %s %" PRIu64 " B, got %s %" PRIu64
-                   " B\n",
-                v->first_divergence,
-                v->expected_type ? fsc_event_type_name(v->expected_type) : "nothing",
-                v->expected_size, v->got_type ? fsc_event_type_name(v->got_type) : "nothing",
-                v->got_size);
+    if (v->first_divergence >= 0) {
+        fprintf(f, "  first divergence at segment %ld: ", v->first_divergence);
+        if (v->expected_type == 0)
+            fprintf(f, "the recording has no more, the replay made a %s of %" PRIu64 " B\n",
+                    fsc_event_type_name(v->got_type), v->got_size);
+        else if (v->got_type == 0)
+            fprintf(f, "the recording made a %s of %" PRIu64 " B, the replay no more\n",
+                    fsc_event_type_name(v->expected_type), v->expected_size);
+        else
+            fprintf(f, "expected %s %" PRIu64 " B, got %s %" PRIu64 " B\n",
+                    fsc_event_type_name(v->expected_type), v->expected_size,
+                    fsc_event_type_name(v->got_type), v->got_size);
+    }
     fprintf(f, "  peak reserved  %" PRIu64 " recorded, %" PRIu64 " replayed\n",
             v->peak_reserved_expected, v->peak_reserved_got);
     fprintf(f, "  peak allocated %" PRIu64 " recorded, %" PRIu64 " replayed\n",
