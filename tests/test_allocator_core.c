@@ -639,6 +639,38 @@ static void test_scripted_backend(void)
     fsc_backend_destroy(be);
 }
 
+/* destroy gives every segment and page back: a second allocator on the same
+ * device can then take all of it. */
+static void test_destroy_returns_memory(void)
+{
+    fsc_backend_t *be;
+    CU_ASSERT_EQUAL_FATAL(fsc_backend_sim_create(FSC_GiB, 0, &be), 0);
+    static const char *const confs[] = {"", "expandable_segments:True"};
+    for (int i = 0; i < 2; i++) {
+        fsc_allocator_opts_t o = {0};
+        CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(confs[i], &o.config, NULL), 0);
+        o.backend = be;
+        fsc_allocator_t *a;
+        CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&o, &a, NULL), 0);
+        uint64_t x;
+        CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 100 * MiB, 0, &x), 0);
+        CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 3 * MiB, 1, &x), 0);
+        CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 4096, 0, &x), 0);
+        CU_ASSERT_EQUAL(fsc_allocator_record_stream(a, x, 7), 0);
+        CU_ASSERT_EQUAL(fsc_allocator_free(a, x), 0); /* left pending */
+        fsc_allocator_destroy(a);
+    }
+    fsc_allocator_opts_t o = {0};
+    o.backend = be;
+    fsc_allocator_t *a;
+    CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&o, &a, NULL), 0);
+    uint64_t x;
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, FSC_GiB, 0, &x), 0);
+    CU_ASSERT_EQUAL(x, B0);
+    fsc_allocator_destroy(a);
+    fsc_backend_destroy(be);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"small_pool_split_and_best_fit", test_small_pool_split_and_best_fit},
     {"split_thresholds", test_split_thresholds},
@@ -653,6 +685,7 @@ static const fsc_test_case_t k_tests[] = {
     {"expandable_cap_and_retry", test_expandable_cap_and_retry},
     {"stats_format_and_peaks", test_stats_format_and_peaks},
     {"scripted_backend", test_scripted_backend},
+    {"destroy_returns_memory", test_destroy_returns_memory},
     {NULL, NULL},
 };
 
