@@ -1,0 +1,170 @@
+/*
+ * viewer_tables.js — the tables: bins, top tags and leaks, and the OOM cards with
+ * their evidence and what-if suggestions.
+ */
+(function (fsc) {
+  'use strict';
+  var D = fsc.D, fmtBytes = fsc.fmtBytes, fmtPct = fsc.fmtPct, fmtCount = fsc.fmtCount,
+    fmtTime = fsc.fmtTime, fmtAddr = fsc.fmtAddr, shortTag = fsc.shortTag, tagCell = fsc.tagCell,
+    el = fsc.el, clear = fsc.clear, byId = fsc.byId, XMODE = fsc.XMODE, OOMS = fsc.OOMS;
+
+  /* ---- tables ---------------------------------------------------------- */
+
+  function bar(frac, cls) {
+    var b = el('span', 'bar' + (cls ? ' ' + cls : '')), f = el('span');
+    f.style.width = (Math.max(0, Math.min(1, frac || 0)) * 100).toFixed(1) + '%';
+    b.appendChild(f);
+    return b;
+  }
+  function table(tbl, head, rows) {
+    clear(tbl);
+    var thead = el('thead'), tr = el('tr');
+    head.forEach(function (h) { tr.appendChild(el('th', h[1] || null, h[0])); });
+    thead.appendChild(tr);
+    tbl.appendChild(thead);
+    var tbody = el('tbody');
+    rows.forEach(function (cells) {
+      var r = el('tr');
+      cells.forEach(function (c) {
+        var td = el('td', c.cls || null);
+        (c.nodes || []).forEach(function (n) { td.appendChild(n); });
+        if (c.text !== undefined) td.appendChild(document.createTextNode(c.text));
+        if (c.title) td.title = c.title;
+        r.appendChild(td);
+      });
+      tbody.appendChild(r);
+    });
+    tbl.appendChild(tbody);
+  }
+  function emptyNote(tbl, text) {
+    clear(tbl);
+    var tb = el('tbody'), tr = el('tr'), td = el('td', 'l empty', text);
+    tr.appendChild(td); tb.appendChild(tr); tbl.appendChild(tb);
+  }
+
+  function renderBins() {
+    var bins = D.bins || [], tbl = byId('bins-table');
+    if (!bins.length) { emptyNote(tbl, 'No bin statistics in this database.'); return; }
+    table(tbl, [['size class', 'l'], ['requests'], ['hit rate', 'l'], ['requested'], ['allocated'],
+      ['use', 'l'], ['internal waste'], ['peak live'], ['splits'], ['merges'], ['free at peak']],
+    bins.map(function (b) {
+      var hits = b.hits || 0, tot = hits + (b.misses || 0), use = b.allocated ? b.requested / b.allocated : null;
+      return [
+        { cls: 'l', text: fmtBytes(b.lo) + ' \u2013 ' + (b.hi ? fmtBytes(b.hi) : '\u221e') },
+        { text: fmtCount(b.requests) },
+        { cls: 'l', nodes: [bar(tot ? hits / tot : 0, 'good')], text: tot ? fmtPct(hits / tot) : '\u2014' },
+        { text: fmtBytes(b.requested) },
+        { text: fmtBytes(b.allocated) },
+        { cls: 'l', nodes: [bar(use, use !== null && use < 0.8 ? 'warn' : '')], text: fmtPct(use) },
+        { text: fmtBytes(b.waste) },
+        { text: fmtCount(b.peak_blocks) + ' / ' + fmtBytes(b.peak_bytes) },
+        { text: fmtCount(b.splits) },
+        { text: fmtCount(b.merges) },
+        { text: fmtBytes(b.free_at_peak) }
+      ];
+    }));
+  }
+
+  function tagTable(tbl, list, total, emptyText) {
+    if (!list || !list.length) { emptyNote(tbl, emptyText); return; }
+    var max = list.reduce(function (m, t) { return Math.max(m, t.bytes); }, 1);
+    table(tbl, [['tag', 'l'], ['live bytes', 'l'], ['blocks'], ['share']], list.map(function (t) {
+      return [
+        tagCell(t.tag),
+        { cls: 'l', nodes: [bar(t.bytes / max, 'tagbar')], text: fmtBytes(t.bytes) },
+        { text: fmtCount(t.blocks) },
+        { text: total ? fmtPct(t.bytes / total) : '\u2014' }
+      ];
+    }));
+  }
+
+  function renderTags() {
+    var s = D.summary || {};
+    tagTable(byId('tags-peak'), D.top_tags, s.peak_allocated_bytes, 'No per-tag figures at the peak.');
+    tagTable(byId('tags-leaks'), D.leaks, null, 'Nothing was live at the end of the run.');
+  }
+
+  /* ---- OOM panel ------------------------------------------------------- */
+
+  function kv(grid, k, v) {
+    var d = el('div');
+    d.appendChild(el('span', 'k', k + ': '));
+    d.appendChild(el('span', 'v', v));
+    grid.appendChild(d);
+  }
+
+  function renderOoms(segmap) {
+    var box = byId('oom-list');
+    clear(box);
+    if (!OOMS.length) { box.appendChild(el('p', 'empty', 'No out-of-memory error in this run.')); return; }
+    OOMS.forEach(function (o, k) {
+      var card = el('div', 'oom-card'), h = el('h3');
+      h.appendChild(document.createTextNode('OOM #' + (k + 1)));
+      h.appendChild(el('span', 'cause ' + String(o.cause || '').replace(/[^a-z]/g, ''), o.cause || 'unknown'));
+      h.appendChild(el('span', 'muted', 'at ' + (o.t !== null && o.t !== undefined && XMODE === 'time' ? fmtTime(o.t) : 'event ' + fmtCount(o.seq)) +
+        (o.tag !== undefined && o.tag !== null ? ' \u00b7 ' + shortTag(o.tag, 120) : '')));
+      card.appendChild(h);
+      var grid = el('div', 'oom-grid');
+      kv(grid, 'requested', fmtBytes(o.requested) + (o.rounded && o.rounded !== o.requested ? ' (rounded ' + fmtBytes(o.rounded) + ')' : ''));
+      kv(grid, 'allocated', fmtBytes(o.allocated));
+      kv(grid, 'reserved', fmtBytes(o.reserved));
+      if (o.capacity_inferred) {
+        kv(grid, 'capacity (inferred)', fmtBytes(o.capacity_lo) + ' \u2013 ' + fmtBytes(o.capacity_hi));
+      } else {
+        kv(grid, 'capacity', o.capacity ? fmtBytes(o.capacity) : 'unknown');
+      }
+      kv(grid, 'reserved but unallocated', fmtBytes(o.reserved - o.allocated));
+      kv(grid, 'free inside segments', fmtBytes(o.free_reserved));
+      kv(grid, 'largest free block', fmtBytes(o.largest_free));
+      if (o.device_free !== null && o.device_free !== undefined) kv(grid, 'device free', fmtBytes(o.device_free));
+      card.appendChild(grid);
+      if (o.explanation) card.appendChild(el('p', 'explain', o.explanation));
+
+      if (o.segments && o.segments.length) {
+        card.appendChild(el('h4', null, 'Segments holding the most free space, and the live blocks pinning them'));
+        var rows = [];
+        o.segments.forEach(function (s) {
+          rows.push([{ cls: 'l', text: fmtAddr(s.addr) }, { text: fmtBytes(s.size) }, { text: fmtBytes(s.free) },
+            { text: fmtBytes(s.largest_free) }, { cls: 'l', text: '' }, { text: '' }, { cls: 'tag', text: fmtCount((s.pinning || []).length) + ' pinning blocks' }]);
+          (s.pinning || []).forEach(function (p) {
+            rows.push([{ cls: 'l', text: '' }, { text: '' }, { text: '' }, { text: '' },
+              { cls: 'l', text: fmtAddr(p.addr) + ' \u00b7 ' + fmtBytes(p.size) },
+              { text: (p.age_events !== null && p.age_events !== undefined ? fmtCount(p.age_events) + ' ev' : '') + (p.age_ns ? ' / ' + fmtTime(p.age_ns) : '') },
+              tagCell(p.tag)]);
+          });
+        });
+        var t1 = el('table', 'data');
+        table(t1, [['segment', 'l'], ['size'], ['free'], ['largest free'], ['pinning block', 'l'], ['age'], ['tag', 'l']], rows);
+        var w1 = el('div', 'table-wrap'); w1.appendChild(t1); card.appendChild(w1);
+      }
+      if (o.tags && o.tags.length) {
+        card.appendChild(el('h4', null, 'Top tags by live bytes at the OOM'));
+        var t2 = el('table', 'data');
+        tagTable(t2, o.tags, o.allocated, '');
+        var w2 = el('div', 'table-wrap'); w2.appendChild(t2); card.appendChild(w2);
+      }
+      card.appendChild(el('h4', null, 'What-if suggestions'));
+      if (o.suggestions && o.suggestions.length) {
+        var t3 = el('table', 'data');
+        table(t3, [['configuration', 'l'], ['capacity needed'], ['avoids this OOM', 'l'], ['note', 'l']], o.suggestions.map(function (s) {
+          return [{ cls: 'tag', text: s.config || '(defaults)' }, { text: s.needed_capacity ? fmtBytes(s.needed_capacity) : '\u2014' },
+            { cls: 'l', text: s.avoids ? 'yes' : 'no' }, { cls: 'l', text: s.note || '' }];
+        }));
+        card.appendChild(t3);
+      } else {
+        card.appendChild(el('p', 'empty', 'No what-if results in this database (fragscope whatif fills them).'));
+      }
+      if (o.layout !== undefined && o.layout !== null && o.layout >= 0 && segmap) {
+        var btn = el('button', null, 'Show the segment map at this OOM');
+        btn.type = 'button';
+        btn.addEventListener('click', function () { segmap.show(o.layout); byId('segments').scrollIntoView(); });
+        card.appendChild(btn);
+      }
+      box.appendChild(card);
+    });
+  }
+
+  fsc.renderBins = renderBins;
+  fsc.renderTags = renderTags;
+  fsc.renderOoms = renderOoms;
+})(window.fsc);
