@@ -332,7 +332,7 @@ int fsc_alloc_config_format(const fsc_alloc_config_t *c, char *buf, size_t cap)
         sep = ",";
     }
     if (c->garbage_collection_threshold > 0.0) {
-        put(buf, cap, &len, "%sgarbage_collection_threshold:%g", sep, c->garbage_collection_threshold);
+        put(buf, cap, &len, "%sgarbage_collection_threshold:%.15g", sep, c->garbage_collection_threshold);
         sep = ",";
     }
     if (c->expandable_segments)

@@ -208,6 +208,67 @@ static void test_config_errors(void)
     }
 }
 
+/* Random strings built from the grammar's pieces and stray bytes: the parser
+ * answers 0 or FSC_ECONFIG, never crashes (run under ASan too), leaves the
+ * output alone on error, and whatever it accepts formats to a string that
+ * parses back to the same configuration. */
+static void test_config_fuzz(void)
+{
+    static const char *const pieces[] = {
+        "max_split_size_mb", "max_non_split_rounding_mb", "roundup_power2_divisions",
+        "garbage_collection_threshold", "expandable_segments", "backend", "native",
+        "release_lock_on_cudamalloc", "True", "False", ":", ",", "[", "]", ">", " ", "0",
+        "1", "2", "4", "20", "64", "128", "256", "0.5", "1.5", "-1", "1e3", "99999999999999999999",
+        "x", "\xff", "",
+    };
+    uint64_t rng = 0x1234567u;
+    char buf[256], out[512];
+    long accepted = 0;
+    for (int it = 0; it < 100000; it++) {
+        size_t len = 0;
+        int n = 1 + (int)((rng >> 7) % 12);
+        for (int k = 0; k < n; k++) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            const char *p = pieces[rng % (sizeof pieces / sizeof pieces[0])];
+            if ((rng >> 40) % 16 == 0) {
+                if (len + 1 < sizeof buf)
+                    buf[len++] = (char)(1 + (rng >> 48) % 255);
+            } else {
+                size_t pl = strlen(p);
+                if (len + pl < sizeof buf) {
+                    memcpy(buf + len, p, pl);
+                    len += pl;
+                }
+            }
+        }
+        buf[len] = '\0';
+        fsc_alloc_config_t c = FSC_ALLOC_CONFIG_DEFAULT, c2;
+        c.max_split_size = 12345;
+        fsc_err_t e = {0};
+        int rc = fsc_alloc_config_parse(buf, &c, &e);
+        if (rc != 0) {
+            CU_ASSERT_EQUAL(rc, FSC_ECONFIG);
+            CU_ASSERT_EQUAL(c.max_split_size, 12345);
+            CU_ASSERT_TRUE(e.msg[0] != '\0');
+            continue;
+        }
+        accepted++;
+        CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_format(&c, out, sizeof out), 0);
+        CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(out, &c2, &e), 0);
+        CU_ASSERT_EQUAL(c.max_split_size, c2.max_split_size);
+        CU_ASSERT_EQUAL(c.max_non_split_rounding, c2.max_non_split_rounding);
+        CU_ASSERT_EQUAL(c.expandable_segments, c2.expandable_segments);
+        CU_ASSERT_DOUBLE_EQUAL(c.garbage_collection_threshold, c2.garbage_collection_threshold,
+                               1e-6 * c.garbage_collection_threshold);
+        CU_ASSERT_EQUAL(memcmp(c.roundup_power2_divisions, c2.roundup_power2_divisions,
+                               sizeof c.roundup_power2_divisions), 0);
+    }
+    printf(" (%ld of 100000 accepted) ", accepted);
+    CU_ASSERT_TRUE(accepted > 100);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"round_plain", test_round_plain},
     {"round_power2_divisions", test_round_power2_divisions},
@@ -216,6 +277,7 @@ static const fsc_test_case_t k_tests[] = {
     {"should_split", test_should_split},
     {"config_parse_format", test_config_parse_format},
     {"config_errors", test_config_errors},
+    {"config_fuzz", test_config_fuzz},
     {NULL, NULL},
 };
 
