@@ -21,7 +21,7 @@ const char fsc_cmd_view_usage[] =
     "options:\n"
     "  -o, --output FILE   report path (default: RUN.db with .html in place of .db)\n"
     "  --title TEXT        page title (default: from the database)\n"
-    "  --max-size SIZE     upper bound of the file size (default 3MiB); the embedded\n"
+    "  --max-size SIZE     upper bound of the file size (default 3MB); the embedded\n"
     "                      tables are thinned until the page fits\n"
     "\n"
     "The file is written under a temporary name and renamed when complete.\n"

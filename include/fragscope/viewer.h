@@ -23,14 +23,15 @@
 extern "C" {
 #endif
 
-#define FSC_VIEW_MAX_BYTES_DEFAULT ((uint64_t)3 * 1024 * 1024)
+#define FSC_VIEW_MAX_BYTES_DEFAULT ((uint64_t)3000000) /* 3 MB */
 
 typedef struct fsc_view_opts {
     /* Page title; NULL = derived from the database (producer and file name). */
     const char *title;
-    /* Upper bound of the report's size in bytes; 0 = 3 MiB. The embedded
-     * tables are shrunk until the page fits; FSC_ELIMIT when even the
-     * smallest form does not (only for bounds far below the default). */
+    /* Upper bound of the report's size in bytes; 0 = 3 MB (3 000 000).
+     * The embedded tables are shrunk until the page fits; FSC_ELIMIT when
+     * even the smallest form does not (only for bounds far below the
+     * default). */
     uint64_t max_bytes;
 } fsc_view_opts_t;
 
