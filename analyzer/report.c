@@ -30,6 +30,7 @@ typedef struct rep_oom {
     char *explanation;
     char top_tag[4096];
     int64_t top_tag_bytes;
+    char *fixes; /* configs that would have avoided it, "; "-separated (what-if) */
 } rep_oom_t;
 
 typedef struct rep_bin {
@@ -134,6 +135,21 @@ static int load(sqlite3 *db, rep_t *r, fsc_err_t *err)
     }
     sqlite3_finalize(s);
 
+    /* What-if's suggestions, when it has filled them in. */
+    if (sqlite3_prepare_v2(db,
+                           "SELECT group_concat(CASE WHEN config = '' THEN '(defaults)'"
+                           " ELSE config END, '; ') FROM suggestions"
+                           " WHERE avoids_oom = 1 AND (oom_id = ? OR oom_id IS NULL)",
+                           -1, &s, NULL) == SQLITE_OK) {
+        for (int i = 0; i < r->nooms; i++) {
+            sqlite3_reset(s);
+            sqlite3_bind_int64(s, 1, r->ooms[i].id);
+            if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0) != NULL)
+                r->ooms[i].fixes = strdup((const char *)sqlite3_column_text(s, 0));
+        }
+        sqlite3_finalize(s);
+    }
+
     if (sqlite3_prepare_v2(db,
                            "SELECT bin, lo, hi, requests, requested_bytes, allocated_bytes,"
                            " internal_waste, cache_hits, cache_misses, splits, merges,"
@@ -197,8 +213,10 @@ static const char *tail(const char *path, char *buf, size_t cap)
 
 static void rep_free(rep_t *r)
 {
-    for (int i = 0; i < r->nooms; i++)
+    for (int i = 0; i < r->nooms; i++) {
         free(r->ooms[i].explanation);
+        free(r->ooms[i].fixes);
+    }
     free(r->ooms);
 }
 
@@ -270,6 +288,8 @@ static void print_text(const rep_t *r, FILE *f)
         if (o->top_tag[0])
             fprintf(f, "    largest tag: %s (%s)\n", tail(o->top_tag, tb, sizeof tb),
                     SZ(0, o->top_tag_bytes));
+        if (o->fixes)
+            fprintf(f, "    would have been avoided with: %s\n", o->fixes);
     }
     if (r->nbins > 0) {
         fprintf(f, "\nbins (block sizes)\n");
@@ -352,6 +372,9 @@ static void print_markdown(const rep_t *r, FILE *f)
         for (int i = 0; i < r->nooms; i++) {
             fprintf(f, "> **OOM %lld (%s):** ", (long long)r->ooms[i].id, r->ooms[i].cause);
             md_escape(f, r->ooms[i].explanation);
+            if (r->ooms[i].fixes) {
+                fprintf(f, " Would have been avoided with: `%s`.", r->ooms[i].fixes);
+            }
             fprintf(f, "\n\n");
         }
     }
@@ -441,6 +464,15 @@ static char *build_json(const rep_t *r)
         cJSON_AddItemToObject(j, "largest_free_usable_bytes", num((double)o->largest_usable));
         cJSON_AddItemToObject(j, "external_frag", num(o->ext));
         cJSON_AddStringToObject(j, "explanation", o->explanation);
+        cJSON *fx = cJSON_AddArrayToObject(j, "avoided_by");
+        for (const char *p = o->fixes; p != NULL && *p;) {
+            const char *e = strstr(p, "; ");
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            char one[1024];
+            snprintf(one, sizeof one, "%.*s", (int)n, p);
+            cJSON_AddItemToArray(fx, cJSON_CreateString(one));
+            p = e ? e + 2 : p + n;
+        }
         if (o->top_tag[0]) {
             cJSON_AddStringToObject(j, "top_tag", o->top_tag);
             cJSON_AddItemToObject(j, "top_tag_bytes", num((double)o->top_tag_bytes));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fragscope/analyzer.h"
+#include "fragscope/recorder.h"
 #include "fsc_test.h"
 
 #define MiB (1024ull * 1024ull)
@@ -87,6 +88,8 @@ static void make_runs(void)
     g_worse = worse;
 }
 
+static long long db_summary(const char *db, const char *key);
+
 static char *report_to_string(const char *db, fsc_report_format_t fmt)
 {
     const char *path = fsc_test_path("report.out");
@@ -138,6 +141,34 @@ static void test_report_json(void)
     CU_ASSERT_EQUAL(cJSON_GetArraySize(leaks), 1);
     cJSON_Delete(j);
     free(s);
+}
+
+/* What-if's suggestions show up under the OOM they avoid. */
+static void test_report_suggestions(void)
+{
+    make_runs();
+    char out[256];
+    const char *db = fsc_test_path("sugg.db");
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "cp %s %s", g_worse, db), 0);
+    sqlite3 *h = NULL;
+    sqlite3_open(db, &h);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, "INSERT INTO suggestions(oom_id, config, avoids_oom) VALUES"
+                                    " (0, 'expandable_segments:True', 1),"
+                                    " (0, 'max_split_size_mb:128', 0)", NULL, NULL, NULL),
+                    SQLITE_OK);
+    sqlite3_close(h);
+    char *js = report_to_string(db, FSC_REPORT_JSON);
+    cJSON *j = cJSON_Parse(js);
+    const cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "ooms"), 0);
+    const cJSON *fx = cJSON_GetObjectItemCaseSensitive(o, "avoided_by");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(fx), 1);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetArrayItem(fx, 0)),
+                           "expandable_segments:True");
+    cJSON_Delete(j);
+    free(js);
+    char *t = report_to_string(db, FSC_REPORT_TEXT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "would have been avoided with: expandable_segments:True\n"));
+    free(t);
 }
 
 static void test_report_text_markdown(void)
@@ -254,6 +285,115 @@ static void test_bad_databases(void)
     }
 }
 
+/* ---- fragscope analyze on .fstrace files -------------------------------------- */
+
+/* A trace written with the recorder: one 4M segment, a 3M block with tag
+ * forward/attn, freed; then, when `bad`, a free of an unknown address. */
+static const char *write_trace(const char *name, int bad)
+{
+    const char *path = fsc_test_path(name);
+    fsc_trace_header_t h;
+    memset(&h, 0, sizeof h);
+    h.producer = "test";
+    h.config = "";
+    h.backend = "sim";
+    h.capacity = 16 * MiB;
+    h.rank = -1;
+    fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
+    o.background = 0;
+    fsc_recorder_t *r = NULL;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(path, &h, &o, &r, &err), 0);
+    uint32_t fwd = 0, attn = 0;
+    CU_ASSERT_EQUAL(fsc_recorder_tag_node(r, 0, "forward", 7, &fwd), 0);
+    CU_ASSERT_EQUAL(fsc_recorder_tag_node(r, fwd, "attn", 4, &attn), 0);
+    fsc_event_t evs[] = {
+        {.type = FSC_EV_SEGMENT_ALLOC, .pool = 1, .addr = S1, .size = 4 * MiB},
+        {.type = FSC_EV_SPLIT, .pool = 1, .addr = S1, .size = 4 * MiB, .requested = 3 * MiB,
+         .segment = S1, .tag = attn},
+        {.type = FSC_EV_ALLOC, .pool = 1, .addr = S1, .size = 3 * MiB, .requested = 3 * MiB,
+         .segment = S1, .tag = attn},
+        {.type = FSC_EV_FREE_REQUESTED, .pool = 1, .addr = S1, .size = 3 * MiB,
+         .requested = 3 * MiB, .segment = S1, .tag = attn},
+        {.type = FSC_EV_FREE_COMPLETED, .pool = 1, .addr = S1, .size = 3 * MiB,
+         .requested = 3 * MiB, .segment = S1, .tag = attn},
+        {.type = FSC_EV_MERGE, .pool = 1, .addr = S1, .size = 4 * MiB, .other = S1 + 3 * MiB,
+         .segment = S1, .tag = attn},
+        {.type = FSC_EV_FREE_REQUESTED, .pool = 1, .addr = S1 + 512, .size = 512},
+    };
+    size_t n = sizeof evs / sizeof evs[0] - (bad ? 0 : 1);
+    for (size_t i = 0; i < n; i++) {
+        evs[i].time_ns = 1000 * (i + 1);
+        CU_ASSERT_EQUAL(fsc_recorder_write(r, &evs[i]), 0);
+    }
+    CU_ASSERT_EQUAL(fsc_recorder_close(r), 0);
+    return path;
+}
+
+static void test_analyze_trace(void)
+{
+    const char *trace = write_trace("ok.fstrace", 0);
+    const char *db = fsc_test_path("ok.db");
+    char out[4096];
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),
+                                trace, db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "6 events, peak allocated 3.00 MiB, peak reserved "
+                                       "4.00 MiB, 0 OOMs"));
+    CU_ASSERT_EQUAL(db_summary(db, "peak_allocated_bytes"), 3 * MiB);
+    CU_ASSERT_EQUAL(db_summary(db, "internal_frag_bytes_at_peak"), 0);
+    sqlite3 *h = NULL;
+    sqlite3_stmt *s = NULL;
+    sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL);
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "SELECT t.path FROM tag_stats s JOIN tags t"
+                                             " ON t.id = s.tag", -1, &s, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_step(s), SQLITE_ROW);
+    CU_ASSERT_STRING_EQUAL((const char *)sqlite3_column_text(s, 0), "forward/attn");
+    sqlite3_finalize(s);
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "SELECT (SELECT value FROM meta WHERE"
+                                             " key='integrity.clean_close'), (SELECT value"
+                                             " FROM meta WHERE key='source_kind')",
+                                             -1, &s, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_step(s), SQLITE_ROW);
+    CU_ASSERT_EQUAL(sqlite3_column_int(s, 0), 1);
+    CU_ASSERT_STRING_EQUAL((const char *)sqlite3_column_text(s, 1), "trace");
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+}
+
+static void test_analyze_bad_input(void)
+{
+    const char *fs = fsc_test_fragscope();
+    char out[4096], want[1024];
+    /* an event that contradicts the replay: exit 2, the event named, no db */
+    const char *trace = write_trace("bad.fstrace", 1);
+    const char *db = fsc_test_path("bad.db");
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fs, trace, db), 2);
+    snprintf(want, sizeof want, "fragscope: %s: event 6 (free_requested at 0x10000200): no "
+                                "live block at this address\n", trace);
+    CU_ASSERT_STRING_EQUAL(out, want);
+    CU_ASSERT_FALSE(fsc_test_file_exists(db));
+    /* nor its temporary file: grep finds no line (exit 1) */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "ls %s | grep -c 'bad.db'", fsc_test_tmpdir()),
+                    1);
+    /* leniently: a warning, a database */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s --lenient", fs, trace,
+                                db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "1 events contradicted the replay"));
+    CU_ASSERT_EQUAL(db_summary(db, "events"), 7);
+    /* not a trace at all */
+    const char *txt = fsc_test_path("junk.fstrace");
+    FILE *f = fopen(txt, "w");
+    fputs("definitely not a trace\n", f);
+    fclose(f);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fs, txt,
+                                fsc_test_path("junk.db")), 2);
+    snprintf(want, sizeof want, "fragscope: %s", txt);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    CU_ASSERT_FALSE(fsc_test_file_exists(fsc_test_path("junk.db")));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze %s", fs, txt), 2);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze -o x.db", fs), 2);
+}
+
 /* ---- the real snapshots ---------------------------------------------------- */
 
 static double stat_of(const char *name, const char *key)
@@ -367,6 +507,9 @@ static void test_snapshot_gpt2m_oom(void)
 static const fsc_test_case_t k_tests[] = {
     {"report JSON keys", test_report_json},
     {"report text and Markdown", test_report_text_markdown},
+    {"report shows what-if suggestions", test_report_suggestions},
+    {"analyze a trace", test_analyze_trace},
+    {"analyze: bad input leaves nothing", test_analyze_bad_input},
     {"check exit codes", test_check_exit_codes},
     {"diff verdicts", test_diff},
     {"bad database files", test_bad_databases},
