@@ -93,6 +93,19 @@ typedef struct tag_cache {
     uint32_t node;
 } tag_cache_t;
 
+/* Child node of (parent, frame dict): frame dicts are shared by memo, so
+ * this spares formatting and interning the same frame again. */
+typedef struct frame_key {
+    const void *frame;
+    uint32_t parent;
+} frame_key_t;
+
+typedef struct frame_cache {
+    UT_hash_handle hh;
+    frame_key_t key;
+    uint32_t node;
+} frame_cache_t;
+
 /* A block live before the first entry. */
 typedef struct prelive {
     uint64_t addr, size, requested;
@@ -130,6 +143,7 @@ typedef struct imp {
     addr_info_t *addrs;
     seg_info_t *segs;
     tag_cache_t *tags;
+    frame_cache_t *frame_tags;
     annotation_t *ann;
     size_t n_ann, next_ann;
     uint64_t t0_us;
@@ -224,6 +238,16 @@ static int frames_tag(imp_t *im, const fsc__pv_t *frames, uint32_t *out)
     uint32_t node = 0;
     for (uint32_t i = n; i-- > 0;) { /* outermost frame is last */
         const fsc__pv_t *f = fr[i];
+        frame_key_t fk;
+        memset(&fk, 0, sizeof fk);
+        fk.frame = f;
+        fk.parent = node;
+        frame_cache_t *fc = NULL;
+        HASH_FIND(hh, im->frame_tags, &fk, sizeof fk, fc);
+        if (fc != NULL) {
+            node = fc->node;
+            continue;
+        }
         if (!dict_ok(f))
             return bad(im, "a Python frame is not a dict");
         const fsc__pv_t *file = fsc__pv_get(f, "filename");
@@ -249,6 +273,11 @@ static int frames_tag(imp_t *im, const fsc__pv_t *frames, uint32_t *out)
         if (rc != 0)
             return fsc_err_set(im->err, rc, "%s: the tag consumer failed (%s)", im->path,
                                fsc_err_name(rc));
+        if ((fc = malloc(sizeof *fc)) == NULL)
+            return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+        fc->key = fk;
+        fc->node = child;
+        HASH_ADD(hh, im->frame_tags, key, sizeof fk, fc);
         node = child;
     }
     c = malloc(sizeof *c);
@@ -479,20 +508,49 @@ static int read_entry(imp_t *im, uint32_t i, entry_t *e)
     memset(e, 0, sizeof *e);
     if (!dict_ok(d))
         return bad(im, "device_traces[%d][%u] is not a dict", im->device, i);
-    e->action = fsc__pv_get(d, "action");
+    /* One pass over the keys (the hot path of an import); a later
+     * duplicate key wins, as in Python. */
+    const fsc__pv_t *addr = NULL, *size = NULL, *stream = NULL, *time = NULL, *dfree = NULL;
+    for (uint32_t k = 0; k < d->len; k++) {
+        const fsc__pv_t *key = d->u.items[2 * k], *val = d->u.items[2 * k + 1];
+        if (key->kind != FSC__PV_STR)
+            continue;
+#define KEY_IS(lit) (key->len == sizeof(lit) - 1 && memcmp(key->u.s, lit, sizeof(lit) - 1) == 0)
+        if (KEY_IS("action"))
+            e->action = val;
+        else if (KEY_IS("addr"))
+            addr = val;
+        else if (KEY_IS("size"))
+            size = val;
+        else if (KEY_IS("stream"))
+            stream = val;
+        else if (KEY_IS("time_us"))
+            time = val;
+        else if (KEY_IS("frames"))
+            e->frames = val;
+        else if (KEY_IS("device_free"))
+            dfree = val;
+        else if (KEY_IS("user_metadata"))
+            e->user_metadata = val;
+#undef KEY_IS
+    }
     if (e->action == NULL || e->action->kind != FSC__PV_STR)
         return bad(im, "device_traces[%d][%u] has no 'action'", im->device, i);
     e->act = ACT_OTHER;
     for (size_t k = 0; k < sizeof k_actions / sizeof k_actions[0]; k++)
         if (fsc__pv_is_str(e->action, k_actions[k].name))
             e->act = k_actions[k].act;
-    e->has_addr = get_u64(d, "addr", &e->addr);
-    int has_size = get_u64(d, "size", &e->size);
-    get_u64(d, "stream", &e->stream);
-    get_u64(d, "time_us", &e->time_us);
-    e->has_device_free = get_u64(d, "device_free", &e->device_free);
-    e->frames = fsc__pv_get(d, "frames");
-    e->user_metadata = fsc__pv_get(d, "user_metadata");
+    int64_t v;
+    e->has_addr = fsc__pv_int(addr, &v) && v >= 0;
+    e->addr = e->has_addr ? (uint64_t)v : 0;
+    int has_size = fsc__pv_int(size, &v) && v >= 0;
+    e->size = has_size ? (uint64_t)v : 0;
+    if (fsc__pv_int(stream, &v) && v >= 0)
+        e->stream = (uint64_t)v;
+    if (fsc__pv_int(time, &v) && v >= 0)
+        e->time_us = (uint64_t)v;
+    e->has_device_free = fsc__pv_int(dfree, &v) && v >= 0;
+    e->device_free = e->has_device_free ? (uint64_t)v : 0;
     int needs_addr = e->act != ACT_OTHER && e->act != ACT_OOM && e->act != ACT_SNAPSHOT &&
                      e->act != ACT_EMPTY_CACHE && e->act != ACT_USER_DEFINED;
     if (needs_addr && (!e->has_addr || !has_size))
@@ -987,6 +1045,11 @@ static void imp_free(imp_t *im)
     HASH_ITER(hh, im->tags, c, ct) {
         HASH_DEL(im->tags, c);
         free(c);
+    }
+    frame_cache_t *f, *ft;
+    HASH_ITER(hh, im->frame_tags, f, ft) {
+        HASH_DEL(im->frame_tags, f);
+        free(f);
     }
 }
 
