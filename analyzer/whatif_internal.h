@@ -107,6 +107,12 @@ uint64_t fsc__whatif_device_total(const fsc_request_stream_t *rs, uint64_t capac
 int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                            const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify,
                            fsc_whatif_result_t *out, fsc_err_t *err);
+/* The same without the event sink, for replays that only need the outcome
+ * and the peaks (capacity search): external_frag_at_peak is not measured,
+ * segment_maps is 0 and segments counts device allocations and mappings. */
+int fsc__whatif_replay_lean(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
+                            const fsc_whatif_opts_t *opts, fsc_whatif_result_t *out,
+                            fsc_err_t *err);
 
 /* Threads for `jobs` replays: `requested` (0 = online cores), at most jobs. */
 int fsc__whatif_threads(int requested, size_t jobs);

@@ -208,9 +208,9 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
     return 0;
 }
 
-int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
-                           const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify,
-                           fsc_whatif_result_t *out, fsc_err_t *err)
+static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
+                      const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify, int lean,
+                      fsc_whatif_result_t *out, fsc_err_t *err)
 {
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     if (opts != NULL)
@@ -227,7 +227,7 @@ int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_confi
     memset(&c, 0, sizeof c);
     c.rs = rs;
     c.v = verify;
-    fsc_allocator_opts_t ao = {*cfg, be, o.capacity, sink, &c};
+    fsc_allocator_opts_t ao = {*cfg, be, o.capacity, lean ? NULL : sink, &c};
     fsc_allocator_t *a = NULL;
     rc = fsc_allocator_create(&ao, &a, err);
     uint64_t *addrs = NULL;
@@ -245,6 +245,10 @@ int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_confi
         fsc_alloc_stats_t st;
         fsc_allocator_get_stats(a, &st);
         out->peak_allocated = (uint64_t)st.allocated_bytes[FSC_STAT_ALL].peak;
+        if (lean) {
+            c.peak_reserved = (uint64_t)st.reserved_bytes[FSC_STAT_ALL].peak;
+            c.segments = (uint64_t)st.num_device_alloc;
+        }
         out->peak_reserved = c.peak_reserved;
         out->utilization =
             c.peak_reserved ? (double)out->peak_allocated / (double)c.peak_reserved : 0.0;
@@ -258,6 +262,20 @@ int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_confi
     fsc_backend_destroy(be);
     out->elapsed_ns = fsc_now_ns() - t0;
     return rc;
+}
+
+int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
+                           const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify,
+                           fsc_whatif_result_t *out, fsc_err_t *err)
+{
+    return replay_cfg(rs, cfg, opts, verify, 0, out, err);
+}
+
+int fsc__whatif_replay_lean(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
+                            const fsc_whatif_opts_t *opts, fsc_whatif_result_t *out,
+                            fsc_err_t *err)
+{
+    return replay_cfg(rs, cfg, opts, NULL, 1, out, err);
 }
 
 static void set_config_text(fsc_whatif_result_t *out, const char *config)

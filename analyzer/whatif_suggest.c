@@ -42,7 +42,7 @@ static int fits(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg, u
     fsc_whatif_opts_t o = {cap, 1, 1, NULL, NULL};
     fsc_whatif_result_t r;
     memset(&r, 0, sizeof r);
-    int rc = fsc__whatif_replay_cfg(rs, cfg, &o, NULL, &r, err);
+    int rc = fsc__whatif_replay_lean(rs, cfg, &o, &r, err);
     *ok = rc == 0 && !r.oom;
     return rc;
 }
@@ -53,10 +53,10 @@ static int needed_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
 {
     const uint64_t step = FSC_WHATIF_CAPACITY_STEP;
     *out = 0;
-    fsc_whatif_opts_t o = {0, 0, 1, NULL, NULL};
+    fsc_whatif_opts_t o = {0, 1, 1, NULL, NULL};
     fsc_whatif_result_t r;
     memset(&r, 0, sizeof r);
-    int rc = fsc__whatif_replay_cfg(rs, cfg, &o, NULL, &r, err);
+    int rc = fsc__whatif_replay_lean(rs, cfg, &o, &r, err);
     if (rc != 0)
         return rc;
     if (r.oom)
@@ -239,7 +239,8 @@ static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, cha
         w += (size_t)snprintf(buf + w, cap - w, "needs %s (%s: no capacity found)", s[1], bname);
     if (w >= cap)
         return;
-    if (!c->at_cap.oom && !base->at_cap.oom) {
+    if (!c->at_cap.oom && !base->at_cap.oom &&
+        c->at_cap.peak_reserved != base->at_cap.peak_reserved) {
         uint64_t pv[2] = {c->at_cap.peak_reserved, base->at_cap.peak_reserved};
         fmt_set(pv, 2, p);
         snprintf(buf + w, cap - w, "%speak reserved %s instead of %s", w ? "; " : "", p[0], p[1]);
