@@ -428,8 +428,8 @@ static int valid_type(uint8_t t)
 }
 
 /* Shared by sink and write: place the event, then write what must be
- * written now. tag is already a trace id. */
-/* stamp: a time of 0 means "now" (the sink), else it is kept (write). */
+ * written now. tag is already a trace id (or gtag a process node to map).
+ * stamp: a time of 0 means "now" (the sink); without it 0 is kept (write). */
 __attribute__((noinline)) static int record(fsc_recorder_t *r, const fsc_event_t *ev,
                                             uint32_t tag, uint64_t t, uint32_t thread,
                                             uint32_t gtag, int stamp)
