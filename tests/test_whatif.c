@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fragscope/allocator.h"
+#include "fragscope/recorder.h"
 #include "fragscope/whatif.h"
 #include "fsc_test.h"
 
@@ -482,6 +483,77 @@ static void test_verify_reports_divergence(void)
     fsc_request_stream_destroy(b.rs);
 }
 
+/*
+ * Through a real trace: the max_split stream recorded by fragscope's
+ * allocator under a 100 MiB cap with the defaults, with a marker before B
+ * and tags around C. The recorded events, in order (events.h):
+ *   0 segment_alloc A   1 alloc A   2 free_requested A   3 free_completed A
+ *   4 marker "step 7"   5 split (A's block for B)         6 alloc B
+ *   7 oom (C: nothing releasable, so no segment_free before it)
+ * so the replay with the recorded settings fails C at recorded event 7,
+ * request 2, and max_split_size_mb:64 serves it (see above: 90 MiB).
+ */
+static void test_from_trace(void)
+{
+    const char *path = fsc_test_path("split.fstrace");
+    fsc_trace_header_t hdr = {0};
+    hdr.producer = "test_whatif";
+    hdr.config = "";
+    hdr.backend = "sim";
+    hdr.capacity = 100 * MiB;
+    hdr.device_total = 80 * FSC_GiB;
+    hdr.rank = -1;
+    fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
+    ro.background = 0;
+    fsc_recorder_t *rec = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_FATAL(fsc_recorder_open(path, &hdr, &ro, &rec, &err) == 0);
+    fsc_backend_t *be = NULL;
+    CU_ASSERT_FATAL(fsc_backend_sim_create(0, 0, &be) == 0);
+    fsc_allocator_opts_t ao = {FSC_ALLOC_CONFIG_DEFAULT, be, 100 * MiB, fsc_recorder_sink, rec};
+    fsc_allocator_t *a = NULL;
+    CU_ASSERT_FATAL(fsc_allocator_create(&ao, &a, &err) == 0);
+    uint64_t pa = 0, pb = 0, pc = 0;
+    CU_ASSERT(fsc_allocator_malloc(a, 70 * MiB, 0, &pa) == 0);
+    CU_ASSERT(fsc_allocator_free(a, pa) == 0);
+    fsc_mark("step 7");
+    CU_ASSERT(fsc_allocator_malloc(a, 20 * MiB, 0, &pb) == 0);
+    fsc_tag_push("model");
+    fsc_tag_push("layer1");
+    CU_ASSERT(fsc_allocator_malloc(a, 70 * MiB, 0, &pc) == FSC_EOOM);
+    fsc_tag_pop();
+    fsc_tag_pop();
+    fsc_allocator_destroy(a);
+    fsc_backend_destroy(be);
+    CU_ASSERT_FATAL(fsc_recorder_close(rec) == 0);
+
+    fsc_request_stream_t *rs = NULL;
+    CU_ASSERT_FATAL(fsc_request_stream_load(path, &rs, &err) == 0);
+    fsc_request_stream_info_t in;
+    fsc_request_stream_info(rs, &in);
+    CU_ASSERT_EQUAL(in.allocs, 3);
+    CU_ASSERT_EQUAL(in.recorded_ooms, 1);
+    CU_ASSERT_EQUAL(in.markers, 1);
+    CU_ASSERT_EQUAL(in.capacity, 100 * MiB);
+    CU_ASSERT_EQUAL(in.recorded_peak_reserved, 70 * MiB);
+
+    fsc_whatif_verify_t v;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+    CU_ASSERT_EQUAL(v.match, 1);
+    CU_ASSERT_EQUAL(v.oom_expected, 1);
+    CU_ASSERT_EQUAL(v.oom_got, 1);
+    CU_ASSERT_EQUAL(v.alloc_addr_matches, 2);
+    CU_ASSERT_EQUAL(v.replay.first_oom.request, 2);
+    CU_ASSERT_EQUAL(v.replay.first_oom.event, 7);
+    CU_ASSERT_STRING_EQUAL(v.replay.first_oom.marker, "step 7");
+    CU_ASSERT_STRING_EQUAL(v.replay.first_oom.tag, "model/layer1");
+
+    fsc_whatif_result_t m = replay(rs, "max_split_size_mb:64", 100 * MiB);
+    CU_ASSERT_EQUAL(m.oom, 0);
+    CU_ASSERT_EQUAL(m.peak_reserved, 90 * MiB);
+    fsc_request_stream_destroy(rs);
+}
+
 /* ---- suggestions table ------------------------------------------------------ */
 
 static void test_fill_db(void)
@@ -536,6 +608,7 @@ static const fsc_test_case_t k_tests[] = {
     {"needed capacity and suggestions", test_needed_capacity_and_suggest},
     {"fidelity on fragscope's own runs", test_fidelity_own_runs},
     {"verify reports the first divergence", test_verify_reports_divergence},
+    {"a trace written by the recorder", test_from_trace},
     {"suggestions table of a run database", test_fill_db},
     {NULL, NULL},
 };
