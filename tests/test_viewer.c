@@ -567,6 +567,36 @@ static void test_minimal_database(void)
     free(html);
 }
 
+/* Damaged or foreign-written values (tests/viewer/odd.sql) still render;
+ * every string stays escaped and the data block stays valid JSON. */
+static void test_odd_values(void)
+{
+    const char *db = make_db("odd.db", "odd.sql");
+    char *html = NULL;
+    size_t n = 0;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_view_render(db, NULL, &html, &n, &err), 0);
+    CU_ASSERT_PTR_NULL(strstr(html, "<svg onload"));
+    CU_ASSERT_PTR_NULL(strstr(html, "<i>"));
+    CU_ASSERT_EQUAL(count(html, "</script>"), 3);
+    /* Invalid UTF-8 became U+FFFD: config 3c ff 3e. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "<td>&lt;\xef\xbf\xbd&gt;</td>"));
+    cJSON *d = page_data(html);
+    CU_ASSERT_EQUAL(len(d, "timeline.t"), 3);
+    CU_ASSERT_EQUAL(len(d, "ooms"), 2);
+    CU_ASSERT_STRING_EQUAL(str(d, "ooms.1.cause"), "\"><svg onload=alert(1)>");
+    CU_ASSERT_EQUAL(num(d, "ooms.1.layout"), -1);
+    CU_ASSERT_EQUAL(len(d, "layouts"), 2);
+    CU_ASSERT_EQUAL(len(d, "ooms.1.suggestions"), 2);
+    /* Tag 99 is not in the tags table: it gets a made-up name. */
+    int found = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, get(d, "tags")) found |= cJSON_IsString(t) && strcmp(t->valuestring, "tag 99") == 0;
+    CU_ASSERT(found);
+    cJSON_Delete(d);
+    free(html);
+}
+
 /* ---- the command line ------------------------------------------------------- */
 
 static void test_cli(void)
@@ -623,6 +653,7 @@ static const fsc_test_case_t k_tests[] = {
     {"a huge run stays under the size bound", test_large_report_bounded},
     {"bad databases: one message, no output", test_bad_databases},
     {"a database with only meta and summary", test_minimal_database},
+    {"damaged values still render, escaped", test_odd_values},
     {"fragscope view command line", test_cli},
     {NULL, NULL},
 };

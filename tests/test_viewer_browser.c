@@ -185,6 +185,21 @@ static void test_large_in_browser(void)
     free(dom);
 }
 
+/* Damaged values (NULLs, text for numbers, invalid UTF-8) draw without a
+ * script error. */
+static void test_odd_in_browser(void)
+{
+    const char *db = make_db("odd.db", "odd.sql");
+    char *dom = load_in_browser(db, "odd.html");
+    if (dom == NULL)
+        return;
+    check_clean(dom);
+    CU_ASSERT_PTR_NULL(strstr(dom, "<svg onload"));
+    CU_ASSERT_EQUAL(count(dom, "class=\"oom-card\""), 2);
+    CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-memory\"", "</svg>", "class=\"series\""), 3);
+    free(dom);
+}
+
 /* The probe's "name=value" line (a copy of the value), or NULL. */
 static char *probe_value(const char *dom, const char *name)
 {
@@ -286,6 +301,7 @@ static const fsc_test_case_t k_tests[] = {
     {"hand-built report renders in Chromium", test_small_in_browser},
     {"a capped huge report renders in Chromium", test_large_in_browser},
     {"zoom, pan, brush, hover and layout switching", test_interaction},
+    {"damaged values render without a script error", test_odd_in_browser},
     {NULL, NULL},
 };
 
