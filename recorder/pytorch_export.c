@@ -44,6 +44,7 @@ typedef struct exp {
     fsc_err_t *err;
     ann_t *ann;
     size_t n_ann, cap_ann;
+    uint64_t segments_written;
 } exp_t;
 
 static void kv_u64(exp_t *x, const char *k, uint64_t v);
@@ -213,8 +214,10 @@ static void write_entry(exp_t *x, const fsc_event_t *ev, const char *action)
     kv_str(x, "action", action);
     if (ev->type == FSC_EV_OOM) { /* PyTorch gives an OOM entry no address */
         kv_u64(x, "size", ev->requested);
-        if (ev->oom.device_free != UINT64_MAX) /* absent = unknown */
-            kv_u64(x, "device_free", ev->oom.device_free);
+        /* PyTorch's tools read device_free from every OOM entry, so an
+         * unknown figure is written as 0. */
+        kv_u64(x, "device_free",
+               ev->oom.device_free == UINT64_MAX ? 0 : ev->oom.device_free);
     } else {
         kv_u64(x, "addr", ev->addr);
         /* PyTorch records the caller's size for block entries. */
@@ -329,6 +332,7 @@ static int write_segments(exp_t *x)
             while (e != NULL && e->prev->addr + e->prev->size == e->addr)
                 e = e->next;
             write_segment(x, arr[i], b, e);
+            x->segments_written++;
             b = e;
         }
     }
@@ -368,7 +372,7 @@ static void write_settings(exp_t *x, const char *config)
     fsc__pw_dict_close(x->w);
 }
 
-static int export_body(exp_t *x, uint64_t *entries_out)
+static int export_body(exp_t *x, fsc_export_stats_t *st)
 {
     const fsc_trace_header_t *h = fsc_trace_header(x->r);
     x->origin_us = h->clock_origin_ns / 1000u;
@@ -413,14 +417,19 @@ static int export_body(exp_t *x, uint64_t *entries_out)
     write_settings(x, h->config);
     write_annotations(x);
     fsc__pw_dict_close(x->w);
-    if (entries_out)
-        *entries_out = entries;
+    st->entries = entries;
+    st->annotations = x->n_ann;
+    st->segments = x->segments_written;
+    fsc_trace_get_integrity(x->r, &st->integrity);
     return 0;
 }
 
-int fsc_pytorch_export(const char *trace_path, const char *out_path, uint64_t *entries_out,
-                       fsc_err_t *err)
+int fsc_pytorch_export(const char *trace_path, const char *out_path,
+                       fsc_export_stats_t *stats, fsc_err_t *err)
 {
+    fsc_export_stats_t local;
+    fsc_export_stats_t *st = stats ? stats : &local;
+    memset(st, 0, sizeof *st);
     exp_t x;
     memset(&x, 0, sizeof x);
     x.path = trace_path;
@@ -446,7 +455,7 @@ int fsc_pytorch_export(const char *trace_path, const char *out_path, uint64_t *e
     if (rc != 0)
         rc = fsc_err_set(err, rc, "%s: out of memory", out_path);
     if (rc == 0)
-        rc = export_body(&x, entries_out);
+        rc = export_body(&x, st);
     if (x.w != NULL) {
         if (rc == 0) {
             int wrc = fsc__pw_finish(x.w);

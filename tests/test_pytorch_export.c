@@ -232,6 +232,30 @@ static void test_cli_errors(void)
                                 fsc_test_path("no-such-dir/out.pickle")), 3);
 }
 
+static void test_export_of_a_cut_trace(void)
+{
+    /* a trace cut short (a crashed run) exports what it holds, with a warning */
+    char msg[4096];
+    const char *fs = fsc_test_fragscope();
+    const char *trace = fsc_test_path("cut.fstrace");
+    const char *out = fsc_test_path("cut.pickle");
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(msg, sizeof msg, "%s import %s -o %s", fs,
+                                      fsc_test_data("pytorch/gpt2m_oom_12g.pickle"), trace), 0);
+    /* the recorder wrote a chunk at the OOM: cutting the tail loses only the
+     * events after it */
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(msg, sizeof msg, "truncate -s -100 %s", trace), 0);
+    CU_ASSERT_EQUAL(fsc_test_sh(msg, sizeof msg, "%s export %s --pytorch-snapshot %s", fs,
+                                trace, out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "was not closed cleanly"));
+    CU_ASSERT(fsc_test_file_exists(out));
+    tp_col_t c;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL(tp_import(out, -1, 0, &c, NULL, &err), 0);
+    CU_ASSERT(c.n < 3074);
+    CU_ASSERT(c.n > 0);
+    tp_free(&c);
+}
+
 static void test_import_summary(void)
 {
     char msg[4096];
@@ -262,6 +286,7 @@ static const fsc_test_case_t k_tests[] = {
     {"allocator run with expandable segments and an OOM", test_sim_roundtrip_expandable_oom},
     {"Python reads the exported snapshot", test_python_reads_export},
     {"command-line errors leave no output", test_cli_errors},
+    {"export of a cut trace", test_export_of_a_cut_trace},
     {"import summary", test_import_summary},
     {NULL, NULL},
 };

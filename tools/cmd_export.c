@@ -47,12 +47,22 @@ int fsc_cmd_export(int argc, char **argv)
     if (out == NULL)
         return fsc_cli_usage_error("export", "no output format given (--pytorch-snapshot FILE)");
     fsc_err_t err = {0};
-    uint64_t entries = 0;
-    int rc = fsc_pytorch_export(in, out, &entries, &err);
+    fsc_export_stats_t st;
+    int rc = fsc_pytorch_export(in, out, &st, &err);
     if (rc != 0) {
         fsc_cli_error("%s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);
     }
-    printf("wrote %s: %llu history entries\n", out, (unsigned long long)entries);
+    printf("wrote %s: %llu history entries, %llu segments", out,
+           (unsigned long long)st.entries, (unsigned long long)st.segments);
+    if (st.annotations)
+        printf(", %llu annotations", (unsigned long long)st.annotations);
+    printf("\n");
+    if (!st.integrity.clean_close)
+        fprintf(stderr,
+                "fragscope export: warning: %s was not closed cleanly; %llu bytes after its "
+                "last complete chunk were lost, the snapshot holds the %llu events before\n",
+                in, (unsigned long long)st.integrity.bytes_lost,
+                (unsigned long long)st.integrity.events);
     return FSC_EXIT_OK;
 }

@@ -94,6 +94,14 @@ int fsc_pytorch_import(const char *path, const fsc_import_opts_t *opts,
                        const fsc_import_sink_t *sink, fsc_import_stats_t *stats,
                        fsc_err_t *err);
 
+typedef struct fsc_export_stats {
+    uint64_t entries;     /* history entries written */
+    uint64_t segments;    /* segments in the final layout */
+    uint64_t annotations; /* external annotations written */
+    fsc_trace_integrity_t integrity; /* of the trace read (a cut trace exports
+                                        what it holds) */
+} fsc_export_stats_t;
+
 /* Export a fragscope trace as a PyTorch snapshot pickle at out_path (written
  * to a temporary name and renamed): 'segments' (the final layout, with
  * blocks), 'device_traces' (one list, the trace's device, with one entry
@@ -101,10 +109,10 @@ int fsc_pytorch_import(const char *path, const fsc_import_opts_t *opts,
  * oom, empty_cache... event), 'allocator_settings' (from the header's
  * config). Tag paths become frames (innermost first): a tag named
  * "file:line:function" becomes that frame, any other tag a frame with
- * filename "" line 0. events_out (may be NULL) receives the number of
- * history entries written. */
-int fsc_pytorch_export(const char *trace_path, const char *out_path, uint64_t *entries_out,
-                       fsc_err_t *err);
+ * filename "" line 0 (which imports back as the plain tag). START/END
+ * markers become 'external_annotations'. stats may be NULL. */
+int fsc_pytorch_export(const char *trace_path, const char *out_path,
+                       fsc_export_stats_t *stats, fsc_err_t *err);
 
 #ifdef __cplusplus
 }
