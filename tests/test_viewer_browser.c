@@ -292,6 +292,8 @@ static void test_interaction(void)
     expect_probe(dom, "tip_block", "age18 events, 1.150 s", 0);
     expect_probe(dom, "legend_tags", "step (20.00 MiB)", 0);
     expect_probe(dom, "legend_tags", "step/&lt;/script&gt; (6.00 MiB)", 0);
+    /* Largest first: A and C (20 MiB, by address), then B (2 MiB). */
+    expect_probe(dom, "order_size", "0x7f0000000000,0x7f0001600000,0x7f0001400000", 1);
     expect_probe(dom, "layout", "1 3 segments shown", 0);
     expect_probe(dom, "layout", "at 2.400 s", 0);
     free(dom);

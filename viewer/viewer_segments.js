@@ -21,7 +21,9 @@
   function SegmentMap() {
     var layouts = D.layouts || [];
     var select = byId('seg-layout'), svg = byId('segmap'), tip = byId('tip-seg'), wrap = svg.parentNode;
-    var colourBy = 'state', current = 0, self = this;
+    var colourBy = 'state', current = 0, order = 'addr', self = this;
+    var orderSelect = byId('seg-order');
+    orderSelect.addEventListener('change', function () { order = orderSelect.value; render(); });
     layouts.forEach(function (l, i) {
       var o = el('option', null, l.name);
       o.value = String(i);
@@ -32,6 +34,18 @@
       r.addEventListener('change', function () { if (r.checked) { colourBy = r.value; render(); } });
     });
     this.show = function (i) { current = i; select.value = String(i); render(); };
+
+    function freeBytes(s) {
+      return s.blocks.reduce(function (sum, b) { return b[3] === 0 ? sum + b[1] : sum; }, 0);
+    }
+    /* The segments in the chosen order (address order is the data's). */
+    function ordered(list) {
+      if (order === 'addr') return list;
+      var key = order === 'free' ? freeBytes : function (s) { return s.size; };
+      return list.map(function (s) { return [key(s), s]; })
+        .sort(function (a, b) { return b[0] - a[0] || a[1].addr - b[1].addr; })
+        .map(function (p) { return p[1]; });
+    }
 
     function tagColours(l) {
       var bytes = {};
@@ -86,10 +100,11 @@
       }
 
       var W = Math.max(600, wrap.clientWidth || 1200), LBL = 190, ROW = 18, GAP = 5, bw = W - LBL - 12;
-      var H = l.segments.length * (ROW + GAP) + 8;
+      var segs = ordered(l.segments);
+      var H = segs.length * (ROW + GAP) + 8;
       svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
       svg.setAttribute('height', H);
-      l.segments.forEach(function (s, i) {
+      segs.forEach(function (s, i) {
         var y = 4 + i * (ROW + GAP), g = sv('g', { 'class': 'seg' }, svg);
         svText(g, 4, y + 13, fmtAddr(s.addr), { 'class': 'seglabel' });
         svText(g, LBL - 8, y + 13, fmtBytes(s.size), { 'class': 'seglabel', 'text-anchor': 'end' });

@@ -47,6 +47,13 @@
     radio.checked = true;
     radio.dispatchEvent(new Event('change'));
     log('legend_tags', document.getElementById('legend-seg').textContent);
+    var order = document.getElementById('seg-order');
+    order.value = 'size';
+    order.dispatchEvent(new Event('change'));
+    var rows = document.querySelectorAll('#segmap g.seg');
+    log('order_size', Array.prototype.map.call(rows, function (g) {
+      return g.querySelector('text').textContent;
+    }).join(','));
     document.querySelector('.oom-card button').click();
     log('layout', document.getElementById('seg-layout').value + ' ' + document.getElementById('seg-summary').textContent);
   } catch (e) {
