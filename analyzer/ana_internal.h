@@ -75,7 +75,7 @@ typedef struct fsc__imgvec {
 
 typedef struct fsc__bucket {
     uint64_t seq_first, seq_last, time_first, time_last;
-    uint64_t allocated, requested, active, reserved;
+    uint64_t allocated, requested, active, reserved, internal;
     uint64_t free_in_reserved, largest_free, inactive_split_bytes;
     uint64_t segments, live_blocks;
     uint64_t alloc_min, alloc_max, alloc_max_seq;
@@ -165,6 +165,7 @@ struct fsc_analysis {
     size_t nslabs, slab_cap;
 
     uint64_t allocated, requested, active, reserved;
+    uint64_t internal;            /* Σ size − requested over allocated blocks */
     uint64_t live_blocks;
     uint64_t inactive_split_bytes, inactive_split_blocks;
     uint64_t peak_allocated, peak_allocated_seq, peak_allocated_time;

@@ -266,7 +266,7 @@ static int write_summary(fsc_analysis_t *a, const peak_facts_t *p, fsc_analysis_
     SUMI("inactive_split_bytes_at_peak", p->inactive_bytes, "bytes");
     SUMI("peak_inactive_split_bytes", a->peak_inactive_split, "bytes");
     SUMR("external_frag_final", ext_frag(fsc__largest_free(a, -1), ffree));
-    SUMI("internal_frag_bytes_final", a->allocated - a->requested, "bytes");
+    SUMI("internal_frag_bytes_final", a->internal, "bytes");
     SUMI("segments_created", a->segments_created, "count");
     SUMI("segments_freed", a->segments_freed, "count");
     SUMI("peak_segments", a->peak_segments, "count");

@@ -6,10 +6,10 @@
  * the whole layout at every new maximum would cost O(live) per event while
  * memory climbs. Instead, after each new maximum the first change to every
  * block saves the block's previous image; the peak layout is then the
- * current layout with the saved images put back. Once more blocks have been
- * touched than are live, the peak layout is built once and tracking stops
- * until the next maximum, so the cost stays O(1) per event amortized and
- * memory stays O(live).
+ * current layout with the saved images put back. Once twice as many blocks
+ * have been touched as exist (and at least 4096), the peak layout is built
+ * once and tracking stops until the next maximum, so the cost stays O(1)
+ * per event amortized and memory stays O(live).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +79,7 @@ int fsc__peak_touch(fsc_analysis_t *a, const fsc__blk_t *b, int existed)
         return FSC_ENOMEM;
     if (fsc__u64map_put(&a->peak_delta, b->addr, (void *)(uintptr_t)a->peak_imgs.n) != 0)
         return FSC_ENOMEM;
-    size_t limit = a->blocks.count * 2 > 65536 ? a->blocks.count * 2 : 65536;
+    size_t limit = a->blocks.count * 2 > 4096 ? a->blocks.count * 2 : 4096;
     if (a->peak_imgs.n > limit)
         return fsc__peak_materialize(a);
     return 0;

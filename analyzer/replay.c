@@ -486,6 +486,7 @@ static int on_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
     a->allocated += b->size;
     a->active += b->size;
     a->requested += b->requested;
+    a->internal += b->size - b->requested;
     a->live_blocks++;
     if (b->cache_hit)
         a->hits++;
@@ -535,7 +536,7 @@ static int on_free_requested(fsc_analysis_t *a, const fsc_event_t *ev)
     b->freereq_time = ev->time_ns;
     b->free_tag = ev->tag;
     a->allocated -= b->size;
-    a->requested -= b->requested;
+    a->internal -= b->size - b->requested;
     a->live_blocks--;
     fsc__bin_t *bn = &a->bins[fsc__bin_of(b->size)];
     bn->live_blocks--;
@@ -566,7 +567,9 @@ static int on_free_completed(fsc_analysis_t *a, const fsc_event_t *ev)
     seg_end(a, b->seg);
     if (rc != 0)
         return ENOMEM_OUT();
+    /* PyTorch's requested_bytes, like active, drops when the free completes */
     a->active -= b->size;
+    a->requested -= b->requested;
     a->last_free_bin = fsc__bin_of(b->size);
     return 0;
 }
@@ -664,8 +667,8 @@ int fsc__replay_apply(fsc_analysis_t *a, const fsc_event_t *ev, int *applied)
         a->peak_active = a->active;
     if (a->requested > a->peak_requested)
         a->peak_requested = a->requested;
-    if (a->allocated - a->requested > a->peak_internal)
-        a->peak_internal = a->allocated - a->requested;
+    if (a->internal > a->peak_internal)
+        a->peak_internal = a->internal;
     if (a->reserved >= a->allocated && a->reserved - a->allocated > a->peak_resunalloc)
         a->peak_resunalloc = a->reserved - a->allocated;
     if (rc < 0)

@@ -65,6 +65,7 @@ static void close_bucket(fsc_analysis_t *a)
     c->requested = a->requested;
     c->active = a->active;
     c->reserved = a->reserved;
+    c->internal = a->internal;
     c->free_in_reserved = a->heap[0].bytes + a->heap[1].bytes;
     c->largest_free = fsc__largest_free(a, -1);
     c->inactive_split_bytes = a->inactive_split_bytes;
@@ -128,7 +129,7 @@ int fsc__timeline_write(fsc_analysis_t *a)
     sqlite3_stmt *s = a->st[FSC__ST_TIMELINE];
     for (size_t i = 0; i < t->n; i++) {
         const fsc__bucket_t *b = &t->rows[i];
-        uint64_t internal = b->allocated >= b->requested ? b->allocated - b->requested : 0;
+        uint64_t internal = b->internal;
         int k = 1;
         fsc__bind_u64(s, k++, i);
         fsc__bind_u64(s, k++, b->seq_first);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fragscope/allocator.h"
 #include "fragscope/analyzer.h"
 #include "fsc_test.h"
 
@@ -758,6 +759,163 @@ static void test_expandable(void)
     db_close();
 }
 
+/* ---- our own allocator, replayed --------------------------------------- */
+
+typedef struct walk {
+    fsc_block_info_t v[4096];
+    size_t n;
+} walk_t;
+
+static void visit(void *ud, const fsc_block_info_t *b)
+{
+    walk_t *w = ud;
+    if (w->n < 4096)
+        w->v[w->n++] = *b;
+}
+
+static void sink_to_analysis(void *ud, const fsc_event_t *ev)
+{
+    rig_t *r = ud;
+    fsc_event_t e = *ev;
+    e.time_ns = r->seq;
+    r->seq++;
+    int rc = fsc_analysis_feed(r->a, &e);
+    if (rc != 0 && r->rc == 0) {
+        r->rc = rc;
+        fprintf(stderr, "%s\n", fsc_analysis_last_error(r->a));
+    }
+}
+
+static uint64_t xs(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/*
+ * The allocator (sim backend) serves 60 000 random requests, some of them
+ * freed while in use on a second stream (pending frees), its events fed
+ * straight into an analysis. The database must agree with the allocator's
+ * own statistics (peaks of allocated, reserved, active, requested,
+ * inactive_split; segment count) and its peak layout must be, block for
+ * block, what fsc_allocator_walk saw right after the peak. The live set
+ * shrinks for the last 40 000 requests, so the peak layout is rebuilt from
+ * more than 65 536 changed blocks (the delta gets materialized).
+ */
+static void run_allocator(const char *cfg, int compare_layout)
+{
+    const char *db = fsc_test_path("alloc.db");
+    fsc_alloc_config_t conf;
+    fsc_err_t err = {0};
+    if (fsc_alloc_config_parse(cfg, &conf, &err) != 0)
+        fprintf(stderr, "%s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(cfg, &conf, &err), 0);
+    fsc_backend_t *be = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_backend_sim_create(0, 0, &be), 0);
+    rig_t r;
+    rig_open(&r, db, 0, 0, 0);
+    fsc_allocator_opts_t ao;
+    memset(&ao, 0, sizeof ao);
+    ao.config = conf;
+    ao.backend = be;
+    ao.sink = sink_to_analysis;
+    ao.sink_ud = &r;
+    fsc_allocator_t *al = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&ao, &al, &err), 0);
+    static walk_t at_peak;
+    at_peak.n = 0;
+    static uint64_t live[2048];
+    size_t n = 0;
+    int64_t best = -1;
+    uint64_t seed = 12345;
+    for (int i = 0; i < 60000 && r.rc == 0; i++) {
+        size_t target = i < 20000 ? 1500 : 100;
+        if (n > 0 && (n >= target || xs(&seed) % 3 == 0)) {
+            size_t k = xs(&seed) % n;
+            if (xs(&seed) % 8 == 0)
+                fsc_allocator_record_stream(al, live[k], 7);
+            fsc_allocator_free(al, live[k]);
+            live[k] = live[--n];
+            if (xs(&seed) % 16 == 0)
+                fsc_allocator_stream_done(al, 7);
+            continue;
+        }
+        uint64_t size = xs(&seed) % 4 ? 512 + xs(&seed) % (900 * 1024)
+                                      : (1 << 20) + xs(&seed) % (30u << 20);
+        uint64_t addr = 0;
+        if (fsc_allocator_malloc(al, size, 0, &addr) != 0 || addr == 0)
+            continue;
+        live[n++] = addr;
+        fsc_alloc_stats_t st;
+        fsc_allocator_get_stats(al, &st);
+        if (compare_layout && st.allocated_bytes[FSC_STAT_ALL].current > best) {
+            best = st.allocated_bytes[FSC_STAT_ALL].current;
+            at_peak.n = 0;
+            fsc_allocator_walk(al, visit, &at_peak);
+        }
+    }
+    fsc_allocator_stream_done(al, 7);
+    fsc_alloc_stats_t st;
+    fsc_allocator_get_stats(al, &st);
+    CU_ASSERT_EQUAL(r.rc, 0);
+    fsc_analysis_summary_t sum;
+    CU_ASSERT_EQUAL(fsc_analysis_finish(r.a, &sum), 0);
+    fsc_analysis_destroy(r.a);
+    db_open(db);
+    CU_ASSERT_EQUAL(SUM("peak_allocated_bytes"), st.allocated_bytes[FSC_STAT_ALL].peak);
+    CU_ASSERT_EQUAL(SUM("peak_reserved_bytes"), st.reserved_bytes[FSC_STAT_ALL].peak);
+    CU_ASSERT_EQUAL(SUM("peak_active_bytes"), st.active_bytes[FSC_STAT_ALL].peak);
+    CU_ASSERT_EQUAL(SUM("peak_requested_bytes"), st.requested_bytes[FSC_STAT_ALL].peak);
+    CU_ASSERT_EQUAL(SUM("final_allocated_bytes"), st.allocated_bytes[FSC_STAT_ALL].current);
+    CU_ASSERT_EQUAL(SUM("final_reserved_bytes"), st.reserved_bytes[FSC_STAT_ALL].current);
+    if (!conf.expandable_segments) {
+        CU_ASSERT_EQUAL(SUM("segments_created"), st.segment[FSC_STAT_ALL].allocated);
+        CU_ASSERT_EQUAL(SUM("peak_inactive_split_bytes"),
+                        st.inactive_split_bytes[FSC_STAT_ALL].peak);
+    } else {
+        /* one expandable segment per pool; each mapping is a device allocation */
+        CU_ASSERT_EQUAL(SUM("segment_maps"), st.num_device_alloc);
+    }
+    CU_ASSERT_EQUAL(SUM("allocs"), st.allocation[FSC_STAT_ALL].allocated);
+    if (compare_layout) {
+        long long ps = qi("SELECT id FROM layout_snapshots WHERE kind='peak_allocated'");
+        CU_ASSERT_EQUAL(qi("SELECT count(*) FROM layout WHERE snapshot=%lld", ps),
+                        (long long)at_peak.n);
+        sqlite3_stmt *s = NULL;
+        CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(g_db, "SELECT addr, size, state, segment FROM"
+                                                 " layout WHERE snapshot=? ORDER BY addr", -1,
+                                                 &s, NULL), SQLITE_OK);
+        sqlite3_bind_int64(s, 1, ps);
+        size_t i = 0, bad = 0;
+        while (sqlite3_step(s) == SQLITE_ROW && i < at_peak.n) {
+            const fsc_block_info_t *b = &at_peak.v[i++];
+            const char *state = (const char *)sqlite3_column_text(s, 2);
+            const char *want = b->allocated ? (b->pending_free ? "pending" : "allocated")
+                                            : (b->pending_free ? "pending" : "free");
+            if ((uint64_t)sqlite3_column_int64(s, 0) != b->addr ||
+                (uint64_t)sqlite3_column_int64(s, 1) != b->size || strcmp(state, want) != 0 ||
+                (uint64_t)sqlite3_column_int64(s, 3) != b->segment)
+                bad++;
+        }
+        sqlite3_finalize(s);
+        CU_ASSERT_EQUAL(i, at_peak.n);
+        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT(at_peak.n > 100);
+    }
+    db_close();
+    fsc_allocator_destroy(al);
+    fsc_backend_destroy(be);
+}
+
+static void test_own_allocator(void)
+{
+    run_allocator("", 1);
+    run_allocator("max_split_size_mb:64", 1);
+    run_allocator("expandable_segments:True", 0);
+}
+
 static void test_api_errors(void)
 {
     fsc_analysis_t *a = NULL;
@@ -783,6 +941,7 @@ static const fsc_test_case_t k_tests[] = {
     {"strict vs lenient", test_strict_vs_lenient},
     {"timeline bounded, peaks kept", test_timeline_bounded_keeps_peaks},
     {"expandable segments", test_expandable},
+    {"own allocator replayed: stats and peak layout", test_own_allocator},
     {"API errors", test_api_errors},
     {NULL, NULL},
 };
