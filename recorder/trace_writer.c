@@ -772,6 +772,20 @@ static int open_file(fsc_recorder_t *r, const char *path, fsc_err_t *err)
     return fsc_outfile_commit(&of, err);
 }
 
+/* Size the compression buffers and zstd's workspace for a full chunk now,
+ * so that writing a chunk normally allocates nothing; the fatal-signal path
+ * depends on it. */
+static int prepare_compression(fsc_recorder_t *r)
+{
+    size_t full = r->chunk_bytes + HEADROOM;
+    if (grow(&r->tbuf, &r->tcap, full + FSC__COLS_OVERHEAD) != 0 ||
+        grow(&r->zbuf, &r->zcap, ZSTD_compressBound(full + FSC__COLS_OVERHEAD)) != 0)
+        return FSC_ENOMEM;
+    memset(r->tbuf, 0, full);
+    size_t z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->tbuf, full);
+    return ZSTD_isError(z) ? FSC_EZSTD : 0;
+}
+
 static int init_sync(fsc_recorder_t *r)
 {
     pthread_condattr_t ca;
@@ -855,6 +869,10 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
     ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_compressionLevel, o.zstd_level);
     ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_contentSizeFlag, 1);
+    if (prepare_compression(r) != 0) {
+        rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
     if (r->ring_mode && (rc = fsc__ring_init(&r->ring, o.ring_events)) != 0) {
         fsc_err_set(err, rc, "%s: cannot hold a ring of %llu events", path,
                     (unsigned long long)o.ring_events);
