@@ -215,6 +215,9 @@ struct fsc_analysis {
 int fsc__replay_apply(fsc_analysis_t *a, const fsc_event_t *ev, int *applied);
 void fsc__replay_free(fsc_analysis_t *a);
 void fsc__replay_end(fsc_analysis_t *a); /* the stream is over */
+/* Whether an event of this type continues the allocator step of the last
+ * one (SPLIT → ALLOC, FREE_COMPLETED → MERGE → MERGE). */
+int fsc__step_continues(const fsc_analysis_t *a, int type);
 int fsc__bin_of(uint64_t size);
 uint64_t fsc__largest_free(const fsc_analysis_t *a, int pool); /* pool -1 = all */
 
@@ -241,6 +244,8 @@ int fsc__layout_write(fsc_analysis_t *a, const char *kind, uint64_t seq, uint64_
 
 /* ---- timeline.c -------------------------------------------------------- */
 int fsc__timeline_init(fsc__timeline_t *t, uint32_t samples);
+/* Before an event is applied: close a full bucket at a step boundary. */
+void fsc__timeline_before(fsc_analysis_t *a, int type);
 void fsc__timeline_event(fsc_analysis_t *a, uint64_t time);
 int fsc__timeline_write(fsc_analysis_t *a);
 void fsc__timeline_free(fsc__timeline_t *t);

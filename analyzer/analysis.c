@@ -216,6 +216,7 @@ int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev)
     a->last_time = ev->time_ns;
     int rc = fsc__tag_ensure(a, ev->tag);
     int applied = 0;
+    fsc__timeline_before(a, ev->type);
     if (rc == 0)
         rc = fsc__db_before(a, ev);
     if (rc == 0)

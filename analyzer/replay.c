@@ -618,11 +618,16 @@ static int on_merge(fsc_analysis_t *a, const fsc_event_t *ev)
  * allocator, so figures taken there would overstate inactive_split. The
  * value after an event becomes a peak candidate only once the next event
  * shows the step is over. */
+int fsc__step_continues(const fsc_analysis_t *a, int type)
+{
+    return (a->last_type == FSC_EV_SPLIT && type == FSC_EV_ALLOC) ||
+           ((a->last_type == FSC_EV_FREE_COMPLETED || a->last_type == FSC_EV_MERGE) &&
+            type == FSC_EV_MERGE);
+}
+
 static void inactive_split_step(fsc_analysis_t *a, int type)
 {
-    int continues = (a->last_type == FSC_EV_SPLIT && type == FSC_EV_ALLOC) ||
-                    ((a->last_type == FSC_EV_FREE_COMPLETED || a->last_type == FSC_EV_MERGE) &&
-                     type == FSC_EV_MERGE);
+    int continues = fsc__step_continues(a, type);
     if (!continues && a->inactive_split_pending > a->peak_inactive_split)
         a->peak_inactive_split = a->inactive_split_pending;
 }

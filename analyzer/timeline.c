@@ -3,8 +3,9 @@
  * run, without knowing the run's length in advance.
  *
  * Each sample is a bucket of consecutive events. Buckets start one event
- * wide; when the table is full, neighbouring buckets are merged pairwise and
- * the width doubles, so the row count stays between half the bound and the
+ * wide (plus the rest of an allocator step that is under way: a bucket ends
+ * between steps); when the table is full, neighbouring buckets are merged
+ * pairwise and the width doubles, so the row count stays between half the bound and the
  * bound. Besides the figures after its last event, a bucket keeps the min
  * and max of allocated and reserved over all its events, so the peaks and
  * any short spike survive every merge exactly.
@@ -117,7 +118,14 @@ void fsc__timeline_event(fsc_analysis_t *a, uint64_t time)
     }
     c->seq_last = a->seq;
     c->time_last = time;
-    if (++c->n == t->width)
+    c->n++;
+}
+
+void fsc__timeline_before(fsc_analysis_t *a, int type)
+{
+    /* A full bucket ends at the next step boundary, so that its end figures
+     * never show the inside of a split or a free (see replay.c). */
+    if (a->tl.cur.n >= a->tl.width && !fsc__step_continues(a, type))
         close_bucket(a);
 }
 
