@@ -23,7 +23,8 @@
 
 #include "trace_format.h"
 
-#define MAX_DEFS (1u << 26) /* strings or nodes in one trace */
+#define MAX_DEFS (1u << 22)          /* strings or nodes in one trace */
+#define MAX_STRING_TOTAL (256u << 20) /* bytes of all interned strings */
 
 typedef struct rstr {
     char *s;
@@ -49,6 +50,7 @@ struct fsc_trace_reader {
     uint64_t prev_time, prev_addr, prev_segment, prev_stream;
     rstr_t *strs;
     uint32_t n_strs, strs_cap;
+    uint64_t str_bytes;
     rnode_t *nodes;
     uint32_t n_nodes, nodes_cap;
     int state; /* 0 reading, 1 ended, -1 failed */
@@ -404,6 +406,9 @@ static int def_string(fsc_trace_reader_t *r)
         r->strs = ns;
         r->strs_cap = nc;
     }
+    if (r->str_bytes + n > MAX_STRING_TOTAL)
+        return bad(r, "interned strings exceed 256 MiB");
+    r->str_bytes += n;
     char *s = malloc((size_t)n + 1);
     if (s == NULL)
         return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
