@@ -99,7 +99,7 @@ int fsc__layout_current(fsc_analysis_t *a, fsc__imgvec_t *out)
             fsc__img_t img;
             image_of(b, &img);
             if (fsc__imgvec_push(out, &img) != 0)
-                return FSC_ENOMEM;
+                return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for a layout");
         }
     }
     return 0;

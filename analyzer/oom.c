@@ -131,7 +131,7 @@ static int write_segments(fsc_analysis_t *a, uint64_t id, const fsc_event_t *ev)
     fsc__blk_t **live = NULL;
     int rc = 0;
     if (v == NULL)
-        return FSC_ENOMEM;
+        return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory diagnosing an OOM");
     for (size_t i = 0; i < a->nseg; i++)
         if (a->seg_sorted[i]->free_bytes > 0)
             v[n++] = a->seg_sorted[i];
@@ -145,7 +145,7 @@ static int write_segments(fsc_analysis_t *a, uint64_t id, const fsc_event_t *ev)
         free(live);
         live = malloc((g->nblocks + 1) * sizeof *live);
         if (live == NULL) {
-            rc = FSC_ENOMEM;
+            rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory diagnosing an OOM");
             break;
         }
         for (fsc__blk_t *b = g->head; b != NULL; b = b->next) {
@@ -279,7 +279,7 @@ int fsc__oom_diagnose(fsc_analysis_t *a, const fsc_event_t *ev)
                                    a->reserved, &cur, &snap);
         fsc__imgvec_free(&cur);
         if (rc != 0)
-            return rc < 0 && a->err.code ? rc : fsc_err_set(&a->err, rc, "OOM layout");
+            return rc;
     }
     sqlite3_stmt *s = a->st[FSC__ST_OOM];
     int k = 1;
@@ -312,6 +312,6 @@ int fsc__oom_diagnose(fsc_analysis_t *a, const fsc_event_t *ev)
     if ((rc = fsc__step(a, s, "ooms")) != 0)
         return rc;
     if ((rc = write_segments(a, id, ev)) != 0)
-        return rc < 0 && a->err.code ? rc : fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
+        return rc;
     return write_tags(a, id);
 }
