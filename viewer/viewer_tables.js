@@ -86,6 +86,8 @@
 
   /* ---- OOM panel ------------------------------------------------------- */
 
+  function plural(n, noun) { return fmtCount(n) + ' ' + noun + (n === 1 ? '' : 's'); }
+
   function kv(grid, k, v) {
     var d = el('div');
     d.appendChild(el('span', 'k', k + ': '));
@@ -125,7 +127,7 @@
         var rows = [];
         o.segments.forEach(function (s) {
           rows.push([{ cls: 'l', text: fmtAddr(s.addr) }, { text: fmtBytes(s.size) }, { text: fmtBytes(s.free) },
-            { text: fmtBytes(s.largest_free) }, { cls: 'l', text: '' }, { text: '' }, { cls: 'tag', text: fmtCount((s.pinning || []).length) + ' pinning blocks' }]);
+            { text: fmtBytes(s.largest_free) }, { cls: 'l', text: '' }, { text: '' }, { cls: 'tag', text: plural((s.pinning || []).length, 'pinning block') }]);
           (s.pinning || []).forEach(function (p) {
             rows.push([{ cls: 'l', text: '' }, { text: '' }, { text: '' }, { text: '' },
               { cls: 'l', text: fmtAddr(p.addr) + ' \u00b7 ' + fmtBytes(p.size) },
