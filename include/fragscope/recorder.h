@@ -52,39 +52,61 @@ typedef struct fsc_trace_header {
 typedef struct fsc_recorder fsc_recorder_t;
 
 typedef struct fsc_recorder_opts {
-    size_t chunk_bytes;       /* uncompressed bound of a chunk; 0 = 256 KiB */
-    uint32_t flush_interval_ms; /* time bound; 0 = 100 ms */
+    size_t chunk_bytes;       /* uncompressed bound of a chunk; 0 = 256 KiB;
+                                 64 B .. 16 MiB */
+    uint32_t flush_interval_ms; /* time bound (background mode only); 0 = 100 ms */
     int zstd_level;           /* 0 = 3 */
-    uint64_t ring_events;     /* >0: ring mode keeping the last N events */
+    uint64_t ring_events;     /* >0: ring mode keeping the last N events in
+                                 memory, written on OOM, flush and close (at
+                                 most 2^28; no background thread) */
     int background;           /* 0 = compress/write on the caller's thread
-                                 (deterministic; importer, tests), 1 = thread */
-    int install_signal_handlers; /* flush on SIGSEGV/SIGABRT/SIGBUS/SIGTERM */
+                                 when a chunk fills (deterministic output, no
+                                 time bound; importer, tests), 1 = thread */
+    int install_signal_handlers; /* best-effort write of buffered events on
+                                    SIGSEGV/SIGABRT/SIGBUS/SIGTERM, then the
+                                    previous handler runs */
 } fsc_recorder_opts_t;
 
 #define FSC_RECORDER_OPTS_DEFAULT {0, 0, 0, 0, 1, 0}
 
 /* Create path (written to path, with a temporary name until the header is
- * on disk). The header's strings are copied. */
+ * on disk). hdr may be NULL; its strings are copied; version fields are
+ * ignored; clock_origin_ns 0 = now, pid 0 = getpid(); FSC_TRACE_F_RING is
+ * added in ring mode. The recorder is registered for fsc_mark and for the
+ * exit handler, which finishes every recorder still open (end record
+ * included) so a program that never closes still leaves a clean trace. In
+ * a forked child the parent's recorders ignore events and never write. */
 int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
                       const fsc_recorder_opts_t *opts, fsc_recorder_t **out,
                       fsc_err_t *err);
-/* Write every buffered event and fsync-free flush the file. */
+/* Write every buffered event (in ring mode: the ring's events) with
+ * write(2); no fsync. Returns the first error seen so far. */
 int fsc_recorder_flush(fsc_recorder_t *r);
 /* Flush, write the end record, close. Returns the first error seen while
  * recording, if any. NULL is a no-op. */
 int fsc_recorder_close(fsc_recorder_t *r);
 const char *fsc_recorder_last_error(const fsc_recorder_t *r);
 
-/* An fsc_event_sink_fn; ud is the fsc_recorder_t. Fills ev->tag with the
- * calling thread's current tag node when ev->tag == 0, ev->thread, and
- * ev->time_ns when 0. */
+/* An fsc_event_sink_fn; ud is the fsc_recorder_t. Thread-safe; meant to be
+ * called with the allocator's lock held (events of one allocator then keep
+ * their order). Fills, when 0 in ev: tag with the calling thread's current
+ * tag node (fsc_tag_push), thread with the calling thread's number, and
+ * time_ns with the time since the recorder opened (monotonic clock, read
+ * through the TSC where it is invariant). A non-zero ev->tag is a trace node
+ * id (fsc_recorder_tag_node). Only encodes into memory, except for an OOM
+ * event: its chunk has been written (write(2)) when the sink returns.
+ * Errors (invalid type, out of memory) are kept for fsc_recorder_close. */
 void fsc_recorder_sink(void *ud, const fsc_event_t *ev);
-/* Append one event as given (tag, time and thread taken from ev). For
- * producers that know their tags (the importer). */
+/* Append one event as given (tag, time and thread taken from ev; tag must
+ * be 0 or a node from fsc_recorder_tag_node). For producers that know their
+ * tags (the importer). FSC_EINVAL for an invalid type, an undefined tag or
+ * marker text over 64 KiB; FSC_ESTATE after close. */
 int fsc_recorder_write(fsc_recorder_t *r, const fsc_event_t *ev);
 
 /* Tag nodes for producers that build their own tree (the importer): returns
- * the node id for (parent, name), interning it. Root is 0. */
+ * the node id for (parent, name), interning it. Root is 0. The ids are the
+ * trace's own (1, 2, ... in order of creation), so events written with them
+ * read back with the same ids. */
 int fsc_recorder_tag_node(fsc_recorder_t *r, uint32_t parent, const char *name,
                           size_t len, uint32_t *out);
 
@@ -94,15 +116,22 @@ int fsc_recorder_tag_node(fsc_recorder_t *r, uint32_t parent, const char *name,
 #define FSC_TAG_NAME_MAX 4096
 
 /* Push/pop a name on the calling thread's tag stack. Events the calling
- * thread causes carry the current stack. Names are copied. Cheap (no I/O). */
+ * thread causes carry the current stack. Names are copied (interned in one
+ * process-wide tree; each recorder gives a node a trace id when an event
+ * first uses it). Cheap: no I/O, and a repeated push of the same name under
+ * the same parent takes no lock. Pushes beyond depth 256 are counted but not
+ * recorded; a pop with an empty stack does nothing. */
 void fsc_tag_push(const char *name);
 void fsc_tag_pop(void);
 /* Write a MARKER event ("step 12") into every open recorder. */
 void fsc_mark(const char *text);
 
 /* FRAGSCOPE_TRACE / FRAGSCOPE_TRACE_MODE: when FRAGSCOPE_TRACE names a path,
- * open a recorder there (ring mode with FRAGSCOPE_TRACE_MODE=ring:N) and
- * return it in *out (NULL when the variable is unset); it is closed at exit. */
+ * open a recorder there (ring mode with FRAGSCOPE_TRACE_MODE=ring:N, fatal-
+ * signal handlers on) and return it in *out (NULL when the variable is
+ * unset); it is finished at exit. One per process: later calls return the
+ * same recorder. hdr may be NULL (producer "fragscope VERSION", rank from
+ * $RANK or -1). FSC_EINVAL with a message for a bad FRAGSCOPE_TRACE_MODE. */
 int fsc_recorder_from_env(const fsc_trace_header_t *hdr, fsc_recorder_t **out,
                           fsc_err_t *err);
 /* Parse a FRAGSCOPE_TRACE_MODE value: NULL, "" or "stream" -> 0, "ring:N"
@@ -127,8 +156,10 @@ typedef struct fsc_trace_integrity {
                                  the end record; 0 when it is missing) */
 } fsc_trace_integrity_t;
 
-/* Opens and validates the header frame. FSC_EFORMAT "not a fragscope trace"
- * or FSC_EVERSION for a newer major version, with the path in the message. */
+/* Opens and validates the header frame. FSC_EFORMAT "PATH: not a fragscope
+ * trace", FSC_EVERSION for a newer major version, FSC_ENOENT for a missing
+ * file. Memory stays bounded whatever the file holds (one chunk at a time,
+ * every size checked against fixed limits and the file's size). */
 int fsc_trace_open(const char *path, fsc_trace_reader_t **out, fsc_err_t *err);
 void fsc_trace_close(fsc_trace_reader_t *r); /* NULL ok */
 const fsc_trace_header_t *fsc_trace_header(const fsc_trace_reader_t *r);
