@@ -1001,6 +1001,8 @@ static int replay(imp_t *im)
             return rc;
         if ((rc = emit_annotations(im, e.time_us)) != 0)
             return rc;
+        if (im->opts.progress != NULL && (i & 4095u) == 0)
+            im->opts.progress(im->opts.progress_ud, i, im->n_ents);
         im->st->entries++;
         im->m.time_ns = e.time_us > im->t0_us ? (e.time_us - im->t0_us) * 1000u : 0;
         fsc_err_clear(&im->merr);
@@ -1019,6 +1021,8 @@ static int replay(imp_t *im)
         }
         return wrap_model_error(im, what);
     }
+    if (im->opts.progress != NULL)
+        im->opts.progress(im->opts.progress_ud, im->n_ents, im->n_ents);
     return emit_annotations(im, UINT64_MAX);
 }
 

@@ -329,6 +329,29 @@ static void test_contradiction_strict_and_lenient(void)
     tp_free(&c);
 }
 
+static void count_progress(void *ud, uint64_t done, uint64_t total)
+{
+    uint64_t *calls = ud;
+    calls[0]++;
+    calls[1] = done;
+    calls[2] = total;
+}
+
+static void test_progress(void)
+{
+    uint64_t calls[3] = {0, 0, 0};
+    fsc_import_opts_t o = FSC_IMPORT_OPTS_DEFAULT;
+    o.progress = count_progress;
+    o.progress_ud = calls;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_pytorch_import(fsc_test_data("pytorch/frames_bomb.pickle"), &o,
+                                             NULL, NULL, &err), 0);
+    /* entries 0, 4096, 8192, 12288, 16384 and the final call */
+    CU_ASSERT_EQUAL(calls[0], 6);
+    CU_ASSERT_EQUAL(calls[1], 20001);
+    CU_ASSERT_EQUAL(calls[2], 20001);
+}
+
 static void test_shared_frames_are_cheap(void)
 {
     /* 20001 entries share one 2000-frame list: tags are built once */
@@ -498,6 +521,7 @@ static const fsc_test_case_t k_tests[] = {
     {"device selection", test_devices},
     {"contradicting entry: strict and lenient", test_contradiction_strict_and_lenient},
     {"shared frame lists are interned once", test_shared_frames_are_cheap},
+    {"progress callback", test_progress},
     {"real: gpt2_varlen matches PyTorch's stats", test_real_gpt2},
     {"real: resnet50_varbatch matches PyTorch's stats", test_real_resnet50},
     {"real: gpt2m_oom_12g matches PyTorch's stats and OOM", test_real_oom},

@@ -73,6 +73,11 @@ static int on_event(void *ud, const fsc_event_t *ev)
     return rc;
 }
 
+static void on_progress(void *ud, uint64_t done, uint64_t total)
+{
+    fsc_progress_update(ud, done, total);
+}
+
 static int parse_device(const char *val, int *out)
 {
     char *end = NULL;
@@ -157,7 +162,12 @@ int fsc_cmd_import(int argc, char **argv)
     c.tmp_path = of.tmp_path;
     fsc_import_sink_t sink = {&c, on_header, on_tag, on_event};
     fsc_import_stats_t st;
+    fsc_progress_t prog;
+    fsc_progress_init(&prog, "import");
+    opts.progress = on_progress;
+    opts.progress_ud = &prog;
     int rc = fsc_pytorch_import(in, &opts, &sink, &st, &err);
+    fsc_progress_done(&prog);
     int crc = fsc_recorder_close(c.rec);
     if (rc == 0 && crc != 0) {
         c.rec_failed = 1;

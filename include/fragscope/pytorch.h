@@ -61,9 +61,13 @@ typedef struct fsc_import_opts {
                     with recorded history (error when several have one) */
     int lenient; /* 1: an entry that contradicts the block model is skipped
                     and counted in stats.warnings instead of failing */
+    /* Called every few thousand history entries and once at the end with
+     * the entries replayed so far and their total (may be NULL). */
+    void (*progress)(void *ud, uint64_t done, uint64_t total);
+    void *progress_ud;
 } fsc_import_opts_t;
 
-#define FSC_IMPORT_OPTS_DEFAULT {-1, 0}
+#define FSC_IMPORT_OPTS_DEFAULT {-1, 0, NULL, NULL}
 
 typedef struct fsc_import_stats {
     int format;              /* FSC_SNAP_* */
