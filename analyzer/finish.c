@@ -297,8 +297,8 @@ int fsc__finish_tables(fsc_analysis_t *a, fsc_analysis_summary_t *sum)
     if (rc == 0)
         rc = fsc__timeline_write(a);
     if (rc == 0 && a->peak_allocated > 0) {
-        if (a->peak_tracking && fsc__peak_materialize(a) != 0)
-            rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for the peak layout");
+        if (a->peak_tracking)
+            rc = fsc__peak_materialize(a);
     }
     memset(&p, 0, sizeof p);
     if (rc == 0 && peak_facts(a, &p) != 0)

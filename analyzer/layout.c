@@ -75,10 +75,9 @@ int fsc__peak_touch(fsc_analysis_t *a, const fsc__blk_t *b, int existed)
         image_of(b, &img);
     else
         img.addr = b->addr; /* present = 0: did not exist at the peak */
-    if (fsc__imgvec_push(&a->peak_imgs, &img) != 0)
-        return FSC_ENOMEM;
-    if (fsc__u64map_put(&a->peak_delta, b->addr, (void *)(uintptr_t)a->peak_imgs.n) != 0)
-        return FSC_ENOMEM;
+    if (fsc__imgvec_push(&a->peak_imgs, &img) != 0 ||
+        fsc__u64map_put(&a->peak_delta, b->addr, (void *)(uintptr_t)a->peak_imgs.n) != 0)
+        return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for the peak layout");
     size_t limit = a->blocks.count * 2 > 4096 ? a->blocks.count * 2 : 4096;
     if (a->peak_imgs.n > limit)
         return fsc__peak_materialize(a);
@@ -118,12 +117,12 @@ int fsc__peak_materialize(fsc_analysis_t *a)
             fsc__img_t img;
             image_of(b, &img);
             if (fsc__imgvec_push(out, &img) != 0)
-                return FSC_ENOMEM;
+                return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for the peak layout");
         }
     }
     for (size_t i = 0; i < a->peak_imgs.n; i++)
         if (a->peak_imgs.v[i].present && fsc__imgvec_push(out, &a->peak_imgs.v[i]) != 0)
-            return FSC_ENOMEM;
+            return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for the peak layout");
     qsort(out->v, out->n, sizeof *out->v, cmp_img);
     delta_clear(a);
     a->peak_tracking = 0;

@@ -916,6 +916,43 @@ static void test_own_allocator(void)
     run_allocator("expandable_segments:True", 0);
 }
 
+/* Garbage in: random events over a few addresses, leniently, must give a
+ * database (every contradiction counted) and never crash; strictly, the
+ * first contradiction is an FSC_ESTATE. */
+static void test_random_events(void)
+{
+    static const uint64_t addrs[] = {S1, S1 + 512, S1 + 1 * MiB, S1 + 2 * MiB, S2,
+                                     S2 + 4 * MiB, 0};
+    for (int lenient = 1; lenient >= 0; lenient--) {
+        rig_t r;
+        rig_open(&r, fsc_test_path(lenient ? "rnd_l.db" : "rnd_s.db"), 0, 0, lenient);
+        uint64_t seed = 99;
+        for (int i = 0; i < 20000 && (lenient || r.rc == 0); i++) {
+            fsc_event_t ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = (uint8_t)(xs(&seed) % 15);
+            ev.pool = (uint8_t)(xs(&seed) % 3);
+            ev.addr = addrs[xs(&seed) % 7];
+            ev.size = (xs(&seed) % 9) * 512 * 1024;
+            ev.requested = ev.size ? xs(&seed) % (ev.size + 1) : 0;
+            ev.segment = addrs[xs(&seed) % 7];
+            ev.other = addrs[xs(&seed) % 7];
+            ev.tag = (uint32_t)(xs(&seed) % 5);
+            ev.oom.device_free = xs(&seed) % 2 ? UINT64_MAX : ev.size;
+            feed(&r, ev);
+        }
+        if (lenient) {
+            CU_ASSERT_EQUAL(r.rc, 0);
+            fsc_analysis_summary_t sum;
+            CU_ASSERT_EQUAL(fsc_analysis_finish(r.a, &sum), 0);
+            CU_ASSERT(sum.warnings > 0 && sum.warnings < 20000);
+        } else {
+            CU_ASSERT_EQUAL(r.rc, FSC_ESTATE);
+        }
+        fsc_analysis_destroy(r.a);
+    }
+}
+
 static void test_api_errors(void)
 {
     fsc_analysis_t *a = NULL;
@@ -942,6 +979,7 @@ static const fsc_test_case_t k_tests[] = {
     {"timeline bounded, peaks kept", test_timeline_bounded_keeps_peaks},
     {"expandable segments", test_expandable},
     {"own allocator replayed: stats and peak layout", test_own_allocator},
+    {"random events: lenient survives, strict stops", test_random_events},
     {"API errors", test_api_errors},
     {NULL, NULL},
 };
