@@ -154,7 +154,8 @@ struct fsc_analysis {
 
     /* replay state */
     uint64_t seq;                 /* seq of the event being replayed */
-    uint64_t first_time, last_time;
+    uint64_t first_time, max_time; /* smallest and largest event time */
+    uint64_t last_time;            /* time of the event being replayed */
     fsc__u64map_t blocks;         /* addr → fsc__blk_t* */
     fsc__u64map_t segs;           /* base → fsc__seg_t* */
     fsc__seg_t **seg_sorted;      /* live segments by base */

@@ -211,8 +211,12 @@ int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev)
         return FSC_EINVAL;
     if (a->failed || a->finished)
         return fsc_err_set(&a->err, FSC_EINVAL, "analysis already ended");
-    if (a->seq == 0)
+    /* Reconstructed starts of imported runs may sit at time 0 after later
+     * events; the duration spans the smallest and largest time seen. */
+    if (a->seq == 0 || ev->time_ns < a->first_time)
         a->first_time = ev->time_ns;
+    if (a->seq == 0 || ev->time_ns > a->max_time)
+        a->max_time = ev->time_ns;
     a->last_time = ev->time_ns;
     int rc = fsc__tag_ensure(a, ev->tag);
     int applied = 0;

@@ -237,7 +237,7 @@ static int write_summary(fsc_analysis_t *a, const peak_facts_t *p, fsc_analysis_
     o->warnings = a->warnings;
 
     SUMI("events", a->seq, "count");
-    SUMI("duration_ns", a->seq ? a->last_time - a->first_time : 0, "ns");
+    SUMI("duration_ns", a->seq ? a->max_time - a->first_time : 0, "ns");
     SUMI("peak_allocated_bytes", a->peak_allocated, "bytes");
     SUMI("peak_allocated_seq", a->peak_allocated_seq, "seq");
     SUMI("peak_allocated_time_ns", a->peak_allocated_time, "ns");
