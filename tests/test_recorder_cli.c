@@ -71,7 +71,9 @@ static void test_info_text(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n  capacity   80.00 GiB\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n  rank       3\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ntags         3 nodes\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n  forward                  3 events (16.7%)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n  forward                  3 events (16.7%)\n"
+                                       "    layer.0                2 events (11.1%)\n"
+                                       "  backward                 3 events (16.7%)\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n  (untagged)               12 events\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nintegrity    clean close\n"));
     CU_ASSERT_PTR_NULL(strstr(out, "truncated"));
@@ -97,6 +99,11 @@ static void test_info_json(void)
     CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(top), 2);
     CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(cJSON_GetArrayItem(top, 0), "name")->valuestring,
                            "forward");
+    cJSON *kids = cJSON_GetObjectItem(cJSON_GetArrayItem(top, 0), "children");
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(kids), 1);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(cJSON_GetArrayItem(kids, 0), "name")->valuestring,
+                           "forward/layer.0");
+    CU_ASSERT_EQUAL(cJSON_GetObjectItem(cJSON_GetArrayItem(kids, 0), "events")->valuedouble, 2);
     CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "format")->valuestring, "1.0");
     CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "backend")->valuestring, "sim");
     CU_ASSERT_EQUAL(cJSON_GetObjectItem(o, "chunks")->valuedouble, 5);

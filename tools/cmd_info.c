@@ -32,7 +32,8 @@ const char fsc_cmd_info_usage[] =
     "exit status: 0 ok, 2 the file is missing, not a trace or damaged inside a\n"
     "chunk, or bad options.\n";
 
-#define TOP_TAGS 10
+#define TOP_TAGS 10    /* top-level tags shown */
+#define TOP_CHILDREN 5 /* children shown under each */
 
 typedef struct info {
     const char *path;
@@ -46,6 +47,28 @@ typedef struct info {
     int n_top;
     fsc_trace_integrity_t in;
 } info_t;
+
+/* The (at most max) children of parent with the most events in their
+ * subtrees, most first. */
+static int top_children(const info_t *s, uint32_t parent, uint32_t *out, int max)
+{
+    int n = 0;
+    for (uint32_t id = parent + 1; id <= s->n_tags; id++) {
+        uint32_t p = UINT32_MAX;
+        fsc_trace_tag(s->r, id, NULL, NULL, &p);
+        if (p != parent)
+            continue;
+        int pos = n < max ? n++ : max;
+        while (pos > 0 && s->per_tag[out[pos - 1]] < s->per_tag[id]) {
+            if (pos < max)
+                out[pos] = out[pos - 1];
+            pos--;
+        }
+        if (pos < max)
+            out[pos] = id;
+    }
+    return n;
+}
 
 static int scan(info_t *s)
 {
@@ -95,20 +118,7 @@ static int scan(info_t *s)
     }
     free(s->per_tag);
     s->per_tag = tot;
-    for (uint32_t id = 1; id <= s->n_tags; id++) {
-        uint32_t parent = 1;
-        fsc_trace_tag(s->r, id, NULL, NULL, &parent);
-        if (parent != 0)
-            continue;
-        int pos = s->n_top < TOP_TAGS ? s->n_top++ : TOP_TAGS;
-        while (pos > 0 && tot[s->top[pos - 1]] < tot[id]) {
-            if (pos < TOP_TAGS)
-                s->top[pos] = s->top[pos - 1];
-            pos--;
-        }
-        if (pos < TOP_TAGS)
-            s->top[pos] = id;
-    }
+    s->n_top = top_children(s, 0, s->top, TOP_TAGS);
     return 0;
 }
 
@@ -181,6 +191,14 @@ static void print_text(const info_t *s)
         double share = s->in.events ? 100.0 * (double)s->per_tag[s->top[i]] / (double)s->in.events : 0;
         printf("  %-24.*s %" PRIu64 " events (%.1f%%)\n", (int)(len > 64 ? 64 : len), name,
                s->per_tag[s->top[i]], share);
+        uint32_t kids[TOP_CHILDREN];
+        int nk = top_children(s, s->top[i], kids, TOP_CHILDREN);
+        for (int k = 0; k < nk; k++) {
+            fsc_trace_tag(s->r, kids[k], &name, &len, NULL);
+            share = s->in.events ? 100.0 * (double)s->per_tag[kids[k]] / (double)s->in.events : 0;
+            printf("    %-22.*s %" PRIu64 " events (%.1f%%)\n", (int)(len > 64 ? 64 : len), name,
+                   s->per_tag[kids[k]], share);
+        }
     }
     if (s->n_tags > 0)
         printf("  %-24s %" PRIu64 " events\n", "(untagged)", s->untagged);
@@ -237,6 +255,16 @@ static int print_json(const info_t *s)
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "name", path);
         add_u64(t, "events", s->per_tag[s->top[i]]);
+        cJSON *ch = cJSON_AddArrayToObject(t, "children");
+        uint32_t kids[TOP_CHILDREN];
+        int nk = top_children(s, s->top[i], kids, TOP_CHILDREN);
+        for (int k = 0; k < nk; k++) {
+            fsc_trace_tag_path(s->r, kids[k], path, sizeof path);
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddStringToObject(c, "name", path);
+            add_u64(c, "events", s->per_tag[kids[k]]);
+            cJSON_AddItemToArray(ch, c);
+        }
         cJSON_AddItemToArray(top, t);
     }
     add_u64(o, "chunks", s->in.chunks);
