@@ -24,8 +24,8 @@ void fsc__vcaps_for_level(int level, fsc__vcaps_t *c)
     c->layouts = 9;
     c->layout_blocks = 30000;
     c->tag_rows = 50;
-    c->str_chars = 200;
-    c->text_chars = 1500;
+    c->str_chars = FSC__V_STR_CHARS;
+    c->text_chars = FSC__V_TEXT_CHARS;
     for (int i = 0; i < level; i++) {
         c->timeline = c->timeline > 200 ? c->timeline / 2 : c->timeline;
         c->markers /= 2;

@@ -57,8 +57,11 @@ static int kv_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
 
 static int load_kv(fsc__loader_t *L, const char *table, fsc__vkv_t **arr, size_t *n)
 {
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT key, value FROM %s", table);
+    /* Text is cut where the page would cut it, so a huge value costs nothing. */
+    char sql[192];
+    snprintf(sql, sizeof sql,
+             "SELECT key, CASE WHEN typeof(value) IN ('text', 'blob')"
+             " THEN substr(value, 1, " FSC__V_SQL_STR ") ELSE value END FROM %s", table);
     sqlite3_stmt *st;
     int rc = fsc__ld_prepare(L, sql, &st, table);
     if (rc != 0)
@@ -162,7 +165,10 @@ static int load_timeline(fsc__loader_t *L, fsc__model_t *m)
         return rc;
     if ((rc = fsc__ld_count(L, "SELECT count(*) FROM markers", "markers", &m->markers_total)) != 0)
         return rc;
-    if ((rc = fsc__ld_prepare(L, "SELECT seq, time_ns, text FROM markers ORDER BY seq", &st, "markers")) != 0)
+    rc = fsc__ld_prepare(L,
+                         "SELECT seq, time_ns, substr(text, 1, " FSC__V_SQL_STR ") FROM markers"
+                         " ORDER BY seq", &st, "markers");
+    if (rc != 0)
         return rc;
     fsc__ld_arr_t b = {(void **)&m->markers, &m->nmarkers, 0, FSC__V_MAX_MARKERS};
     return fsc__ld_each_row(L, st, "markers", marker_row, &b);
@@ -249,7 +255,9 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
     if (rc != 0)
         return rc;
     sqlite3_stmt *st = NULL;
-    if (have && (rc = fsc__ld_prepare(L, "SELECT path FROM tags WHERE id = ?", &st, "tags")) != 0)
+    /* The tail of the path: the innermost names are what the page shows. */
+    if (have && (rc = fsc__ld_prepare(L, "SELECT substr(path, -" FSC__V_SQL_STR ")"
+                                         " FROM tags WHERE id = ?", &st, "tags")) != 0)
         return rc;
     for (size_t i = 0; i < n; i++) {
         fsc__vtag_t *t = &m->tags[m->ntags++];

@@ -23,6 +23,12 @@
 #define FSC__V_MAX_LAYOUTS 9      /* the peak and the first 8 OOM layouts */
 #define FSC__V_MAX_LAYOUT_BLOCKS 1000000 /* over all layouts loaded */
 #define FSC__V_MAX_TAG_ROWS 200
+/* Characters of text loaded: one more than the page ever shows, so the
+ * emitter still sees that a string was longer and marks the cut. */
+#define FSC__V_STR_CHARS 200   /* tag paths (their tail), markers, config */
+#define FSC__V_TEXT_CHARS 1500 /* OOM explanations */
+#define FSC__V_SQL_STR "201"
+#define FSC__V_SQL_TEXT "1501"
 
 typedef struct fsc__vkv {
     char *key;

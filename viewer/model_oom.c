@@ -150,7 +150,8 @@ static int load_oom_detail(fsc__loader_t *L, fsc__voom_t *o, int have_segs, int 
     }
     if (have_suggs) {
         rc = fsc__ld_prepare(L,
-                     "SELECT config, needed_capacity, avoids_oom, note FROM suggestions"
+                     "SELECT substr(config, 1, " FSC__V_SQL_STR "), needed_capacity, avoids_oom,"
+                     " substr(note, 1, " FSC__V_SQL_STR ") FROM suggestions"
                      " WHERE oom_id = ? OR oom_id IS NULL ORDER BY avoids_oom DESC,"
                      " needed_capacity IS NULL, needed_capacity LIMIT 20",
                      &st, "suggestions");
@@ -175,7 +176,8 @@ int fsc__model_load_ooms(fsc__loader_t *L, fsc__model_t *m)
     rc = fsc__ld_prepare(L,
                  "SELECT id, seq, time_ns, requested, rounded, pool, tag, allocated, reserved,"
                  " capacity, capacity_inferred, capacity_lower, capacity_upper, device_free,"
-                 " free_in_reserved, largest_free, cause, explanation, layout_snapshot"
+                 " free_in_reserved, largest_free, substr(cause, 1, 33),"
+                 " substr(explanation, 1, " FSC__V_SQL_TEXT "), layout_snapshot"
                  " FROM ooms ORDER BY id",
                  &st, "ooms");
     if (rc != 0)
