@@ -5,7 +5,8 @@
  *      compressing; once with times stamped by the caller, once by the sink;
  *   2. throughput of encoding + zstd + write on one thread (what the
  *      background compressor can sustain), per zstd level;
- *   3. compressed bytes per event on a realistic event mix (goal: <= 4).
+ *   3. compressed bytes per event on a realistic event mix (goal: <= 4);
+ *   4. how fast the reader delivers the events back.
  *
  * The event mix imitates training steps through a caching allocator (see
  * make_program): sizes from a small set, the same addresses every step,
@@ -259,6 +260,19 @@ int main(int argc, char **argv)
     }
 
     printf("\n3. compressed size on the realistic mix: %.2f bytes/event (goal <= 4)\n", bpe3);
+
+    /* The file of the last level is still there: read it back. */
+    fsc_trace_reader_t *rd = NULL;
+    if (fsc_trace_open(path, &rd, &err) == 0) {
+        fsc_event_t ev;
+        uint64_t got = 0, t0 = fsc_now_ns();
+        while (fsc_trace_next(rd, &ev) == 1)
+            got++;
+        double secs = (double)(fsc_now_ns() - t0) / 1e9;
+        fsc_trace_close(rd);
+        printf("\n4. reader (decompress + decode): %.2f M events/s (%llu events)\n",
+               (double)got / secs / 1e6, (unsigned long long)got);
+    }
     unlink(path);
     free(mix);
     return 0;
