@@ -35,7 +35,8 @@ const char fsc_cmd_record_usage[] =
     "exit status: COMMAND's exit status (128+N when it was killed by signal N,\n"
     "127 when it could not be run), or 2 for bad options.\n";
 
-static int summarize(const char *path, const char *cmd)
+/* path: where the trace is; shown: how the user named it. */
+static int summarize(const char *path, const char *shown, const char *cmd)
 {
     fsc_trace_reader_t *r = NULL;
     fsc_err_t err;
@@ -45,7 +46,7 @@ static int summarize(const char *path, const char *cmd)
         fprintf(stderr,
                 "fragscope record: %s wrote no trace to %s (nothing in it opened a recorder "
                 "from FRAGSCOPE_TRACE)\n",
-                cmd, path);
+                cmd, shown);
         return rc;
     }
     if (rc != 0) {
@@ -66,7 +67,7 @@ static int summarize(const char *path, const char *cmd)
         fprintf(stderr,
                 "fragscope record: %s: %" PRIu64 " events in %" PRIu64
                 " chunks, %s (%.2f bytes/event), %s\n",
-                path, in.events, in.chunks, sz, bpe,
+                shown, in.events, in.chunks, sz, bpe,
                 in.clean_close ? "clean close" : "truncated (no end record)");
     fsc_trace_close(r);
     return rc < 0 ? rc : 0;
@@ -107,14 +108,24 @@ int fsc_cmd_record(int argc, char **argv)
         return fsc_cli_usage_error("record", "no command given after --");
     char **cmd = argv + i;
 
-    if (unlink(out) != 0 && errno != ENOENT)
+    /* The command may change directory before it opens the trace. */
+    char abs[8192];
+    if (out[0] == '/') {
+        snprintf(abs, sizeof abs, "%s", out);
+    } else {
+        char cwd[4096];
+        if (getcwd(cwd, sizeof cwd) == NULL)
+            return fsc_cli_error("cannot resolve '%s': %s", out, strerror(errno));
+        snprintf(abs, sizeof abs, "%s/%s", cwd, out);
+    }
+    if (unlink(abs) != 0 && errno != ENOENT)
         return fsc_cli_error("%s: cannot replace: %s", out, strerror(errno));
     char mode[64];
     if (ring > 0)
         snprintf(mode, sizeof mode, "ring:%" PRIu64, ring);
     else
         snprintf(mode, sizeof mode, "stream");
-    if (setenv("FRAGSCOPE_TRACE", out, 1) != 0 || setenv("FRAGSCOPE_TRACE_MODE", mode, 1) != 0)
+    if (setenv("FRAGSCOPE_TRACE", abs, 1) != 0 || setenv("FRAGSCOPE_TRACE_MODE", mode, 1) != 0)
         return fsc_cli_error("cannot set the environment: %s", strerror(errno));
 
     fflush(NULL);
@@ -141,7 +152,7 @@ int fsc_cmd_record(int argc, char **argv)
     if (WIFSIGNALED(status))
         fprintf(stderr, "fragscope record: %s was killed by signal %d\n", cmd[0],
                 WTERMSIG(status));
-    if (code != 127 || access(out, F_OK) == 0)
-        summarize(out, cmd[0]);
+    if (code != 127 || access(abs, F_OK) == 0)
+        summarize(abs, out, cmd[0]);
     return code;
 }
