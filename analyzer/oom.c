@@ -34,7 +34,7 @@ typedef struct oom_facts {
 
 static void explain(const oom_facts_t *f, char *out, size_t cap)
 {
-    char buf[8][32];
+    char buf[9][32];
     size_t n = 0;
     uint64_t avail = f->known ? f->capacity : f->lower;
     uint64_t headroom = avail > f->allocated ? avail - f->allocated : 0;
@@ -62,11 +62,15 @@ static void explain(const oom_facts_t *f, char *out, size_t cap)
                              "%s was requested (rounded to %s) with %s allocated of %s: a "
                              "perfect allocator had %s left and could have served it, but the "
                              "largest usable free block was %s while %s was free inside "
-                             "reserved segments. The segments listed hold that free space and "
-                             "the live blocks listed keep them from being released.",
+                             "reserved segments, and the %s not yet reserved was less than "
+                             "the %s segment a new block needed. The segments listed hold "
+                             "that free space and the live blocks listed keep them from being "
+                             "released.",
                              SZ(0, f->requested), SZ(1, f->rounded), SZ(2, f->allocated),
                              SZ(3, avail), SZ(4, headroom), SZ(5, f->largest_usable),
-                             SZ(6, f->free_in_reserved));
+                             SZ(6, f->free_in_reserved),
+                             SZ(7, avail > f->reserved ? avail - f->reserved : 0),
+                             SZ(8, f->segment_size));
         break;
     default:
         n = (size_t)snprintf(out, cap,

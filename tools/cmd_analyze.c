@@ -257,7 +257,8 @@ int fsc_cmd_analyze(int argc, char **argv)
     int kind = fsc_pytorch_detect(j.in_path);
     int rc;
     if (kind < 0)
-        rc = fsc_err_set(&j.err, kind, "%s: cannot read the file", j.in_path);
+        rc = fsc_err_set(&j.err, kind, "%s: %s", j.in_path,
+                         kind == FSC_ENOENT ? "no such file" : "cannot read the file");
     else if (kind > 0)
         rc = run_snapshot(&j);
     else
