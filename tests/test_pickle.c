@@ -292,7 +292,8 @@ static void test_writer_roundtrip(void)
         return;
     }
     CU_ASSERT_EQUAL(st, 0);
-    CU_ASSERT_STRING_EQUAL(out, "4611686018427387904 -9223372036854775808 -0.25 (True, None) True\n");
+    CU_ASSERT_STRING_EQUAL(out,
+                           "4611686018427387904 -9223372036854775808 -0.25 (True, None) True\n");
 
     /* beyond int64 (the reader's range): a 9-byte LONG1 that Python reads */
     f = fopen(path, "wb");
@@ -302,7 +303,8 @@ static void test_writer_roundtrip(void)
     CU_ASSERT_EQUAL(fsc__pw_finish(w), 0);
     fclose(f);
     st = fsc_test_sh(out, sizeof out,
-                     "python3 -c 'import pickle,sys; print(pickle.load(open(sys.argv[1],\"rb\")))' %s",
+                     "python3 -c 'import pickle,sys;"
+                     " print(pickle.load(open(sys.argv[1],\"rb\")))' %s",
                      path);
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_STRING_EQUAL(out, "18446744073709551615\n");

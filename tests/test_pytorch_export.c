@@ -141,8 +141,10 @@ static void test_python_reads_export(void)
         "print(len(t), [e[\"action\"] for e in t][:3], t[1][\"size\"], t[11][\"device_free\"])\n"
         "print(t[1][\"frames\"])\n"
         "s = d[\"segments\"]\n"
-        "print(len(s), s[0][\"segment_type\"], [(b[\"size\"], b[\"state\"]) for b in s[0][\"blocks\"]])\n"
-        "print(d[\"allocator_settings\"][\"max_split_size\"], d[\"allocator_settings\"][\"expandable_segments\"])' %s",
+        "print(len(s), s[0][\"segment_type\"],\n"
+        "      [(b[\"size\"], b[\"state\"]) for b in s[0][\"blocks\"]])\n"
+        "a = d[\"allocator_settings\"]\n"
+        "print(a[\"max_split_size\"], a[\"expandable_segments\"])' %s",
         out);
     if (st == 127) {
         fprintf(stderr, "\n(python3 not found: Python check skipped)\n");

@@ -1,0 +1,162 @@
+/*
+ * pytorch_import.h — the state of one snapshot import, shared by the files
+ * of the importer (not API): pytorch_input.c reads the snapshot's parts,
+ * pytorch_rebuild.c rebuilds the state before the first history entry,
+ * pytorch_import.c replays the history and drives the whole.
+ */
+#ifndef FSC_RECORDER_PYTORCH_IMPORT_H
+#define FSC_RECORDER_PYTORCH_IMPORT_H
+
+#include "pytorch_internal.h"
+
+enum {
+    FSC__ACT_OTHER = 0,
+    FSC__ACT_ALLOC,
+    FSC__ACT_FREE_REQUESTED,
+    FSC__ACT_FREE_COMPLETED,
+    FSC__ACT_FREE, /* older PyTorch: one entry for both */
+    FSC__ACT_SEGMENT_ALLOC,
+    FSC__ACT_SEGMENT_FREE,
+    FSC__ACT_SEGMENT_MAP,
+    FSC__ACT_SEGMENT_UNMAP,
+    FSC__ACT_OOM,
+    FSC__ACT_SNAPSHOT,
+    FSC__ACT_EMPTY_CACHE,
+    FSC__ACT_USER_DEFINED
+};
+
+/* Largest dict the importer looks keys up in: real ones have ~15 keys;
+ * the bound keeps lookups linear in the input size. */
+#define FSC__IMP_MAX_DICT 1024
+
+typedef struct fsc__entry {
+    int act;
+    const fsc__pv_t *action;
+    uint64_t addr, size, stream, time_us, device_free;
+    int has_device_free, has_addr;
+    const fsc__pv_t *frames;
+    const fsc__pv_t *user_metadata;
+} fsc__entry_t;
+
+typedef struct fsc__final_seg {
+    uint64_t base, size, stream;
+    uint8_t pool, expandable, pool_known;
+    const fsc__pv_t *blocks;
+} fsc__final_seg_t;
+
+typedef struct fsc__addr_info {
+    UT_hash_handle hh;
+    uint64_t addr;
+    uint8_t seen, prelive, pending;
+    uint64_t requested;
+} fsc__addr_info_t;
+
+typedef struct fsc__seg_info {
+    UT_hash_handle hh;
+    uint64_t base;
+    uint8_t created, pre;
+    uint64_t size, stream;
+} fsc__seg_info_t;
+
+typedef struct fsc__tag_cache {
+    UT_hash_handle hh;
+    const void *key;
+    uint32_t node;
+} fsc__tag_cache_t;
+
+/* Child node of (parent, frame dict): frame dicts are shared by memo, so
+ * this spares formatting and interning the same frame again. */
+typedef struct fsc__frame_key {
+    const void *frame;
+    uint32_t parent;
+} fsc__frame_key_t;
+
+typedef struct fsc__frame_cache {
+    UT_hash_handle hh;
+    fsc__frame_key_t key;
+    uint32_t node;
+} fsc__frame_cache_t;
+
+/* A block live before the first entry. */
+typedef struct fsc__prelive {
+    uint64_t addr, size, requested;
+    uint8_t exact, pending;
+    const fsc__pv_t *frames;
+    const fsc__final_seg_t *seg; /* containing pre-existing segment */
+} fsc__prelive_t;
+
+/* An entry of 'external_annotations' (e.g. optimizer step start/end). */
+typedef struct fsc__annotation {
+    uint64_t time_us;
+    uint32_t order;
+    const fsc__pv_t *stage, *name;
+} fsc__annotation_t;
+
+typedef struct fsc__imp {
+    const char *path;
+    fsc_import_opts_t opts;
+    const fsc_import_sink_t *sink;
+    fsc_import_stats_t *st;
+    fsc_err_t *err;
+    fsc_err_t merr; /* the model's message, wrapped with the entry */
+    fsc__pmodel_t m;
+    fsc_alloc_config_t cfg;
+    char config[1024];
+    int device;
+    fsc__pv_t *const *ents;
+    uint32_t n_ents;
+    fsc__final_seg_t *finals; /* this device's final segments, sorted by base */
+    size_t n_finals;
+    fsc__final_seg_t *pre; /* segments that existed before the first entry */
+    size_t n_pre, cap_pre;
+    fsc__prelive_t *live;
+    size_t n_live, cap_live;
+    fsc__addr_info_t *addrs;
+    fsc__seg_info_t *segs;
+    fsc__tag_cache_t *tags;
+    fsc__frame_cache_t *frame_tags;
+    fsc__annotation_t *ann;
+    size_t n_ann, next_ann;
+    uint64_t t0_us;
+    char namebuf[4096];
+} fsc__imp_t;
+
+/* No device has 2^56 bytes (64 PiB): larger sizes are corrupt data, and
+ * keeping sizes below it keeps every sum of addresses and sizes exact. */
+#define FSC__IMP_MAX_SIZE (1ull << 56)
+
+/* ---- pytorch_input.c ----------------------------------------------------- */
+
+/* FSC_EFORMAT with "PATH: what". */
+int fsc__imp_bad(fsc__imp_t *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Lenient mode: count a skipped entry, keep the first message. */
+void fsc__imp_warn(fsc__imp_t *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A dict small enough to look keys up in. */
+int fsc__imp_dict_ok(const fsc__pv_t *v);
+/* A non-negative integer under key; returns 1 when present. */
+int fsc__imp_u64(const fsc__pv_t *d, const char *key, uint64_t *out);
+/* Tag node of a frame list (innermost first), interned through the sink. */
+int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out);
+int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root);
+int fsc__imp_cmp_final(const void *a, const void *b);
+int fsc__imp_read_finals(fsc__imp_t *im, const fsc__pv_t *segs);
+/* Segment of a sorted array holding addr (starting at it when exact). */
+const fsc__final_seg_t *fsc__imp_final_at(const fsc__final_seg_t *arr, size_t n, uint64_t addr,
+                                          int exact);
+int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t *segs);
+int fsc__imp_read_entry(fsc__imp_t *im, uint32_t i, fsc__entry_t *e);
+int fsc__imp_read_annotations(fsc__imp_t *im, const fsc__pv_t *root);
+
+/* ---- pytorch_rebuild.c --------------------------------------------------- */
+
+int fsc__imp_find_start_state(fsc__imp_t *im);
+int fsc__imp_emit_start_state(fsc__imp_t *im);
+
+/* ---- pytorch_import.c ---------------------------------------------------- */
+
+/* The block model's event callback: counts, then hands to the sink. */
+int fsc__imp_on_event(void *ud, const fsc_event_t *ev);
+/* The model's message in im->merr wrapped as "PATH: what: message". */
+int fsc__imp_model_error(fsc__imp_t *im, const char *what);
+
+#endif

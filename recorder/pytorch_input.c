@@ -1,0 +1,447 @@
+/*
+ * pytorch_input.c — reads the parts of a snapshot the importer needs: the
+ * allocator settings, the device to import, the final segments, history
+ * entries (one pass over each entry's keys: this is the hot path), the
+ * external annotations, and Python frame lists as tag nodes. Everything
+ * read is validated here; the rest of the importer trusts fsc__entry_t.
+ */
+#include "pytorch_import.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int act;
+} k_actions[] = {
+    {"alloc", FSC__ACT_ALLOC},
+    {"free_requested", FSC__ACT_FREE_REQUESTED},
+    {"free_completed", FSC__ACT_FREE_COMPLETED},
+    {"free", FSC__ACT_FREE},
+    {"segment_alloc", FSC__ACT_SEGMENT_ALLOC},
+    {"segment_free", FSC__ACT_SEGMENT_FREE},
+    {"segment_map", FSC__ACT_SEGMENT_MAP},
+    {"segment_unmap", FSC__ACT_SEGMENT_UNMAP},
+    {"oom", FSC__ACT_OOM},
+    {"snapshot", FSC__ACT_SNAPSHOT},
+    {"empty_cache", FSC__ACT_EMPTY_CACHE},
+    {"user_defined", FSC__ACT_USER_DEFINED},
+};
+
+int fsc__imp_bad(fsc__imp_t *im, const char *fmt, ...)
+{
+    char what[FSC_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return fsc_err_set(im->err, FSC_EFORMAT, "%s: %s", im->path, what);
+}
+
+void fsc__imp_warn(fsc__imp_t *im, const char *fmt, ...)
+{
+    if (im->st->warnings++ > 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(im->st->first_warning, sizeof im->st->first_warning, fmt, ap);
+    va_end(ap);
+}
+
+int fsc__imp_dict_ok(const fsc__pv_t *v)
+{
+    return v != NULL && v->kind == FSC__PV_DICT && v->len <= FSC__IMP_MAX_DICT;
+}
+
+/* A non-negative integer; addresses, sizes, streams and times all are. */
+int fsc__imp_u64(const fsc__pv_t *d, const char *key, uint64_t *out)
+{
+    int64_t v;
+    if (!fsc__pv_int(fsc__pv_get(d, key), &v) || v < 0)
+        return 0;
+    *out = (uint64_t)v;
+    return 1;
+}
+
+/* ---- frames → tags ----------------------------------------------------- */
+
+int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
+{
+    *out = 0;
+    fsc__pv_t *const *fr;
+    uint32_t n = fsc__pv_seq(frames, &fr);
+    if (n == 0 || im->sink == NULL || im->sink->tag == NULL)
+        return 0;
+    fsc__tag_cache_t *c = NULL;
+    HASH_FIND_PTR(im->tags, &frames, c);
+    if (c != NULL) {
+        *out = c->node;
+        return 0;
+    }
+    uint32_t node = 0;
+    for (uint32_t i = n; i-- > 0;) { /* outermost frame is last */
+        const fsc__pv_t *f = fr[i];
+        fsc__frame_key_t fk;
+        memset(&fk, 0, sizeof fk);
+        fk.frame = f;
+        fk.parent = node;
+        fsc__frame_cache_t *fc = NULL;
+        HASH_FIND(hh, im->frame_tags, &fk, sizeof fk, fc);
+        if (fc != NULL) {
+            node = fc->node;
+            continue;
+        }
+        if (!fsc__imp_dict_ok(f))
+            return fsc__imp_bad(im, "a Python frame is not a dict");
+        const fsc__pv_t *file = fsc__pv_get(f, "filename");
+        const fsc__pv_t *fn = fsc__pv_get(f, "name");
+        int64_t line = 0;
+        fsc__pv_int(fsc__pv_get(f, "line"), &line);
+        int flen =
+            (file && file->kind == FSC__PV_STR) ? (int)(file->len > 2000 ? 2000 : file->len) : 0;
+        int nlen = (fn && fn->kind == FSC__PV_STR) ? (int)(fn->len > 1000 ? 1000 : fn->len) : 0;
+        /* A frame without file and line is a plain tag (that is how the
+         * exporter writes tags that are not Python frames). */
+        int len = flen == 0 && line == 0
+                      ? snprintf(im->namebuf, sizeof im->namebuf, "%.*s", nlen, nlen ? fn->u.s : "")
+                      : snprintf(im->namebuf, sizeof im->namebuf, "%.*s:%lld:%.*s", flen,
+                                 flen ? file->u.s : "", (long long)line, nlen, nlen ? fn->u.s : "");
+        if (len < 0)
+            len = 0;
+        if ((size_t)len >= sizeof im->namebuf)
+            len = (int)sizeof im->namebuf - 1;
+        uint32_t child = 0;
+        int rc = im->sink->tag(im->sink->ud, node, im->namebuf, (size_t)len, &child);
+        if (rc != 0)
+            return fsc_err_set(im->err, rc, "%s: the tag consumer failed (%s)", im->path,
+                               fsc_err_name(rc));
+        if ((fc = malloc(sizeof *fc)) == NULL)
+            return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+        fc->key = fk;
+        fc->node = child;
+        HASH_ADD(hh, im->frame_tags, key, sizeof fk, fc);
+        node = child;
+    }
+    c = malloc(sizeof *c);
+    if (c == NULL)
+        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    c->key = frames;
+    c->node = node;
+    HASH_ADD_PTR(im->tags, key, c);
+    *out = node;
+    return 0;
+}
+
+/* ---- settings ---------------------------------------------------------- */
+
+int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
+{
+    fsc_alloc_config_t def = FSC_ALLOC_CONFIG_DEFAULT;
+    im->cfg = def;
+    const fsc__pv_t *s = fsc__pv_get(root, "allocator_settings");
+    const fsc__pv_t *env = fsc__pv_get(s, "PYTORCH_CUDA_ALLOC_CONF");
+    int have_env = env != NULL && env->kind == FSC__PV_STR && env->len > 0;
+    if (s != NULL && !fsc__imp_dict_ok(s))
+        return fsc__imp_bad(im, "'allocator_settings' is not a dict");
+    if (s != NULL) {
+        int64_t v;
+        double d;
+        if (fsc__pv_int(fsc__pv_get(s, "max_split_size"), &v) && v > 0 &&
+            (uint64_t)v < (UINT64_MAX >> 1))
+            im->cfg.max_split_size = (uint64_t)v;
+        if (fsc__pv_num(fsc__pv_get(s, "garbage_collection_threshold"), &d) && d > 0 && d < 1)
+            im->cfg.garbage_collection_threshold = d;
+        if (fsc__pv_int(fsc__pv_get(s, "expandable_segments"), &v))
+            im->cfg.expandable_segments = v != 0;
+        if (fsc__pv_int(fsc__pv_get(s, "max_non_split_rounding"), &v) && v > 0)
+            im->cfg.max_non_split_rounding = (uint64_t)v;
+        const fsc__pv_t *rd = fsc__pv_get(s, "roundup_power2_divisions");
+        if (fsc__imp_dict_ok(rd)) {
+            for (uint32_t i = 0; i < rd->len; i++) {
+                const fsc__pv_t *k = rd->u.items[2 * i];
+                char kb[32];
+                if (k->kind != FSC__PV_STR || k->len == 0 || k->len >= sizeof kb)
+                    continue;
+                memcpy(kb, k->u.s, k->len);
+                kb[k->len] = '\0';
+                char *end;
+                unsigned long long mib = strtoull(kb, &end, 10);
+                if (*end != '\0' || mib == 0 || (mib & (mib - 1)) != 0)
+                    continue;
+                int idx = 63 - __builtin_clzll(mib);
+                if (idx < FSC_ROUNDUP_INTERVALS && fsc__pv_int(rd->u.items[2 * i + 1], &v) &&
+                    v >= 0 && v <= 65536)
+                    im->cfg.roundup_power2_divisions[idx] = (uint32_t)v;
+            }
+        }
+    }
+    if (have_env) {
+        size_t n = env->len < sizeof im->config - 1 ? env->len : sizeof im->config - 1;
+        memcpy(im->config, env->u.s, n);
+        im->config[n] = '\0';
+        if (s == NULL || fsc__pv_get(s, "max_split_size") == NULL) {
+            /* Only the string is known: it decides the rules. */
+            fsc_err_t e;
+            if (fsc_alloc_config_parse(im->config, &im->cfg, &e) != 0)
+                return fsc_err_set(im->err, FSC_ECONFIG, "%s: PYTORCH_CUDA_ALLOC_CONF: %s",
+                                   im->path, fsc_err_msg(&e));
+        }
+        return 0;
+    }
+    return fsc_alloc_config_format(&im->cfg, im->config, sizeof im->config) < 0
+               ? fsc__imp_bad(im, "cannot render the allocator settings")
+               : 0;
+}
+
+/* ---- device and final segments ----------------------------------------- */
+
+int fsc__imp_cmp_final(const void *a, const void *b)
+{
+    const fsc__final_seg_t *x = a, *y = b;
+    return x->base < y->base ? -1 : x->base > y->base;
+}
+
+int fsc__imp_read_finals(fsc__imp_t *im, const fsc__pv_t *segs)
+{
+    fsc__pv_t *const *it;
+    uint32_t n = fsc__pv_seq(segs, &it);
+    if (segs != NULL && segs->kind != FSC__PV_LIST)
+        return fsc__imp_bad(im, "'segments' is not a list");
+    im->finals = calloc(n ? n : 1, sizeof *im->finals);
+    if (im->finals == NULL)
+        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    for (uint32_t i = 0; i < n; i++) {
+        const fsc__pv_t *s = it[i];
+        if (!fsc__imp_dict_ok(s))
+            return fsc__imp_bad(im, "segments[%u] is not a dict", i);
+        int64_t dev = 0;
+        fsc__pv_int(fsc__pv_get(s, "device"), &dev);
+        if (dev != im->device)
+            continue;
+        fsc__final_seg_t *f = &im->finals[im->n_finals];
+        if (!fsc__imp_u64(s, "address", &f->base) || !fsc__imp_u64(s, "total_size", &f->size))
+            return fsc__imp_bad(im, "segments[%u] lacks 'address' or 'total_size'", i);
+        if (f->size == 0 || f->size >= FSC__IMP_MAX_SIZE ||
+            f->base >= UINT64_MAX - FSC__IMP_MAX_SIZE)
+            return fsc__imp_bad(im, "segments[%u]: address 0x%llx or size %llu is not plausible", i,
+                                (unsigned long long)f->base, (unsigned long long)f->size);
+        fsc__imp_u64(s, "stream", &f->stream);
+        int64_t ex = 0;
+        fsc__pv_int(fsc__pv_get(s, "is_expandable"), &ex);
+        f->expandable = ex != 0;
+        const fsc__pv_t *type = fsc__pv_get(s, "segment_type");
+        f->pool_known = fsc__pv_is_str(type, "small") || fsc__pv_is_str(type, "large");
+        f->pool = fsc__pv_is_str(type, "small") ? FSC_POOL_SMALL
+                  : f->pool_known               ? FSC_POOL_LARGE
+                  : f->size == 2 * FSC_MiB      ? FSC_POOL_SMALL
+                                                : FSC_POOL_LARGE;
+        f->blocks = fsc__pv_get(s, "blocks");
+        im->n_finals++;
+    }
+    if (im->n_finals > 1)
+        qsort(im->finals, im->n_finals, sizeof *im->finals, fsc__imp_cmp_final);
+    return 0;
+}
+
+/* Final segment whose range holds addr (exact base when exact). */
+const fsc__final_seg_t *fsc__imp_final_at(const fsc__final_seg_t *arr, size_t n, uint64_t addr,
+                                          int exact)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (arr[mid].base <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const fsc__final_seg_t *f = &arr[lo - 1];
+    if (exact)
+        return f->base == addr ? f : NULL;
+    return addr < f->base + f->size ? f : NULL;
+}
+
+static int device_list(const fsc__pv_t *traces, char *buf, size_t cap, uint32_t *count, int *only)
+{
+    fsc__pv_t *const *t;
+    uint32_t n = fsc__pv_seq(traces, &t);
+    size_t len = 0;
+    *count = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n; i++) {
+        fsc__pv_t *const *e;
+        if (fsc__pv_seq(t[i], &e) == 0)
+            continue;
+        (*count)++;
+        *only = (int)i;
+        int w = snprintf(buf + len, cap - len, "%s%u", len ? ", " : "", i);
+        if (w > 0 && (size_t)w < cap - len)
+            len += (size_t)w;
+    }
+    return 0;
+}
+
+int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t *segs)
+{
+    const fsc__pv_t *traces = fsc__pv_get(root, "device_traces");
+    if (traces != NULL && traces->kind != FSC__PV_LIST)
+        return fsc__imp_bad(im, "'device_traces' is not a list");
+    char list[256];
+    uint32_t count = 0;
+    int only = 0;
+    device_list(traces, list, sizeof list, &count, &only);
+    im->st->devices = count;
+    fsc__pv_t *const *t;
+    uint32_t nt = fsc__pv_seq(traces, &t);
+    if (im->opts.device >= 0) {
+        im->device = im->opts.device;
+        int in_segs = 0;
+        fsc__pv_t *const *s;
+        uint32_t ns = fsc__pv_seq(segs, &s);
+        for (uint32_t i = 0; i < ns && !in_segs; i++) {
+            int64_t d = 0;
+            fsc__pv_int(fsc__pv_get(s[i], "device"), &d);
+            in_segs = d == im->device;
+        }
+        if ((uint32_t)im->device >= nt && !in_segs)
+            return fsc_err_set(im->err, FSC_ENOENT,
+                               "%s: no device %d in the snapshot (devices with history: %s)",
+                               im->path, im->device, count ? list : "none");
+    } else if (count == 1) {
+        im->device = only;
+    } else if (count > 1) {
+        return fsc_err_set(im->err, FSC_EINVAL,
+                           "%s: the snapshot has history for devices %s: choose one with "
+                           "--device",
+                           im->path, list);
+    } else {
+        /* No history: the device of the segments, which must be one. */
+        fsc__pv_t *const *s;
+        uint32_t ns = fsc__pv_seq(segs, &s);
+        int64_t first = -1;
+        for (uint32_t i = 0; i < ns; i++) {
+            int64_t d = 0;
+            fsc__pv_int(fsc__pv_get(s[i], "device"), &d);
+            if (first < 0)
+                first = d;
+            else if (d != first)
+                return fsc_err_set(im->err, FSC_EINVAL,
+                                   "%s: the snapshot has segments on devices %lld and %lld: "
+                                   "choose one with --device",
+                                   im->path, (long long)first, (long long)d);
+        }
+        im->device = first < 0 ? 0 : (int)first;
+    }
+    im->st->device = im->device;
+    if ((uint32_t)im->device < nt) {
+        if (t[im->device]->kind != FSC__PV_LIST)
+            return fsc__imp_bad(im, "device_traces[%d] is not a list", im->device);
+        im->n_ents = fsc__pv_seq(t[im->device], &im->ents);
+    }
+    return 0;
+}
+
+/* ---- history entries ---------------------------------------------------- */
+
+int fsc__imp_read_entry(fsc__imp_t *im, uint32_t i, fsc__entry_t *e)
+{
+    const fsc__pv_t *d = im->ents[i];
+    memset(e, 0, sizeof *e);
+    if (!fsc__imp_dict_ok(d))
+        return fsc__imp_bad(im, "device_traces[%d][%u] is not a dict", im->device, i);
+    /* One pass over the keys (the hot path of an import); a later
+     * duplicate key wins, as in Python. */
+    const fsc__pv_t *addr = NULL, *size = NULL, *stream = NULL, *time = NULL, *dfree = NULL;
+    for (uint32_t k = 0; k < d->len; k++) {
+        const fsc__pv_t *key = d->u.items[2 * k], *val = d->u.items[2 * k + 1];
+        if (key->kind != FSC__PV_STR)
+            continue;
+#define KEY_IS(lit) (key->len == sizeof(lit) - 1 && memcmp(key->u.s, lit, sizeof(lit) - 1) == 0)
+        if (KEY_IS("action"))
+            e->action = val;
+        else if (KEY_IS("addr"))
+            addr = val;
+        else if (KEY_IS("size"))
+            size = val;
+        else if (KEY_IS("stream"))
+            stream = val;
+        else if (KEY_IS("time_us"))
+            time = val;
+        else if (KEY_IS("frames"))
+            e->frames = val;
+        else if (KEY_IS("device_free"))
+            dfree = val;
+        else if (KEY_IS("user_metadata"))
+            e->user_metadata = val;
+#undef KEY_IS
+    }
+    if (e->action == NULL || e->action->kind != FSC__PV_STR)
+        return fsc__imp_bad(im, "device_traces[%d][%u] has no 'action'", im->device, i);
+    e->act = FSC__ACT_OTHER;
+    for (size_t k = 0; k < sizeof k_actions / sizeof k_actions[0]; k++)
+        if (fsc__pv_is_str(e->action, k_actions[k].name))
+            e->act = k_actions[k].act;
+    int64_t v;
+    e->has_addr = fsc__pv_int(addr, &v) && v >= 0;
+    e->addr = e->has_addr ? (uint64_t)v : 0;
+    int has_size = fsc__pv_int(size, &v) && v >= 0;
+    e->size = has_size ? (uint64_t)v : 0;
+    if (fsc__pv_int(stream, &v) && v >= 0)
+        e->stream = (uint64_t)v;
+    if (fsc__pv_int(time, &v) && v >= 0)
+        e->time_us = (uint64_t)v;
+    e->has_device_free = fsc__pv_int(dfree, &v) && v >= 0;
+    e->device_free = e->has_device_free ? (uint64_t)v : 0;
+    int needs_addr = e->act != FSC__ACT_OTHER && e->act != FSC__ACT_OOM &&
+                     e->act != FSC__ACT_SNAPSHOT && e->act != FSC__ACT_EMPTY_CACHE &&
+                     e->act != FSC__ACT_USER_DEFINED;
+    if (needs_addr && (!e->has_addr || !has_size))
+        return fsc__imp_bad(
+            im, "device_traces[%d][%u] (%.*s) lacks a non-negative 'addr' or 'size'", im->device, i,
+            (int)(e->action->len > 32 ? 32 : e->action->len), e->action->u.s);
+    if (e->size >= FSC__IMP_MAX_SIZE || e->addr >= UINT64_MAX - FSC__IMP_MAX_SIZE)
+        return fsc__imp_bad(
+            im, "device_traces[%d][%u]: address 0x%llx or size %llu is not plausible", im->device,
+            i, (unsigned long long)e->addr, (unsigned long long)e->size);
+    return 0;
+}
+
+/* ---- annotations ---------------------------------------------------------- */
+
+static int cmp_ann(const void *a, const void *b)
+{
+    const fsc__annotation_t *x = a, *y = b;
+    if (x->time_us != y->time_us)
+        return x->time_us < y->time_us ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* This device's external annotations, in time order (stable). */
+int fsc__imp_read_annotations(fsc__imp_t *im, const fsc__pv_t *root)
+{
+    fsc__pv_t *const *it;
+    uint32_t n = fsc__pv_seq(fsc__pv_get(root, "external_annotations"), &it);
+    if (n == 0)
+        return 0;
+    im->ann = calloc(n, sizeof *im->ann);
+    if (im->ann == NULL)
+        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!fsc__imp_dict_ok(it[i]))
+            return fsc__imp_bad(im, "external_annotations[%u] is not a dict", i);
+        int64_t dev = im->device;
+        fsc__pv_int(fsc__pv_get(it[i], "device"), &dev);
+        fsc__annotation_t a = {0, i, fsc__pv_get(it[i], "stage"), fsc__pv_get(it[i], "name")};
+        if (dev != im->device || !fsc__imp_u64(it[i], "time_us", &a.time_us) || a.name == NULL ||
+            a.name->kind != FSC__PV_STR)
+            continue;
+        im->ann[im->n_ann++] = a;
+    }
+    if (im->n_ann > 1)
+        qsort(im->ann, im->n_ann, sizeof *im->ann, cmp_ann);
+    return 0;
+}

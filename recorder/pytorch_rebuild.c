@@ -1,0 +1,271 @@
+/*
+ * pytorch_rebuild.c — the state before the first history entry, for
+ * snapshots whose history ring had wrapped (and for segment-only ones).
+ *
+ * Segments that existed before the first entry are the final segments the
+ * history never created plus those it frees without creating; blocks live
+ * at the start are the final allocated blocks the history never touches
+ * (exact) plus addresses whose first entry is a free (sized from the request
+ * by the split rules). The free space between them is exact, because every
+ * block live at the start is either freed in the history or still live at
+ * the end. See docs/pytorch.md.
+ */
+#include "pytorch_import.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static fsc__addr_info_t *addr_get(fsc__imp_t *im, uint64_t addr)
+{
+    fsc__addr_info_t *a = NULL;
+    HASH_FIND(hh, im->addrs, &addr, sizeof addr, a);
+    if (a == NULL && (a = calloc(1, sizeof *a)) != NULL) {
+        a->addr = addr;
+        HASH_ADD(hh, im->addrs, addr, sizeof a->addr, a);
+    }
+    return a;
+}
+
+static fsc__seg_info_t *seg_get(fsc__imp_t *im, uint64_t base)
+{
+    fsc__seg_info_t *s = NULL;
+    HASH_FIND(hh, im->segs, &base, sizeof base, s);
+    if (s == NULL && (s = calloc(1, sizeof *s)) != NULL) {
+        s->base = base;
+        HASH_ADD(hh, im->segs, base, sizeof s->base, s);
+    }
+    return s;
+}
+
+static int grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 16;
+    while (nc < need)
+        nc *= 2;
+    void *n = realloc(*arr, nc * elem);
+    if (n == NULL)
+        return FSC_ENOMEM;
+    *arr = n;
+    *cap = nc;
+    return 0;
+}
+
+static int add_pre(fsc__imp_t *im, const fsc__final_seg_t *f)
+{
+    if (grow_arr((void **)&im->pre, &im->cap_pre, im->n_pre + 1, sizeof *im->pre) != 0)
+        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    im->pre[im->n_pre++] = *f;
+    return 0;
+}
+
+static int add_live(fsc__imp_t *im, const fsc__prelive_t *p)
+{
+    if (grow_arr((void **)&im->live, &im->cap_live, im->n_live + 1, sizeof *im->live) != 0)
+        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    im->live[im->n_live++] = *p;
+    return 0;
+}
+
+static int cmp_live(const void *a, const void *b)
+{
+    const fsc__prelive_t *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Which segments and blocks existed before the first entry. */
+int fsc__imp_find_start_state(fsc__imp_t *im)
+{
+    fsc__entry_t e;
+    for (uint32_t i = 0; i < im->n_ents; i++) {
+        int rc = fsc__imp_read_entry(im, i, &e);
+        if (rc != 0)
+            return rc;
+        fsc__addr_info_t *a = NULL;
+        fsc__seg_info_t *s = NULL;
+        switch (e.act) {
+        case FSC__ACT_ALLOC:
+            if ((a = addr_get(im, e.addr)) == NULL)
+                goto oom;
+            a->seen = 1;
+            break;
+        case FSC__ACT_FREE_REQUESTED:
+        case FSC__ACT_FREE_COMPLETED:
+        case FSC__ACT_FREE:
+            if ((a = addr_get(im, e.addr)) == NULL)
+                goto oom;
+            if (!a->seen) {
+                a->prelive = 1;
+                a->requested = e.size;
+                a->pending = e.act == FSC__ACT_FREE_COMPLETED;
+            }
+            a->seen = 1;
+            break;
+        case FSC__ACT_SEGMENT_ALLOC:
+            if ((s = seg_get(im, e.addr)) == NULL)
+                goto oom;
+            s->created = 1;
+            break;
+        case FSC__ACT_SEGMENT_FREE:
+            if ((s = seg_get(im, e.addr)) == NULL)
+                goto oom;
+            if (!s->created && !s->pre) {
+                s->pre = 1;
+                s->size = e.size;
+                s->stream = e.stream;
+            }
+            break;
+        case FSC__ACT_SEGMENT_MAP:
+            /* An expandable segment that grows in the history is not
+             * rebuilt from its final size. */
+            {
+                const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, e.addr, 0);
+                if (f != NULL && (s = seg_get(im, f->base)) != NULL)
+                    s->created = 1;
+            }
+            break;
+        default: break;
+        }
+    }
+    /* Pre-existing segments. */
+    for (fsc__seg_info_t *s = im->segs; s != NULL; s = s->hh.next) {
+        if (!s->pre)
+            continue;
+        const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, s->base, 1);
+        fsc__final_seg_t pre = {
+            s->base, s->size, s->stream, s->size == 2 * FSC_MiB ? FSC_POOL_SMALL : FSC_POOL_LARGE,
+            0,       0,       NULL};
+        if (f != NULL && f->size == s->size && f->pool_known)
+            pre.pool = f->pool;
+        if (add_pre(im, &pre) != 0)
+            return FSC_ENOMEM;
+    }
+    for (size_t i = 0; i < im->n_finals; i++) {
+        fsc__seg_info_t *s = NULL;
+        HASH_FIND(hh, im->segs, &im->finals[i].base, sizeof(uint64_t), s);
+        if (s != NULL && (s->created || s->pre))
+            continue;
+        if (add_pre(im, &im->finals[i]) != 0)
+            return FSC_ENOMEM;
+    }
+    if (im->n_pre > 1)
+        qsort(im->pre, im->n_pre, sizeof *im->pre, fsc__imp_cmp_final);
+    /* Live blocks: final allocated blocks the history never touches. */
+    for (size_t i = 0; i < im->n_pre; i++) {
+        const fsc__final_seg_t *f = &im->pre[i];
+        fsc__pv_t *const *b;
+        uint32_t nb = fsc__pv_seq(f->blocks, &b);
+        uint64_t cursor = f->base;
+        for (uint32_t k = 0; k < nb; k++) {
+            if (!fsc__imp_dict_ok(b[k]))
+                return fsc__imp_bad(im, "a block of segment 0x%llx is not a dict",
+                                    (unsigned long long)f->base);
+            fsc__prelive_t p = {0};
+            if (!fsc__imp_u64(b[k], "size", &p.size) || p.size >= FSC__IMP_MAX_SIZE)
+                return fsc__imp_bad(im, "a block of segment 0x%llx has no plausible 'size'",
+                                    (unsigned long long)f->base);
+            if (!fsc__imp_u64(b[k], "address", &p.addr))
+                p.addr = cursor; /* older snapshots: blocks are contiguous */
+            cursor = p.addr + p.size;
+            const fsc__pv_t *state = fsc__pv_get(b[k], "state");
+            int pending = fsc__pv_is_str(state, "active_pending_free");
+            if (!pending && !fsc__pv_is_str(state, "active_allocated"))
+                continue;
+            fsc__addr_info_t *a = NULL;
+            HASH_FIND(hh, im->addrs, &p.addr, sizeof p.addr, a);
+            if (a != NULL)
+                continue;
+            if (!fsc__imp_u64(b[k], "requested_size", &p.requested))
+                p.requested = p.size;
+            p.exact = 1;
+            p.pending = (uint8_t)pending;
+            p.frames = fsc__pv_get(b[k], "frames");
+            p.seg = f;
+            if (add_live(im, &p) != 0)
+                return FSC_ENOMEM;
+        }
+    }
+    /* Live blocks: addresses whose first entry frees them. Those outside
+     * every pre-existing segment are left to the replay to report. */
+    for (fsc__addr_info_t *a = im->addrs; a != NULL; a = a->hh.next) {
+        if (!a->prelive)
+            continue;
+        const fsc__final_seg_t *f = fsc__imp_final_at(im->pre, im->n_pre, a->addr, 0);
+        if (f == NULL)
+            continue;
+        fsc__prelive_t p = {a->addr,
+                            fsc_alloc_round_size(&im->cfg, a->requested),
+                            a->requested,
+                            0,
+                            a->pending,
+                            NULL,
+                            f};
+        if (add_live(im, &p) != 0)
+            return FSC_ENOMEM;
+    }
+    if (im->n_live > 1)
+        qsort(im->live, im->n_live, sizeof *im->live, cmp_live);
+    /* A block sized from its request keeps the space up to the next block
+     * when PyTorch would not have split that remainder off. */
+    for (size_t i = 0; i < im->n_live; i++) {
+        fsc__prelive_t *p = &im->live[i];
+        if (p->exact)
+            continue;
+        uint64_t limit = p->seg->base + p->seg->size;
+        if (i + 1 < im->n_live && im->live[i + 1].seg == p->seg)
+            limit = im->live[i + 1].addr;
+        if (p->addr + p->size > limit)
+            continue; /* overlap: reported when placed */
+        uint64_t gap = limit - (p->addr + p->size);
+        if (gap > 0 && !fsc_alloc_should_split(&im->cfg, (fsc_pool_t)p->seg->pool, p->size + gap,
+                                               p->size, p->seg->expandable))
+            p->size += gap;
+    }
+    im->st->reconstructed = im->n_pre > 0 || im->n_live > 0;
+    return 0;
+oom:
+    return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+}
+
+int fsc__imp_emit_start_state(fsc__imp_t *im)
+{
+    size_t li = 0;
+    for (size_t i = 0; i < im->n_pre; i++) {
+        const fsc__final_seg_t *f = &im->pre[i];
+        int rc = f->expandable
+                     ? fsc__pm_map(&im->m, f->base, f->base, f->size, f->stream, f->pool)
+                     : fsc__pm_segment_alloc(&im->m, f->base, f->size, f->stream, f->pool);
+        if (rc != 0) {
+            char what[96];
+            snprintf(what, sizeof what, "rebuilding segment 0x%llx", (unsigned long long)f->base);
+            return fsc__imp_model_error(im, what);
+        }
+        im->st->reconstructed_segments++;
+        fsc__pseg_t *seg = fsc__pm_segment(&im->m, f->base);
+        while (li < im->n_live && im->live[li].addr < f->base)
+            li++;
+        for (; li < im->n_live && im->live[li].seg == f; li++) {
+            const fsc__prelive_t *p = &im->live[li];
+            uint32_t tag = 0;
+            if ((rc = fsc__imp_frames_tag(im, p->frames, &tag)) != 0)
+                return rc;
+            rc = fsc__pm_place(&im->m, seg, p->addr, p->size, p->requested, f->stream, tag);
+            if (rc == 0 && p->pending)
+                rc = fsc__pm_free_requested(&im->m, p->addr, tag);
+            if (rc != 0) {
+                if (im->opts.lenient && rc == FSC_ESTATE) {
+                    fsc__imp_warn(im, "rebuilding block 0x%llx: %s", (unsigned long long)p->addr,
+                                  im->merr.msg);
+                    continue;
+                }
+                char what[96];
+                snprintf(what, sizeof what, "rebuilding block 0x%llx", (unsigned long long)p->addr);
+                return fsc__imp_model_error(im, what);
+            }
+            im->st->reconstructed_blocks++;
+        }
+    }
+    return 0;
+}
