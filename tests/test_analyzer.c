@@ -963,6 +963,22 @@ static void test_api_errors(void)
     CU_ASSERT_PTR_NULL(a);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/nonexistent-dir/x.db"));
     fsc_analysis_destroy(NULL);
+    /* no events at all: a valid, empty database */
+    const char *db = fsc_test_path("empty.db");
+    CU_ASSERT_EQUAL_FATAL(fsc_analysis_create(db, NULL, NULL, &a, &err), 0);
+    fsc_analysis_summary_t sum;
+    CU_ASSERT_EQUAL(fsc_analysis_finish(a, &sum), 0);
+    CU_ASSERT_EQUAL(fsc_analysis_feed(a, &(fsc_event_t){.type = FSC_EV_MARKER}), FSC_EINVAL);
+    fsc_analysis_destroy(a);
+    CU_ASSERT_EQUAL(sum.events, 0);
+    CU_ASSERT_EQUAL(sum.first_oom_cause, -1);
+    db_open(db);
+    CU_ASSERT_EQUAL(SUM("peak_allocated_bytes"), 0);
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM layout_snapshots"), 0);
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM events"), 0);
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM timeline"), 0);
+    CU_ASSERT_STRING_EQUAL(qt("SELECT value FROM meta WHERE key='source_kind'"), "api");
+    db_close();
     CU_ASSERT_STRING_EQUAL(fsc_oom_cause_name(FSC_OOM_EXTERNAL), "external");
     CU_ASSERT_STRING_EQUAL(fsc_oom_cause_name(99), "unknown");
 }
