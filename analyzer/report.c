@@ -226,7 +226,8 @@ static void capacity_text(const rep_t *r, char *out, size_t cap)
 {
     char b[1][32];
     if (r->capacity_inferred || r->capacity == 0)
-        snprintf(out, cap, "not recorded%s", r->capacity_inferred ? " (inferred at OOMs)" : "");
+        snprintf(out, cap, "not recorded%s",
+                 r->capacity_inferred && r->nooms > 0 ? " (bounded from the run at each OOM)" : "");
     else
         snprintf(out, cap, "%s", SZ(0, r->capacity));
 }
