@@ -101,42 +101,66 @@ static int check_database(fsc__loader_t *L, fsc__model_t *m)
 
 /* ---- timeline and markers ---------------------------------------------- */
 
+/* Rows read in order, `group` at a time folded into one element, so a table
+ * longer than the cap is still read to its end. */
+typedef struct thin {
+    fsc__ld_arr_t a;
+    uint64_t row, group;
+} thin_t;
+
+static uint64_t group_for(int64_t rows, size_t max)
+{
+    return rows > (int64_t)max ? ((uint64_t)rows + max - 1) / max : 1;
+}
 
 static int sample_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
 {
-    fsc__ld_arr_t *a = ud;
-    if (*a->n >= a->max)
+    thin_t *th = ud;
+    fsc__vsample_t r;
+    r.t = fsc__ld_col_i(st, 0, 0);
+    r.seq = fsc__ld_col_i(st, 1, 0);
+    r.seq_last = fsc__ld_col_i(st, 2, r.seq);
+    r.t_last = fsc__ld_col_i(st, 9, r.t);
+    r.allocated = fsc__ld_col_i(st, 3, 0);
+    r.requested = fsc__ld_col_i(st, 4, 0);
+    r.reserved = fsc__ld_col_i(st, 5, 0);
+    r.internal = fsc__ld_col_i(st, 6, 0);
+    r.rbu = fsc__ld_col_i(st, 7, 0);
+    r.external = fsc__ld_col_d(st, 8);
+    if (th->row++ % th->group != 0 && *th->a.n > 0) {
+        /* Fold into the current group: maxima stay maxima, the rest are the
+         * values at the group's end. */
+        fsc__vsample_t *g = (fsc__vsample_t *)*th->a.p + *th->a.n - 1;
+        g->allocated = r.allocated > g->allocated ? r.allocated : g->allocated;
+        g->reserved = r.reserved > g->reserved ? r.reserved : g->reserved;
+        g->rbu = r.rbu > g->rbu ? r.rbu : g->rbu;
+        g->seq_last = r.seq_last;
+        g->t_last = r.t_last;
+        g->requested = r.requested;
+        g->internal = r.internal;
+        g->external = r.external;
         return 0;
-    if (fsc__ld_grow(a->p, &a->cap, *a->n, sizeof(fsc__vsample_t)) != 0)
+    }
+    if (fsc__ld_grow(th->a.p, &th->a.cap, *th->a.n, sizeof(fsc__vsample_t)) != 0)
         return fsc__ld_nomem(L);
-    fsc__vsample_t *s = (fsc__vsample_t *)*a->p + (*a->n)++;
-    s->t = fsc__ld_col_i(st, 0, 0);
-    s->seq = fsc__ld_col_i(st, 1, 0);
-    s->seq_last = fsc__ld_col_i(st, 2, s->seq);
-    s->t_last = fsc__ld_col_i(st, 9, s->t);
-    s->allocated = fsc__ld_col_i(st, 3, 0);
-    s->requested = fsc__ld_col_i(st, 4, 0);
-    s->reserved = fsc__ld_col_i(st, 5, 0);
-    s->internal = fsc__ld_col_i(st, 6, 0);
-    s->rbu = fsc__ld_col_i(st, 7, 0);
-    s->external = fsc__ld_col_d(st, 8);
+    ((fsc__vsample_t *)*th->a.p)[(*th->a.n)++] = r;
     return 0;
 }
 
 static int marker_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
 {
-    fsc__ld_arr_t *a = ud;
-    if (*a->n >= a->max)
+    thin_t *th = ud;
+    if (th->row++ % th->group != 0) /* every group-th marker, over the whole run */
         return 0;
-    if (fsc__ld_grow(a->p, &a->cap, *a->n, sizeof(fsc__vmarker_t)) != 0)
+    if (fsc__ld_grow(th->a.p, &th->a.cap, *th->a.n, sizeof(fsc__vmarker_t)) != 0)
         return fsc__ld_nomem(L);
-    fsc__vmarker_t *mk = (fsc__vmarker_t *)*a->p + *a->n;
+    fsc__vmarker_t *mk = (fsc__vmarker_t *)*th->a.p + *th->a.n;
     mk->seq = fsc__ld_col_i(st, 0, 0);
     mk->t = fsc__ld_col_i(st, 1, 0);
     int rc = fsc__ld_col_s(L, st, 2, &mk->text);
     if (rc == 0 && mk->text == NULL && (mk->text = fsc__ld_strdup("")) == NULL)
         rc = fsc__ld_nomem(L);
-    (*a->n)++;
+    (*th->a.n)++;
     return rc;
 }
 
@@ -145,21 +169,25 @@ static int load_timeline(fsc__loader_t *L, fsc__model_t *m)
     int have = 0, rc = fsc__ld_has_table(L, "timeline", &have);
     if (rc != 0 || !have)
         return rc;
+    int64_t rows = 0;
+    if ((rc = fsc__ld_count(L, "SELECT count(*) FROM timeline", "timeline", &rows)) != 0)
+        return rc;
     /* Each bucket is drawn from its first event on, with the bucket's maxima
      * of allocated, reserved and reserved-but-unallocated, so a spike inside
      * a bucket still shows; the other series are the values at its end. */
     sqlite3_stmt *st;
     rc = fsc__ld_prepare(L,
-                 "SELECT time_first_ns, seq_first, seq_last, allocated_max, requested, reserved_max,"
-                 " internal_frag, reserved_unallocated_max, external_frag, time_last_ns FROM timeline"
-                 " ORDER BY seq_first",
-                 &st, "timeline");
+                         "SELECT time_first_ns, seq_first, seq_last, allocated_max, requested,"
+                         " reserved_max, internal_frag, reserved_unallocated_max, external_frag,"
+                         " time_last_ns FROM timeline ORDER BY seq_first",
+                         &st, "timeline");
     if (rc != 0)
         return rc;
-    fsc__ld_arr_t a = {(void **)&m->timeline, &m->ntimeline, 0, FSC__V_MAX_TIMELINE};
-    if ((rc = fsc__ld_each_row(L, st, "timeline", sample_row, &a)) != 0)
+    thin_t th = {{(void **)&m->timeline, &m->ntimeline, 0, 0}, 0,
+                 group_for(rows, FSC__V_MAX_TIMELINE)};
+    if ((rc = fsc__ld_each_row(L, st, "timeline", sample_row, &th)) != 0)
         return rc;
-    m->bucket_events = fsc__model_meta_i(m, "timeline_bucket_events", 1);
+    m->bucket_events = fsc__model_meta_i(m, "timeline_bucket_events", 1) * (int64_t)th.group;
 
     if ((rc = fsc__ld_has_table(L, "markers", &have)) != 0 || !have)
         return rc;
@@ -170,8 +198,9 @@ static int load_timeline(fsc__loader_t *L, fsc__model_t *m)
                          " ORDER BY seq", &st, "markers");
     if (rc != 0)
         return rc;
-    fsc__ld_arr_t b = {(void **)&m->markers, &m->nmarkers, 0, FSC__V_MAX_MARKERS};
-    return fsc__ld_each_row(L, st, "markers", marker_row, &b);
+    thin_t mt = {{(void **)&m->markers, &m->nmarkers, 0, 0}, 0,
+                 group_for(m->markers_total, FSC__V_MAX_MARKERS)};
+    return fsc__ld_each_row(L, st, "markers", marker_row, &mt);
 }
 
 /* ---- bins and tags ---------------------------------------------------- */

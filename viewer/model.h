@@ -16,10 +16,10 @@
 #include "fragscope/common.h"
 
 /* Hard caps on what is loaded (the emitter embeds at most this much). */
-#define FSC__V_MAX_TIMELINE 20000
-#define FSC__V_MAX_MARKERS 20000
+#define FSC__V_MAX_TIMELINE 20000 /* longer timelines are folded while read */
+#define FSC__V_MAX_MARKERS 20000  /* more markers are thinned evenly */
 #define FSC__V_MAX_OOMS 1000
-#define FSC__V_MAX_OOM_DETAIL 64  /* OOMs loaded with segments, pins and tags */
+#define FSC__V_MAX_OOM_DETAIL 16 /* OOMs loaded with segments, pins and tags */
 #define FSC__V_MAX_LAYOUTS 9      /* the peak and the first 8 OOM layouts */
 #define FSC__V_MAX_LAYOUT_BLOCKS 1000000 /* over all layouts loaded */
 #define FSC__V_MAX_TAG_ROWS 200

@@ -1,5 +1,5 @@
 -- large.sql — a run far larger than a report may embed (load schema.sql
--- first): 20 000 timeline buckets, 30 000 markers with long texts, 50 000
+-- first): 50 000 timeline buckets, 30 000 markers with long texts, 50 000
 -- tags with 400-character paths, a peak layout of 200 segments x 1000
 -- blocks, and 40 OOMs each with its own 2000-block layout. The report must
 -- still stay under its size bound.
@@ -10,7 +10,7 @@ INSERT INTO summary VALUES ('events', 1000000, 'count'), ('duration_ns', 2000000
  ('peak_allocated_bytes', 60000000000, 'bytes'), ('peak_reserved_bytes', 70000000000, 'bytes'),
  ('utilization', 0.857, 'ratio'), ('num_ooms', 40, 'count');
 
-WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 19999)
+WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 49999)
 INSERT INTO timeline(id, seq_first, seq_last, time_first_ns, time_last_ns, allocated, requested,
   active, reserved, internal_frag, internal_frag_ratio, free_in_reserved, largest_free,
   external_frag, reserved_unallocated, allocated_max, reserved_max, reserved_unallocated_max)
