@@ -314,7 +314,7 @@ static int next_chunk(fsc_trace_reader_t *r)
         uint32_t magic = fsc__get_le32(fh), n = fsc__get_le32(fh + 4);
         if (magic == FSC__SKIP_END) {
             uint64_t v[3];
-            if (read_end(r, off, fh, v) != 0) {
+            if (off + 8 + n > r->file_bytes || read_end(r, off, fh, v) != 0) {
                 damaged(r, off);
                 return 0;
             }

@@ -285,8 +285,11 @@ static void test_damaged_byte_anywhere(void)
             failures += !rt_event_eq(&got[i], &want);
         }
         fewer += k < (long)n;
-        /* A damaged file never claims a clean close with events missing. */
+        /* A damaged file never claims a clean close with events missing,
+         * and every byte is either consumed or reported lost. */
         failures += in.clean_close && k != (long)n;
+        failures += in.compressed_bytes + in.bytes_lost != len;
+        failures += in.compressed_bytes > len;
         free(got);
     }
     CU_ASSERT_EQUAL(failures, 0);
