@@ -41,8 +41,10 @@ typedef struct fsc_view_opts {
  * NUL-terminated buffer (*html, *len excluding the NUL); the caller frees
  * it with free(). opts may be NULL (defaults). Errors: FSC_ENOENT (no such
  * file), FSC_EFORMAT (not an SQLite database, or not a fragscope database:
- * the message names the file and what is missing), FSC_ESQLITE (message
- * kept), FSC_ENOMEM, FSC_ELIMIT. The database is opened read-only. */
+ * the message names the file and what is missing), FSC_EVERSION (a schema
+ * version this viewer does not read), FSC_ESQLITE (message kept),
+ * FSC_ENOMEM, FSC_ELIMIT. The database is opened read-only; tables other
+ * than meta and summary may be missing (their views are then empty). */
 int fsc_view_render(const char *db_path, const fsc_view_opts_t *opts, char **html,
                     size_t *len, fsc_err_t *err);
 
