@@ -19,7 +19,7 @@ trap 'rm -rf "$profile"' EXIT
 # page's own Content-Security-Policy reports any request it would attempt.
 set -- --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
-    --disable-default-apps --disable-extensions --no-default-browser-check \
+    --disable-default-apps --disable-extensions --no-default-browser-check --disable-dev-shm-usage \
     --user-data-dir="$profile" --window-size=${FSC_WINDOW:-1400,2000} --hide-scrollbars \
     --enable-logging=stderr --v=0
 url="file://$(cd "$(dirname "$html")" && pwd)/$(basename "$html")"
