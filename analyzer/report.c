@@ -9,55 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fragscope/events.h"
-#include "rundb.h"
-
-#define MAX_SUM 96
-#define TOP_N 10
-
-typedef struct rep_sum {
-    char key[64], unit[8];
-    double v;
-    int is_real;
-} rep_sum_t;
-
-typedef struct rep_oom {
-    int64_t id, seq, requested, rounded, allocated, reserved, capacity, lower, upper;
-    int64_t free_in_reserved, largest_free, largest_usable;
-    int inferred;
-    double ext;
-    char cause[24];
-    char *explanation;
-    char top_tag[4096];
-    int64_t top_tag_bytes;
-    char *fixes; /* configs that would have avoided it, "; "-separated (what-if) */
-} rep_oom_t;
-
-typedef struct rep_bin {
-    int64_t bin, lo, hi, requests, requested, allocated, waste, hits, misses, splits, merges;
-    int64_t peak_blocks, peak_bytes, free_at_peak;
-    double hit_rate;
-} rep_bin_t;
-
-typedef struct rep_tag {
-    char path[4096];
-    int64_t bytes, blocks;
-} rep_tag_t;
-
-typedef struct rep {
-    const char *db_path;
-    char producer[256], config[512], backend[256], source[1024];
-    int64_t capacity, device_total, warnings;
-    int capacity_inferred;
-    rep_sum_t sum[MAX_SUM];
-    int nsum;
-    rep_oom_t *ooms;
-    int nooms;
-    rep_bin_t bins[64];
-    int nbins;
-    rep_tag_t peak_tags[TOP_N], leaks[TOP_N];
-    int npeak_tags, nleaks;
-} rep_t;
+#include "report_model.h"
 
 static double sv(const rep_t *r, const char *key)
 {
@@ -73,129 +25,6 @@ static uint64_t su(const rep_t *r, const char *key)
     return v > 0 ? (uint64_t)v : 0;
 }
 
-static int load(sqlite3 *db, rep_t *r, fsc_err_t *err)
-{
-    fsc__rundb_meta_text(db, "producer", r->producer, sizeof r->producer);
-    fsc__rundb_meta_text(db, "config", r->config, sizeof r->config);
-    fsc__rundb_meta_text(db, "backend", r->backend, sizeof r->backend);
-    fsc__rundb_meta_text(db, "source_path", r->source, sizeof r->source);
-    r->capacity = fsc__rundb_meta_int(db, "capacity", 0);
-    r->capacity_inferred = (int)fsc__rundb_meta_int(db, "capacity_inferred", 0);
-    r->device_total = fsc__rundb_meta_int(db, "device_total", 0);
-    r->warnings = fsc__rundb_meta_int(db, "warnings", 0);
-
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT key, value, unit FROM summary ORDER BY rowid", -1, &s,
-                           NULL) != SQLITE_OK)
-        goto bad;
-    while (sqlite3_step(s) == SQLITE_ROW && r->nsum < MAX_SUM) {
-        rep_sum_t *e = &r->sum[r->nsum++];
-        snprintf(e->key, sizeof e->key, "%s", (const char *)sqlite3_column_text(s, 0));
-        e->is_real = sqlite3_column_type(s, 1) == SQLITE_FLOAT;
-        e->v = sqlite3_column_double(s, 1);
-        const unsigned char *u = sqlite3_column_text(s, 2);
-        snprintf(e->unit, sizeof e->unit, "%s", u ? (const char *)u : "");
-    }
-    sqlite3_finalize(s);
-
-    if (sqlite3_prepare_v2(db,
-                           "SELECT id, seq, requested, rounded, allocated, reserved, capacity,"
-                           " capacity_lower, capacity_upper, free_in_reserved, largest_free,"
-                           " largest_free_usable, capacity_inferred, external_frag, cause,"
-                           " explanation,"
-                           " (SELECT t.path FROM oom_tags o JOIN tags t ON t.id = o.tag"
-                           "   WHERE o.oom_id = ooms.id AND o.rank = 0),"
-                           " (SELECT o.live_bytes FROM oom_tags o"
-                           "   WHERE o.oom_id = ooms.id AND o.rank = 0)"
-                           " FROM ooms ORDER BY id",
-                           -1, &s, NULL) != SQLITE_OK)
-        goto bad;
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        rep_oom_t *no = realloc(r->ooms, (size_t)(r->nooms + 1) * sizeof *no);
-        if (no == NULL) {
-            sqlite3_finalize(s);
-            return fsc_err_set(err, FSC_ENOMEM, "out of memory");
-        }
-        r->ooms = no;
-        rep_oom_t *o = &r->ooms[r->nooms++];
-        memset(o, 0, sizeof *o);
-        int64_t *f[] = {&o->id, &o->seq, &o->requested, &o->rounded, &o->allocated,
-                        &o->reserved, &o->capacity, &o->lower, &o->upper,
-                        &o->free_in_reserved, &o->largest_free, &o->largest_usable};
-        for (int i = 0; i < 12; i++)
-            *f[i] = sqlite3_column_int64(s, i);
-        o->inferred = sqlite3_column_int(s, 12);
-        o->ext = sqlite3_column_double(s, 13);
-        snprintf(o->cause, sizeof o->cause, "%s", (const char *)sqlite3_column_text(s, 14));
-        const unsigned char *ex = sqlite3_column_text(s, 15);
-        o->explanation = strdup(ex ? (const char *)ex : "");
-        const unsigned char *tp = sqlite3_column_text(s, 16);
-        snprintf(o->top_tag, sizeof o->top_tag, "%s", tp ? (const char *)tp : "");
-        o->top_tag_bytes = sqlite3_column_int64(s, 17);
-    }
-    sqlite3_finalize(s);
-
-    /* What-if's suggestions, when it has filled them in. */
-    if (sqlite3_prepare_v2(db,
-                           "SELECT group_concat(CASE WHEN config = '' THEN '(defaults)'"
-                           " ELSE config END, '; ') FROM suggestions"
-                           " WHERE avoids_oom = 1 AND (oom_id = ? OR oom_id IS NULL)",
-                           -1, &s, NULL) == SQLITE_OK) {
-        for (int i = 0; i < r->nooms; i++) {
-            sqlite3_reset(s);
-            sqlite3_bind_int64(s, 1, r->ooms[i].id);
-            if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0) != NULL)
-                r->ooms[i].fixes = strdup((const char *)sqlite3_column_text(s, 0));
-        }
-        sqlite3_finalize(s);
-    }
-
-    if (sqlite3_prepare_v2(db,
-                           "SELECT bin, lo, hi, requests, requested_bytes, allocated_bytes,"
-                           " internal_waste, cache_hits, cache_misses, splits, merges,"
-                           " peak_live_blocks, peak_live_bytes, free_bytes_at_peak, hit_rate"
-                           " FROM bins WHERE requests > 0 OR free_bytes_at_peak > 0"
-                           " ORDER BY bin",
-                           -1, &s, NULL) != SQLITE_OK)
-        goto bad;
-    while (sqlite3_step(s) == SQLITE_ROW && r->nbins < 64) {
-        rep_bin_t *b = &r->bins[r->nbins++];
-        int64_t *f[] = {&b->bin, &b->lo, &b->hi, &b->requests, &b->requested, &b->allocated,
-                        &b->waste, &b->hits, &b->misses, &b->splits, &b->merges,
-                        &b->peak_blocks, &b->peak_bytes, &b->free_at_peak};
-        for (int i = 0; i < 14; i++)
-            *f[i] = sqlite3_column_int64(s, i);
-        b->hit_rate = sqlite3_column_double(s, 14);
-    }
-    sqlite3_finalize(s);
-
-    static const char *const tag_sql[2] = {
-        "SELECT t.path, s.live_bytes_at_peak, s.live_blocks_at_peak FROM tag_stats s"
-        " JOIN tags t ON t.id = s.tag WHERE s.live_bytes_at_peak > 0"
-        " ORDER BY s.live_bytes_at_peak DESC, s.tag LIMIT 10",
-        "SELECT t.path, s.live_bytes_end, s.live_blocks_end FROM tag_stats s"
-        " JOIN tags t ON t.id = s.tag WHERE s.live_bytes_end > 0"
-        " ORDER BY s.live_bytes_end DESC, s.tag LIMIT 10"};
-    for (int k = 0; k < 2; k++) {
-        rep_tag_t *v = k == 0 ? r->peak_tags : r->leaks;
-        int *n = k == 0 ? &r->npeak_tags : &r->nleaks;
-        if (sqlite3_prepare_v2(db, tag_sql[k], -1, &s, NULL) != SQLITE_OK)
-            goto bad;
-        while (sqlite3_step(s) == SQLITE_ROW && *n < TOP_N) {
-            rep_tag_t *t = &v[(*n)++];
-            const unsigned char *p = sqlite3_column_text(s, 0);
-            snprintf(t->path, sizeof t->path, "%s", p && p[0] ? (const char *)p : "(untagged)");
-            t->bytes = sqlite3_column_int64(s, 1);
-            t->blocks = sqlite3_column_int64(s, 2);
-        }
-        sqlite3_finalize(s);
-    }
-    return 0;
-bad:
-    return fsc_err_set(err, FSC_EFORMAT, "%s: damaged run database: %s", r->db_path,
-                       sqlite3_errmsg(db));
-}
-
 /* Tag paths of imported snapshots are whole Python stacks, outermost
  * first; on a terminal or in a table the innermost frames say the most. */
 static const char *tail(const char *path, char *buf, size_t cap)
@@ -209,15 +38,6 @@ static const char *tail(const char *path, char *buf, size_t cap)
         t = slash + 1;
     snprintf(buf, cap, "…/%s", t);
     return buf;
-}
-
-static void rep_free(rep_t *r)
-{
-    for (int i = 0; i < r->nooms; i++) {
-        free(r->ooms[i].explanation);
-        free(r->ooms[i].fixes);
-    }
-    free(r->ooms);
 }
 
 #define SZ(i, v) fsc_size_format((uint64_t)(v), b[i], sizeof b[i])
@@ -287,10 +107,21 @@ static void print_text(const rep_t *r, FILE *f)
         fprintf(f, "    %s\n", o->explanation);
         char tb[128];
         if (o->top_tag[0])
-            fprintf(f, "    largest tag: %s (%s)\n", tail(o->top_tag, tb, sizeof tb),
+            fprintf(f, "    tag holding the most: %s (%s)\n", tail(o->top_tag, tb, sizeof tb),
                     SZ(0, o->top_tag_bytes));
         if (o->fixes)
             fprintf(f, "    would have been avoided with: %s\n", o->fixes);
+        for (int k = 0; k < o->nsegs; k++) {
+            const rep_seg_t *g = &o->segs[k];
+            fprintf(f, "    segment 0x%llx (%s): %s free, largest %s, pinned by %lld live "
+                       "blocks (%s)\n", (unsigned long long)g->segment, SZ(0, g->size),
+                    SZ(1, g->free_bytes), SZ(2, g->largest_free), (long long)g->live_blocks,
+                    SZ(3, g->live_bytes));
+            for (int q = 0; q < g->npins; q++)
+                fprintf(f, "      0x%llx %10s  age %lld events  %s\n",
+                        (unsigned long long)g->pins[q].addr, SZ(0, g->pins[q].size),
+                        (long long)g->pins[q].age_events, tail(g->pins[q].tag, tb, sizeof tb));
+        }
     }
     if (r->nbins > 0) {
         fprintf(f, "\nbins (block sizes)\n");
@@ -377,6 +208,25 @@ static void print_markdown(const rep_t *r, FILE *f)
                 fprintf(f, " Would have been avoided with: `%s`.", r->ooms[i].fixes);
             }
             fprintf(f, "\n\n");
+            const rep_oom_t *o = &r->ooms[i];
+            if (o->nsegs > 0)
+                fprintf(f, "| segment | size | free | largest free | pinned by | largest "
+                           "pinning block |\n|---|---|---|---|---|---|\n");
+            for (int k = 0; k < o->nsegs; k++) {
+                const rep_seg_t *g = &o->segs[k];
+                char tb[128];
+                fprintf(f, "| 0x%llx | %s | %s | %s | %lld blocks, %s | ",
+                        (unsigned long long)g->segment, SZ(0, g->size), SZ(1, g->free_bytes),
+                        SZ(2, g->largest_free), (long long)g->live_blocks, SZ(3, g->live_bytes));
+                if (g->npins > 0) {
+                    fprintf(f, "%s, age %lld events, ", SZ(0, g->pins[0].size),
+                            (long long)g->pins[0].age_events);
+                    md_escape(f, tail(g->pins[0].tag, tb, sizeof tb));
+                }
+                fprintf(f, " |\n");
+            }
+            if (o->nsegs > 0)
+                fputc('\n', f);
         }
     }
     if (r->nbins > 0) {
@@ -465,6 +315,28 @@ static char *build_json(const rep_t *r)
         cJSON_AddItemToObject(j, "largest_free_usable_bytes", num((double)o->largest_usable));
         cJSON_AddItemToObject(j, "external_frag", num(o->ext));
         cJSON_AddStringToObject(j, "explanation", o->explanation);
+        cJSON *segs = cJSON_AddArrayToObject(j, "segments");
+        for (int k = 0; k < o->nsegs; k++) {
+            const rep_seg_t *g = &o->segs[k];
+            cJSON *js = cJSON_CreateObject();
+            cJSON_AddItemToObject(js, "segment", num((double)g->segment));
+            cJSON_AddItemToObject(js, "size_bytes", num((double)g->size));
+            cJSON_AddItemToObject(js, "free_bytes", num((double)g->free_bytes));
+            cJSON_AddItemToObject(js, "largest_free_bytes", num((double)g->largest_free));
+            cJSON_AddItemToObject(js, "live_blocks", num((double)g->live_blocks));
+            cJSON_AddItemToObject(js, "live_bytes", num((double)g->live_bytes));
+            cJSON *pins = cJSON_AddArrayToObject(js, "pinning_blocks");
+            for (int q = 0; q < g->npins; q++) {
+                cJSON *jp = cJSON_CreateObject();
+                cJSON_AddItemToObject(jp, "addr", num((double)g->pins[q].addr));
+                cJSON_AddItemToObject(jp, "size_bytes", num((double)g->pins[q].size));
+                cJSON_AddItemToObject(jp, "age_events", num((double)g->pins[q].age_events));
+                cJSON_AddItemToObject(jp, "age_ns", num((double)g->pins[q].age_ns));
+                cJSON_AddStringToObject(jp, "tag", g->pins[q].tag);
+                cJSON_AddItemToArray(pins, jp);
+            }
+            cJSON_AddItemToArray(segs, js);
+        }
         cJSON *fx = cJSON_AddArrayToObject(j, "avoided_by");
         for (const char *p = o->fixes; p != NULL && *p;) {
             const char *e = strstr(p, "; ");
@@ -548,7 +420,7 @@ int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out, fs
         return fsc_err_set(err, FSC_ENOMEM, "out of memory");
     }
     r->db_path = db_path;
-    rc = load(db, r, err);
+    rc = fsc__report_load(db, r, err);
     sqlite3_close(db);
     if (rc == 0) {
         if (fmt == FSC_REPORT_JSON) {
@@ -566,7 +438,7 @@ int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out, fs
         if (rc == 0 && ferror(out))
             rc = fsc_err_set(err, FSC_EIO, "cannot write the report");
     }
-    rep_free(r);
+    fsc__report_free(r);
     free(r);
     return rc;
 }

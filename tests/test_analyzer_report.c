@@ -131,6 +131,16 @@ static void test_report_json(void)
     CU_ASSERT_EQUAL(jnum(o, "allocated_bytes", NULL), 2.0 * MiB);
     CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "top_tag")),
                            "weights");
+    /* the 8M segment: 6M free, pinned by the 2M block allocated one event earlier */
+    const cJSON *sg = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "segments"), 0);
+    CU_ASSERT_EQUAL(jnum(sg, "segment", NULL), (double)S1);
+    CU_ASSERT_EQUAL(jnum(sg, "free_bytes", NULL), 6.0 * MiB);
+    const cJSON *pin = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sg, "pinning_blocks"), 0);
+    CU_ASSERT_EQUAL(jnum(pin, "size_bytes", NULL), 2.0 * MiB);
+    CU_ASSERT_EQUAL(jnum(pin, "age_events", NULL), 1.0);
+    CU_ASSERT_EQUAL(jnum(pin, "age_ns", NULL), 10.0);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pin, "tag")),
+                           "weights");
     /* bins: 2M → bin 12, 6M → bin 13 = [4M, 8M), one request each */
     const cJSON *bins = cJSON_GetObjectItemCaseSensitive(j, "bins");
     CU_ASSERT_EQUAL(cJSON_GetArraySize(bins), 2);

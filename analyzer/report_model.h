@@ -1,0 +1,81 @@
+/*
+ * report_model.h — the run report as one model read from the database
+ * (report_load.c), so the text, Markdown and JSON printers (report.c) say
+ * the same things. Internal to the analyzer.
+ */
+#ifndef FSC_ANALYZER_REPORT_MODEL_H
+#define FSC_ANALYZER_REPORT_MODEL_H
+
+#include <stdint.h>
+
+#include "rundb.h"
+
+#define MAX_SUM 96
+#define TOP_N 10
+
+typedef struct rep_sum {
+    char key[64], unit[8];
+    double v;
+    int is_real;
+} rep_sum_t;
+
+#define REP_SEGS 3
+#define REP_PINS 3
+#define REP_OOMS_DETAILED 16 /* OOMs whose segments are read */
+
+/* A segment holding free space at an OOM and the live blocks pinning it. */
+typedef struct rep_pin {
+    int64_t addr, size, age_events, age_ns;
+    char tag[256]; /* the innermost end of the tag path */
+} rep_pin_t;
+
+typedef struct rep_seg {
+    int64_t segment, size, free_bytes, largest_free, live_blocks, live_bytes;
+    rep_pin_t pins[REP_PINS];
+    int npins;
+} rep_seg_t;
+
+typedef struct rep_oom {
+    int64_t id, seq, requested, rounded, allocated, reserved, capacity, lower, upper;
+    int64_t free_in_reserved, largest_free, largest_usable;
+    int inferred;
+    double ext;
+    char cause[24];
+    char *explanation;
+    char top_tag[4096];
+    int64_t top_tag_bytes;
+    char *fixes; /* configs that would have avoided it, "; "-separated (what-if) */
+    rep_seg_t segs[REP_SEGS];
+    int nsegs;
+} rep_oom_t;
+
+typedef struct rep_bin {
+    int64_t bin, lo, hi, requests, requested, allocated, waste, hits, misses, splits, merges;
+    int64_t peak_blocks, peak_bytes, free_at_peak;
+    double hit_rate;
+} rep_bin_t;
+
+typedef struct rep_tag {
+    char path[4096];
+    int64_t bytes, blocks;
+} rep_tag_t;
+
+typedef struct rep {
+    const char *db_path;
+    char producer[256], config[512], backend[256], source[1024];
+    int64_t capacity, device_total, warnings;
+    int capacity_inferred;
+    rep_sum_t sum[MAX_SUM];
+    int nsum;
+    rep_oom_t *ooms;
+    int nooms;
+    rep_bin_t bins[64];
+    int nbins;
+    rep_tag_t peak_tags[TOP_N], leaks[TOP_N];
+    int npeak_tags, nleaks;
+} rep_t;
+
+int fsc__report_load(sqlite3 *db, rep_t *r, fsc_err_t *err);
+void fsc__report_free(rep_t *r);
+
+#endif
