@@ -277,6 +277,9 @@ static void test_interaction(void)
     /* Dragging 100 px to the left moves the view right by 100 px worth. */
     expect_probe(dom, "pan_shift", "1.000", 1);
     expect_probe(dom, "reset", "yes", 1);
+    /* '+' zooms to 0.8 around the middle (0.1 .. 0.9), the right arrow pans
+     * by a tenth of that span (0.08). */
+    expect_probe(dom, "keys", "0.180..0.980", 1);
     /* At 1.3 s the bucket starting at 1.25 s (event 20) is in force: the peak. */
     expect_probe(dom, "tip_peak", "1.250 s", 0);
     expect_probe(dom, "tip_peak", "reserved42.00 MiB", 0);

@@ -182,6 +182,23 @@
       if (self.cross) self.cross.setAttribute('visibility', 'hidden');
     });
     svg.addEventListener('dblclick', function () { view.reset(); });
+    /* The keyboard does what the mouse does, for a focused chart. */
+    svg.setAttribute('tabindex', '0');
+    svg.addEventListener('keydown', function (evt) {
+      var span = view.x1 - view.x0, mid = (view.x0 + view.x1) / 2, k = evt.key;
+      if (k === 'ArrowLeft' || k === 'ArrowRight') {
+        var d = (k === 'ArrowLeft' ? -0.1 : 0.1) * span;
+        view.set(view.x0 + d, view.x1 + d);
+      } else if (k === '+' || k === '=' || k === '-') {
+        var f = k === '-' ? 1.25 : 0.8;
+        view.set(mid - span * f / 2, mid + span * f / 2);
+      } else if (k === '0' || k === 'Home') {
+        view.reset();
+      } else {
+        return;
+      }
+      evt.preventDefault();
+    });
   };
 
   TimeChart.prototype.hover = function (evt, p) {

@@ -30,6 +30,10 @@
     log('pan_shift', ((v.x0 - x0) / (span * 100 / p.width)).toFixed(3));
     mem.dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
     log('reset', v.x0 === v.full0 && v.x1 === v.full1 ? 'yes' : 'no');
+    mem.dispatchEvent(new KeyboardEvent('keydown', { key: '+', bubbles: true }));
+    mem.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
+    log('keys', ((v.x0 - v.full0) / full).toFixed(3) + '..' + ((v.x1 - v.full0) / full).toFixed(3));
+    mem.dispatchEvent(new KeyboardEvent('keydown', { key: '0', bubbles: true }));
     var t = function (ns) { return p.left + (ns - v.x0) / (v.x1 - v.x0) * p.width; };
     at(mem, 'pointermove', t(1.3e9), p.mid);
     log('tip_peak', document.getElementById('tip-memory').textContent);
