@@ -16,8 +16,7 @@
 #include "fragscope/recorder.h"
 
 typedef struct tp_rec {
-    fsc_event_t ev;
-    char path[8192]; /* tag path, root first, '/'-joined */
+    fsc_event_t ev; /* ev.tag is a node of the collector's own tag table */
     char text[64];
 } tp_rec_t;
 
@@ -77,8 +76,8 @@ static inline void tp_account(tp_col_t *c, const fsc_event_t *ev)
         c->peak_res = c->res;
 }
 
-/* Store an event; its tag path is computed by the caller-supplied path. */
-static inline void tp_store(tp_col_t *c, const fsc_event_t *ev, const char *path)
+/* Store an event whose tag is a node of c's table. */
+static inline void tp_store(tp_col_t *c, const fsc_event_t *ev)
 {
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 256;
@@ -92,7 +91,6 @@ static inline void tp_store(tp_col_t *c, const fsc_event_t *ev, const char *path
         size_t l = ev->text_len < sizeof r->text - 1 ? ev->text_len : sizeof r->text - 1;
         memcpy(r->text, ev->text, l);
     }
-    snprintf(r->path, sizeof r->path, "%s", path);
     tp_account(c, ev);
 }
 
@@ -144,11 +142,16 @@ static inline int tp_on_tag(void *ud, uint32_t parent, const char *name, size_t 
 
 static inline int tp_on_event(void *ud, const fsc_event_t *ev)
 {
-    tp_col_t *c = ud;
-    char path[8192];
-    tp_path(c, ev->tag, path, sizeof path);
-    tp_store(c, ev, path);
+    tp_store(ud, ev);
     return 0;
+}
+
+/* Tag path of event i, root first, '/'-joined (a static buffer). */
+static inline const char *tp_path_of(const tp_col_t *c, size_t i)
+{
+    static char buf[8192];
+    tp_path(c, c->r[i].ev.tag, buf, sizeof buf);
+    return buf;
 }
 
 static inline fsc_import_sink_t tp_sink(tp_col_t *c)
@@ -183,7 +186,34 @@ static inline int tp_import(const char *path, int device, int lenient, tp_col_t 
     return fsc_pytorch_import(path, &o, &s, st, err);
 }
 
-/* Read a trace file into c (events with tag paths from the reader). */
+/* The collector's node for a node of the reader's tag tree. */
+static inline uint32_t tp_map_node(tp_col_t *c, fsc_trace_reader_t *r, uint32_t node,
+                                   uint32_t **map, uint32_t *cap)
+{
+    if (node == 0)
+        return 0;
+    if (node >= *cap) {
+        uint32_t n = *cap ? *cap : 256;
+        while (n <= node)
+            n *= 2;
+        *map = realloc(*map, n * sizeof **map);
+        memset(*map + *cap, 0, (n - *cap) * sizeof **map);
+        *cap = n;
+    }
+    if ((*map)[node] != 0)
+        return (*map)[node];
+    const char *name = NULL;
+    size_t len = 0;
+    uint32_t parent = 0, id = 0;
+    if (fsc_trace_tag(r, node, &name, &len, &parent) != 0)
+        return 0;
+    uint32_t p = tp_map_node(c, r, parent, map, cap);
+    tp_on_tag(c, p, name, len, &id);
+    (*map)[node] = id;
+    return id;
+}
+
+/* Read a trace file into c (its tags re-interned in c's table). */
 static inline int tp_read_trace(const char *path, tp_col_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -193,13 +223,13 @@ static inline int tp_read_trace(const char *path, tp_col_t *c)
     if (rc != 0)
         return rc;
     tp_on_header(c, fsc_trace_header(r));
+    uint32_t *map = NULL, cap = 0;
     fsc_event_t ev;
     while ((rc = fsc_trace_next(r, &ev)) == 1) {
-        char path_buf[8192] = "";
-        if (ev.tag != 0)
-            fsc_trace_tag_path(r, ev.tag, path_buf, sizeof path_buf);
-        tp_store(c, &ev, path_buf);
+        ev.tag = tp_map_node(c, r, ev.tag, &map, &cap);
+        tp_store(c, &ev);
     }
+    free(map);
     fsc_trace_close(r);
     return rc < 0 ? rc : 0;
 }
@@ -237,7 +267,10 @@ static inline long tp_diff(const tp_col_t *a, const tp_col_t *b, int skip_marker
         TP_FIELD(oom.allocated) TP_FIELD(oom.reserved) TP_FIELD(oom.device_free)
         TP_FIELD(oom.segment_size)
 #undef TP_FIELD
-        if (strcmp(a->r[i].path, b->r[j].path) != 0) {
+        char pa[8192], pb[8192];
+        tp_path(a, x->tag, pa, sizeof pa);
+        tp_path(b, y->tag, pb, sizeof pb);
+        if (strcmp(pa, pb) != 0) {
             *why = "tag path";
             return (long)i;
         }

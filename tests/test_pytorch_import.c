@@ -95,10 +95,10 @@ static void test_tiny_exact(void)
     CU_ASSERT_EQUAL(c.capacity, 0);
     CU_ASSERT_EQUAL(c.clock_origin_ns, 1000000ull);
     /* frames: outermost at the root, one node per distinct path */
-    CU_ASSERT_STRING_EQUAL(c.r[2].path, "train.py:5:main/model.py:10:forward");
-    CU_ASSERT_STRING_EQUAL(c.r[4].path, "train.py:5:main/model.py:11:forward");
-    CU_ASSERT_STRING_EQUAL(c.r[10].path, "train.py:5:main");
-    CU_ASSERT_STRING_EQUAL(c.r[17].path, "train.py:5:main/model.py:10:forward");
+    CU_ASSERT_STRING_EQUAL(tp_path_of(&c, 2), "train.py:5:main/model.py:10:forward");
+    CU_ASSERT_STRING_EQUAL(tp_path_of(&c, 4), "train.py:5:main/model.py:11:forward");
+    CU_ASSERT_STRING_EQUAL(tp_path_of(&c, 10), "train.py:5:main");
+    CU_ASSERT_STRING_EQUAL(tp_path_of(&c, 17), "train.py:5:main/model.py:10:forward");
     CU_ASSERT_EQUAL(c.ntags, 3);
     CU_ASSERT_EQUAL(c.r[2].ev.tag, c.r[17].ev.tag);
     /* annotations of this device only, as "STAGE name" markers */
@@ -207,7 +207,7 @@ static void test_midrun_reconstructed(void)
     CU_ASSERT_EQUAL(st.reconstructed_blocks, 4);
     CU_ASSERT_STRING_EQUAL(c.r[11].text, "pytorch history begins");
     /* the surviving block keeps the frames of the final snapshot */
-    CU_ASSERT_STRING_EQUAL(c.r[4].path, "train.py:5:main/model.py:20:weights");
+    CU_ASSERT_STRING_EQUAL(tp_path_of(&c, 4), "train.py:5:main/model.py:20:weights");
     CU_ASSERT_EQUAL(st.peak_allocated, 8 * MiB);
     CU_ASSERT_EQUAL(st.peak_reserved, 22 * MiB);
     tp_free(&c);
@@ -276,7 +276,7 @@ static void test_segments_only(void)
         CU_ASSERT_EQUAL(st.reconstructed_segments, 2);
         CU_ASSERT_EQUAL(st.reconstructed_blocks, 2);
         CU_ASSERT(c.flags & FSC_TRACE_F_RECONSTRUCTED);
-        CU_ASSERT_STRING_EQUAL(c.r[2].path, "train.py:5:main/model.py:30:embed");
+        CU_ASSERT_STRING_EQUAL(tp_path_of(&c, 2), "train.py:5:main/model.py:30:embed");
         tp_free(&c);
     }
 }
@@ -512,6 +512,45 @@ static void test_truncated_snapshots(void)
     free(data);
 }
 
+static void test_corrupted_snapshots(void)
+{
+    /* every byte of a snapshot replaced by a few values: the import either
+     * succeeds or fails with a message naming the file; never crashes
+     * (this suite also runs under ASan/UBSan) */
+    static const char *files[] = {"pytorch/tiny.p4.pickle", "pytorch/midrun.pickle"};
+    static const unsigned char subst[] = {0x00, 0xff, 'K', 'h'};
+    const char *mut = fsc_test_path("mutated.pickle");
+    for (size_t fi = 0; fi < 2; fi++) {
+        size_t len = 0;
+        char *data = fsc_test_slurp(fsc_test_data(files[fi]), &len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+        int ok = 0, failed = 0;
+        for (size_t i = 2; i < len; i++) {
+            for (size_t k = 0; k < sizeof subst; k++) {
+                char saved = data[i];
+                data[i] = (char)subst[k];
+                FILE *f = fopen(mut, "wb");
+                CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+                fwrite(data, 1, len, f);
+                fclose(f);
+                data[i] = saved;
+                fsc_err_t err = {0};
+                int rc = fsc_pytorch_import(mut, NULL, NULL, NULL, &err);
+                if (rc == 0) {
+                    ok++;
+                } else {
+                    failed++;
+                    CU_ASSERT_EQUAL(strncmp(err.msg, mut, strlen(mut)), 0);
+                }
+            }
+        }
+        CU_ASSERT_EQUAL((size_t)(ok + failed), (len - 2) * sizeof subst);
+        CU_ASSERT(failed > 0);
+        CU_ASSERT(ok > 0); /* e.g. a changed digit of a time stamp */
+        free(data);
+    }
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"tiny snapshot: exact events, tags, header", test_tiny_exact},
     {"protocols 2/4/5 and JSON give one stream", test_formats_agree},
@@ -528,6 +567,7 @@ static const fsc_test_case_t k_tests[] = {
     {"format detection", test_detect},
     {"bad inputs give one clear error", test_bad_inputs},
     {"truncated snapshots", test_truncated_snapshots},
+    {"corrupted snapshots", test_corrupted_snapshots},
     {NULL, NULL},
 };
 
