@@ -61,7 +61,7 @@ window.fsc = (function () {
     max = max || 90;
     return name.length > max ? '\u2026' + name.slice(name.length - max + 1) : name;
   }
-  function tagCell(t) { return { cls: 'tag', text: shortTag(t), title: tagName(t) }; }
+  function tagCell(t) { return { cls: 'tag', text: shortTag(t, 64), title: tagName(t) }; }
 
   /* ---- DOM helpers ----------------------------------------------------- */
 

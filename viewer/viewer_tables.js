@@ -81,7 +81,7 @@
   function renderTags() {
     var s = D.summary || {};
     tagTable(byId('tags-peak'), D.top_tags, s.peak_allocated_bytes, 'No per-tag figures at the peak.');
-    tagTable(byId('tags-leaks'), D.leaks, null, 'Nothing was live at the end of the run.');
+    tagTable(byId('tags-leaks'), D.leaks, s.leaked_bytes, 'Nothing was live at the end of the run.');
   }
 
   /* ---- OOM panel ------------------------------------------------------- */
