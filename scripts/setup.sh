@@ -3,7 +3,7 @@
 # Usage: scripts/setup.sh [--sanitize]   (--sanitize builds build-asan/ instead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkgs="build-essential cmake pkg-config libzstd-dev libsqlite3-dev libcjson-dev libcunit1-dev sqlite3 python3 chromium"
+pkgs="build-essential cmake pkg-config libzstd-dev libsqlite3-dev libcjson-dev libcunit1-dev libbsd-dev uthash-dev sqlite3 python3 chromium"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

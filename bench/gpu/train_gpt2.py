@@ -30,6 +30,9 @@ ap.add_argument("--snapshot", default="")
 ap.add_argument("--trace", default="")
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--label", default="")
+ap.add_argument("--hooks", choices=["none", "forward", "all"], default="all",
+                help="fragscope only: which module hooks push tags")
+ap.add_argument("--shuffle", type=int, default=0, help="sort lengths: 0 as drawn, 1 ascending")
 args = ap.parse_args()
 
 import torch  # noqa: E402
@@ -44,6 +47,8 @@ from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
 torch.manual_seed(args.seed)
 rng = random.Random(args.seed)
 lens = [rng.randint(args.min_len, args.max_len) for _ in range(args.steps)]
+if args.shuffle == 1:
+    lens.sort()
 
 dev = torch.device("cuda")
 if args.alloc == "native":
@@ -55,7 +60,7 @@ if args.alloc == "native":
 
 cfg = GPT2Config(n_layer=args.layers, n_embd=args.width, n_head=max(1, args.width // 64),
                  n_positions=1024)
-out = {"label": args.label, "alloc": args.alloc, "cap_gib": args.cap_gib,
+out = {"label": args.label, "alloc": args.alloc, "hooks": args.hooks, "cap_gib": args.cap_gib,
        "conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "lens": lens}
 times = []
 try:
@@ -63,7 +68,8 @@ try:
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     if args.alloc == "fragscope":
-        fragscope_torch.watch(model)
+        if args.hooks != "none":
+            fragscope_torch.watch(model, backward=(args.hooks == "all"))
         fragscope_torch.watch_optimizer(opt)
     for step, n in enumerate(lens):
         torch.cuda.synchronize()

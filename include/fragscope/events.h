@@ -46,7 +46,7 @@
  * Accounting that follows from the events (PyTorch's definitions):
  *   allocated bytes  += size at ALLOC, -= size at FREE_REQUESTED
  *   active bytes     += size at ALLOC, -= size at FREE_COMPLETED
- *   requested bytes  += requested at ALLOC, -= requested at FREE_REQUESTED
+ *   requested bytes  += requested at ALLOC, -= requested at FREE_COMPLETED
  *   reserved bytes   += size at SEGMENT_ALLOC/SEGMENT_MAP,
  *                    -= size at SEGMENT_FREE/SEGMENT_UNMAP
  */

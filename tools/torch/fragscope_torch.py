@@ -89,11 +89,15 @@ def tag(name):
         lib.fsc_torch_tag_pop()
 
 
-def watch(model, prefix=""):
+def watch(model, prefix="", backward=False):
     """Push each submodule's name as a tag during its forward and backward.
 
     Backward runs on autograd's own thread, which has its own tag stack, so
     backward tags are pushed there by the backward hooks ("backward/<name>").
+    By default only forward allocations are tagged: full backward hooks add
+    autograd nodes around every module, which cost about 3% of a GPT-2 small
+    training step on an H200 (forward hooks: 0.2%; docs/BENCHMARKS.md).
+    backward=True tags backward allocations too ("backward/<name>").
     """
     lib = _need()
     handles = []
@@ -115,8 +119,9 @@ def watch(model, prefix=""):
 
         handles.append(mod.register_forward_pre_hook(pre))
         handles.append(mod.register_forward_hook(post))
-        handles.append(mod.register_full_backward_pre_hook(bpre))
-        handles.append(mod.register_full_backward_hook(bpost))
+        if backward:
+            handles.append(mod.register_full_backward_pre_hook(bpre))
+            handles.append(mod.register_full_backward_hook(bpost))
     return handles
 
 
