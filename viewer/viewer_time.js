@@ -15,13 +15,13 @@
 
   var M = { l: 78, r: 64, t: 22, b: 28 };
 
-  /* series: [{key, label, color, values, right (bool), dash}] ; right axis in ratio units. */
-  function TimeChart(svgId, tipId, series, opts) {
+  /* A chart of series [{key, label, color, values, right, dash}] over the
+   * shared x range; series with right set use the right axis, in ratios. */
+  function TimeChart(svgId, tipId, series) {
     this.svg = byId(svgId);
     this.tip = byId(tipId);
     this.wrap = this.svg.parentNode;
     this.series = series.filter(function (s) { return s.values && s.values.length === N; });
-    this.opts = opts || {};
     var self = this;
     view.subs.push(function () { self.render(); });
     this.bind();
@@ -58,7 +58,7 @@
   };
 
   TimeChart.prototype.render = function () {
-    var svg = this.svg, g = this.geometry(), self = this;
+    var svg = this.svg, g = this.geometry();
     clear(svg);
     svg.setAttribute('viewBox', '0 0 ' + g.w + ' ' + g.h);
     if (!N) { svText(svg, g.w / 2, g.h / 2, 'No timeline samples in this database', { 'text-anchor': 'middle' }); return; }
@@ -120,8 +120,6 @@
     svg.setAttribute('data-plot', M.l + ' ' + g.pw);
     this.cross = sv('line', { 'class': 'cross', x1: 0, x2: 0, y1: M.t, y2: M.t + g.ph, visibility: 'hidden' }, svg);
     this.overlay = sv('rect', { x: M.l, y: M.t, width: g.pw, height: g.ph, fill: 'transparent' }, svg);
-    if (this.opts.onRender) this.opts.onRender();
-    self.hoverIndex = -1;
   };
 
   TimeChart.prototype.drawMarkers = function (plot, svg, x2px, g) {
