@@ -131,13 +131,16 @@ typedef struct fsc_whatif_opts {
      * total; arms garbage_collection_threshold). 0 = unlimited: the sim
      * device's total (the recorded device total, else 1 TiB). */
     uint64_t capacity;
-    int stop_at_oom;   /* stop at the first failed request */
+    /* Stop at the first failed request (default 1): the program would have
+     * died there, so peaks measured past it describe a run that could not
+     * happen. 0 goes on, counting every failure. */
+    int stop_at_oom;
     int threads;       /* fsc_whatif_run / _suggest: 0 = one per online core */
     fsc_whatif_progress_fn progress; /* may be NULL */
     void *progress_ud;
 } fsc_whatif_opts_t;
 
-#define FSC_WHATIF_OPTS_DEFAULT {0, 0, 0, NULL, NULL}
+#define FSC_WHATIF_OPTS_DEFAULT {0, 1, 0, NULL, NULL}
 
 /* Replay rs with config string `config` ("" = PyTorch's defaults). A bad
  * config string gives FSC_ECONFIG naming it. An allocation the replay
