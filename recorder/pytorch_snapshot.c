@@ -177,6 +177,11 @@ int fsc__snap_load(const char *path, fsc__pdoc_t **out, int *format, fsc_err_t *
         rc = fsc__pickle_parse(buf, len, path, out, err);
     else if (fmt == FSC_SNAP_JSON)
         rc = load_json(path, &buf, len, out, err);
+    else if (len >= 4 && memcmp(buf, "PK\x03\x04", 4) == 0)
+        rc = fsc_err_set(err, FSC_EFORMAT,
+                         "%s: a zip archive (torch.save?), not a memory snapshot: save it with "
+                         "pickle.dump(torch.cuda.memory._snapshot(), f)",
+                         path);
     else
         rc = fsc_err_set(err, FSC_EFORMAT,
                          "%s: not a PyTorch memory snapshot (neither a pickle of protocol 2 "

@@ -457,6 +457,7 @@ static void test_bad_inputs(void)
         const char *msg;
     } cases[] = {
         {"garbage.bin", FSC_EFORMAT, "not a PyTorch memory snapshot"},
+        {"torch_save.zip", FSC_EFORMAT, "a zip archive (torch.save?), not a memory snapshot"},
         {"bad_proto.pickle", FSC_EFORMAT, "not a PyTorch memory snapshot"},
         {"bad.json", FSC_EFORMAT, "invalid JSON"},
         {"notsnap.pickle", FSC_EFORMAT, "not a memory snapshot"},

@@ -247,6 +247,8 @@ def main():
     with open(os.path.join(HERE, "hostile", "huge_size.pickle"), "wb") as f:
         pickle.dump({"segments": [], "device_traces": [[
             entry("segment_alloc", 0x10000000, 1 << 62, 1)]]}, f, protocol=4)
+    with open(os.path.join(HERE, "hostile", "torch_save.zip"), "wb") as f:
+        f.write(b"PK\x03\x04" + b"\x00" * 26)
     with open(os.path.join(HERE, "hostile", "garbage.bin"), "wb") as f:
         f.write(b"GIF89a not a snapshot")
 
