@@ -44,12 +44,21 @@ int fsc_size_parse(const char *s, uint64_t *out)
     /* Parse the number by hand: strtod would accept "inf", "nan", hex. */
     double v = 0.0;
     int digits = 0;
+    /* The integer part is also kept exactly: a double loses bytes above
+     * 2^53, and "18446744073709551615" must mean exactly that. */
+    uint64_t whole = 0;
+    int whole_exact = 1, fraction = 0;
     while (isdigit((unsigned char)*s)) {
         v = v * 10.0 + (*s - '0');
+        if (whole > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            whole_exact = 0;
+        else
+            whole = whole * 10 + (uint64_t)(*s - '0');
         s++;
         digits++;
     }
     if (*s == '.') {
+        fraction = 1;
         s++;
         double scale = 0.1;
         while (isdigit((unsigned char)*s)) {
@@ -78,6 +87,13 @@ int fsc_size_parse(const char *s, uint64_t *out)
         return FSC_EINVAL;
     for (size_t i = 0; i < sizeof k_units / sizeof k_units[0]; i++) {
         if (strcmp(unit, k_units[i].name) == 0) {
+            uint64_t mult = (uint64_t)k_units[i].mult;
+            if (!fraction && whole_exact) {
+                if (whole != 0 && mult > UINT64_MAX / whole)
+                    return FSC_EINVAL;
+                *out = whole * mult;
+                return 0;
+            }
             double bytes = nearbyint(v * k_units[i].mult);
             if (!(bytes < 18446744073709551616.0))
                 return FSC_EINVAL;
