@@ -10,7 +10,9 @@
  * chunk can be fed again and again (times shifted) as one long consistent
  * run without holding ten million events in memory.
  *
- * usage: bench_analyze [EVENTS (default 10000000)] [DIR (default /tmp)]
+ * usage: bench_analyze [EVENTS (default 10000000)] [DIR (default /tmp)] [both|analysis|bare|none]
+ * The last argument runs one side only (for `perf stat`: "none" measures
+ * the chunk generation alone, to subtract).
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -230,6 +232,9 @@ int main(int argc, char **argv)
 {
     uint64_t total = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000ull;
     const char *dir = argc > 2 ? argv[2] : "/tmp";
+    const char *only = argc > 3 ? argv[3] : "both";
+    int do_bare = strcmp(only, "both") == 0 || strcmp(only, "bare") == 0;
+    int do_ana = strcmp(only, "both") == 0 || strcmp(only, "analysis") == 0;
     char db_path[1024], bare_path[1024];
     snprintf(db_path, sizeof db_path, "%s/bench_analyze.%d.db", dir, (int)getpid());
     snprintf(bare_path, sizeof bare_path, "%s/bench_analyze_bare.%d.db", dir, (int)getpid());
@@ -240,13 +245,24 @@ int main(int argc, char **argv)
     printf("bench_analyze: %llu events (a %zu-event allocator chunk, replayed), sqlite %s\n",
            (unsigned long long)total, chunk.n, sqlite3_libversion());
 
-    double bare_cpu, ana_cpu;
-    double bare = run_bare(&chunk, total, bare_path, &bare_cpu);
+    double bare_cpu = 0, ana_cpu = 0, bare = 0, ana = 0;
+    if (do_bare)
+        bare = run_bare(&chunk, total, bare_path, &bare_cpu);
     reset_hwm();
     long rss0 = vm_hwm_kib();
     fsc_analysis_summary_t sum;
-    double ana = run_analysis(&chunk, total, db_path, &sum, &ana_cpu);
+    memset(&sum, 0, sizeof sum);
+    if (do_ana)
+        ana = run_analysis(&chunk, total, db_path, &sum, &ana_cpu);
     long rss1 = vm_hwm_kib();
+    if (!do_bare || !do_ana) {
+        printf("  %s: %.2f s wall, %.2f s CPU\n", only, do_ana ? ana : bare,
+               do_ana ? ana_cpu : bare_cpu);
+        unlink(db_path);
+        unlink(bare_path);
+        free(chunk.v);
+        return 0;
+    }
 
     printf("                       wall                     CPU\n");
     printf("  bare SQLite insert : %7.2f s %6.2f M ev/s   %7.2f s %6.2f M ev/s\n", bare,
