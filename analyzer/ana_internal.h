@@ -151,6 +151,7 @@ struct fsc_analysis {
     char *producer, *config, *backend, *source_path, *source_kind;
     fsc_trace_header_t hdr;
     int capacity_unknown;
+    int ring;                     /* ring trace: replayed leniently */
 
     /* replay state */
     uint64_t seq;                 /* seq of the event being replayed */

@@ -178,6 +178,11 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
     a->opts.source_path = a->source_path;
     a->opts.source_kind = a->source_kind;
     a->capacity_unknown = (hdr->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) || hdr->capacity == 0;
+    /* A ring trace keeps only the last events before each write: it starts
+     * mid-run and has gaps, so contradictions are expected, not errors. */
+    a->ring = (hdr->flags & FSC_TRACE_F_RING) != 0;
+    if (a->ring)
+        a->opts.lenient = 1;
     a->first_oom_cause = -1;
     a->last_free_bin = -1;
     fsc__u64map_init(&a->blocks);

@@ -244,6 +244,12 @@ int fsc__oom_diagnose(fsc_analysis_t *a, const fsc_event_t *ev)
     f.rounded = ev->size ? ev->size : ev->requested;
     f.allocated = a->allocated;
     f.reserved = a->reserved;
+    if (a->ring && ev->oom.reserved != 0) {
+        /* the replay of a ring trace misses what came before its window; the
+         * allocator's own figures are the ones to trust */
+        f.allocated = ev->oom.allocated;
+        f.reserved = ev->oom.reserved;
+    }
     f.segment_size = ev->oom.segment_size ? ev->oom.segment_size
                                           : fsc_alloc_segment_size(f.rounded);
     f.device_total = ev->oom.device_total ? ev->oom.device_total : a->hdr.device_total;

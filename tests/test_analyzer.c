@@ -668,6 +668,35 @@ static void test_strict_vs_lenient(void)
     db_close();
 }
 
+/* A ring trace starts mid-run: a free of a block allocated before the
+ * window is a warning, not an error, and the OOM takes the allocator's
+ * figures. */
+static void test_ring_trace(void)
+{
+    const char *db = fsc_test_path("ring.db");
+    rig_t r;
+    rig_open(&r, db, 8 * MiB, FSC_TRACE_F_RING, 0);
+    feed(&r, (fsc_event_t){.type = FSC_EV_FREE_REQUESTED, .pool = 1, .addr = S1,
+                           .size = 2 * MiB});
+    fsc_event_t ev = {.type = FSC_EV_OOM, .pool = 1, .size = 4 * MiB, .requested = 4 * MiB};
+    ev.oom.allocated = 6 * MiB;
+    ev.oom.reserved = 8 * MiB;
+    ev.oom.capacity = 8 * MiB;
+    ev.oom.device_free = UINT64_MAX;
+    feed(&r, ev);
+    CU_ASSERT_EQUAL(r.rc, 0);
+    fsc_analysis_summary_t sum;
+    CU_ASSERT_EQUAL(fsc_analysis_finish(r.a, &sum), 0);
+    CU_ASSERT_EQUAL(sum.warnings, 1);
+    fsc_analysis_destroy(r.a);
+    db_open(db);
+    /* 8M − 6M = 2M < 4M → capacity */
+    CU_ASSERT_EQUAL(qi("SELECT allocated FROM ooms"), 6 * MiB);
+    CU_ASSERT_STRING_EQUAL(qt("SELECT cause FROM ooms"), "capacity");
+    CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='lenient'"), 1);
+    db_close();
+}
+
 /*
  * 10 000 events into at most 100 timeline rows: S1 (64M) is allocated whole
  * and freed over and over; once, at event 7777, a second 32M segment is
@@ -993,6 +1022,7 @@ static const fsc_test_case_t k_tests[] = {
     {"oversize and external", test_oversize_and_external},
     {"strict vs lenient", test_strict_vs_lenient},
     {"timeline bounded, peaks kept", test_timeline_bounded_keeps_peaks},
+    {"ring trace", test_ring_trace},
     {"expandable segments", test_expandable},
     {"own allocator replayed: stats and peak layout", test_own_allocator},
     {"random events: lenient survives, strict stops", test_random_events},

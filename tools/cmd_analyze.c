@@ -291,7 +291,7 @@ int fsc_cmd_analyze(int argc, char **argv)
            sum.num_ooms ? fsc_oom_cause_name(sum.first_oom_cause) : "",
            sum.num_ooms ? ")" : "");
     if (sum.warnings > 0)
-        printf("%llu events contradicted the replay and were skipped (--lenient)\n",
+        printf("%llu events contradicted the replay and were skipped (see table warnings)\n",
                (unsigned long long)sum.warnings);
     return FSC_EXIT_OK;
 }

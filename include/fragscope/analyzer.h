@@ -52,7 +52,10 @@ typedef struct fsc_analysis_opts {
      * is not free, FREE of an unknown block, overlapping segments, SPLIT of a
      * non-free block, ...) fails feed() with FSC_ESTATE naming the event.
      * 1: such an event is skipped, counted (meta.warnings) and kept in the
-     * database's events. */
+     * database's events. Ring traces (header flag FSC_TRACE_F_RING: only the
+     * last events before each write were kept) are always replayed
+     * leniently, and their OOMs use the allocator's own allocated/reserved
+     * figures from the OOM event. */
     int lenient;
     uint32_t timeline_samples; /* most rows in table timeline; 0 = 2000 */
     const char *source_path;   /* meta.source_path; NULL = "" */
