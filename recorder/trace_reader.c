@@ -39,6 +39,7 @@ struct fsc_trace_reader {
     int fd;
     char *path;
     uint64_t file_bytes, off;
+    uint64_t chunk_off; /* where the current chunk's descriptor starts */
     fsc__header_store_t hs;
     fsc_err_t err;
     ZSTD_DCtx *dctx;
@@ -334,6 +335,7 @@ static int next_chunk(fsc_trace_reader_t *r)
         if (magic != FSC__SKIP_CHUNK) {
             if (magic >= FSC__SKIP_MIN && magic <= FSC__SKIP_MAX && off + 8 + n <= r->file_bytes) {
                 r->off = off + 8 + n; /* a newer minor's frame: skipped */
+                r->integ.compressed_bytes = r->off;
                 continue;
             }
             damaged(r, off);
@@ -369,6 +371,7 @@ static int next_chunk(fsc_trace_reader_t *r)
             damaged(r, off);
             return 0;
         }
+        r->chunk_off = off;
         r->off = foff + d.csize;
         r->in_chunk = 1;
         r->chunk_expected = d.events;
@@ -384,6 +387,13 @@ static int next_chunk(fsc_trace_reader_t *r)
 
 static int bad(fsc_trace_reader_t *r, const char *what)
 {
+    /* The chunk verified but its records do not parse: count it as lost
+     * (its events delivered so far stay delivered). */
+    if (r->in_chunk) {
+        r->integ.compressed_bytes = r->chunk_off;
+        r->integ.bytes_lost = r->file_bytes - r->chunk_off;
+        r->in_chunk = 0;
+    }
     r->state = -1;
     return fsc_err_set(&r->err, FSC_EFORMAT, "%s: chunk %llu: %s", r->path,
                        (unsigned long long)r->integ.chunks, what);
