@@ -545,6 +545,43 @@ static void test_varint_limits(void)
     CU_ASSERT_EQUAL(fsc__crc32((const uint8_t *)"123456789", 9), 0xCBF43926u);
 }
 
+static void test_long_marker_text(void)
+{
+    /* A marker larger than a whole chunk: the chunk grows for it. Longer
+     * than the 64 KiB limit: refused by write, cut by the sink. */
+    const char *p = fsc_test_path("marker.fstrace");
+    fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
+    o.background = 0;
+    o.chunk_bytes = 4096;
+    fsc_recorder_t *w = NULL;
+    fsc_err_t err;
+    CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(p, NULL, &o, &w, &err), 0);
+    size_t big = 70000;
+    char *text = malloc(big);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    for (size_t i = 0; i < big; i++)
+        text[i] = (char)('a' + i % 26);
+    fsc_event_t e = {.type = FSC_EV_MARKER, .time_ns = 5, .text = text, .text_len = 65536};
+    CU_ASSERT_EQUAL(fsc_recorder_write(w, &e), 0);
+    e.text_len = (uint32_t)big;
+    CU_ASSERT_EQUAL(fsc_recorder_write(w, &e), FSC_EINVAL);
+    fsc_recorder_sink(w, &e);
+    fsc_recorder_close(w);
+    fsc_trace_reader_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_trace_open(p, &r, &err), 0);
+    fsc_event_t ev;
+    int n = 0;
+    while (fsc_trace_next(r, &ev) == 1) {
+        CU_ASSERT_EQUAL(ev.type, FSC_EV_MARKER);
+        CU_ASSERT_EQUAL(ev.text_len, 65536);
+        CU_ASSERT(ev.text_len == 65536 && memcmp(ev.text, text, 65536) == 0);
+        n++;
+    }
+    CU_ASSERT_EQUAL(n, 2);
+    fsc_trace_close(r);
+    free(text);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"round_trip_every_field", test_round_trip_every_field},
     {"golden_bytes", test_golden_bytes},
@@ -557,6 +594,7 @@ static const fsc_test_case_t k_tests[] = {
     {"writer_rejects_bad_input", test_writer_rejects_bad_input},
     {"mode_parse", test_mode_parse},
     {"varint_limits", test_varint_limits},
+    {"long_marker_text", test_long_marker_text},
     {NULL, NULL},
 };
 
