@@ -682,6 +682,9 @@ void fsc__recorder_emergency_flush(fsc_recorder_t *r)
             pthread_mutex_unlock(&r->q_mu);
             write_chunk(r, r->cur);
             r->cur->len = 0;
+            /* Everything the recorder received is on disk: say so. */
+            if (!r->io_failed)
+                write_end(r);
         }
         pthread_mutex_unlock(&r->io_mu);
     }
