@@ -46,7 +46,7 @@ __thread uint32_t fsc__t_tag;
 static __thread uint32_t t_stack[MAX_DEPTH];
 static __thread uint32_t t_depth;
 static __thread uint32_t t_overflow; /* pushes beyond MAX_DEPTH, popped first */
-static __thread uint32_t t_thread;
+__thread uint32_t fsc__t_thread;
 
 typedef struct cache_slot {
     const char *ptr;
@@ -54,11 +54,11 @@ typedef struct cache_slot {
 } cache_slot_t;
 static __thread cache_slot_t t_cache[CACHE_SLOTS];
 
-uint32_t fsc__thread_number(void)
+uint32_t fsc__thread_number_assign(void)
 {
-    if (t_thread == 0)
-        t_thread = __atomic_add_fetch(&g_next_thread, 1, __ATOMIC_RELAXED);
-    return t_thread;
+    if (fsc__t_thread == 0)
+        fsc__t_thread = __atomic_add_fetch(&g_next_thread, 1, __ATOMIC_RELAXED);
+    return fsc__t_thread;
 }
 
 static gnode_t *node_at(uint32_t id)

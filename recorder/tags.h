@@ -18,7 +18,13 @@
 extern __thread uint32_t fsc__t_tag;
 
 /* The calling thread's small number (1, 2, ... in order of first use). */
-uint32_t fsc__thread_number(void);
+extern __thread uint32_t fsc__t_thread;
+uint32_t fsc__thread_number_assign(void);
+static inline uint32_t fsc__thread_number(void)
+{
+    uint32_t t = fsc__t_thread;
+    return t != 0 ? t : fsc__thread_number_assign();
+}
 
 /* Intern (parent, name) in the process table; returns its id, or 0 when the
  * table is full or memory ran out (the event then carries the parent). */

@@ -62,9 +62,9 @@ typedef struct fsc_recorder_opts {
     int background;           /* 0 = compress/write on the caller's thread
                                  when a chunk fills (deterministic output, no
                                  time bound; importer, tests), 1 = thread */
-    int install_signal_handlers; /* best-effort write of buffered events on
-                                    SIGSEGV/SIGABRT/SIGBUS/SIGTERM, then the
-                                    previous handler runs */
+    int install_signal_handlers; /* best-effort write of buffered events and
+                                    the end record on SIGSEGV/SIGABRT/SIGBUS/
+                                    SIGTERM, then the previous handler runs */
 } fsc_recorder_opts_t;
 
 #define FSC_RECORDER_OPTS_DEFAULT {0, 0, 0, 0, 1, 0}
