@@ -123,6 +123,29 @@ typedef struct fsc__pending_split {
     int valid;
 } fsc__pending_split_t;
 
+/* One row for the writer (writer.c): a block, a segment or another event. */
+typedef struct fsc__segrow {
+    fsc__seg_t seg;
+    uint64_t freed_seq, freed_time;
+    int freed;
+} fsc__segrow_t;
+
+enum { FSC__OP_BLOCK = 1, FSC__OP_SEGMENT = 2, FSC__OP_OTHER = 3 };
+
+typedef struct fsc__op {
+    int kind;
+    union {
+        fsc__brow_t row;
+        fsc__segrow_t seg;
+        struct {
+            fsc_event_t ev;
+            uint64_t seq;
+        } other;
+    } u;
+} fsc__op_t;
+
+typedef struct fsc__writer fsc__writer_t;
+
 typedef struct fsc__kv {
     struct fsc__kv *next;
     char *key;
@@ -146,6 +169,7 @@ struct fsc_analysis {
     fsc_outfile_t out;
     sqlite3 *db;
     sqlite3_stmt *st[FSC__ST_COUNT];
+    fsc__writer_t *writer;        /* thread writing the bulk rows, or NULL */
 
     /* run facts */
     char *producer, *config, *backend, *source_path, *source_kind;
@@ -269,6 +293,9 @@ int fsc__db_block_row(fsc_analysis_t *a, const fsc__brow_t *r);
  * MERGE events into block rows where that is exact. */
 int fsc__db_event(fsc_analysis_t *a, const fsc_event_t *ev, int applied);
 int fsc__db_flush_pending(fsc_analysis_t *a);
+/* Bind and step one bulk row on its statement; returns SQLite's code. */
+int fsc__db_exec_op(sqlite3_stmt *const *st, const fsc__op_t *op);
+const char *fsc__op_table(int kind);
 /* Before an event is applied: write what it cannot fold into. */
 int fsc__db_before(fsc_analysis_t *a, const fsc_event_t *ev);
 int fsc__db_segment_row(fsc_analysis_t *a, const fsc__seg_t *s, int freed,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ana_internal.h"
+#include "writer.h"
 
 #define MAX_TAG_ID (1u << 26)
 
@@ -55,10 +56,13 @@ int fsc__warn_or_fail(fsc_analysis_t *a, const fsc_event_t *ev, const char *fmt,
     if (!a->opts.lenient)
         return fsc_err_set(&a->err, FSC_ESTATE, "%s", msg);
     if (a->warnings++ < FSC__MAX_WARNINGS_STORED) {
+        int rc = fsc__writer_sync(a);
+        if (rc != 0)
+            return rc;
         sqlite3_stmt *s = a->st[FSC__ST_WARNING];
         fsc__bind_u64(s, 1, a->seq);
         sqlite3_bind_text(s, 2, msg, -1, SQLITE_TRANSIENT);
-        int rc = fsc__step(a, s, "warnings");
+        rc = fsc__step(a, s, "warnings");
         if (rc != 0)
             return rc;
     }
@@ -102,6 +106,9 @@ static int tag_store(fsc_analysis_t *a, uint32_t node, uint32_t parent, const ch
     t->path = path;
     t->parent = parent;
     t->defined = 1;
+    int rc = fsc__writer_sync(a);
+    if (rc != 0)
+        return rc;
     sqlite3_stmt *s = a->st[FSC__ST_TAG];
     fsc__bind_u64(s, 1, node);
     fsc__bind_opt(s, 2, node != 0, parent);
@@ -201,6 +208,8 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
         rc = tags_grow(a, 0);
     if (rc == 0)
         rc = tag_store(a, 0, 0, "", 0);
+    if (rc == 0)
+        fsc__writer_start(a);
     if (rc != 0) {
         fsc_err_copy(err, &a->err);
         fsc_analysis_destroy(a);
@@ -232,6 +241,8 @@ int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev)
         rc = fsc__replay_apply(a, ev, &applied);
     if (rc == 0)
         rc = fsc__db_event(a, ev, applied);
+    if (rc == 0 && ev->type == FSC_EV_MARKER)
+        rc = fsc__writer_sync(a);
     if (rc == 0 && ev->type == FSC_EV_MARKER) {
         sqlite3_stmt *s = a->st[FSC__ST_MARKER];
         fsc__bind_u64(s, 1, a->seq);
@@ -298,7 +309,9 @@ int fsc_analysis_finish(fsc_analysis_t *a, fsc_analysis_summary_t *out)
         return fsc_err_set(&a->err, FSC_EINVAL, "analysis already ended");
     fsc_analysis_summary_t sum;
     memset(&sum, 0, sizeof sum);
-    int rc = fsc__finish_tables(a, &sum);
+    int rc = fsc__writer_stop(a);
+    if (rc == 0)
+        rc = fsc__finish_tables(a, &sum);
     if (rc == 0 && sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = fsc__db_err(a, "COMMIT");
     fsc__db_close(a);
@@ -318,6 +331,7 @@ void fsc_analysis_destroy(fsc_analysis_t *a)
 {
     if (a == NULL)
         return;
+    fsc__writer_stop(a);
     fsc__db_close(a);
     if (!a->finished)
         fsc_outfile_abort(&a->out);

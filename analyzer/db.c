@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ana_internal.h"
+#include "writer.h"
 
 static const char k_schema[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
@@ -211,9 +212,8 @@ void fsc__brow_of(const fsc__blk_t *b, fsc__brow_t *r)
     r->valid = 1;
 }
 
-int fsc__db_block_row(fsc_analysis_t *a, const fsc__brow_t *r)
+static void bind_block_row(sqlite3_stmt *s, const fsc__brow_t *r)
 {
-    sqlite3_stmt *s = a->st[FSC__ST_BLOCK];
     int k = 1;
     fsc__bind_u64(s, k++, r->alloc_seq);
     fsc__bind_u64(s, k++, r->alloc_time);
@@ -240,13 +240,12 @@ int fsc__db_block_row(fsc_analysis_t *a, const fsc__brow_t *r)
         fsc__bind_opt(s, k++, has, r->m_other[m]);
         fsc__bind_opt(s, k++, has, r->m_time[m]);
     }
-    return fsc__step(a, s, "blocks");
 }
 
-int fsc__db_segment_row(fsc_analysis_t *a, const fsc__seg_t *g, int freed, uint64_t freed_seq,
-                        uint64_t freed_time)
+static void bind_segment_row(sqlite3_stmt *s, const fsc__segrow_t *r)
 {
-    sqlite3_stmt *s = a->st[FSC__ST_SEGMENT];
+    const fsc__seg_t *g = &r->seg;
+    int freed = r->freed;
     fsc__bind_u64(s, 1, g->id);
     fsc__bind_u64(s, 2, g->base);
     fsc__bind_u64(s, 3, g->expandable ? g->peak_size : g->size);
@@ -255,10 +254,9 @@ int fsc__db_segment_row(fsc_analysis_t *a, const fsc__seg_t *g, int freed, uint6
     sqlite3_bind_int(s, 6, g->expandable);
     fsc__bind_u64(s, 7, g->created_seq);
     fsc__bind_u64(s, 8, g->created_time);
-    fsc__bind_opt(s, 9, freed, freed_seq);
-    fsc__bind_opt(s, 10, freed, freed_time);
+    fsc__bind_opt(s, 9, freed, r->freed_seq);
+    fsc__bind_opt(s, 10, freed, r->freed_time);
     fsc__bind_u64(s, 11, g->tag);
-    return fsc__step(a, s, "segments");
 }
 
 /* Which columns an event type fills (events.h's table). */
@@ -283,9 +281,8 @@ static int columns_of(int type)
     }
 }
 
-static int other_row(fsc_analysis_t *a, const fsc_event_t *ev, uint64_t seq)
+static void bind_other_row(sqlite3_stmt *s, const fsc_event_t *ev, uint64_t seq)
 {
-    sqlite3_stmt *s = a->st[FSC__ST_OTHER];
     int c = columns_of(ev->type);
     fsc__bind_u64(s, 1, seq);
     fsc__bind_u64(s, 2, ev->time_ns);
@@ -298,7 +295,73 @@ static int other_row(fsc_analysis_t *a, const fsc_event_t *ev, uint64_t seq)
     fsc__bind_opt(s, 9, c & C_SEG, ev->segment);
     fsc__bind_u64(s, 10, ev->tag);
     fsc__bind_opt(s, 11, c & C_OTHER, ev->other);
-    return fsc__step(a, s, "events");
+}
+
+int fsc__db_exec_op(sqlite3_stmt *const *st, const fsc__op_t *op)
+{
+    sqlite3_stmt *s;
+    switch (op->kind) {
+    case FSC__OP_BLOCK:
+        s = st[FSC__ST_BLOCK];
+        bind_block_row(s, &op->u.row);
+        break;
+    case FSC__OP_SEGMENT:
+        s = st[FSC__ST_SEGMENT];
+        bind_segment_row(s, &op->u.seg);
+        break;
+    default:
+        s = st[FSC__ST_OTHER];
+        bind_other_row(s, &op->u.other.ev, op->u.other.seq);
+        break;
+    }
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc;
+}
+
+const char *fsc__op_table(int kind)
+{
+    return kind == FSC__OP_BLOCK ? "blocks" : kind == FSC__OP_SEGMENT ? "segments" : "events";
+}
+
+/* The bulk rows go to the writer thread when there is one. */
+static int route(fsc_analysis_t *a, const fsc__op_t *op)
+{
+    if (a->writer != NULL)
+        return fsc__writer_push(a, op);
+    if (fsc__db_exec_op(a->st, op) != SQLITE_DONE)
+        return fsc__db_err(a, fsc__op_table(op->kind));
+    return 0;
+}
+
+int fsc__db_block_row(fsc_analysis_t *a, const fsc__brow_t *r)
+{
+    fsc__op_t op;
+    op.kind = FSC__OP_BLOCK;
+    op.u.row = *r;
+    return route(a, &op);
+}
+
+int fsc__db_segment_row(fsc_analysis_t *a, const fsc__seg_t *g, int freed, uint64_t freed_seq,
+                        uint64_t freed_time)
+{
+    fsc__op_t op;
+    op.kind = FSC__OP_SEGMENT;
+    op.u.seg.seg = *g;
+    op.u.seg.freed = freed;
+    op.u.seg.freed_seq = freed_seq;
+    op.u.seg.freed_time = freed_time;
+    return route(a, &op);
+}
+
+static int other_row(fsc_analysis_t *a, const fsc_event_t *ev, uint64_t seq)
+{
+    fsc__op_t op;
+    op.kind = FSC__OP_OTHER;
+    op.u.other.ev = *ev;
+    op.u.other.ev.text = NULL;
+    op.u.other.seq = seq;
+    return route(a, &op);
 }
 
 /*

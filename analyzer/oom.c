@@ -17,6 +17,7 @@
 
 #include "ana_internal.h"
 #include "fragscope/allocator.h"
+#include "writer.h"
 
 #define TOP_SEGMENTS 10
 #define TOP_PINNING 20
@@ -237,6 +238,9 @@ static int write_tags(fsc_analysis_t *a, uint64_t id)
 
 int fsc__oom_diagnose(fsc_analysis_t *a, const fsc_event_t *ev)
 {
+    int rc = fsc__writer_sync(a); /* the diagnosis writes its own tables */
+    if (rc != 0)
+        return rc;
     oom_facts_t f;
     memset(&f, 0, sizeof f);
     uint64_t id = a->num_ooms++;
@@ -278,7 +282,6 @@ int fsc__oom_diagnose(fsc_analysis_t *a, const fsc_event_t *ev)
     char text[1536];
     explain(&f, text, sizeof text);
 
-    int rc = 0;
     uint64_t snap = 0;
     int have_snap = id < FSC__OOM_LAYOUTS;
     if (have_snap) {

@@ -1,0 +1,179 @@
+/*
+ * writer.c — the row-writing thread (see writer.h).
+ *
+ * SQLite's per-row cost is most of an analysis, and the replay does not
+ * need the rows back, so the two run side by side: the replay fills a local
+ * batch of rows and hands full batches to a ring under one lock; the writer
+ * takes everything queued, writes it without the lock, then frees the
+ * slots. Rows are written in the order they were queued, so the database
+ * is the same as when written inline.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "writer.h"
+
+#define RING_OPS 8192  /* ~1.7 MiB of rows in flight */
+#define BATCH_OPS 256
+
+struct fsc__writer {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t nonempty, nonfull, idle;
+    fsc__op_t *ring;
+    size_t head, tail;  /* under mu; slots [head, tail) are queued */
+    int busy, stop, failed;
+    fsc_err_t err;      /* under mu */
+    /* replay thread only */
+    fsc__op_t batch[BATCH_OPS];
+    size_t nbatch;
+    /* read-only for the thread */
+    sqlite3_stmt *const *st;
+    sqlite3 *db;
+    const char *path;
+};
+
+static void *run(void *arg)
+{
+    fsc__writer_t *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (w->head == w->tail && !w->stop) {
+            w->busy = 0;
+            pthread_cond_broadcast(&w->idle);
+            pthread_cond_wait(&w->nonempty, &w->mu);
+        }
+        if (w->head == w->tail)
+            break;
+        size_t h = w->head, t = w->tail;
+        int failed = w->failed;
+        w->busy = 1;
+        pthread_mutex_unlock(&w->mu);
+        int rc = SQLITE_DONE, kind = 0;
+        for (size_t i = h; i < t && !failed; i++) {
+            const fsc__op_t *op = &w->ring[i % RING_OPS];
+            rc = fsc__db_exec_op(w->st, op);
+            if (rc != SQLITE_DONE) {
+                kind = op->kind;
+                failed = 1;
+            }
+        }
+        pthread_mutex_lock(&w->mu);
+        if (failed && !w->failed) {
+            w->failed = 1;
+            fsc_err_set(&w->err, FSC_ESQLITE, "%s: %s: %s", w->path, fsc__op_table(kind),
+                        sqlite3_errmsg(w->db));
+        }
+        w->head = t;
+        pthread_cond_broadcast(&w->nonfull);
+    }
+    w->busy = 0;
+    pthread_cond_broadcast(&w->idle);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+void fsc__writer_start(fsc_analysis_t *a)
+{
+    fsc__writer_t *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return;
+    w->ring = malloc(RING_OPS * sizeof *w->ring);
+    w->st = a->st;
+    w->db = a->db;
+    w->path = a->out.path;
+    if (w->ring == NULL) {
+        free(w);
+        return;
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->nonempty, NULL);
+    pthread_cond_init(&w->nonfull, NULL);
+    pthread_cond_init(&w->idle, NULL);
+    if (pthread_create(&w->th, NULL, run, w) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->nonempty);
+        pthread_cond_destroy(&w->nonfull);
+        pthread_cond_destroy(&w->idle);
+        free(w->ring);
+        free(w);
+        return; /* rows are written inline */
+    }
+    a->writer = w;
+}
+
+static int failure(fsc_analysis_t *a, fsc__writer_t *w)
+{
+    /* called with w->mu held */
+    return fsc_err_copy(&a->err, &w->err);
+}
+
+/* Hand the local batch over to the ring. */
+static int flush_batch(fsc_analysis_t *a)
+{
+    fsc__writer_t *w = a->writer;
+    size_t n = w->nbatch;
+    if (n == 0)
+        return 0;
+    pthread_mutex_lock(&w->mu);
+    while (!w->failed && RING_OPS - (w->tail - w->head) < n)
+        pthread_cond_wait(&w->nonfull, &w->mu);
+    if (w->failed) {
+        int rc = failure(a, w);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++)
+        w->ring[(w->tail + i) % RING_OPS] = w->batch[i];
+    w->tail += n;
+    w->nbatch = 0;
+    pthread_cond_signal(&w->nonempty);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+int fsc__writer_push(fsc_analysis_t *a, const fsc__op_t *op)
+{
+    fsc__writer_t *w = a->writer;
+    w->batch[w->nbatch++] = *op;
+    return w->nbatch == BATCH_OPS ? flush_batch(a) : 0;
+}
+
+int fsc__writer_sync(fsc_analysis_t *a)
+{
+    fsc__writer_t *w = a->writer;
+    if (w == NULL)
+        return 0;
+    int rc = flush_batch(a);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&w->mu);
+    while (!w->failed && (w->head != w->tail || w->busy))
+        pthread_cond_wait(&w->idle, &w->mu);
+    rc = w->failed ? failure(a, w) : 0;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int fsc__writer_stop(fsc_analysis_t *a)
+{
+    fsc__writer_t *w = a->writer;
+    if (w == NULL)
+        return 0;
+    int rc = fsc__writer_sync(a);
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    w->head = w->tail; /* after a failure, drop what is left */
+    pthread_cond_signal(&w->nonempty);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->nonempty);
+    pthread_cond_destroy(&w->nonfull);
+    pthread_cond_destroy(&w->idle);
+    free(w->ring);
+    free(w);
+    a->writer = NULL;
+    return rc;
+}
