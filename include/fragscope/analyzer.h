@@ -8,6 +8,10 @@
  * written in one transaction to a temporary file that is renamed over the
  * final path only by fsc_analysis_finish, so a failure never leaves a
  * half-written database. Metric definitions are in docs/metrics.md.
+ *
+ * An analysis handle is used from one thread at a time. It starts one
+ * thread of its own that writes the bulk rows while the replay goes on; the
+ * thread ends in fsc_analysis_finish or fsc_analysis_destroy.
  */
 #ifndef FRAGSCOPE_ANALYZER_H
 #define FRAGSCOPE_ANALYZER_H
