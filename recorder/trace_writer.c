@@ -1,29 +1,24 @@
 /*
- * trace_writer.c — the recorder: turns events into chunk buffers on the
- * caller's thread and gets those chunks compressed and onto disk.
+ * trace_writer.c — the recorder's life and its event paths: open, the sink
+ * and write, ring mode, flush, close, and the exit and fatal-signal ends.
  *
  * The hot path (fsc_recorder_sink) takes a spinlock, encodes one record into
  * the chunk being filled and returns; a full chunk is queued and compressed
  * either by the recorder's thread (background mode) or by the caller right
- * after it drops the spinlock (background off, or when the queue is deep).
- * An OOM event is different: its chunk is written before the sink returns,
- * because the allocator hands the error to the program right afterwards and
- * the program may die of it.
- *
- * Tag nodes and their names get trace ids the first time an event needs
- * them, and their definitions go into the chunk just before that event;
- * definitions stay valid for the rest of the file.
+ * after it drops the spinlock (background off, or when the queue is deep);
+ * see trace_chunks.c. An OOM event is different: its chunk is written
+ * before the sink returns, because the allocator hands the error to the
+ * program right afterwards and the program may die of it. Tag nodes get
+ * trace ids when an event first needs them (trace_intern.c).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <uthash.h>
 
 #include "tags.h"
 #include "trace_clock.h"
@@ -31,51 +26,7 @@
 
 #define DEFAULT_CHUNK (256u << 10)
 #define MIN_CHUNK 64u
-#define HEADROOM (2 * FSC__MAX_EVENT_REC)
-#define MAX_QUEUED 8u /* deeper than this, producers compress themselves */
 #define MAX_RING (1ull << 28)
-
-struct fsc__strent {
-    UT_hash_handle hh;
-    uint32_t id;
-    uint32_t len;
-    char s[];
-};
-
-struct fsc__nodeent {
-    UT_hash_handle hh;
-    uint64_t key; /* parent << 32 | string id */
-    uint32_t id;
-};
-
-/* ---- spinlock ----------------------------------------------------------- */
-
-static inline void spin_lock(int *l)
-{
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
-        unsigned n = 0;
-        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-            if (++n >= 64) {
-                sched_yield();
-                n = 0;
-            } else {
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
-            }
-        }
-    }
-}
-
-static inline int spin_trylock(int *l)
-{
-    return !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
-}
-
-static inline void spin_unlock(int *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -92,7 +43,7 @@ int fsc__recorder_record_error(fsc_recorder_t *r, int code, const char *fmt, ...
     return code;
 }
 
-static int first_error(fsc_recorder_t *r)
+int fsc__recorder_first_error(fsc_recorder_t *r)
 {
     pthread_mutex_lock(&r->err_mu);
     int c = r->err.code;
@@ -105,308 +56,19 @@ const char *fsc_recorder_last_error(const fsc_recorder_t *r)
     return r == NULL ? "" : fsc_err_msg(&r->err);
 }
 
-/* ---- chunk buffers and the queue ---------------------------------------- */
-
-static fsc__chunk_t *chunk_new(size_t cap)
-{
-    fsc__chunk_t *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return NULL;
-    c->data = malloc(cap);
-    if (c->data == NULL) {
-        free(c);
-        return NULL;
-    }
-    c->cap = cap;
-    return c;
-}
-
-static void chunk_free(fsc__chunk_t *c)
-{
-    if (c != NULL) {
-        free(c->data);
-        free(c);
-    }
-}
-
-static fsc__chunk_t *chunk_get(fsc_recorder_t *r)
-{
-    pthread_mutex_lock(&r->q_mu);
-    fsc__chunk_t *c = r->free_list;
-    if (c != NULL)
-        r->free_list = c->next;
-    pthread_mutex_unlock(&r->q_mu);
-    if (c == NULL)
-        c = chunk_new(r->chunk_bytes + HEADROOM);
-    if (c != NULL) {
-        c->next = NULL;
-        c->len = 0;
-        c->events = 0;
-        c->first_event = 0;
-        c->born_ns = 0;
-    }
-    return c;
-}
-
-/* Under r->lock: queue the chunk being filled (if it holds anything) and
- * start a fresh one. Returns the queue depth, 0 if nothing was queued, or a
- * negative code when no buffer could be had (the current one is kept). */
-static int rotate(fsc_recorder_t *r)
-{
-    if (r->cur->len == 0)
-        return 0;
-    fsc__chunk_t *fresh = chunk_get(r);
-    if (fresh == NULL)
-        return fsc__recorder_record_error(r, FSC_ENOMEM, "%s: out of memory for a chunk buffer",
-                                          r->path);
-    fsc__chunk_t *full = r->cur;
-    r->cur = fresh;
-    fresh->first_event = r->events;
-    memset(&r->enc, 0, sizeof r->enc);
-    pthread_mutex_lock(&r->q_mu);
-    if (r->q_tail != NULL)
-        r->q_tail->next = full;
-    else
-        r->q_head = full;
-    r->q_tail = full;
-    int depth = (int)__atomic_add_fetch(&r->q_len, 1, __ATOMIC_RELAXED);
-    if (r->has_thread)
-        pthread_cond_signal(&r->q_cv);
-    pthread_mutex_unlock(&r->q_mu);
-    return depth;
-}
-
-/* Under r->lock: room for one record of `need` bytes in the current chunk. */
-static int ensure(fsc_recorder_t *r, size_t need, int *queued)
-{
-    fsc__chunk_t *c = r->cur;
-    if (c->len + need <= c->cap)
-        goto ok;
-    if (c->len > 0) {
-        int d = rotate(r);
-        if (d < 0)
-            return d;
-        *queued = 1;
-        c = r->cur;
-    }
-    if (need > c->cap) {
-        uint8_t *nd = realloc(c->data, need);
-        if (nd == NULL)
-            return fsc__recorder_record_error(r, FSC_ENOMEM, "%s: out of memory", r->path);
-        c->data = nd;
-        c->cap = need;
-    }
-ok:
-    if (c->len == 0)
-        c->born_ns = fsc_now_ns();
-    return 0;
-}
-
-/* ---- compression and I/O ------------------------------------------------ */
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    uint8_t *nb = realloc(*buf, need);
-    if (nb == NULL)
-        return -1;
-    *buf = nb;
-    *cap = need;
-    return 0;
-}
-
-/* Under io_mu: transpose and compress one chunk, append descriptor + frame. */
-static void write_chunk(fsc_recorder_t *r, fsc__chunk_t *c)
-{
-    if (r->io_failed || c->len == 0)
-        return;
-    size_t tneed = c->len + FSC__COLS_OVERHEAD;
-    size_t bound = ZSTD_compressBound(tneed);
-    if (grow(&r->tbuf, &r->tcap, tneed) != 0 || grow(&r->zbuf, &r->zcap, bound) != 0) {
-        r->io_failed = 1;
-        fsc__recorder_record_error(r, FSC_ENOMEM, "%s: out of memory compressing", r->path);
-        return;
-    }
-    size_t usize = fsc__chunk_transpose(c->data, c->len, r->tbuf);
-    size_t csize = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->tbuf, usize);
-    if (ZSTD_isError(csize)) {
-        r->io_failed = 1;
-        fsc__recorder_record_error(r, FSC_EZSTD, "%s: zstd: %s", r->path, ZSTD_getErrorName(csize));
-        return;
-    }
-    uint8_t d[8 + FSC__CHUNK_DESC_LEN];
-    fsc__put_le32(d, FSC__SKIP_CHUNK);
-    fsc__put_le32(d + 4, FSC__CHUNK_DESC_LEN);
-    fsc__put_le64(d + 8, c->first_event);
-    fsc__put_le32(d + 16, c->events);
-    fsc__put_le32(d + 20, (uint32_t)csize);
-    fsc__put_le32(d + 24, (uint32_t)usize);
-    fsc__put_le32(d + 28, fsc__crc32(d + 8, FSC__CHUNK_DESC_LEN - 4));
-    if (write_all(r->fd, d, sizeof d) != 0 || write_all(r->fd, r->zbuf, csize) != 0) {
-        int e = errno;
-        r->io_failed = 1;
-        fsc__recorder_record_error(r, FSC_EIO, "%s: write failed: %s", r->path, strerror(e));
-        return;
-    }
-    r->chunks_written++;
-    r->events_written += c->events;
-    r->bytes_written += sizeof d + csize;
-}
-
-/* Write every queued chunk, in order. Not under r->lock. */
-static void drain(fsc_recorder_t *r)
-{
-    if (getpid() != r->pid)
-        return; /* a forked child shares the descriptor but not the trace */
-    pthread_mutex_lock(&r->io_mu);
-    for (;;) {
-        pthread_mutex_lock(&r->q_mu);
-        fsc__chunk_t *c = r->q_head;
-        if (c != NULL) {
-            r->q_head = c->next;
-            if (r->q_head == NULL)
-                r->q_tail = NULL;
-            __atomic_sub_fetch(&r->q_len, 1, __ATOMIC_RELAXED);
-        }
-        pthread_mutex_unlock(&r->q_mu);
-        if (c == NULL)
-            break;
-        write_chunk(r, c);
-        pthread_mutex_lock(&r->q_mu);
-        c->next = r->free_list;
-        r->free_list = c;
-        pthread_mutex_unlock(&r->q_mu);
-    }
-    pthread_mutex_unlock(&r->io_mu);
-}
-
-/* ---- interning (under r->lock) ------------------------------------------ */
-
-static uint32_t intern_string(fsc_recorder_t *r, const char *s, size_t len, int *queued)
-{
-    struct fsc__strent *e = NULL;
-    HASH_FIND(hh, r->str_index, s, len, e);
-    if (e != NULL)
-        return e->id;
-    if (ensure(r, 1 + 10 + len, queued) != 0)
-        return 0;
-    e = malloc(sizeof *e + len + 1);
-    if (e == NULL) {
-        fsc__recorder_record_error(r, FSC_ENOMEM, "%s: out of memory", r->path);
-        return 0;
-    }
-    memcpy(e->s, s, len);
-    e->s[len] = '\0';
-    e->len = (uint32_t)len;
-    e->id = ++r->n_strings;
-    HASH_ADD_KEYPTR(hh, r->str_index, e->s, len, e);
-    fsc__chunk_t *c = r->cur;
-    c->len = (size_t)(fsc__encode_string(c->data + c->len, s, len) - c->data);
-    return e->id;
-}
-
-static uint32_t intern_node(fsc_recorder_t *r, uint32_t parent, const char *name, size_t len,
-                            int *queued)
-{
-    if (len > FSC_TAG_NAME_MAX)
-        len = FSC_TAG_NAME_MAX;
-    uint32_t sid = intern_string(r, name, len, queued);
-    if (sid == 0)
-        return 0;
-    uint64_t key = (uint64_t)parent << 32 | sid;
-    struct fsc__nodeent *e = NULL;
-    HASH_FIND(hh, r->node_index, &key, sizeof key, e);
-    if (e != NULL)
-        return e->id;
-    if (r->n_nodes + 1 >= r->nodes_cap) {
-        uint32_t nc = r->nodes_cap ? r->nodes_cap * 2 : 64;
-        fsc__fnode_t *nn = realloc(r->nodes, nc * sizeof *nn);
-        if (nn == NULL)
-            goto oom;
-        r->nodes = nn;
-        r->nodes_cap = nc;
-    }
-    if (ensure(r, 1 + 20, queued) != 0)
-        return 0;
-    e = malloc(sizeof *e);
-    if (e == NULL)
-        goto oom;
-    e->key = key;
-    e->id = r->n_nodes + 1;
-    __atomic_store_n(&r->n_nodes, e->id, __ATOMIC_RELAXED);
-    r->nodes[e->id].parent = parent;
-    r->nodes[e->id].sid = sid;
-    HASH_ADD(hh, r->node_index, key, sizeof key, e);
-    fsc__chunk_t *c = r->cur;
-    c->len = (size_t)(fsc__encode_tag(c->data + c->len, parent, sid) - c->data);
-    return e->id;
-oom:
-    fsc__recorder_record_error(r, FSC_ENOMEM, "%s: out of memory", r->path);
-    return 0;
-}
-
-/* Trace id of a process tag node, defining it (and its ancestors) in the
- * trace the first time. 0 (root) when it cannot be had. */
-static uint32_t map_global(fsc_recorder_t *r, uint32_t g, int *queued)
-{
-    if (g == 0)
-        return 0;
-    if (g < r->gmap_cap && r->gmap[g] != 0)
-        return r->gmap[g];
-    uint32_t gparent;
-    const char *name;
-    size_t len;
-    if (fsc__tag_get(g, &gparent, &name, &len) != 0)
-        return 0;
-    /* Recursion depth is bounded by the tag stack depth. */
-    uint32_t parent = map_global(r, gparent, queued);
-    uint32_t id = intern_node(r, parent, name, len, queued);
-    if (id == 0)
-        return 0;
-    if (g >= r->gmap_cap) {
-        uint32_t nc = r->gmap_cap ? r->gmap_cap : 256;
-        while (nc <= g)
-            nc *= 2;
-        uint32_t *nm = realloc(r->gmap, (size_t)nc * sizeof *nm);
-        if (nm == NULL)
-            return id;
-        memset(nm + r->gmap_cap, 0, (size_t)(nc - r->gmap_cap) * sizeof *nm);
-        r->gmap = nm;
-        r->gmap_cap = nc;
-    }
-    r->gmap[g] = id;
-    return id;
-}
-
 /* ---- appending events (under r->lock) ----------------------------------- */
 
 static int append_event(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t tag, uint64_t t,
                         uint32_t thread, int *queued)
 {
-    int rc = ensure(r, FSC__MAX_EVENT_REC + ev->text_len, queued);
+    int rc = fsc__chunk_ensure(r, FSC__MAX_EVENT_REC + ev->text_len, queued);
     if (rc != 0)
         return rc;
     fsc__chunk_t *c = r->cur;
     c->len = (size_t)(fsc__encode_event(&r->enc, c->data + c->len, ev, tag, t, thread) - c->data);
     c->events++;
     r->events++;
-    if (c->len >= r->chunk_bytes && rotate(r) > 0)
+    if (c->len >= r->chunk_bytes && fsc__chunk_rotate(r) > 0)
         *queued = 1;
     return 0;
 }
@@ -435,16 +97,16 @@ __attribute__((noinline)) static int record(fsc_recorder_t *r, const fsc_event_t
                                             uint32_t gtag, int stamp)
 {
     int queued = 0, rc = 0, sync = 0;
-    spin_lock(&r->lock);
+    fsc__spin_lock(&r->lock);
     if (r->finished) {
-        spin_unlock(&r->lock);
+        fsc__spin_unlock(&r->lock);
         return FSC_ESTATE;
     }
     if (t == 0 && stamp)
         t = fsc__clock_now(r);
     if (gtag != 0)
         tag = (gtag < r->gmap_cap && r->gmap[gtag] != 0) ? r->gmap[gtag]
-                                                          : map_global(r, gtag, &queued);
+                                                          : fsc__map_global(r, gtag, &queued);
     if (r->ring_mode) {
         fsc_event_t e = *ev;
         e.tag = tag;
@@ -457,12 +119,12 @@ __attribute__((noinline)) static int record(fsc_recorder_t *r, const fsc_event_t
         rc = append_event(r, ev, tag, t, thread, &queued);
     }
     if (ev->type == FSC_EV_OOM) {
-        rotate(r);
+        fsc__chunk_rotate(r);
         sync = 1;
     }
-    spin_unlock(&r->lock);
-    if (sync || (queued && (!r->has_thread || __atomic_load_n(&r->q_len, __ATOMIC_RELAXED) > MAX_QUEUED)))
-        drain(r);
+    fsc__spin_unlock(&r->lock);
+    if (sync || (queued && (!r->has_thread || __atomic_load_n(&r->q_len, __ATOMIC_RELAXED) > FSC__MAX_QUEUED)))
+        fsc__drain(r);
     return rc;
 }
 
@@ -507,18 +169,18 @@ void fsc_recorder_sink(void *ud, const fsc_event_t *ev)
         return;
     }
     int full = 0;
-    spin_lock(&r->lock);
+    fsc__spin_lock(&r->lock);
     /* Stamped under the lock, so stamps follow the order of the events. */
     if (t == 0)
         t = fsc__clock_now(r);
     if (sink_fast(r, ev, tag, gtag, t, thread, &full)) {
-        int queued = full && rotate(r) > 0;
-        spin_unlock(&r->lock);
-        if (queued && (!r->has_thread || __atomic_load_n(&r->q_len, __ATOMIC_RELAXED) > MAX_QUEUED))
-            drain(r);
+        int queued = full && fsc__chunk_rotate(r) > 0;
+        fsc__spin_unlock(&r->lock);
+        if (queued && (!r->has_thread || __atomic_load_n(&r->q_len, __ATOMIC_RELAXED) > FSC__MAX_QUEUED))
+            fsc__drain(r);
         return;
     }
-    spin_unlock(&r->lock);
+    fsc__spin_unlock(&r->lock);
     record(r, ev, tag, t, thread, gtag, 1);
 }
 
@@ -538,29 +200,7 @@ int fsc_recorder_write(fsc_recorder_t *r, const fsc_event_t *ev)
     int rc = record(r, ev, ev->tag, ev->time_ns, ev->thread, 0, 0);
     if (rc == FSC_ESTATE)
         return fsc__recorder_record_error(r, FSC_ESTATE, "%s: recorder is closed", r->path);
-    return rc != 0 ? rc : first_error(r);
-}
-
-int fsc_recorder_tag_node(fsc_recorder_t *r, uint32_t parent, const char *name, size_t len,
-                          uint32_t *out)
-{
-    if (r == NULL || out == NULL || (name == NULL && len > 0))
-        return FSC_EINVAL;
-    int queued = 0;
-    spin_lock(&r->lock);
-    if (parent > r->n_nodes) {
-        spin_unlock(&r->lock);
-        return fsc__recorder_record_error(r, FSC_EINVAL, "%s: tag node %u was never defined",
-                                          r->path, parent);
-    }
-    uint32_t id = intern_node(r, parent, name ? name : "", len, &queued);
-    spin_unlock(&r->lock);
-    if (queued && !r->has_thread)
-        drain(r);
-    if (id == 0)
-        return first_error(r) ? first_error(r) : FSC_ENOMEM;
-    *out = id;
-    return 0;
+    return rc != 0 ? rc : fsc__recorder_first_error(r);
 }
 
 /* ---- flush, background thread, close ------------------------------------ */
@@ -570,76 +210,30 @@ int fsc_recorder_flush(fsc_recorder_t *r)
     if (r == NULL)
         return FSC_EINVAL;
     int queued = 0;
-    spin_lock(&r->lock);
+    fsc__spin_lock(&r->lock);
     if (!r->finished) {
         if (r->ring_mode)
             spill_ring(r, &queued);
-        rotate(r);
+        fsc__chunk_rotate(r);
     }
-    spin_unlock(&r->lock);
-    drain(r);
-    return first_error(r);
-}
-
-static void *bg_main(void *arg)
-{
-    fsc_recorder_t *r = arg;
-    uint64_t interval = (uint64_t)r->opts.flush_interval_ms * 1000000ull;
-    uint64_t nap = interval / 4 < 1000000ull ? 1000000ull : interval / 4;
-    pthread_mutex_lock(&r->q_mu);
-    while (!r->stop) {
-        if (r->q_len == 0) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            uint64_t ns = (uint64_t)ts.tv_nsec + nap;
-            ts.tv_sec += (time_t)(ns / 1000000000ull);
-            ts.tv_nsec = (long)(ns % 1000000000ull);
-            pthread_cond_timedwait(&r->q_cv, &r->q_mu, &ts);
-        }
-        pthread_mutex_unlock(&r->q_mu);
-        drain(r);
-        int due = 0;
-        spin_lock(&r->lock);
-        if (!r->finished && r->cur->len > 0 && fsc_now_ns() - r->cur->born_ns >= interval)
-            due = rotate(r) > 0;
-        spin_unlock(&r->lock);
-        if (due)
-            drain(r);
-        pthread_mutex_lock(&r->q_mu);
-    }
-    pthread_mutex_unlock(&r->q_mu);
-    return NULL;
-}
-
-static void write_end(fsc_recorder_t *r)
-{
-    uint8_t e[8 + FSC__END_LEN];
-    fsc__put_le32(e, FSC__SKIP_END);
-    fsc__put_le32(e + 4, FSC__END_LEN);
-    fsc__put_le64(e + 8, r->events_written);
-    fsc__put_le64(e + 16, r->chunks_written);
-    fsc__put_le64(e + 24, r->ring.dropped);
-    fsc__put_le32(e + 32, fsc__crc32(e + 8, FSC__END_LEN - 4));
-    if (write_all(r->fd, e, sizeof e) != 0) {
-        int err = errno;
-        r->io_failed = 1;
-        fsc__recorder_record_error(r, FSC_EIO, "%s: write failed: %s", r->path, strerror(err));
-    }
+    fsc__spin_unlock(&r->lock);
+    fsc__drain(r);
+    return fsc__recorder_first_error(r);
 }
 
 int fsc__recorder_finalize(fsc_recorder_t *r)
 {
     int queued = 0;
-    spin_lock(&r->lock);
+    fsc__spin_lock(&r->lock);
     if (r->finished) {
-        spin_unlock(&r->lock);
-        return first_error(r);
+        fsc__spin_unlock(&r->lock);
+        return fsc__recorder_first_error(r);
     }
     if (r->ring_mode)
         spill_ring(r, &queued);
-    rotate(r);
+    fsc__chunk_rotate(r);
     r->finished = 1;
-    spin_unlock(&r->lock);
+    fsc__spin_unlock(&r->lock);
     if (r->has_thread) {
         pthread_mutex_lock(&r->q_mu);
         r->stop = 1;
@@ -648,11 +242,11 @@ int fsc__recorder_finalize(fsc_recorder_t *r)
         pthread_join(r->thread, NULL);
         r->has_thread = 0;
     }
-    drain(r);
+    fsc__drain(r);
     if (getpid() == r->pid) {
         pthread_mutex_lock(&r->io_mu);
         if (!r->io_failed)
-            write_end(r);
+            fsc__write_end(r);
         if (r->fd >= 0 && close(r->fd) != 0 && !r->io_failed) {
             int e = errno;
             fsc__recorder_record_error(r, FSC_EIO, "%s: close failed: %s", r->path, strerror(e));
@@ -660,14 +254,14 @@ int fsc__recorder_finalize(fsc_recorder_t *r)
         r->fd = -1;
         pthread_mutex_unlock(&r->io_mu);
     }
-    return first_error(r);
+    return fsc__recorder_first_error(r);
 }
 
 void fsc__recorder_emergency_flush(fsc_recorder_t *r)
 {
     /* From a fatal-signal handler: only proceed when nobody holds the locks
      * (the crashing thread may be inside the recorder). Best effort. */
-    if (getpid() != r->pid || !spin_trylock(&r->lock))
+    if (getpid() != r->pid || !fsc__spin_trylock(&r->lock))
         return;
     if (!r->finished && pthread_mutex_trylock(&r->io_mu) == 0) {
         if (r->ring_mode) {
@@ -676,45 +270,34 @@ void fsc__recorder_emergency_flush(fsc_recorder_t *r)
         }
         if (pthread_mutex_trylock(&r->q_mu) == 0) {
             for (fsc__chunk_t *c = r->q_head; c != NULL; c = c->next) {
-                write_chunk(r, c);
+                fsc__chunk_write(r, c);
                 c->len = 0;
             }
             pthread_mutex_unlock(&r->q_mu);
-            write_chunk(r, r->cur);
+            fsc__chunk_write(r, r->cur);
             r->cur->len = 0;
             /* Everything the recorder received is on disk: say so. */
             if (!r->io_failed)
-                write_end(r);
+                fsc__write_end(r);
         }
         pthread_mutex_unlock(&r->io_mu);
     }
     r->finished = 1;
-    spin_unlock(&r->lock);
+    fsc__spin_unlock(&r->lock);
 }
 
 static void recorder_free(fsc_recorder_t *r)
 {
-    chunk_free(r->cur);
+    fsc__chunk_free(r->cur);
     for (fsc__chunk_t *c = r->q_head, *n; c != NULL; c = n) {
         n = c->next;
-        chunk_free(c);
+        fsc__chunk_free(c);
     }
     for (fsc__chunk_t *c = r->free_list, *n; c != NULL; c = n) {
         n = c->next;
-        chunk_free(c);
+        fsc__chunk_free(c);
     }
-    struct fsc__strent *s, *st;
-    HASH_ITER(hh, r->str_index, s, st) {
-        HASH_DEL(r->str_index, s);
-        free(s);
-    }
-    struct fsc__nodeent *n, *nt;
-    HASH_ITER(hh, r->node_index, n, nt) {
-        HASH_DEL(r->node_index, n);
-        free(n);
-    }
-    free(r->nodes);
-    free(r->gmap);
+    fsc__intern_free(r);
     fsc__ring_free(&r->ring);
     ZSTD_freeCCtx(r->cctx);
     free(r->zbuf);
@@ -764,7 +347,7 @@ static int open_file(fsc_recorder_t *r, const char *path, fsc_err_t *err)
         return fsc_err_set(err, rc, "%s: header strings too long (max %u bytes each)", path,
                            FSC__MAX_STRING_BYTES);
     }
-    if (write_all(r->fd, hb, hl) != 0) {
+    if (fsc__write_all(r->fd, hb, hl) != 0) {
         int e = errno;
         free(hb);
         fsc_outfile_abort(&of);
@@ -773,20 +356,6 @@ static int open_file(fsc_recorder_t *r, const char *path, fsc_err_t *err)
     free(hb);
     r->bytes_written = hl;
     return fsc_outfile_commit(&of, err);
-}
-
-/* Size the compression buffers and zstd's workspace for a full chunk now,
- * so that writing a chunk normally allocates nothing; the fatal-signal path
- * depends on it. */
-static int prepare_compression(fsc_recorder_t *r)
-{
-    size_t full = r->chunk_bytes + HEADROOM;
-    if (grow(&r->tbuf, &r->tcap, full + FSC__COLS_OVERHEAD) != 0 ||
-        grow(&r->zbuf, &r->zcap, ZSTD_compressBound(full + FSC__COLS_OVERHEAD)) != 0)
-        return FSC_ENOMEM;
-    memset(r->tbuf, 0, full);
-    size_t z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->tbuf, full);
-    return ZSTD_isError(z) ? FSC_EZSTD : 0;
 }
 
 static int init_sync(fsc_recorder_t *r)
@@ -861,7 +430,7 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
     r->hdr.h.config = r->hdr.config;
     r->hdr.h.backend = r->hdr.backend;
     r->path = strdup(path);
-    r->cur = chunk_new(r->chunk_bytes + HEADROOM);
+    r->cur = fsc__chunk_new(r->chunk_bytes + FSC__HEADROOM);
     r->cctx = ZSTD_createCCtx();
     int rc = FSC_ENOMEM;
     if (r->hdr.producer == NULL || r->hdr.config == NULL || r->hdr.backend == NULL ||
@@ -872,7 +441,7 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
     ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_compressionLevel, o.zstd_level);
     ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_contentSizeFlag, 1);
-    if (prepare_compression(r) != 0) {
+    if (fsc__prepare_compression(r) != 0) {
         rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
@@ -885,7 +454,7 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
         goto fail;
     /* Ring mode writes only on OOM, flush and exit: no thread needed. */
     if (o.background && !r->ring_mode) {
-        if (pthread_create(&r->thread, NULL, bg_main, r) != 0) {
+        if (pthread_create(&r->thread, NULL, fsc__writer_thread, r) != 0) {
             rc = fsc_err_set(err, FSC_ENOMEM, "%s: cannot start the writer thread", path);
             close(r->fd);
             r->fd = -1;

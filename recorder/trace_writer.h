@@ -109,6 +109,69 @@ struct fsc_recorder {
     struct fsc_recorder *reg_next;
 };
 
+#define FSC__HEADROOM (2 * FSC__MAX_EVENT_REC) /* chunk buffer room past chunk_bytes */
+#define FSC__MAX_QUEUED 8u /* deeper than this, producers compress themselves */
+
+/* ---- the recorder's spinlock -------------------------------------------- */
+
+#include <sched.h>
+
+static inline void fsc__spin_lock(int *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
+        unsigned n = 0;
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+            if (++n >= 64) {
+                sched_yield();
+                n = 0;
+            } else {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            }
+        }
+    }
+}
+
+static inline int fsc__spin_trylock(int *l)
+{
+    return !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
+}
+
+static inline void fsc__spin_unlock(int *l)
+{
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- chunks and I/O (trace_chunks.c) ------------------------------------ */
+
+fsc__chunk_t *fsc__chunk_new(size_t cap);
+void fsc__chunk_free(fsc__chunk_t *c);
+/* Under r->lock: queue the chunk being filled (if it holds anything) and
+ * start a fresh one. Returns the queue depth, 0 if nothing was queued, or a
+ * negative code when no buffer could be had (the current one is kept). */
+int fsc__chunk_rotate(fsc_recorder_t *r);
+/* Under r->lock: room for one record of need bytes in the current chunk
+ * (sets *queued when a full chunk was queued to make it). */
+int fsc__chunk_ensure(fsc_recorder_t *r, size_t need, int *queued);
+/* Under io_mu: transpose, compress and append one chunk. */
+void fsc__chunk_write(fsc_recorder_t *r, fsc__chunk_t *c);
+/* Not under r->lock: write every queued chunk, in order. */
+void fsc__drain(fsc_recorder_t *r);
+void *fsc__writer_thread(void *arg);
+/* Under io_mu: the end frame. */
+void fsc__write_end(fsc_recorder_t *r);
+int fsc__write_all(int fd, const uint8_t *p, size_t n);
+/* Size buffers and zstd's workspace for a full chunk (at open). */
+int fsc__prepare_compression(fsc_recorder_t *r);
+
+/* ---- interning (trace_intern.c), under r->lock -------------------------- */
+
+/* Trace id of a process tag node, defining it (and its ancestors) in the
+ * trace the first time. 0 (root) when it cannot be had. */
+uint32_t fsc__map_global(fsc_recorder_t *r, uint32_t g, int *queued);
+void fsc__intern_free(fsc_recorder_t *r);
+
 /* ---- registry of open recorders (trace_registry.c) ---------------------- */
 
 void fsc__registry_add(fsc_recorder_t *r);
@@ -119,5 +182,6 @@ int fsc__recorder_finalize(fsc_recorder_t *r);
 void fsc__recorder_emergency_flush(fsc_recorder_t *r);
 int fsc__recorder_record_error(fsc_recorder_t *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+int fsc__recorder_first_error(fsc_recorder_t *r);
 
 #endif /* FSC_RECORDER_TRACE_WRITER_H */
