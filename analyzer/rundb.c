@@ -53,6 +53,16 @@ int fsc_rundb_open(const char *path, sqlite3 **out, fsc_err_t *err)
                            "%s: run database schema %lld is newer than this fragscope (%d)",
                            path, (long long)version, FSC_DB_SCHEMA_VERSION);
     }
+    /* An analysis that failed never renames its file into place, so a
+     * database without its summary was damaged or made by something else. */
+    if (sqlite3_prepare_v2(db, "SELECT key, value FROM summary LIMIT 1", -1, &s, NULL) !=
+        SQLITE_OK) {
+        rc = fsc_err_set(err, FSC_EFORMAT, "%s: damaged run database: %s", path,
+                         sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return rc;
+    }
+    sqlite3_finalize(s);
     *out = db;
     return 0;
 }

@@ -278,10 +278,17 @@ static void test_bad_databases(void)
     sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", NULL, NULL, NULL);
     sqlite3_close(db);
     char out[4096], want[2048];
+    /* a meta table claiming the schema, and nothing else */
+    const char *husk = fsc_test_path("husk.db");
+    sqlite3_open(husk, &db);
+    sqlite3_exec(db, "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+                     "INSERT INTO meta VALUES('schema_version', 1);", NULL, NULL, NULL);
+    sqlite3_close(db);
     const char *cases[][2] = {{txt, "not a fragscope run database"},
                               {foreign, "not a fragscope run database"},
-                              {fsc_test_path("missing.db"), "No such file"}};
-    for (int i = 0; i < 3; i++) {
+                              {fsc_test_path("missing.db"), "No such file"},
+                              {husk, "damaged run database: no such table: summary"}};
+    for (int i = 0; i < 4; i++) {
         CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s", fs, cases[i][0]), 2);
         snprintf(want, sizeof want, "fragscope: %s: ", cases[i][0]);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
