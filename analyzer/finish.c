@@ -168,7 +168,7 @@ static int write_bins(fsc_analysis_t *a, const peak_facts_t *p)
         int c = 1;
         fsc__bind_u64(s, c++, (uint64_t)k);
         fsc__bind_u64(s, c++, (uint64_t)512 << k);
-        fsc__bind_u64(s, c++, k >= 54 ? UINT64_MAX >> 1 : (uint64_t)512 << (k + 1));
+        fsc__bind_u64(s, c++, (uint64_t)512 << (k + 1)); /* k < 48: fits */
         fsc__bind_u64(s, c++, b->requests);
         fsc__bind_u64(s, c++, b->requested_bytes);
         fsc__bind_u64(s, c++, b->allocated_bytes);
