@@ -35,9 +35,9 @@ static int kv_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
     int rc = fsc__ld_col_s(L, st, 0, &e->key);
     if (rc != 0)
         return rc;
+    if (e->key == NULL) /* NULL key (a damaged file): the row names nothing */
+        return 0;
     (*k->n)++;
-    if (e->key == NULL)
-        return fsc__ld_nomem(L);
     switch (sqlite3_column_type(st, 1)) {
     case SQLITE_INTEGER:
         e->is_int = 1;
