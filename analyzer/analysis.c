@@ -145,14 +145,19 @@ int fsc_analysis_define_tag(fsc_analysis_t *a, uint32_t node, uint32_t parent,
         rc = fsc__tag_ensure(a, parent);
     if (rc != 0)
         return rc;
+    if (name == NULL)
+        name = "";
     fsc__tag_t *t = &a->tags[node];
     if (t->defined && t->parent == parent) {
-        const char *last = strrchr(t->path, '/');
-        last = last ? last + 1 : t->path;
-        if (strlen(last) == len && memcmp(last, name, len) == 0)
+        /* same definition again: path = parent's path [+ '/'] + name */
+        const char *pp = a->tags[parent].path;
+        size_t plen = parent == 0 ? 0 : strlen(pp);
+        size_t tlen = strlen(t->path);
+        if (tlen == plen + (plen ? 1 : 0) + len &&
+            (len == 0 || memcmp(t->path + tlen - len, name, len) == 0))
             return 0;
     }
-    return tag_store(a, node, parent, name ? name : "", len);
+    return tag_store(a, node, parent, name, len);
 }
 
 int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
