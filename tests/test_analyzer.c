@@ -995,6 +995,13 @@ static void test_api_errors(void)
     /* no events at all: a valid, empty database */
     const char *db = fsc_test_path("empty.db");
     CU_ASSERT_EQUAL_FATAL(fsc_analysis_create(db, NULL, NULL, &a, &err), 0);
+    /* tags: repeated definitions are no-ops, children see their parent's path,
+     * a tag used before its parent is defined gets a placeholder parent */
+    CU_ASSERT_EQUAL(fsc_analysis_define_tag(a, 1, 0, "a/b.py:3:f", 10), 0);
+    CU_ASSERT_EQUAL(fsc_analysis_define_tag(a, 1, 0, "a/b.py:3:f", 10), 0);
+    CU_ASSERT_EQUAL(fsc_analysis_define_tag(a, 2, 1, "g", 1), 0);
+    CU_ASSERT_EQUAL(fsc_analysis_define_tag(a, 4, 3, "h", 1), 0);
+    CU_ASSERT_EQUAL(fsc_analysis_define_tag(a, 5, 5, "x", 1), FSC_EFORMAT);
     fsc_analysis_summary_t sum;
     CU_ASSERT_EQUAL(fsc_analysis_finish(a, &sum), 0);
     CU_ASSERT_EQUAL(fsc_analysis_feed(a, &(fsc_event_t){.type = FSC_EV_MARKER}), FSC_EINVAL);
@@ -1007,6 +1014,9 @@ static void test_api_errors(void)
     CU_ASSERT_EQUAL(qi("SELECT count(*) FROM events"), 0);
     CU_ASSERT_EQUAL(qi("SELECT count(*) FROM timeline"), 0);
     CU_ASSERT_STRING_EQUAL(qt("SELECT value FROM meta WHERE key='source_kind'"), "api");
+    CU_ASSERT_STRING_EQUAL(qt("SELECT path FROM tags WHERE id=2"), "a/b.py:3:f/g");
+    CU_ASSERT_STRING_EQUAL(qt("SELECT path FROM tags WHERE id=4"), "#3/h");
+    CU_ASSERT_EQUAL(qi("SELECT parent FROM tags WHERE id=0"), -1);
     db_close();
     CU_ASSERT_STRING_EQUAL(fsc_oom_cause_name(FSC_OOM_EXTERNAL), "external");
     CU_ASSERT_STRING_EQUAL(fsc_oom_cause_name(99), "unknown");
