@@ -25,7 +25,7 @@ static const metric_t k_metrics[] = {
     {"utilization", "utilization", K_RATIO, +1},
     {"internal_frag_ratio_at_peak", "internal frag at peak", K_RATIO, -1},
     {"external_frag_at_peak", "external frag at peak", K_RATIO, -1},
-    {"reserved_unallocated_at_peak", "reserved−allocated at peak", K_BYTES, -1},
+    {"reserved_unallocated_at_peak", "reserved-allocated at peak", K_BYTES, -1},
     {"peak_inactive_split_bytes", "peak inactive split", K_BYTES, -1},
     {"num_ooms", "OOMs", K_COUNT, -1},
     {"segments_created", "segments created", K_COUNT, 0},
@@ -54,6 +54,19 @@ static int changed(kind_t k, double a, double b)
     return fabs(b - a) / base > 0.01;
 }
 
+/* "capacity at event 512", or "none". */
+static void first_oom(sqlite3 *db, char *buf, size_t cap)
+{
+    sqlite3_stmt *s = NULL;
+    snprintf(buf, cap, "none");
+    if (sqlite3_prepare_v2(db, "SELECT cause, seq FROM ooms ORDER BY id LIMIT 1", -1, &s,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        snprintf(buf, cap, "%s at event %lld", (const char *)sqlite3_column_text(s, 0),
+                 (long long)sqlite3_column_int64(s, 1));
+    sqlite3_finalize(s);
+}
+
 int fsc_diff_write(const char *base_db, const char *new_db, FILE *out, int *verdict,
                    fsc_err_t *err)
 {
@@ -67,7 +80,7 @@ int fsc_diff_write(const char *base_db, const char *new_db, FILE *out, int *verd
     }
     char better[512] = "", worse[512] = "";
     int nb = 0, nw = 0;
-    fprintf(out, "%-28s %14s %14s %16s\n", "", "base", "new", "delta");
+    fprintf(out, "%-28s %14s %14s %22s\n", "", "base", "new", "delta");
     for (size_t i = 0; i < sizeof k_metrics / sizeof k_metrics[0]; i++) {
         const metric_t *m = &k_metrics[i];
         double va = fsc__rundb_summary(a, m->key, 0.0), vb = fsc__rundb_summary(b, m->key, 0.0);
@@ -80,14 +93,14 @@ int fsc_diff_write(const char *base_db, const char *new_db, FILE *out, int *verd
             char s[32];
             fsc_size_format((uint64_t)fabs(vb - va), s, sizeof s);
             if (va > 0)
-                snprintf(sd, sizeof sd, "%s%s (%+.1f%%)", vb >= va ? "+" : "−", s,
+                snprintf(sd, sizeof sd, "%s%s (%+.1f%%)", vb >= va ? "+" : "-", s,
                          100.0 * (vb - va) / va);
             else
-                snprintf(sd, sizeof sd, "%s%s", vb >= va ? "+" : "−", s);
+                snprintf(sd, sizeof sd, "%s%s", vb >= va ? "+" : "-", s);
         } else {
             snprintf(sd, sizeof sd, "%+.0f", vb - va);
         }
-        fprintf(out, "%-28s %14s %14s %16s\n", m->label, sa, sb, sd);
+        fprintf(out, "%-28s %14s %14s %22s\n", m->label, sa, sb, sd);
         if (m->better == 0 || !changed(m->kind, va, vb))
             continue;
         int good = (vb < va) == (m->better < 0);
@@ -99,6 +112,11 @@ int fsc_diff_write(const char *base_db, const char *new_db, FILE *out, int *verd
         else
             nw++;
     }
+    char oa[96], ob[96];
+    first_oom(a, oa, sizeof oa);
+    first_oom(b, ob, sizeof ob);
+    if (strcmp(oa, "none") != 0 || strcmp(ob, "none") != 0)
+        fprintf(out, "%-28s %s → %s\n", "first OOM", oa, ob);
     int v;
     if (nw > 0 && nb > 0) {
         v = 2;

@@ -243,6 +243,7 @@ static void test_diff(void)
     char *s = fsc_test_slurp(path, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_PTR_NOT_NULL(strstr(s, "verdict: worse — OOMs 0 → 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "first OOM                    none → capacity at event 8\n"));
     free(s);
     f = fopen(path, "w");
     CU_ASSERT_EQUAL(fsc_diff_write(g_worse, g_base, f, &verdict, &err), 0);
