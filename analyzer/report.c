@@ -125,13 +125,13 @@ static void print_text(const rep_t *r, FILE *f)
     }
     if (r->nbins > 0) {
         fprintf(f, "\nbins (block sizes)\n");
-        fprintf(f, "  %-22s %9s %6s %11s %11s %11s\n", "size class", "requests", "hit%",
+        fprintf(f, "  %-24s %9s %6s %11s %11s %11s\n", "size class", "requests", "hit%",
                 "waste", "peak live", "free@peak");
         for (int i = 0; i < r->nbins; i++) {
             const rep_bin_t *x = &r->bins[i];
             char cls[48];
-            snprintf(cls, sizeof cls, "%s–%s", SZ(0, x->lo), SZ(1, x->hi));
-            fprintf(f, "  %-22s %9lld %5.1f%% %11s %11s %11s\n", cls, (long long)x->requests,
+            snprintf(cls, sizeof cls, "%s - %s", SZ(0, x->lo), SZ(1, x->hi));
+            fprintf(f, "  %-24s %9lld %5.1f%% %11s %11s %11s\n", cls, (long long)x->requests,
                     100.0 * x->hit_rate, SZ(2, x->waste), SZ(3, x->peak_bytes),
                     SZ(4, x->free_at_peak));
         }
