@@ -279,7 +279,7 @@ void fsc__timeline_free(fsc__timeline_t *t);
 /* ---- oom.c ------------------------------------------------------------- */
 int fsc__oom_diagnose(fsc_analysis_t *a, const fsc_event_t *ev);
 
-/* ---- db.c -------------------------------------------------------------- */
+/* ---- db.c, fold.c ------------------------------------------------------ */
 int fsc__db_open(fsc_analysis_t *a);
 void fsc__db_close(fsc_analysis_t *a);
 int fsc__db_err(fsc_analysis_t *a, const char *what);
@@ -293,6 +293,7 @@ int fsc__db_block_row(fsc_analysis_t *a, const fsc__brow_t *r);
  * MERGE events into block rows where that is exact. */
 int fsc__db_event(fsc_analysis_t *a, const fsc_event_t *ev, int applied);
 int fsc__db_flush_pending(fsc_analysis_t *a);
+int fsc__db_other_row(fsc_analysis_t *a, const fsc_event_t *ev, uint64_t seq);
 /* Bind and step one bulk row on its statement; returns SQLite's code. */
 int fsc__db_exec_op(sqlite3_stmt *const *st, const fsc__op_t *op);
 const char *fsc__op_table(int kind);
