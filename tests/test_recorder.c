@@ -582,6 +582,25 @@ static void test_long_marker_text(void)
     free(text);
 }
 
+static void test_path_expand(void)
+{
+    char b[64];
+    CU_ASSERT_EQUAL(fsc_trace_path_expand("run.fstrace", 42, -1, 1, b, sizeof b), 0);
+    CU_ASSERT_STRING_EQUAL(b, "run.fstrace");
+    CU_ASSERT_EQUAL(fsc_trace_path_expand("/t/run.%p.fstrace", 42, -1, 1, b, sizeof b), 0);
+    CU_ASSERT_STRING_EQUAL(b, "/t/run.42.fstrace");
+    CU_ASSERT_EQUAL(fsc_trace_path_expand("r%r-%p%%.fstrace", 7, 3, 8, b, sizeof b), 0);
+    CU_ASSERT_STRING_EQUAL(b, "r3-7%.fstrace");
+    /* Ranks of one job never share a file. */
+    CU_ASSERT_EQUAL(fsc_trace_path_expand("/t/run.fstrace", 7, 3, 8, b, sizeof b), 0);
+    CU_ASSERT_STRING_EQUAL(b, "/t/run.rank3.fstrace");
+    CU_ASSERT_EQUAL(fsc_trace_path_expand("/t/run", 7, 0, 2, b, sizeof b), 0);
+    CU_ASSERT_STRING_EQUAL(b, "/t/run.rank0");
+    CU_ASSERT_EQUAL(fsc_trace_path_expand("/t/run.fstrace", 7, 0, 1, b, sizeof b), 0);
+    CU_ASSERT_STRING_EQUAL(b, "/t/run.fstrace");
+    CU_ASSERT_EQUAL(fsc_trace_path_expand("%p%p%p%p", 1234567, -1, 1, b, 12), FSC_EINVAL);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"round_trip_every_field", test_round_trip_every_field},
     {"golden_bytes", test_golden_bytes},
@@ -593,6 +612,7 @@ static const fsc_test_case_t k_tests[] = {
     {"hostile_sizes", test_hostile_sizes},
     {"writer_rejects_bad_input", test_writer_rejects_bad_input},
     {"mode_parse", test_mode_parse},
+    {"path_expand", test_path_expand},
     {"varint_limits", test_varint_limits},
     {"long_marker_text", test_long_marker_text},
     {NULL, NULL},

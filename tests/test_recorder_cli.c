@@ -224,6 +224,31 @@ static void test_record_errors(void)
     CU_ASSERT_EQUAL(rc, 128 + 9);
 }
 
+static void test_record_distributed(void)
+{
+    /* Two ranks of one job, one environment: one trace each, both summarized. */
+    const char *trace = fsc_test_path("dist.fstrace");
+    static char out[8192];
+    const char *exe = self_exe();
+    int rc = fsc_test_sh(out, sizeof out,
+                         "%s record -o %s -- sh -c 'for r in 0 1; do RANK=$r WORLD_SIZE=2 "
+                         "FSC_TEST_RECORD_CHILD=$((10 + r)) %s & done; wait'",
+                         fsc_test_fragscope(), trace, exe);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_FALSE(fsc_test_file_exists(trace));
+    for (int r = 0; r < 2; r++) {
+        char p[1100], want[1200];
+        snprintf(p, sizeof p, "%s/dist.rank%d.fstrace", fsc_test_tmpdir(), r);
+        snprintf(want, sizeof want, "fragscope record: %s: %d events in 1 chunks", p, 10 + r);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+        fsc_trace_reader_t *rd = NULL;
+        fsc_err_t err;
+        CU_ASSERT_EQUAL_FATAL(fsc_trace_open(p, &rd, &err), 0);
+        CU_ASSERT_EQUAL(fsc_trace_header(rd)->rank, r);
+        fsc_trace_close(rd);
+    }
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"info_text", test_info_text},
     {"info_json", test_info_json},
@@ -231,6 +256,7 @@ static const fsc_test_case_t k_tests[] = {
     {"info_errors", test_info_errors},
     {"record_runs_command", test_record_runs_command},
     {"record_errors", test_record_errors},
+    {"record_distributed", test_record_distributed},
     {NULL, NULL},
 };
 

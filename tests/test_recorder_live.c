@@ -333,6 +333,7 @@ static void test_env_and_exit_handler(void)
     if (pid == 0) {
         setenv("FRAGSCOPE_TRACE", p, 1);
         setenv("FRAGSCOPE_TRACE_MODE", "ring:5", 1);
+        unsetenv("WORLD_SIZE");
         fsc_recorder_t *r = NULL, *again = NULL;
         fsc_err_t err;
         fsc_trace_header_t h = {0};
@@ -391,6 +392,32 @@ static void test_env_and_exit_handler(void)
     }
     waitpid(pid, &status, 0);
     CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* A rank of a distributed job gets its own file and its rank in the
+     * header, without any code knowing about ranks. */
+    fflush(NULL);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        setenv("FRAGSCOPE_TRACE", fsc_test_path("dist.fstrace"), 1);
+        unsetenv("FRAGSCOPE_TRACE_MODE");
+        setenv("RANK", "2", 1);
+        setenv("WORLD_SIZE", "4", 1);
+        fsc_recorder_t *rr = NULL;
+        fsc_err_t e2;
+        if (fsc_recorder_from_env(NULL, &rr, &e2) != 0 || rr == NULL)
+            _exit(6);
+        fsc_event_t e = alloc_ev(0);
+        fsc_recorder_sink(rr, &e);
+        exit(0);
+    }
+    waitpid(pid, &status, 0);
+    CU_ASSERT_FATAL(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT_FALSE(fsc_test_file_exists(fsc_test_path("dist.fstrace")));
+    CU_ASSERT_EQUAL_FATAL(fsc_trace_open(fsc_test_path("dist.rank2.fstrace"), &rd, &err), 0);
+    CU_ASSERT_EQUAL(fsc_trace_header(rd)->rank, 2);
+    CU_ASSERT_EQUAL(fsc_trace_next(rd, &ev), 1);
+    fsc_trace_close(rd);
 }
 
 static void test_forked_child_does_not_write(void)

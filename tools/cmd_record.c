@@ -5,6 +5,7 @@
  * into the named file, then say in one line what the trace holds.
  */
 #include <errno.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,9 +27,13 @@ const char fsc_cmd_record_usage[] =
     "trace; it is finished when the program exits, and what was written before\n"
     "a crash or a kill stays readable. Afterwards one line on stderr summarizes\n"
     "the trace (events, chunks, bytes per event, clean close or truncated).\n"
+    "In a distributed job (RANK and WORLD_SIZE set by the launcher) each process\n"
+    "writes TRACE.rankN.fstrace instead; %p and %r in TRACE name the process id\n"
+    "and the rank explicitly.\n"
     "\n"
     "options:\n"
-    "  -o FILE      the trace to write (required; replaced if it exists)\n"
+    "  -o FILE      the trace to write (required; replaced if it exists, and so\n"
+    "               are FILE.rankN.fstrace of an earlier distributed run)\n"
     "  --ring N     keep only the last N events in memory and write them on an\n"
     "               out-of-memory, on flush and at exit (FRAGSCOPE_TRACE_MODE=ring:N)\n"
     "\n"
@@ -71,6 +76,32 @@ static int summarize(const char *path, const char *shown, const char *cmd)
                 in.clean_close ? "clean close" : "truncated (no end record)");
     fsc_trace_close(r);
     return rc < 0 ? rc : 0;
+}
+
+/* A distributed job's ranks write PATH.rankN.fstrace (see
+ * fsc_trace_path_expand). For each such file: summarize it, or (before the
+ * run) remove it, so that a summary never describes an older run. Returns
+ * how many there were. */
+static int for_each_rank_trace(const char *abs, int remove)
+{
+    char pat[8300];
+    size_t n = strlen(abs), ext = strlen(".fstrace");
+    if (n >= ext && strcmp(abs + n - ext, ".fstrace") == 0)
+        snprintf(pat, sizeof pat, "%.*s.rank*.fstrace", (int)(n - ext), abs);
+    else
+        snprintf(pat, sizeof pat, "%s.rank*", abs);
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) != 0)
+        return 0;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        if (remove)
+            unlink(g.gl_pathv[i]);
+        else
+            summarize(g.gl_pathv[i], g.gl_pathv[i], "");
+    }
+    int found = (int)g.gl_pathc;
+    globfree(&g);
+    return found;
 }
 
 int fsc_cmd_record(int argc, char **argv)
@@ -118,8 +149,11 @@ int fsc_cmd_record(int argc, char **argv)
             return fsc_cli_error("cannot resolve '%s': %s", out, strerror(errno));
         snprintf(abs, sizeof abs, "%s/%s", cwd, out);
     }
-    if (unlink(abs) != 0 && errno != ENOENT)
-        return fsc_cli_error("%s: cannot replace: %s", out, strerror(errno));
+    if (strchr(out, '%') == NULL) {
+        if (unlink(abs) != 0 && errno != ENOENT)
+            return fsc_cli_error("%s: cannot replace: %s", out, strerror(errno));
+        for_each_rank_trace(abs, 1);
+    }
     char mode[64];
     if (ring > 0)
         snprintf(mode, sizeof mode, "ring:%" PRIu64, ring);
@@ -152,7 +186,10 @@ int fsc_cmd_record(int argc, char **argv)
     if (WIFSIGNALED(status))
         fprintf(stderr, "fragscope record: %s was killed by signal %d\n", cmd[0],
                 WTERMSIG(status));
-    if (code != 127 || access(abs, F_OK) == 0)
-        summarize(abs, out, cmd[0]);
+    if (strchr(out, '%') != NULL)
+        fprintf(stderr, "fragscope record: traces written to %s (one per process)\n", out);
+    else if (access(abs, F_OK) == 0 || !for_each_rank_trace(abs, 0))
+        if (code != 127 || access(abs, F_OK) == 0)
+            summarize(abs, out, cmd[0]);
     return code;
 }

@@ -126,14 +126,22 @@ void fsc_tag_pop(void);
 /* Write a MARKER event ("step 12") into every open recorder. */
 void fsc_mark(const char *text);
 
-/* FRAGSCOPE_TRACE / FRAGSCOPE_TRACE_MODE: when FRAGSCOPE_TRACE names a path,
- * open a recorder there (ring mode with FRAGSCOPE_TRACE_MODE=ring:N, fatal-
+/* FRAGSCOPE_TRACE / FRAGSCOPE_TRACE_MODE: when FRAGSCOPE_TRACE names a path
+ * (expanded by fsc_trace_path_expand with $RANK and $WORLD_SIZE), open a
+ * recorder there (ring mode with FRAGSCOPE_TRACE_MODE=ring:N, fatal-
  * signal handlers on) and return it in *out (NULL when the variable is
  * unset); it is finished at exit. One per process: later calls return the
  * same recorder. hdr may be NULL (producer "fragscope VERSION", rank from
  * $RANK or -1). FSC_EINVAL with a message for a bad FRAGSCOPE_TRACE_MODE. */
 int fsc_recorder_from_env(const fsc_trace_header_t *hdr, fsc_recorder_t **out,
                           fsc_err_t *err);
+/* The path FRAGSCOPE_TRACE names, for one process: "%p" becomes the pid,
+ * "%r" the rank (0 when unknown), "%%" a '%'. In a distributed job
+ * (rank >= 0, world_size > 1) whose path has no "%r", ".rankN" is inserted
+ * before a final ".fstrace" (or appended), so ranks never share a file.
+ * FSC_EINVAL when the result does not fit in cap. */
+int fsc_trace_path_expand(const char *tmpl, int pid, int rank, int world_size, char *out,
+                          size_t cap);
 /* Parse a FRAGSCOPE_TRACE_MODE value: NULL, "" or "stream" -> 0, "ring:N"
  * -> N (N > 0). Returns 0 or FSC_EINVAL. */
 int fsc_trace_mode_parse(const char *mode, uint64_t *ring_events);
