@@ -155,10 +155,14 @@ static inline int fsc__fuzz_append(uint8_t **buf, size_t *len, size_t *cap, cons
 
 static inline uint32_t fsc__fuzz_le32(const uint8_t *p) { return fsc__get_le32(p); }
 
-static inline int fsc_fuzz_trace_chunks(const uint8_t *data, size_t len)
+/* Build the file described above into a malloc'd buffer. Returns 0, or -1
+ * when the input is too short or memory runs out. Also used by tests to
+ * write traces with chosen chunk contents. */
+static inline int fsc__fuzz_build_trace(const uint8_t *data, size_t len, uint8_t **out,
+                                        size_t *out_len)
 {
     if (len < 5)
-        return 0;
+        return -1;
     unsigned nchunks = 1 + (data[0] & 3u);
     int end_frame = (data[0] & 4u) != 0;
     fsc_trace_header_t h = {0};
@@ -170,7 +174,7 @@ static inline int fsc_fuzz_trace_chunks(const uint8_t *data, size_t len)
     uint8_t *file = NULL, *hdr = NULL;
     size_t flen = 0, fcap = 0, hlen = 0;
     if (fsc__header_encode(&h, &hdr, &hlen) != 0)
-        return 0;
+        return -1;
     int ok = fsc__fuzz_append(&file, &flen, &fcap, hdr, hlen) == 0;
     free(hdr);
     size_t off = 1;
@@ -195,6 +199,7 @@ static inline int fsc_fuzz_trace_chunks(const uint8_t *data, size_t len)
         if (z == NULL || cc == NULL) {
             free(z);
             ZSTD_freeCCtx(cc);
+            ok = 0;
             break;
         }
         ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
@@ -204,6 +209,7 @@ static inline int fsc_fuzz_trace_chunks(const uint8_t *data, size_t len)
         ZSTD_freeCCtx(cc);
         if (ZSTD_isError(zlen)) {
             free(z);
+            ok = 0;
             break;
         }
         uint8_t desc[8 + FSC__CHUNK_DESC_LEN];
@@ -230,7 +236,20 @@ static inline int fsc_fuzz_trace_chunks(const uint8_t *data, size_t len)
         fsc__put_le32(end + 32, fsc__crc32(end + 8, 24));
         ok = fsc__fuzz_append(&file, &flen, &fcap, end, sizeof end) == 0;
     }
-    if (ok)
+    if (!ok) {
+        free(file);
+        return -1;
+    }
+    *out = file;
+    *out_len = flen;
+    return 0;
+}
+
+static inline int fsc_fuzz_trace_chunks(const uint8_t *data, size_t len)
+{
+    uint8_t *file = NULL;
+    size_t flen = 0;
+    if (fsc__fuzz_build_trace(data, len, &file, &flen) == 0)
         fsc_fuzz_trace(file, flen);
     free(file);
     return 0;

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "fragscope/allocator.h"
 #include "fragscope/recorder.h"
 #include "fsc_test.h"
@@ -400,11 +402,103 @@ static void test_damaged_databases(void)
     fprintf(stderr, "\n  %u command runs on damaged inputs\n", g_runs);
 }
 
+/* Damage that byte flips rarely produce but that SQLite reads without
+ * complaint: well-formed rows with values no analyzer writes. Each variant
+ * applies one SQL statement to a copy of the good database. */
+static int damage_db(const char *path, const char *sql)
+{
+    if (write_blob(path, g_db.p, g_db.n) != 0)
+        return -1;
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(path, &db);
+    char *msg = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "\n  damage '%s' failed: %s\n", sql, msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    sqlite3_close(db);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* Every table: all its columns but the primary key set to one odd value
+ * (NULL, -1, the largest integer, a string, a blob, 1e308), or the table
+ * dropped; plus damage to the keyed rows of meta and summary. */
+static void test_odd_values_in_databases(void)
+{
+    CU_ASSERT_FATAL(setup());
+    static const char *const k_values[] = {"NULL", "-1", "9223372036854775807", "'x'",
+                                           "x'00ff'", "1e308"};
+    static const char *const k_fixed[] = {
+        "UPDATE summary SET key = NULL WHERE key = 'events'",
+        "UPDATE meta SET key = NULL WHERE key = 'source_path'",
+        "UPDATE meta SET value = 'abc' WHERE key = 'schema_version'",
+        "UPDATE meta SET value = NULL WHERE key = 'schema_version'",
+        "UPDATE meta SET value = 2 WHERE key = 'schema_version'",
+        "DELETE FROM meta",
+        "DELETE FROM summary",
+        "UPDATE summary SET value = value || 'x'",
+        NULL,
+    };
+    char file[1100];
+    snprintf(file, sizeof file, "%s/odd.db", g_dir);
+    unsigned before = g_failures, variants = 0;
+    for (const char *const *q = k_fixed; *q != NULL; q++) {
+        if (damage_db(file, *q) != 0) {
+            CU_FAIL("damage statement failed");
+            continue;
+        }
+        on_db(*q, file);
+        variants++;
+    }
+    /* Tables and their columns, from the good database. */
+    sqlite3 *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(g_good_db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(db,
+                                             "SELECT m.name, group_concat(p.name, ',') FROM "
+                                             "sqlite_master m, pragma_table_info(m.name) p "
+                                             "WHERE m.type = 'table' AND p.pk = 0 GROUP BY m.name",
+                                             -1, &st, NULL),
+                          SQLITE_OK);
+    char sql[4096], what[4200];
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *table = (const char *)sqlite3_column_text(st, 0);
+        char cols[2048];
+        snprintf(cols, sizeof cols, "%s", (const char *)sqlite3_column_text(st, 1));
+        size_t pick = rnd_below(7);
+        if (pick == 6) {
+            snprintf(sql, sizeof sql, "DROP TABLE %s", table);
+        } else {
+            /* OR REPLACE: rows that now collide on a unique column merge. */
+            int n = snprintf(sql, sizeof sql, "UPDATE OR REPLACE %s SET ", table);
+            int first = 1;
+            for (char *c = strtok(cols, ","); c != NULL; c = strtok(NULL, ",")) {
+                n += snprintf(sql + n, sizeof sql - (size_t)n, "%s\"%s\" = %s", first ? "" : ", ",
+                              c, k_values[pick]);
+                first = 0;
+            }
+        }
+        if (damage_db(file, sql) != 0) {
+            CU_FAIL("damage statement failed");
+            continue;
+        }
+        snprintf(what, sizeof what, "db with %s", sql);
+        on_db(what, file);
+        variants++;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    CU_ASSERT(variants >= 20);
+    CU_ASSERT_EQUAL(g_failures, before);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"undamaged inputs pass", test_base_inputs_are_valid},
     {"damaged traces: info, analyze, export, whatif", test_damaged_traces},
     {"damaged snapshots: import, analyze, whatif", test_damaged_snapshots},
     {"damaged databases: report, check, diff, view", test_damaged_databases},
+    {"odd values in databases: report, check, diff, view", test_odd_values_in_databases},
     {NULL, NULL},
 };
 
