@@ -11,7 +11,8 @@
  * The first frame that is not intact ends the events: everything before it
  * was delivered, and fsc_trace_get_integrity says how many bytes (and, from
  * the descriptors that survive after the damage, about how many events)
- * were lost.
+ * were lost. This file reads frames; trace_decode.c decodes the records of
+ * a chunk once its frame has verified.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,44 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zstd.h>
 
-#include "trace_format.h"
-
-#define MAX_DEFS (1u << 22)          /* strings or nodes in one trace */
-#define MAX_STRING_TOTAL (256u << 20) /* bytes of all interned strings */
-
-typedef struct rstr {
-    char *s;
-    uint32_t len;
-} rstr_t;
-
-typedef struct rnode {
-    uint32_t parent, sid;
-} rnode_t;
-
-struct fsc_trace_reader {
-    int fd;
-    char *path;
-    uint64_t file_bytes, off;
-    uint64_t chunk_off; /* where the current chunk's descriptor starts */
-    fsc__header_store_t hs;
-    fsc_err_t err;
-    ZSTD_DCtx *dctx;
-    uint8_t *cbuf, *ubuf;
-    size_t ccap, ucap;
-    const uint8_t *cp[FSC__NCOLS], *ce[FSC__NCOLS]; /* column cursors of the chunk */
-    int in_chunk;
-    uint32_t chunk_expected, chunk_seen;
-    uint64_t prev_time, prev_addr, prev_segment, prev_stream;
-    rstr_t *strs;
-    uint32_t n_strs, strs_cap;
-    uint64_t str_bytes;
-    rnode_t *nodes;
-    uint32_t n_nodes, nodes_cap;
-    int state; /* 0 reading, 1 ended, -1 failed */
-    fsc_trace_integrity_t integ;
-};
+#include "trace_reader.h"
 
 static int read_at(fsc_trace_reader_t *r, uint64_t off, void *buf, size_t n)
 {
@@ -271,32 +236,6 @@ static void damaged(fsc_trace_reader_t *r, uint64_t off)
     r->state = 1;
 }
 
-/* Column directory of a decompressed chunk. Extra columns (a newer minor's)
- * are ignored; every length must fit in the content. */
-static int set_columns(fsc_trace_reader_t *r, size_t usize)
-{
-    const uint8_t *p = r->ubuf, *end = r->ubuf + usize;
-    uint64_t ncols, len;
-    if (fsc__get_varint(&p, end, &ncols) != 0 || ncols < FSC__NCOLS || ncols > 256)
-        return -1;
-    uint64_t lens[256];
-    uint64_t total = 0;
-    for (uint64_t i = 0; i < ncols; i++) {
-        if (fsc__get_varint(&p, end, &len) != 0 || len > usize)
-            return -1;
-        lens[i] = len;
-        total += len;
-    }
-    if (total > (uint64_t)(end - p))
-        return -1;
-    for (int i = 0; i < FSC__NCOLS; i++) {
-        r->cp[i] = p;
-        r->ce[i] = p + lens[i];
-        p += lens[i];
-    }
-    return 0;
-}
-
 /* Load the next chunk. Returns 1 when one is ready, 0 at the end of the
  * events (clean or damaged), negative on an I/O error. */
 static int next_chunk(fsc_trace_reader_t *r)
@@ -367,7 +306,7 @@ static int next_chunk(fsc_trace_reader_t *r)
             damaged(r, off);
             return 0;
         }
-        if (set_columns(r, d.usize) != 0) {
+        if (fsc__decode_columns(r, d.usize) != 0) {
             damaged(r, off);
             return 0;
         }
@@ -383,165 +322,6 @@ static int next_chunk(fsc_trace_reader_t *r)
     }
 }
 
-/* ---- records ------------------------------------------------------------ */
-
-static int bad(fsc_trace_reader_t *r, const char *what)
-{
-    /* The chunk verified but its records do not parse: count it as lost
-     * (its events delivered so far stay delivered). */
-    if (r->in_chunk) {
-        r->integ.compressed_bytes = r->chunk_off;
-        r->integ.bytes_lost = r->file_bytes - r->chunk_off;
-        r->in_chunk = 0;
-    }
-    r->state = -1;
-    return fsc_err_set(&r->err, FSC_EFORMAT, "%s: chunk %llu: %s", r->path,
-                       (unsigned long long)r->integ.chunks, what);
-}
-
-static int def_string(fsc_trace_reader_t *r)
-{
-    uint64_t n;
-    const uint8_t **p = &r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
-    if (fsc__get_varint(p, end, &n) != 0 || n > FSC__MAX_STRING_BYTES ||
-        n > (uint64_t)(end - *p))
-        return bad(r, "bad string definition");
-    if (r->n_strs + 1 >= r->strs_cap) {
-        if (r->strs_cap >= MAX_DEFS)
-            return bad(r, "too many strings");
-        uint32_t nc = r->strs_cap ? r->strs_cap * 2 : 64;
-        rstr_t *ns = realloc(r->strs, nc * sizeof *ns);
-        if (ns == NULL)
-            return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
-        r->strs = ns;
-        r->strs_cap = nc;
-    }
-    if (r->str_bytes + n > MAX_STRING_TOTAL)
-        return bad(r, "interned strings exceed 256 MiB");
-    r->str_bytes += n;
-    char *s = malloc((size_t)n + 1);
-    if (s == NULL)
-        return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
-    memcpy(s, *p, (size_t)n);
-    s[n] = '\0';
-    *p += n;
-    r->n_strs++;
-    r->strs[r->n_strs].s = s;
-    r->strs[r->n_strs].len = (uint32_t)n;
-    return 0;
-}
-
-static int def_tag(fsc_trace_reader_t *r)
-{
-    uint64_t parent, sid;
-    const uint8_t **p = &r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
-    if (fsc__get_varint(p, end, &parent) != 0 || fsc__get_varint(p, end, &sid) != 0 ||
-        parent > r->n_nodes || sid == 0 ||
-        sid > r->n_strs)
-        return bad(r, "bad tag definition");
-    if (r->n_nodes + 1 >= r->nodes_cap) {
-        if (r->nodes_cap >= MAX_DEFS)
-            return bad(r, "too many tag nodes");
-        uint32_t nc = r->nodes_cap ? r->nodes_cap * 2 : 64;
-        rnode_t *nn = realloc(r->nodes, nc * sizeof *nn);
-        if (nn == NULL)
-            return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
-        r->nodes = nn;
-        r->nodes_cap = nc;
-    }
-    r->n_nodes++;
-    r->nodes[r->n_nodes].parent = (uint32_t)parent;
-    r->nodes[r->n_nodes].sid = (uint32_t)sid;
-    return 0;
-}
-
-/* Next varint of column col into v. */
-#define GET(col, v)                                                     \
-    do {                                                                \
-        if (fsc__get_varint(&r->cp[col], r->ce[col], &(v)) != 0)       \
-            return bad(r, "truncated event record");                    \
-    } while (0)
-#define FIELD(bit) (FSC__COL_FIELD0 + __builtin_ctz(bit))
-
-static int decode_event(fsc_trace_reader_t *r, uint8_t type, fsc_event_t *ev)
-{
-    uint64_t mask, v;
-    memset(ev, 0, sizeof *ev);
-    ev->type = type;
-    GET(FSC__COL_RECORDS, mask);
-    if (mask & ~(uint64_t)FSC__F_ALL)
-        return bad(r, "unknown event fields");
-    GET(FSC__COL_TIME, v);
-    ev->time_ns = r->prev_time = fsc__unzigzag(r->prev_time, v);
-    /* segment first: addr is coded against it */
-    if (mask & FSC__F_SEGMENT) {
-        GET(FIELD(FSC__F_SEGMENT), v);
-        ev->segment = r->prev_segment = fsc__unzigzag(r->prev_segment, v);
-    }
-    if (mask & FSC__F_ADDR) {
-        GET(FIELD(FSC__F_ADDR), v);
-        ev->addr = r->prev_addr = fsc__unzigzag(ev->segment ? ev->segment : r->prev_addr, v);
-    }
-    if (mask & FSC__F_SIZE)
-        GET(FIELD(FSC__F_SIZE), ev->size);
-    if (mask & FSC__F_REQUESTED) {
-        GET(FIELD(FSC__F_REQUESTED), v);
-        ev->requested = ev->size - fsc__unzigzag(0, v);
-    }
-
-    if (mask & FSC__F_TAG) {
-        GET(FIELD(FSC__F_TAG), v);
-        if (v > r->n_nodes)
-            return bad(r, "event uses an undefined tag node");
-        ev->tag = (uint32_t)v;
-    }
-    if (mask & FSC__F_POOL) {
-        GET(FIELD(FSC__F_POOL), v);
-        if (v > 255)
-            return bad(r, "bad pool");
-        ev->pool = (uint8_t)v;
-    }
-    if (mask & FSC__F_THREAD) {
-        GET(FIELD(FSC__F_THREAD), v);
-        if (v > UINT32_MAX)
-            return bad(r, "bad thread number");
-        ev->thread = (uint32_t)v;
-    }
-    if (mask & FSC__F_STREAM) {
-        GET(FIELD(FSC__F_STREAM), v);
-        ev->stream = r->prev_stream = fsc__unzigzag(r->prev_stream, v);
-    }
-    if (mask & FSC__F_OTHER) {
-        GET(FIELD(FSC__F_OTHER), v);
-        ev->other = fsc__unzigzag(ev->addr, v);
-    }
-    if (mask & FSC__F_TEXT) {
-        GET(FIELD(FSC__F_TEXT), v);
-        const uint8_t **tp = &r->cp[FIELD(FSC__F_TEXT)];
-        if (v > FSC__MAX_STRING_BYTES || v > (uint64_t)(r->ce[FIELD(FSC__F_TEXT)] - *tp))
-            return bad(r, "bad marker text");
-        ev->text = (const char *)*tp;
-        ev->text_len = (uint32_t)v;
-        *tp += v;
-    }
-    if (mask & FSC__F_OOM) {
-        GET(FIELD(FSC__F_OOM), ev->oom.allocated);
-        GET(FIELD(FSC__F_OOM), ev->oom.reserved);
-        GET(FIELD(FSC__F_OOM), ev->oom.capacity);
-        GET(FIELD(FSC__F_OOM), v);
-        ev->oom.device_free = v - 1;
-        GET(FIELD(FSC__F_OOM), ev->oom.device_total);
-        GET(FIELD(FSC__F_OOM), ev->oom.segment_size);
-    }
-    if (mask & FSC__F_RESERVED0) {
-        GET(FIELD(FSC__F_RESERVED0), v);
-        if (v > UINT16_MAX)
-            return bad(r, "bad reserved field");
-        ev->reserved0 = (uint16_t)v;
-    }
-    return 0;
-}
-
 int fsc_trace_next(fsc_trace_reader_t *r, fsc_event_t *ev)
 {
     if (r == NULL || ev == NULL)
@@ -554,10 +334,10 @@ int fsc_trace_next(fsc_trace_reader_t *r, fsc_event_t *ev)
         if (!r->in_chunk || r->cp[FSC__COL_RECORDS] >= r->ce[FSC__COL_RECORDS]) {
             if (r->in_chunk) {
                 if (r->chunk_seen != r->chunk_expected)
-                    return bad(r, "event count differs from its descriptor");
+                    return fsc__reader_bad(r, "event count differs from its descriptor");
                 for (int i = 0; i < FSC__NCOLS; i++)
                     if (r->cp[i] != r->ce[i])
-                        return bad(r, "column longer than its records");
+                        return fsc__reader_bad(r, "column longer than its records");
                 r->in_chunk = 0;
             }
             int rc = next_chunk(r);
@@ -565,30 +345,9 @@ int fsc_trace_next(fsc_trace_reader_t *r, fsc_event_t *ev)
                 return rc;
             continue;
         }
-        uint8_t t = *r->cp[FSC__COL_RECORDS]++;
-        int rc;
-        if (t >= 1 && t < FSC_EV__COUNT) {
-            if ((rc = decode_event(r, t, ev)) != 0)
-                return rc;
-            r->chunk_seen++;
-            r->integ.events++;
-            return 1;
-        }
-        if (t == FSC__REC_STRING) {
-            if ((rc = def_string(r)) != 0)
-                return rc;
-        } else if (t == FSC__REC_TAG) {
-            if ((rc = def_tag(r)) != 0)
-                return rc;
-        } else if (t >= FSC__REC_EXT_MIN && t <= FSC__REC_EXT_MAX) {
-            const uint8_t **p = &r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
-            uint64_t n;
-            if (fsc__get_varint(p, end, &n) != 0 || n > (uint64_t)(end - *p))
-                return bad(r, "bad extension record length");
-            *p += n; /* a record type of a newer minor version */
-        } else {
-            return bad(r, "unknown record type");
-        }
+        int rc = fsc__decode_record(r, ev);
+        if (rc != 0)
+            return rc; /* 1: an event; negative: an error */
     }
 }
 
