@@ -18,6 +18,14 @@
 int fsc__decode_columns(fsc_trace_reader_t *r, size_t usize)
 {
     const uint8_t *p = r->ubuf, *end = r->ubuf + usize;
+    if (r->v1) {
+        r->row = p;
+        for (int i = 0; i < FSC__NCOLS; i++) {
+            r->cp[i] = &r->row;
+            r->ce[i] = end;
+        }
+        return 0;
+    }
     uint64_t ncols, len;
     if (fsc__get_varint(&p, end, &ncols) != 0 || ncols < FSC__NCOLS || ncols > 256)
         return -1;
@@ -32,7 +40,8 @@ int fsc__decode_columns(fsc_trace_reader_t *r, size_t usize)
     if (total > (uint64_t)(end - p))
         return -1;
     for (int i = 0; i < FSC__NCOLS; i++) {
-        r->cp[i] = p;
+        r->col[i] = p;
+        r->cp[i] = &r->col[i];
         r->ce[i] = p + lens[i];
         p += lens[i];
     }
@@ -56,7 +65,7 @@ int fsc__reader_bad(fsc_trace_reader_t *r, const char *what)
 static int def_string(fsc_trace_reader_t *r)
 {
     uint64_t n;
-    const uint8_t **p = &r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
+    const uint8_t **p = r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
     if (fsc__get_varint(p, end, &n) != 0 || n > FSC__MAX_STRING_BYTES ||
         n > (uint64_t)(end - *p))
         return fsc__reader_bad(r, "bad string definition");
@@ -88,7 +97,7 @@ static int def_string(fsc_trace_reader_t *r)
 static int def_tag(fsc_trace_reader_t *r)
 {
     uint64_t parent, sid;
-    const uint8_t **p = &r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
+    const uint8_t **p = r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
     if (fsc__get_varint(p, end, &parent) != 0 || fsc__get_varint(p, end, &sid) != 0 ||
         parent > r->n_nodes || sid == 0 ||
         sid > r->n_strs)
@@ -112,7 +121,7 @@ static int def_tag(fsc_trace_reader_t *r)
 /* Next varint of column col into v. */
 #define GET(col, v)                                                          \
     do {                                                                     \
-        if (fsc__get_varint(&r->cp[col], r->ce[col], &(v)) != 0)            \
+        if (fsc__get_varint(r->cp[col], r->ce[col], &(v)) != 0)             \
             return fsc__reader_bad(r, "truncated event record");             \
     } while (0)
 #define FIELD(bit) (FSC__COL_FIELD0 + __builtin_ctz(bit))
@@ -127,20 +136,33 @@ static int decode_event(fsc_trace_reader_t *r, uint8_t type, fsc_event_t *ev)
         return fsc__reader_bad(r, "unknown event fields");
     GET(FSC__COL_TIME, v);
     ev->time_ns = r->prev_time = fsc__unzigzag(r->prev_time, v);
-    /* segment first: addr is coded against it */
-    if (mask & FSC__F_SEGMENT) {
-        GET(FIELD(FSC__F_SEGMENT), v);
-        ev->segment = r->prev_segment = fsc__unzigzag(r->prev_segment, v);
-    }
-    if (mask & FSC__F_ADDR) {
-        GET(FIELD(FSC__F_ADDR), v);
-        ev->addr = r->prev_addr = fsc__unzigzag(ev->segment ? ev->segment : r->prev_addr, v);
+    if (r->v1) {
+        /* 1.x: addr against the previous addr; segment (below) against addr */
+        if (mask & FSC__F_ADDR) {
+            GET(FIELD(FSC__F_ADDR), v);
+            ev->addr = r->prev_addr = fsc__unzigzag(r->prev_addr, v);
+        }
+    } else {
+        /* segment first: addr is coded against it */
+        if (mask & FSC__F_SEGMENT) {
+            GET(FIELD(FSC__F_SEGMENT), v);
+            ev->segment = r->prev_segment = fsc__unzigzag(r->prev_segment, v);
+        }
+        if (mask & FSC__F_ADDR) {
+            GET(FIELD(FSC__F_ADDR), v);
+            ev->addr = r->prev_addr =
+                fsc__unzigzag(ev->segment ? ev->segment : r->prev_addr, v);
+        }
     }
     if (mask & FSC__F_SIZE)
         GET(FIELD(FSC__F_SIZE), ev->size);
     if (mask & FSC__F_REQUESTED) {
         GET(FIELD(FSC__F_REQUESTED), v);
         ev->requested = ev->size - fsc__unzigzag(0, v);
+    }
+    if (r->v1 && (mask & FSC__F_SEGMENT)) {
+        GET(FIELD(FSC__F_SEGMENT), v);
+        ev->segment = ev->addr - fsc__unzigzag(0, v);
     }
 
     if (mask & FSC__F_TAG) {
@@ -171,7 +193,7 @@ static int decode_event(fsc_trace_reader_t *r, uint8_t type, fsc_event_t *ev)
     }
     if (mask & FSC__F_TEXT) {
         GET(FIELD(FSC__F_TEXT), v);
-        const uint8_t **tp = &r->cp[FIELD(FSC__F_TEXT)];
+        const uint8_t **tp = r->cp[FIELD(FSC__F_TEXT)];
         if (v > FSC__MAX_STRING_BYTES || v > (uint64_t)(r->ce[FIELD(FSC__F_TEXT)] - *tp))
             return fsc__reader_bad(r, "bad marker text");
         ev->text = (const char *)*tp;
@@ -198,7 +220,7 @@ static int decode_event(fsc_trace_reader_t *r, uint8_t type, fsc_event_t *ev)
 
 int fsc__decode_record(fsc_trace_reader_t *r, fsc_event_t *ev)
 {
-    uint8_t t = *r->cp[FSC__COL_RECORDS]++;
+    uint8_t t = *(*r->cp[FSC__COL_RECORDS])++;
     int rc;
     if (t >= 1 && t < FSC_EV__COUNT) {
         if ((rc = decode_event(r, t, ev)) != 0)
@@ -212,7 +234,7 @@ int fsc__decode_record(fsc_trace_reader_t *r, fsc_event_t *ev)
     if (t == FSC__REC_TAG)
         return def_tag(r);
     if (t >= FSC__REC_EXT_MIN && t <= FSC__REC_EXT_MAX) {
-        const uint8_t **p = &r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
+        const uint8_t **p = r->cp[FSC__COL_DEFS], *end = r->ce[FSC__COL_DEFS];
         uint64_t n;
         if (fsc__get_varint(p, end, &n) != 0 || n > (uint64_t)(end - *p))
             return fsc__reader_bad(r, "bad extension record length");

@@ -15,8 +15,11 @@
 
 /* Format version (independent of the software version). A reader refuses a
  * newer major; a newer minor only adds length-prefixed record types, header
- * fields after the known ones, and skippable frames of unknown magic. */
-#define FSC__TRACE_MAJOR 1u
+ * fields after the known ones, columns, and skippable frames of unknown
+ * magic. 2.0 stores chunk contents by column; 1.0 (records one after the
+ * other, addr against the previous addr, segment against addr) is still
+ * read. */
+#define FSC__TRACE_MAJOR 2u
 #define FSC__TRACE_MINOR 0u
 
 /* zstd skippable frames: magic (LE u32) in 0x184D2A50..0x184D2A5F, then the

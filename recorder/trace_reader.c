@@ -116,6 +116,7 @@ int fsc_trace_open(const char *path, fsc_trace_reader_t **out, fsc_err_t *err)
         rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
+    r->v1 = r->hs.h.version_major == 1;
     r->off = 8 + hn;
     r->integ.file_bytes = r->file_bytes;
     r->integ.compressed_bytes = r->off;
@@ -306,13 +307,11 @@ static int next_chunk(fsc_trace_reader_t *r)
             damaged(r, off);
             return 0;
         }
-        if (fsc__decode_columns(r, d.usize) != 0) {
-            damaged(r, off);
-            return 0;
-        }
         r->chunk_off = off;
-        r->off = foff + d.csize;
         r->in_chunk = 1;
+        if (fsc__decode_columns(r, d.usize) != 0)
+            return fsc__reader_bad(r, "bad column directory"); /* verified, yet malformed */
+        r->off = foff + d.csize;
         r->chunk_expected = d.events;
         r->chunk_seen = 0;
         r->prev_time = r->prev_addr = r->prev_segment = r->prev_stream = 0;
@@ -331,12 +330,12 @@ int fsc_trace_next(fsc_trace_reader_t *r, fsc_event_t *ev)
     for (;;) {
         if (r->state == 1)
             return 0;
-        if (!r->in_chunk || r->cp[FSC__COL_RECORDS] >= r->ce[FSC__COL_RECORDS]) {
+        if (!r->in_chunk || *r->cp[FSC__COL_RECORDS] >= r->ce[FSC__COL_RECORDS]) {
             if (r->in_chunk) {
                 if (r->chunk_seen != r->chunk_expected)
                     return fsc__reader_bad(r, "event count differs from its descriptor");
                 for (int i = 0; i < FSC__NCOLS; i++)
-                    if (r->cp[i] != r->ce[i])
+                    if (*r->cp[i] != r->ce[i])
                         return fsc__reader_bad(r, "column longer than its records");
                 r->in_chunk = 0;
             }

@@ -32,7 +32,14 @@ struct fsc_trace_reader {
     ZSTD_DCtx *dctx;
     uint8_t *cbuf, *ubuf;
     size_t ccap, ucap;
-    const uint8_t *cp[FSC__NCOLS], *ce[FSC__NCOLS]; /* column cursors of the chunk */
+    /* Column cursors of the current chunk: cp[i] points at the read position
+     * of column i (its own in col[i]; in a version 1 file, whose records are
+     * not split into columns, every cp[i] points at the one position row),
+     * ce[i] at its end. */
+    const uint8_t *col[FSC__NCOLS], *row;
+    const uint8_t **cp[FSC__NCOLS];
+    const uint8_t *ce[FSC__NCOLS];
+    int v1; /* format 1.x: records stored one after another */
     int in_chunk;
     uint32_t chunk_expected, chunk_seen;
     uint64_t prev_time, prev_addr, prev_segment, prev_stream;

@@ -95,13 +95,13 @@ static int write_golden_like(const char *path)
     return fsc_recorder_close(r);
 }
 
-static void check_events(const char *path)
+static void check_events_v(const char *path, uint32_t major)
 {
     fsc_trace_reader_t *r = NULL;
     fsc_err_t err;
     CU_ASSERT_EQUAL_FATAL(fsc_trace_open(path, &r, &err), 0);
     const fsc_trace_header_t *h = fsc_trace_header(r);
-    CU_ASSERT_EQUAL(h->version_major, 1);
+    CU_ASSERT_EQUAL(h->version_major, major);
     CU_ASSERT_EQUAL(h->version_minor, 0);
     CU_ASSERT_STRING_EQUAL(h->producer, "fragscope test");
     CU_ASSERT_STRING_EQUAL(h->config, "max_split_size_mb:128,expandable_segments:True");
@@ -147,6 +147,11 @@ static void check_events(const char *path)
     CU_ASSERT_EQUAL(in.events_lost, 0);
     CU_ASSERT_EQUAL(in.compressed_bytes, in.file_bytes);
     fsc_trace_close(r);
+}
+
+static void check_events(const char *path)
+{
+    check_events_v(path, 2);
 }
 
 static void test_round_trip_every_field(void)
@@ -328,19 +333,19 @@ static void test_newer_major_refused(void)
     size_t len = 0;
     uint8_t *img = (uint8_t *)fsc_test_slurp(p, &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(img);
-    img[8 + 8] = 2; /* major version, low byte */
+    img[8 + 8] = 3; /* major version, low byte */
     CU_ASSERT_EQUAL_FATAL(rt_write_file(p, img, len), 0);
     fsc_trace_reader_t *r = NULL;
     fsc_err_t err;
     CU_ASSERT_EQUAL(fsc_trace_open(p, &r, &err), FSC_EVERSION);
     char want[1200];
     snprintf(want, sizeof want,
-             "%s: trace format version 2.0 is newer than this fragscope reads (1.x); "
+             "%s: trace format version 3.0 is newer than this fragscope reads (2.x); "
              "upgrade fragscope",
              p);
     CU_ASSERT_STRING_EQUAL(err.msg, want);
     /* A damaged header (same major) is a format error, not a version one. */
-    img[8 + 8] = 1;
+    img[8 + 8] = 2;
     img[8 + 20] ^= 0xFF;
     CU_ASSERT_EQUAL_FATAL(rt_write_file(p, img, len), 0);
     CU_ASSERT_EQUAL(fsc_trace_open(p, &r, &err), FSC_EFORMAT);
@@ -601,9 +606,18 @@ static void test_path_expand(void)
     CU_ASSERT_EQUAL(fsc_trace_path_expand("%p%p%p%p", 1234567, -1, 1, b, 12), FSC_EINVAL);
 }
 
+static void test_reads_version_1(void)
+{
+    /* Files of format 1.0 (records one after another, written before the
+     * column layout) still read back to the same events. The file is the
+     * golden trace as version 1.0 wrote it. */
+    check_events_v(fsc_test_data("recorder_golden_v1.fstrace"), 1);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"round_trip_every_field", test_round_trip_every_field},
     {"golden_bytes", test_golden_bytes},
+    {"reads_version_1", test_reads_version_1},
     {"cut_at_every_byte", test_cut_at_every_byte},
     {"damaged_byte_anywhere", test_damaged_byte_anywhere},
     {"not_a_trace", test_not_a_trace},

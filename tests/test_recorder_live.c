@@ -205,10 +205,14 @@ static void test_threads_keep_their_tags(void)
     CU_ASSERT_EQUAL_FATAL(fsc_trace_open(p, &rd, &err), 0);
     int count[N_THREADS] = {0}, next[N_THREADS] = {0}, markers = 0, bad_tag = 0, bad_order = 0;
     uint32_t thread_of[N_THREADS] = {0};
-    int bad_thread = 0;
+    int bad_thread = 0, bad_time = 0;
+    uint64_t prev_time = 0;
     fsc_event_t ev;
     char path[128], want[128];
     while (fsc_trace_next(rd, &ev) == 1) {
+        /* Stamped under the recorder's lock: in file order, 64 ns steps. */
+        bad_time += ev.time_ns < prev_time || ev.time_ns % 64 != 0;
+        prev_time = ev.time_ns;
         if (ev.type == FSC_EV_MARKER) {
             markers++;
             continue;
@@ -236,6 +240,7 @@ static void test_threads_keep_their_tags(void)
     CU_ASSERT_EQUAL(bad_order, 0);
     CU_ASSERT_EQUAL(bad_tag, 0);
     CU_ASSERT_EQUAL(bad_thread, 0);
+    CU_ASSERT_EQUAL(bad_time, 0);
     CU_ASSERT_EQUAL(markers, N_THREADS * (PER_THREAD / 500));
     CU_ASSERT_EQUAL(in.clean_close, 1);
     /* 4 top nodes + 12 layer nodes, each defined once. */

@@ -92,7 +92,8 @@ const char *fsc_recorder_last_error(const fsc_recorder_t *r);
  * their order). Fills, when 0 in ev: tag with the calling thread's current
  * tag node (fsc_tag_push), thread with the calling thread's number, and
  * time_ns with the time since the recorder opened (monotonic clock, read
- * through the TSC where it is invariant). A non-zero ev->tag is a trace node
+ * through the TSC where it is invariant; a multiple of 64 ns, never less
+ * than the previous stamp). A non-zero ev->tag is a trace node
  * id (fsc_recorder_tag_node). Only encodes into memory, except for an OOM
  * event: its chunk has been written (write(2)) when the sink returns.
  * Errors (invalid type, out of memory) are kept for fsc_recorder_close. */
