@@ -133,7 +133,9 @@ static inline int fsc_fuzz_trace(const uint8_t *data, size_t len)
  * column decoder behind them is rarely reached. This entry takes chunk
  * contents instead and builds a valid file around them (header, descriptors
  * with correct CRCs, checksummed zstd frames, optionally the end frame):
- *   byte 0: bits 0-1 = chunks - 1, bit 2 = end frame, bit 3 = ring flag
+ *   byte 0: bits 0-1 = chunks - 1, bit 2 = end frame, bit 3 = ring flag,
+ *           bit 4 = a format 1.0 header (chunk contents are then records one
+ *           after another instead of columns)
  *   per chunk: u32 LE event count, then (all but the last chunk) u32 LE
  *   content length, then the content; the last chunk takes the rest. */
 
@@ -175,6 +177,14 @@ static inline int fsc__fuzz_build_trace(const uint8_t *data, size_t len, uint8_t
     size_t flen = 0, fcap = 0, hlen = 0;
     if (fsc__header_encode(&h, &hdr, &hlen) != 0)
         return -1;
+    if (data[0] & 16u) { /* format 1.0: records one after another */
+        uint32_t n = fsc__get_le32(hdr + 4);
+        hdr[8 + FSC__TRACE_MAGIC_LEN] = 1;
+        hdr[8 + FSC__TRACE_MAGIC_LEN + 1] = 0;
+        hdr[8 + FSC__TRACE_MAGIC_LEN + 2] = 0;
+        hdr[8 + FSC__TRACE_MAGIC_LEN + 3] = 0;
+        fsc__put_le32(hdr + 8 + n - 4, fsc__crc32(hdr + 8, n - 4));
+    }
     int ok = fsc__fuzz_append(&file, &flen, &fcap, hdr, hlen) == 0;
     free(hdr);
     size_t off = 1;
@@ -257,12 +267,21 @@ static inline int fsc_fuzz_trace_chunks(const uint8_t *data, size_t len)
 
 /* ---- pickle reader ----------------------------------------------------- */
 
-static inline void fsc__fuzz_walk(const fsc__pv_t *v, int depth)
+/* Visit the tree. Memo references share nodes, so the tree is a DAG whose
+ * unfolding can be exponential (a "billion laughs" pickle): the walk stops
+ * after *budget visits. */
+static inline void fsc__fuzz_walk(const fsc__pv_t *v, int depth, size_t *budget)
 {
+    if (*budget == 0)
+        return;
+    (*budget)--;
     FSC_FUZZ_ASSERT(depth <= FSC__PICKLE_MAX_DEPTH + 1);
     switch (v->kind) {
     case FSC__PV_STR:
     case FSC__PV_BYTES: {
+        /* A shared string costs its length each time it is reached. */
+        size_t cost = v->len / 16;
+        *budget -= cost < *budget ? cost : *budget;
         volatile uint8_t sum = 0;
         for (uint32_t i = 0; i < v->len; i++)
             sum += (uint8_t)v->u.s[i];
@@ -271,12 +290,12 @@ static inline void fsc__fuzz_walk(const fsc__pv_t *v, int depth)
     }
     case FSC__PV_LIST:
     case FSC__PV_TUPLE:
-        for (uint32_t i = 0; i < v->len; i++)
-            fsc__fuzz_walk(v->u.items[i], depth + 1);
+        for (uint32_t i = 0; i < v->len && *budget > 0; i++)
+            fsc__fuzz_walk(v->u.items[i], depth + 1, budget);
         break;
     case FSC__PV_DICT:
-        for (uint32_t i = 0; i < 2 * v->len; i++)
-            fsc__fuzz_walk(v->u.items[i], depth + 1);
+        for (uint32_t i = 0; i < 2 * v->len && *budget > 0; i++)
+            fsc__fuzz_walk(v->u.items[i], depth + 1, budget);
         (void)fsc__pv_get(v, "segments");
         break;
     default:
@@ -293,7 +312,8 @@ static inline int fsc_fuzz_pickle(const uint8_t *data, size_t len)
         FSC_FUZZ_ASSERT(root != NULL);
         /* The arena bound the header promises. */
         FSC_FUZZ_ASSERT(fsc__pdoc_mem(d) <= (size_t)FSC__PICKLE_MEM_FACTOR * len + (1u << 20));
-        fsc__fuzz_walk(root, 1);
+        size_t budget = 16 * len + 1024;
+        fsc__fuzz_walk(root, 1, &budget);
     } else {
         FSC_FUZZ_ASSERT(d == NULL && err.code < 0);
     }

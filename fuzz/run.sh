@@ -67,7 +67,7 @@ seeds() {
     data=$ROOT/tests/data
     case $t in
     trace)
-        cp "$data/recorder_golden.fstrace" "$dir.new/"
+        cp "$data/recorder_golden.fstrace" "$data/recorder_golden_v1.fstrace" "$dir.new/"
         fs=$BUILD/fragscope
         "$fs" simulate --workload gpt2 --steps 1 -o "$dir.new/gpt2.fstrace" >/dev/null
         "$fs" simulate --workload resnet --steps 1 --config expandable_segments:True \
@@ -90,7 +90,9 @@ seeds() {
             ev=$(od -An -tu4 -j$((d + 16)) -N4 "$f" | tr -d ' ')
             cs=$(od -An -tu4 -j$((d + 20)) -N4 "$f" | tr -d ' ')
             out=$dir.new/$(basename "$f" .fstrace)
-            { byte 4; le32 "$ev"; } >"$out"
+            # Flags: one chunk, end frame, and bit 4 when the file is format 1.0.
+            major=$(od -An -tu2 -j16 -N2 "$f" | tr -d ' ')
+            { byte $((major == 1 ? 20 : 4)); le32 "$ev"; } >"$out"
             tail -c +$((d + 33)) "$f" | head -c "$cs" | zstd -d -q -c >>"$out" 2>/dev/null ||
                 rm -f "$out"
         done
@@ -129,8 +131,10 @@ run_one() {
     trace_chunks) set -- "$@" -max_len=300000 ;;
     esac
     log=$WORK/$t/run-$(date +%Y%m%d-%H%M%S).log
+    start=$(date +%s)
     before=$(ls "$WORK/$t/crashes" | wc -l)
     "$bin" "$@" "$WORK/$t/corpus" "$WORK/$t/seeds" >"$log" 2>&1 || true
+    secs=$(($(date +%s) - start)) # what really ran (an interrupted run is shorter)
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     after=$(ls "$WORK/$t/crashes" | wc -l)
     corpus=$(ls "$WORK/$t/corpus" | wc -l)
@@ -139,21 +143,28 @@ run_one() {
     echo "fuzz_$t: ${execs:-?} executions in ${secs}s, corpus $corpus, new crashes $((after - before)) (log: $log)"
 }
 
-build
-mkdir -p "$WORK"
-if [ "$1" = all ]; then
-    jobs=${FSC_FUZZ_JOBS:-2}
-    running=0
-    for t in $TARGETS; do
-        run_one "$t" "$2" &
-        running=$((running + 1))
-        if [ "$running" -ge "$jobs" ]; then
-            wait
-            running=0
-        fi
-    done
-    wait
-else
-    case " $TARGETS " in *" $1 "*) ;; *) usage ;; esac
-    run_one "$1" "$2"
-fi
+# Everything runs from main, and the last line exits, so the shell has read
+# the whole file before any fuzzer starts (editing the script while a run is
+# in progress cannot derail it).
+main() {
+    build
+    mkdir -p "$WORK"
+    if [ "$1" = all ]; then
+        jobs=${FSC_FUZZ_JOBS:-2}
+        running=0
+        for t in $TARGETS; do
+            run_one "$t" "$2" &
+            running=$((running + 1))
+            if [ "$running" -ge "$jobs" ]; then
+                wait
+                running=0
+            fi
+        done
+        wait
+    else
+        case " $TARGETS " in *" $1 "*) ;; *) usage ;; esac
+        run_one "$1" "$2"
+    fi
+}
+
+main "$@"; exit $?

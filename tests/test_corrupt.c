@@ -10,7 +10,8 @@
  * check and diff, whose verdict may legitimately fail), never by a signal,
  * a sanitizer report or the 20 s timeout; on status 2 stderr is exactly one
  * line; and no temporary file is left behind, nor any output file when the
- * command failed. The mutations are drawn from a fixed seed
+ * command failed (and an older output file in its place is left as it
+ * was). The mutations are drawn from a fixed seed
  * (FSC_CORRUPT_SEED overrides it, FSC_CORRUPT_N the number of mutations);
  * a failing input is kept in the scratch directory and named on stderr.
  */
@@ -146,14 +147,29 @@ static void leftover_tmp(char *buf, size_t cap)
     closedir(d);
 }
 
+static int same_content(const char *path, const char *text)
+{
+    size_t n = 0;
+    char *p = fsc_test_slurp(path, &n);
+    int same = p != NULL && n == strlen(text) && memcmp(p, text, n) == 0;
+    free(p);
+    return same;
+}
+
 /* Run `fragscope ARGS` on a damaged input. out: the output file the command
  * writes (NULL when none). allow1: status 1 is a verdict, not a failure. */
 static void run_cmd(const char *what, const char *args, const char *out, int allow1)
 {
     char errp[1100], cmd[4096];
     snprintf(errp, sizeof errp, "%s/stderr", g_dir);
+    /* Every other run finds an older output file in place: a failure must
+     * leave it untouched (the new file is renamed over it only when done). */
+    static const char k_older[] = "an older output file\n";
+    int older = out != NULL && g_runs % 2 == 1;
     if (out != NULL)
         unlink(out);
+    if (older)
+        write_blob(out, (const uint8_t *)k_older, sizeof k_older - 1);
     snprintf(cmd, sizeof cmd, "cd %s && timeout 20 %s %s >/dev/null 2>%s", g_dir,
              fsc_test_fragscope(), args, errp);
     int st = fsc_test_sh(NULL, 0, "%s", cmd);
@@ -178,8 +194,12 @@ static void run_cmd(const char *what, const char *args, const char *out, int all
         why = "stderr is not exactly one line";
     else if (tmp[0] != '\0')
         why = "temporary file left behind";
-    else if (st != 0 && out != NULL && fsc_test_file_exists(out))
+    else if (st != 0 && !older && out != NULL && fsc_test_file_exists(out))
         why = "output file left after a failure";
+    else if (st != 0 && older && !same_content(out, k_older))
+        why = "the older output file was changed by a failed run";
+    else if (st == 0 && older && same_content(out, k_older))
+        why = "a successful run did not replace the older output file";
     if (why != NULL) {
         g_failures++;
         fprintf(stderr, "\n  %s: fragscope %s -> status %d: %s\n  stderr: %.600s\n", what,
