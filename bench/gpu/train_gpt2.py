@@ -82,7 +82,10 @@ try:
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
     out["outcome"] = "ok"
-except torch.OutOfMemoryError as e:  # noqa: F841
+except (torch.OutOfMemoryError, RuntimeError) as e:
+    # A pluggable allocator's failure reaches Python as a RuntimeError.
+    if not isinstance(e, torch.OutOfMemoryError) and args.alloc != "fragscope":
+        raise
     out["outcome"] = "oom"
     out["oom_step"] = len(times)
     out["message"] = str(e).split("\n")[0][:600]

@@ -138,8 +138,14 @@ FSC_TORCH_EXPORT void *fsc_torch_malloc(size_t size, int device, void *stream)
     if (a == NULL)
         return NULL;
     uint64_t addr = 0;
-    if (fsc_allocator_malloc(a, size, (uint64_t)(uintptr_t)stream, &addr) != 0)
-        return NULL; /* PyTorch raises OutOfMemoryError; the OOM chunk is on disk */
+    if (fsc_allocator_malloc(a, size, (uint64_t)(uintptr_t)stream, &addr) != 0) {
+        /* PyTorch turns NULL into an error that does not say why; say it
+         * here, in the words of PyTorch's own message. The OOM chunk is
+         * already on disk. */
+        fprintf(stderr, "fragscope: CUDA out of memory on device %d: %s\n", device,
+                fsc_allocator_last_error(a));
+        return NULL;
+    }
     return (void *)(uintptr_t)addr;
 }
 

@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import json
 import os
+import threading
 
 import torch
 
@@ -90,32 +91,53 @@ def tag(name):
 
 
 def watch(model, prefix="", backward=False):
-    """Push each submodule's name as a tag during its forward and backward.
+    """Push each submodule's name as a tag during its forward (and backward).
 
-    Backward runs on autograd's own thread, which has its own tag stack, so
-    backward tags are pushed there by the backward hooks ("backward/<name>").
+    A module's tag is its name relative to the module that called it, so a
+    tag path reads "GPT2LMHeadModel/transformer/h.3/attn/c_attn". Backward
+    runs on autograd's own thread, which has its own tag stack; with
+    backward=True the backward hooks push "backward/<name>" there.
     By default only forward allocations are tagged: full backward hooks add
     autograd nodes around every module, which cost about 3% of a GPT-2 small
     training step on an H200 (forward hooks: 0.2%; docs/BENCHMARKS.md).
-    backward=True tags backward allocations too ("backward/<name>").
     """
     lib = _need()
+    names = threading.local()
     handles = []
-    for name, mod in model.named_modules():
-        label = (prefix + name) if name else (prefix or type(mod).__name__)
-        enc = label.encode()
 
-        def pre(_m, _inp, enc=enc):
-            lib.fsc_torch_tag_push(enc)
+    def push(full, backward=False):
+        stack = getattr(names, "stack", None)
+        if stack is None:
+            stack = names.stack = []
+        parent = stack[-1] if stack else None
+        short = full
+        if parent and full.startswith(parent + "."):
+            short = full[len(parent) + 1:]
+        elif backward and not stack:
+            short = "backward/" + full
+        stack.append(full)
+        lib.fsc_torch_tag_push(short.encode())
+
+    def pop():
+        stack = getattr(names, "stack", None)
+        if stack:
+            stack.pop()
+        lib.fsc_torch_tag_pop()
+
+    for name, mod in model.named_modules():
+        full = (prefix + name) if name else (prefix or type(mod).__name__)
+
+        def pre(_m, _inp, full=full):
+            push(full)
 
         def post(_m, _inp, _out):
-            lib.fsc_torch_tag_pop()
+            pop()
 
-        def bpre(_m, _gout, enc=b"backward/" + enc):
-            lib.fsc_torch_tag_push(enc)
+        def bpre(_m, _gout, full=full):
+            push(full, backward=True)
 
         def bpost(_m, _gin, _gout):
-            lib.fsc_torch_tag_pop()
+            pop()
 
         handles.append(mod.register_forward_pre_hook(pre))
         handles.append(mod.register_forward_hook(post))
@@ -126,15 +148,20 @@ def watch(model, prefix="", backward=False):
 
 
 def watch_optimizer(optimizer):
-    """Mark "step N" after every optimizer.step()."""
+    """Tag the optimizer's allocations ("optimizer.step": its state is created
+    there) and mark "step N" after every optimizer.step()."""
     lib = _need()
     count = [0]
 
-    def hook(_opt, _args, _kwargs):
+    def pre(_opt, _args, _kwargs):
+        lib.fsc_torch_tag_push(b"optimizer.step")
+
+    def post(_opt, _args, _kwargs):
+        lib.fsc_torch_tag_pop()
         count[0] += 1
         lib.fsc_torch_mark(("step %d" % count[0]).encode())
 
-    return optimizer.register_step_post_hook(hook)
+    return [optimizer.register_step_pre_hook(pre), optimizer.register_step_post_hook(post)]
 
 
 def flush():
