@@ -33,6 +33,7 @@ static int run_isolated(const target_t *t, const char *path)
         return -1;
     pid_t pid = fork();
     if (pid == 0) {
+        alarm(60); /* a hang (libFuzzer's "timeout") fails as SIGALRM */
         t->entry((const uint8_t *)data, len);
         _exit(0);
     }
