@@ -13,10 +13,12 @@
 #include "fragscope/analyzer.h"
 #include "fragscope/pytorch.h"
 #include "fragscope/recorder.h"
+#include "fragscope/whatif.h"
 
 const char fsc_cmd_analyze_summary[] = "replay a trace or PyTorch snapshot into a run database";
 const char fsc_cmd_analyze_usage[] =
     "usage: fragscope analyze TRACE|SNAPSHOT -o RUN.db [--lenient] [--timeline-samples N]\n"
+    "                         [--no-suggest]\n"
     "\n"
     "Replays every event of a .fstrace trace, or of a PyTorch memory snapshot\n"
     "(torch.cuda.memory._snapshot(), pickle or JSON; detected from the content),\n"
@@ -31,6 +33,9 @@ const char fsc_cmd_analyze_usage[] =
     "  --lenient              count events that contradict the replayed state as\n"
     "                         warnings (stored in the database) instead of failing\n"
     "  --timeline-samples N   most rows of the timeline table (default 2000)\n"
+    "  --no-suggest           when the run hit an OOM, do not replay it with other\n"
+    "                         settings (what-if) to list those that would have\n"
+    "                         avoided it (table suggestions; see 'fragscope help whatif')\n"
     "\n"
     "exit status: 0 ok, 2 bad input (unreadable file, an event that contradicts\n"
     "the replay without --lenient) or usage, 3 cannot write the output.\n";
@@ -220,9 +225,32 @@ static int run_snapshot(job_t *j)
     return 0;
 }
 
+/* The database is complete and in place; what-if adds the settings that
+ * would have avoided its OOMs (in one transaction of its own). A failure
+ * here leaves the database as analyzed and is reported as a warning. */
+static void add_suggestions(const char *in_path, const char *db_path)
+{
+    fsc_err_t err;
+    fsc_err_clear(&err);
+    fsc_request_stream_t *rs = NULL;
+    size_t rows = 0;
+    int rc = fsc_request_stream_load(in_path, &rs, &err);
+    if (rc == 0)
+        rc = fsc_whatif_fill_db(db_path, rs, 0, &rows, &err);
+    fsc_request_stream_destroy(rs);
+    if (rc != 0) {
+        fprintf(stderr, "fragscope: warning: %s: no what-if suggestions: %s\n", db_path,
+                fsc_err_msg(&err));
+        return;
+    }
+    printf("what-if: %zu setting%s that would have avoided an OOM or needed less memory "
+           "(fragscope report %s)\n", rows, rows == 1 ? "" : "s", db_path);
+}
+
 int fsc_cmd_analyze(int argc, char **argv)
 {
     job_t j;
+    int no_suggest = 0;
     memset(&j, 0, sizeof j);
     fsc_analysis_opts_t def = FSC_ANALYSIS_OPTS_DEFAULT;
     j.opts = def;
@@ -232,6 +260,8 @@ int fsc_cmd_analyze(int argc, char **argv)
             j.out_path = argv[++i];
         } else if (strcmp(a, "--lenient") == 0) {
             j.opts.lenient = 1;
+        } else if (strcmp(a, "--no-suggest") == 0) {
+            no_suggest = 1;
         } else if (strcmp(a, "--timeline-samples") == 0 && i + 1 < argc) {
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
@@ -293,5 +323,7 @@ int fsc_cmd_analyze(int argc, char **argv)
     if (sum.warnings > 0)
         printf("%llu events contradicted the replay and were skipped (see table warnings)\n",
                (unsigned long long)sum.warnings);
+    if (sum.num_ooms > 0 && !no_suggest)
+        add_suggestions(j.in_path, j.out_path);
     return FSC_EXIT_OK;
 }
