@@ -82,6 +82,11 @@ static void test_h200_fragmentation_oom(void)
     CU_ASSERT(q_int(db, "select count(*) from oom_pinning_blocks") >= 1);
     CU_ASSERT(q_int(db, "select count(*) from oom_pinning_blocks p join tags t on t.id = p.tag "
                         "where t.path like '%adam.py%'") >= 1);
+    /* analyze asked what-if: expandable segments avoid it even under the
+     * capacity's lower bound, as they did on the H200 at 14.04 GiB
+     * (bench/gpu/results/cap0.94_expandable_segments_True.json). */
+    CU_ASSERT_EQUAL(q_int(db, "select avoids_oom from suggestions "
+                              "where config = 'expandable_segments:True'"), 1);
     sqlite3_close(db);
 
     rc = fsc_test_sh(out, sizeof out, "%s report %s", fsc_test_fragscope(), db_path);
