@@ -4,14 +4,15 @@
  * A valid trace (several chunks, tags, markers, an OOM), a pickle and a
  * JSON snapshot, and a run database are damaged by byte flips, truncations
  * and splices (a region cut out, repeated, or taken from another file), and
- * each damaged file goes through the commands that read it: info, analyze,
- * export, whatif and import for traces and snapshots; report, check, diff
+ * each damaged file goes through the commands that read it: info, analyze
+ * (strict and lenient), export, whatif (configs, --verify, --suggest) and
+ * import (strict and lenient) for traces and snapshots; report, check, diff
  * and view for databases. Every run must end with status 0 or 2 (1 too for
- * check and diff, whose verdict may legitimately fail), never by a signal,
- * a sanitizer report or the 20 s timeout; on status 2 stderr is exactly one
- * line; and no temporary file is left behind, nor any output file when the
- * command failed (and an older output file in its place is left as it
- * was). The mutations are drawn from a fixed seed
+ * check, diff and whatif --verify, whose verdict may legitimately fail),
+ * never by a signal, a sanitizer report or the 20 s timeout; on status 2
+ * stderr is exactly one line; no temporary file is left behind, nor any
+ * output file when the command failed (and an older output file in its
+ * place is left as it was). The mutations are drawn from a fixed seed
  * (FSC_CORRUPT_SEED overrides it, FSC_CORRUPT_N the number of mutations);
  * a failing input is kept in the scratch directory and named on stderr.
  */
@@ -305,6 +306,12 @@ static void on_trace(const char *what, const char *f)
     run_cmd(what, args, out, 0);
     snprintf(args, sizeof args, "whatif %s --config '' --config expandable_segments:True --threads 1", f);
     run_cmd(what, args, NULL, 0);
+    snprintf(out, sizeof out, "%s/out.db", g_dir);
+    snprintf(args, sizeof args, "analyze %s -o %s --lenient --timeline-samples 50", f, out);
+    run_cmd(what, args, out, 0);
+    /* --verify exits 1 when the replay differs from the recording. */
+    snprintf(args, sizeof args, "whatif %s --threads 1 %s", f, g_runs % 2 ? "--verify" : "--suggest");
+    run_cmd(what, args, NULL, 1);
 }
 
 static void on_snapshot(const char *what, const char *f)
@@ -318,6 +325,11 @@ static void on_snapshot(const char *what, const char *f)
     run_cmd(what, args, out, 0);
     snprintf(args, sizeof args, "whatif %s --config '' --threads 1", f);
     run_cmd(what, args, NULL, 0);
+    snprintf(out, sizeof out, "%s/out.fstrace", g_dir);
+    snprintf(args, sizeof args, "import %s -o %s --lenient", f, out);
+    run_cmd(what, args, out, 0);
+    snprintf(args, sizeof args, "whatif %s --threads 1 %s", f, g_runs % 2 ? "--verify" : "--suggest");
+    run_cmd(what, args, NULL, 1);
 }
 
 static char g_good_db[1100];
