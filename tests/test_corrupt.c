@@ -2,7 +2,7 @@
  * test_corrupt.c — damaged inputs through every command that reads a file.
  *
  * A valid trace (several chunks, tags, markers, an OOM), a pickle and a
- * JSON snapshot, and a run database are damaged by byte flips, truncations
+ * JSON snapshot, a real PyTorch snapshot, and a run database are damaged by byte flips, truncations
  * and splices (a region cut out, repeated, or taken from another file), and
  * each damaged file goes through the commands that read it: info, analyze
  * (strict and lenient), export, whatif (configs, --verify, --suggest) and
@@ -353,7 +353,7 @@ static void on_db(const char *what, const char *f)
 
 /* ---- the tests ------------------------------------------------------------ */
 
-static blob_t g_trace, g_golden, g_pickle, g_json, g_db;
+static blob_t g_trace, g_golden, g_pickle, g_json, g_db, g_real;
 
 static int setup(void)
 {
@@ -379,7 +379,8 @@ static int setup(void)
     g_pickle = slurp(fsc_test_data("pytorch/tiny.p4.pickle"));
     g_json = slurp(fsc_test_data("pytorch/tiny.json"));
     g_db = slurp(g_good_db);
-    ok = g_trace.p && g_golden.p && g_pickle.p && g_json.p && g_db.p;
+    g_real = slurp(fsc_test_data("pytorch/gpt2m_oom_12g.pickle"));
+    ok = g_trace.p && g_golden.p && g_pickle.p && g_json.p && g_db.p && g_real.p;
     return ok;
 }
 
@@ -421,6 +422,8 @@ static void test_damaged_snapshots(void)
     unsigned before = g_failures;
     sweep("pickle", &g_pickle, &g_json, n * 35 / 150, "damaged.pickle", on_snapshot);
     sweep("json", &g_json, &g_pickle, n * 30 / 150, "damaged.json", on_snapshot);
+    /* A real snapshot (3 074 history entries): damage deep in its history. */
+    sweep("real", &g_real, &g_pickle, n * 10 / 150, "damaged_real.pickle", on_snapshot);
     CU_ASSERT_EQUAL(g_failures, before);
 }
 
