@@ -1,8 +1,8 @@
 #!/bin/sh
 # fuzz/run.sh — build the libFuzzer targets and run them.
 #
-#   fuzz/run.sh TARGET SECONDS     run one target (trace, pickle, pytorch,
-#                                  config, size) for SECONDS
+#   fuzz/run.sh TARGET SECONDS     run one target (trace, trace_chunks, pickle,
+#                                  pytorch, config, size, whatif) for SECONDS
 #   fuzz/run.sh all SECONDS        run every target for SECONDS each, two at
 #                                  a time (FSC_FUZZ_JOBS to change)
 #
@@ -19,7 +19,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FSC_FUZZ_BUILD:-build-fuzz}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 WORK=$BUILD/fuzz-work
-TARGETS="trace trace_chunks pickle pytorch config size"
+TARGETS="trace trace_chunks pickle pytorch config size whatif"
 
 usage() {
     echo "usage: fuzz/run.sh TARGET|all SECONDS   (targets: $TARGETS)" >&2
@@ -107,6 +107,15 @@ seeds() {
             [ "$(wc -c <"$f")" -le 300000 ] && cp "$f" "$dir.new/"
         done
         ;;
+    whatif)
+        # Each setting, unlimited and capped, over bytes of a request fixture.
+        for c in 0 1 2 3 4 5 6 7; do
+            for cap in 0 11; do
+                { byte $c; byte $cap; head -c 4500 "$data/alloc_gpt2m_oom_12g.req"; } \
+                    >"$dir.new/req_${c}_$cap"
+            done
+        done
+        ;;
     config | size)
         split_lines "$ROOT/fuzz/seeds/$t.txt" "$dir.new"
         ;;
@@ -129,6 +138,7 @@ run_one() {
     pickle) set -- "$@" -max_len=300000 -dict="$ROOT/fuzz/seeds/pytorch.dict" ;;
     trace) set -- "$@" -max_len=65536 ;;
     trace_chunks) set -- "$@" -max_len=300000 ;;
+    whatif) set -- "$@" -max_len=40000 ;;
     esac
     log=$WORK/$t/run-$(date +%Y%m%d-%H%M%S).log
     start=$(date +%s)

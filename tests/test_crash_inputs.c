@@ -21,6 +21,7 @@ static const target_t k_targets[] = {
     {"trace", fsc_fuzz_trace},   {"trace_chunks", fsc_fuzz_trace_chunks},
     {"pickle", fsc_fuzz_pickle}, {"pytorch", fsc_fuzz_pytorch},
     {"config", fsc_fuzz_config}, {"size", fsc_fuzz_size},
+    {"whatif", fsc_fuzz_whatif},
     {NULL, NULL},
 };
 
