@@ -23,7 +23,7 @@ static int load_trace(const char *path, fsc_request_stream_t *rs, fsc_err_t *err
     while (rc == 0) {
         int more = fsc_trace_next(r, &ev);
         if (more < 0) {
-            rc = fsc_err_set(err, more, "%s: %s", path, fsc_trace_last_error(r));
+            rc = fsc_err_set(err, more, "%s", fsc_trace_last_error(r)); /* names the file */
             break;
         }
         if (more == 0)

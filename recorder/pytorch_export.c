@@ -409,7 +409,7 @@ static int export_body(exp_t *x, fsc_export_stats_t *st)
             fsc__pw_list_batch(x->w);
     }
     if (rc < 0)
-        return fsc_err_set(x->err, rc, "%s: %s", x->path, fsc_trace_last_error(x->r));
+        return fsc_err_set(x->err, rc, "%s", fsc_trace_last_error(x->r)); /* names the file */
     fsc__pw_list_close(x->w);
     fsc__pw_list_close(x->w);
     if ((rc = write_segments(x)) != 0)
