@@ -130,7 +130,7 @@ static int make_trace(const char *path)
 
 /* ---- running a command --------------------------------------------------- */
 
-static const char *g_dir;   /* scratch directory of the damaged files */
+static char g_dir[1024];    /* scratch directory of the damaged files */
 static unsigned g_failures; /* runs that broke a rule */
 static unsigned g_runs;
 
@@ -362,7 +362,8 @@ static int setup(void)
         return ok;
     done = 1;
     g_rng ^= env_uint("FSC_CORRUPT_SEED", 0) * 0x2545f4914f6cdd1dull;
-    g_dir = fsc_test_path("corrupt");
+    /* Copied: fsc_test_path's buffers are reused by later calls. */
+    snprintf(g_dir, sizeof g_dir, "%s", fsc_test_path("corrupt"));
     char trace[1100];
     snprintf(trace, sizeof trace, "%s/base.fstrace", fsc_test_tmpdir());
     if (fsc_test_sh(NULL, 0, "mkdir -p %s", g_dir) != 0 || make_trace(trace) != 0)

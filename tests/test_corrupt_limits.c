@@ -47,7 +47,8 @@ typedef struct run {
 static run_t run_measured(const char *const *args)
 {
     run_t r = {-1, 0, 0.0, "", 0};
-    const char *errp = fsc_test_path("limits.stderr");
+    char errp[1024];
+    snprintf(errp, sizeof errp, "%s", fsc_test_path("limits.stderr"));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t pid = fork();
@@ -108,6 +109,9 @@ static void expect_bounded(const char *what, const char *const *args, int ok0)
     if (r.seconds > g_max_seconds)
         g_max_seconds = r.seconds;
     int status_ok = r.status == 2 ? r.err_lines == 1 : (ok0 && r.status == 0);
+    if (getenv("FSC_TEST_VERBOSE") != NULL) /* what each case does */
+        fprintf(stderr, "\n  %-45s %-8s status %d, %5ld KiB, %.3f s: %.160s", what, args[0],
+                r.status, r.maxrss_kb, r.seconds, r.err);
     if (!status_ok || r.maxrss_kb > RSS_LIMIT_KB || r.seconds > 10.0)
         fprintf(stderr, "\n  %s: fragscope %s -> status %d, %ld KiB peak, %.2f s\n  %s", what,
                 args[0], r.status, r.maxrss_kb, r.seconds, r.err);
@@ -119,8 +123,9 @@ static void expect_bounded(const char *what, const char *const *args, int ok0)
 /* Every command that reads a snapshot. */
 static void snapshot_bounded(const char *what, const char *path)
 {
-    const char *out_trace = fsc_test_path("limits_out.fstrace");
-    const char *out_db = fsc_test_path("limits_out.db");
+    char out_trace[1024], out_db[1024];
+    snprintf(out_trace, sizeof out_trace, "%s", fsc_test_path("limits_out.fstrace"));
+    snprintf(out_db, sizeof out_db, "%s", fsc_test_path("limits_out.db"));
     const char *imp[] = {"import", path, "-o", out_trace, NULL};
     const char *ana[] = {"analyze", path, "-o", out_db, NULL};
     const char *wif[] = {"whatif", path, "--config", "", "--threads", "1", NULL};
@@ -135,8 +140,9 @@ static void snapshot_bounded(const char *what, const char *path)
  * the chunks before it and succeeding is right too. */
 static void trace_bounded(const char *what, const char *path, int ok0)
 {
-    const char *out_db = fsc_test_path("limits_out.db");
-    const char *out_pk = fsc_test_path("limits_out.pickle");
+    char out_db[1024], out_pk[1024];
+    snprintf(out_db, sizeof out_db, "%s", fsc_test_path("limits_out.db"));
+    snprintf(out_pk, sizeof out_pk, "%s", fsc_test_path("limits_out.pickle"));
     const char *inf[] = {"info", path, NULL};
     const char *ana[] = {"analyze", path, "-o", out_db, NULL};
     const char *exp[] = {"export", path, "--pytorch-snapshot", out_pk, NULL};
@@ -155,7 +161,8 @@ static void put_le64(uint8_t *p, uint64_t v) { fsc__put_le64(p, v); }
 
 static void test_pickle_claims(void)
 {
-    const char *p = fsc_test_path("claim.pickle");
+    char p[1024]; /* copied: fsc_test_path's buffers are reused */
+    snprintf(p, sizeof p, "%s", fsc_test_path("claim.pickle"));
     uint8_t b[64];
 
     /* BINUNICODE8 of 2^62 bytes, then 3. */
@@ -185,10 +192,13 @@ static void test_pickle_claims(void)
     snapshot_bounded("memo index 2^32 - 1", p);
 
     /* A snapshot whose segment claims 2^62 bytes (tests/data fixture). */
-    snapshot_bounded("segment of 2^62 bytes", fsc_test_data("pytorch/hostile/huge_size.pickle"));
+    char huge[1024];
+    snprintf(huge, sizeof huge, "%s", fsc_test_data("pytorch/hostile/huge_size.pickle"));
+    snapshot_bounded("segment of 2^62 bytes", huge);
 
-    /* A million nested lists (EMPTY_LIST, then APPENDS never closed). */
-    size_t n = 1000000;
+    /* 250 000 values left on the stack (EMPTY_LIST, never appended): real
+     * content, not a claim; the reader's arena stays within its bound. */
+    size_t n = 250000;
     uint8_t *deep = malloc(n + 4);
     CU_ASSERT_PTR_NOT_NULL_FATAL(deep);
     deep[0] = 0x80;
@@ -197,12 +207,13 @@ static void test_pickle_claims(void)
     deep[n + 2] = '.';
     CU_ASSERT_EQUAL_FATAL(write_bytes(p, deep, n + 3), 0);
     free(deep);
-    snapshot_bounded("a million EMPTY_LIST", p);
+    snapshot_bounded("250 000 EMPTY_LIST", p);
 }
 
 static void test_json_claims(void)
 {
-    const char *p = fsc_test_path("claim.json");
+    char p[1024]; /* copied: fsc_test_path's buffers are reused */
+    snprintf(p, sizeof p, "%s", fsc_test_path("claim.json"));
     static const char k_huge[] =
         "{\"segments\": [{\"device\": 0, \"address\": 4096, \"total_size\": "
         "4611686018427387904, \"stream\": 0, \"segment_type\": \"large\", "
@@ -255,9 +266,38 @@ static void rewrite_desc(uint8_t *file, size_t d, uint32_t events, uint32_t csiz
     fsc__put_le32(file + d + 28, fsc__crc32(file + d + 8, 20));
 }
 
+/* Chunk content in the column layout (docs/trace-format.md §5): the
+ * directory of FSC__NCOLS lengths, then RECORDS, TIME, one field column
+ * (mask bit `bit`) and DEFS; the other columns empty. Returns the length. */
+static size_t columns(uint8_t *out, const uint8_t *recs, size_t nrecs, const uint8_t *time,
+                      size_t ntime, unsigned bit, const uint8_t *field, size_t nfield,
+                      const uint8_t *defs, size_t ndefs)
+{
+    size_t len[FSC__NCOLS] = {0};
+    const uint8_t *col[FSC__NCOLS] = {NULL};
+    len[FSC__COL_RECORDS] = nrecs;
+    col[FSC__COL_RECORDS] = recs;
+    len[FSC__COL_TIME] = ntime;
+    col[FSC__COL_TIME] = time;
+    len[FSC__COL_FIELD0 + bit] = nfield;
+    col[FSC__COL_FIELD0 + bit] = field;
+    len[FSC__COL_DEFS] = ndefs;
+    col[FSC__COL_DEFS] = defs;
+    uint8_t *p = fsc__put_varint(out, FSC__NCOLS);
+    for (int i = 0; i < FSC__NCOLS; i++)
+        p = fsc__put_varint(p, len[i]);
+    for (int i = 0; i < FSC__NCOLS; i++)
+        if (len[i] > 0) {
+            memcpy(p, col[i], len[i]);
+            p += len[i];
+        }
+    return (size_t)(p - out);
+}
+
 static void test_trace_claims(void)
 {
-    const char *p = fsc_test_path("claim.fstrace");
+    char p[1024]; /* copied: fsc_test_path's buffers are reused */
+    snprintf(p, sizeof p, "%s", fsc_test_path("claim.fstrace"));
     /* 15 empty columns: a valid chunk of 0 events. */
     uint8_t empty[16] = {15};
     CU_ASSERT_EQUAL_FATAL(make_trace(p, 0, empty, sizeof empty, 1), 0);
@@ -306,15 +346,19 @@ static void test_trace_claims(void)
     CU_ASSERT_EQUAL_FATAL(make_trace(p, 1, col, sizeof col, 1), 0);
     trace_bounded("a column of 2^60 bytes", p, 1);
     /* RECORDS: one STRING definition; DEFS: its length 2^60, no bytes. */
-    uint8_t str[32] = {15, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9,
-                       0x20, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10};
-    CU_ASSERT_EQUAL_FATAL(make_trace(p, 0, str, 25, 1), 0);
+    static const uint8_t k_str_recs[] = {0x20};
+    static const uint8_t k_str_defs[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10};
+    uint8_t content[128];
+    size_t clen = columns(content, k_str_recs, 1, NULL, 0, 0, NULL, 0, k_str_defs, 9);
+    CU_ASSERT_EQUAL_FATAL(make_trace(p, 0, content, clen, 1), 0);
     trace_bounded("a string of 2^60 bytes", p, 1);
-    /* RECORDS: MARKER with mask TEXT (bit 9: varint 0x80 0x04); TIME: 0;
-     * TEXT column: length 2^32. */
-    uint8_t mk[40] = {15, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0,
-                      13, 0x80, 0x04, 0, 0x80, 0x80, 0x80, 0x80, 0x10};
-    CU_ASSERT_EQUAL_FATAL(make_trace(p, 1, mk, 24, 1), 0);
+    /* RECORDS: a MARKER whose mask has TEXT (bit 9: varint 0x80 0x04);
+     * TIME: 0; column 2 + 9 (text): a length of 2^32 and no bytes. */
+    static const uint8_t k_mk_recs[] = {FSC_EV_MARKER, 0x80, 0x04};
+    static const uint8_t k_mk_time[] = {0};
+    static const uint8_t k_mk_text[] = {0x80, 0x80, 0x80, 0x80, 0x10};
+    clen = columns(content, k_mk_recs, 3, k_mk_time, 1, 9, k_mk_text, 5, NULL, 0);
+    CU_ASSERT_EQUAL_FATAL(make_trace(p, 1, content, clen, 1), 0);
     trace_bounded("a marker text of 2^32 bytes", p, 1);
 
     free(f);
