@@ -10,9 +10,9 @@
  * and view for databases. Every run must end with status 0 or 2 (1 too for
  * check, diff and whatif --verify, whose verdict may legitimately fail),
  * never by a signal, a sanitizer report or the 20 s timeout; on status 2
- * stderr is exactly one line; no temporary file is left behind, nor any
- * output file when the command failed (and an older output file in its
- * place is left as it was). The mutations are drawn from a fixed seed
+ * stderr is exactly one line, naming the damaged file once; no temporary
+ * file is left behind, nor any output file when the command failed (and an
+ * older output file in its place is left as it was). The mutations are drawn from a fixed seed
  * (FSC_CORRUPT_SEED overrides it, FSC_CORRUPT_N the number of mutations);
  * a failing input is kept in the scratch directory and named on stderr.
  */
@@ -148,6 +148,14 @@ static void leftover_tmp(char *buf, size_t cap)
     closedir(d);
 }
 
+static unsigned count_of(const char *hay, const char *needle)
+{
+    unsigned n = 0;
+    for (const char *q = hay; q != NULL && (q = strstr(q, needle)) != NULL; q += strlen(needle))
+        n++;
+    return n;
+}
+
 static int same_content(const char *path, const char *text)
 {
     size_t n = 0;
@@ -159,6 +167,8 @@ static int same_content(const char *path, const char *text)
 
 /* Run `fragscope ARGS` on a damaged input. out: the output file the command
  * writes (NULL when none). allow1: status 1 is a verdict, not a failure. */
+static const char *g_input; /* the damaged file of the current runs */
+
 static void run_cmd(const char *what, const char *args, const char *out, int allow1)
 {
     char errp[1100], cmd[4096];
@@ -193,6 +203,8 @@ static void run_cmd(const char *what, const char *args, const char *out, int all
         why = "unexpected exit status";
     else if (st == 2 && (lines != 1 || elen < 2))
         why = "stderr is not exactly one line";
+    else if (st == 2 && g_input != NULL && count_of(err, g_input) != 1)
+        why = "the error does not name the input file exactly once";
     else if (tmp[0] != '\0')
         why = "temporary file left behind";
     else if (st != 0 && !older && out != NULL && fsc_test_file_exists(out))
@@ -282,7 +294,9 @@ static void sweep(const char *kind, const blob_t *src, const blob_t *other, unsi
         CU_ASSERT_EQUAL_FATAL(write_blob(file, d.p, d.n), 0);
         snprintf(what, sizeof what, "%s #%u (%s)", kind, i, desc);
         unsigned before = g_failures;
+        g_input = file;
         fn(what, file);
+        g_input = NULL;
         if (g_failures != before) { /* keep it for reproduction */
             char keep[1200];
             snprintf(keep, sizeof keep, "%s/failed-%s-%u", g_dir, kind, i);
@@ -484,6 +498,7 @@ static void test_odd_values_in_databases(void)
             CU_FAIL("damage statement failed");
             continue;
         }
+        g_input = file;
         on_db(*q, file);
         variants++;
     }
@@ -523,6 +538,7 @@ static void test_odd_values_in_databases(void)
         on_db(what, file);
         variants++;
     }
+    g_input = NULL;
     sqlite3_finalize(st);
     sqlite3_close(db);
     CU_ASSERT(variants >= 20);
