@@ -332,7 +332,16 @@ int fsc_alloc_config_format(const fsc_alloc_config_t *c, char *buf, size_t cap)
         sep = ",";
     }
     if (c->garbage_collection_threshold > 0.0) {
-        put(buf, cap, &len, "%sgarbage_collection_threshold:%.15g", sep, c->garbage_collection_threshold);
+        /* The fewest digits (15 to 17) that parse back to the same double:
+         * "0.6" stays short, and no setting changes on a round trip. */
+        double d = c->garbage_collection_threshold;
+        char num[40];
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(num, sizeof num, "%.*g", prec, d);
+            if (strtod(num, NULL) == d)
+                break;
+        }
+        put(buf, cap, &len, "%sgarbage_collection_threshold:%s", sep, num);
         sep = ",";
     }
     if (c->expandable_segments)
