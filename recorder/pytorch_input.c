@@ -7,6 +7,7 @@
  */
 #include "pytorch_import.h"
 
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,7 +152,10 @@ int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
         if (fsc__pv_int(fsc__pv_get(s, "max_split_size"), &v) && v > 0 &&
             (uint64_t)v < (UINT64_MAX >> 1))
             im->cfg.max_split_size = (uint64_t)v;
-        if (fsc__pv_num(fsc__pv_get(s, "garbage_collection_threshold"), &d) && d > 0 && d < 1)
+        /* Below DBL_MIN (subnormal) the settings string would not parse
+         * back, as in PyTorch: such a value is ignored like one out of range. */
+        if (fsc__pv_num(fsc__pv_get(s, "garbage_collection_threshold"), &d) && d >= DBL_MIN &&
+            d < 1)
             im->cfg.garbage_collection_threshold = d;
         if (fsc__pv_int(fsc__pv_get(s, "expandable_segments"), &v))
             im->cfg.expandable_segments = v != 0;
