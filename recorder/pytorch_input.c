@@ -185,14 +185,22 @@ int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
         size_t n = env->len < sizeof im->config - 1 ? env->len : sizeof im->config - 1;
         memcpy(im->config, env->u.s, n);
         im->config[n] = '\0';
+        fsc_err_t e;
+        fsc_alloc_config_t parsed;
+        int parses = fsc_alloc_config_parse(im->config, &parsed, &e) == 0;
         if (s == NULL || fsc__pv_get(s, "max_split_size") == NULL) {
             /* Only the string is known: it decides the rules. */
-            fsc_err_t e;
-            if (fsc_alloc_config_parse(im->config, &im->cfg, &e) != 0)
+            if (!parses)
                 return fsc_err_set(im->err, FSC_ECONFIG, "%s: PYTORCH_CUDA_ALLOC_CONF: %s",
                                    im->path, fsc_err_msg(&e));
+            im->cfg = parsed;
+            return 0;
         }
-        return 0;
+        if (parses)
+            return 0;
+        /* The dict decides the rules; a string with keys this version does
+         * not know (a newer PyTorch) would make the trace's settings
+         * unusable for replays, so the dict's settings are written instead. */
     }
     return fsc_alloc_config_format(&im->cfg, im->config, sizeof im->config) < 0
                ? fsc__imp_bad(im, "cannot render the allocator settings")

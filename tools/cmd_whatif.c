@@ -419,7 +419,13 @@ int fsc_cmd_whatif(int argc, char **argv)
     }
     fsc_request_stream_destroy(rs);
     if (rc != 0) {
-        fsc_cli_error("whatif: %s", fsc_err_msg(&err));
+        /* Errors of the replays (e.g. the recording's own settings do not
+         * parse) do not know the input: name it, unless a file is named. */
+        const char *msg = fsc_err_msg(&err);
+        if (strstr(msg, o.input) == NULL && (o.db == NULL || strstr(msg, o.db) == NULL))
+            fsc_cli_error("whatif: %s: %s", o.input, msg);
+        else
+            fsc_cli_error("whatif: %s", msg);
         return fsc_cli_exit_code(rc);
     }
     return status;
