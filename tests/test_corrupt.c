@@ -545,12 +545,51 @@ static void test_odd_values_in_databases(void)
     CU_ASSERT_EQUAL(g_failures, before);
 }
 
+/* Snapshots whose allocator settings are damaged or from a newer PyTorch
+ * (tests/data/crashers/pytorch/): the import keeps settings that parse, so
+ * the replays of the run's own settings work. */
+static void test_snapshot_settings_replay(void)
+{
+    static const char *const k_files[] = {
+        "crashers/pytorch/subnormal_gc_threshold.pickle", /* threshold 5.07e-312 */
+        "crashers/pytorch/future_alloc_conf_key.pickle",  /* unknown key in the string */
+        NULL,
+    };
+    for (const char *const *f = k_files; *f != NULL; f++) {
+        char in[1100], trace[1100], out[4096];
+        snprintf(in, sizeof in, "%s", fsc_test_data(*f));
+        snprintf(trace, sizeof trace, "%s/settings.fstrace", fsc_test_tmpdir());
+        int st = fsc_test_sh(out, sizeof out, "%s import %s -o %s", fsc_test_fragscope(), in, trace);
+        CU_ASSERT_EQUAL(st, 0);
+        fsc_trace_reader_t *r = NULL;
+        fsc_err_t err;
+        if (fsc_trace_open(trace, &r, &err) == 0) {
+            fsc_alloc_config_t c;
+            int rc = fsc_alloc_config_parse(fsc_trace_header(r)->config, &c, &err);
+            if (rc != 0)
+                fprintf(stderr, "\n  %s: the trace's config does not parse: %s\n", *f, err.msg);
+            CU_ASSERT_EQUAL(rc, 0);
+            fsc_trace_close(r);
+        } else {
+            CU_FAIL("the imported trace does not open");
+        }
+        st = fsc_test_sh(out, sizeof out, "%s whatif %s --suggest --threads 1", fsc_test_fragscope(), in);
+        if (st != 0)
+            fprintf(stderr, "\n  %s: whatif --suggest: %s\n", *f, out);
+        CU_ASSERT_EQUAL(st, 0);
+        st = fsc_test_sh(out, sizeof out, "%s whatif %s --verify --threads 1", fsc_test_fragscope(), in);
+        CU_ASSERT(st == 0 || st == 1);
+        remove(trace);
+    }
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"undamaged inputs pass", test_base_inputs_are_valid},
     {"damaged traces: info, analyze, export, whatif", test_damaged_traces},
     {"damaged snapshots: import, analyze, whatif", test_damaged_snapshots},
     {"damaged databases: report, check, diff, view", test_damaged_databases},
     {"odd values in databases: report, check, diff, view", test_odd_values_in_databases},
+    {"snapshots with odd allocator settings still replay", test_snapshot_settings_replay},
     {NULL, NULL},
 };
 
