@@ -131,7 +131,9 @@ void fsc_allocator_destroy(fsc_allocator_t *a); /* frees every segment; NULL ok 
 /* Returns 0 and *addr, or FSC_EOOM after the full miss sequence (an OOM event
  * has been emitted; the message says what PyTorch's message would say:
  * tried to allocate, capacity, allocated, reserved-but-unallocated). size 0
- * returns *addr = 0 without allocating. */
+ * returns *addr = 0 without allocating. A request of 1 EiB or more is
+ * refused at once with FSC_EOOM, no event and no num_ooms, as PyTorch does
+ * (its rounding would overflow). */
 int fsc_allocator_malloc(fsc_allocator_t *a, uint64_t size, uint64_t stream,
                          uint64_t *addr);
 /* FSC_EINVAL for an address that is not a live block. */
