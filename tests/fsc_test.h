@@ -37,4 +37,11 @@ int fsc_test_sh(char *out, size_t cap, const char *fmt, ...)
 char *fsc_test_slurp(const char *path, size_t *len);
 int fsc_test_file_exists(const char *path);
 
+/* Occurrences of needle in hay. */
+size_t fsc_test_count(const char *hay, const char *needle);
+
+/* A run database built from tests/viewer/schema.sql and the given fixture
+ * (a file of tests/viewer/) at tmpdir/name; a failure is a fatal assertion. */
+const char *fsc_test_viewer_db(const char *name, const char *fixture);
+
 #endif

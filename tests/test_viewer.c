@@ -22,45 +22,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int exec_file(sqlite3 *db, const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/viewer/%s", FSC_SOURCE_DIR, name);
-    char *sql = fsc_test_slurp(path, NULL);
-    if (sql == NULL)
-        return -1;
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK)
-        fprintf(stderr, "%s: %s\n", name, msg ? msg : "?");
-    sqlite3_free(msg);
-    free(sql);
-    return rc == SQLITE_OK ? 0 : -1;
-}
-
-/* A database from schema.sql + the given fixture, at tmpdir/name. */
-static const char *make_db(const char *name, const char *fixture)
-{
-    const char *path = fsc_test_path(name);
-    remove(path);
-    sqlite3 *db = NULL;
-    int ok = sqlite3_open(path, &db) == SQLITE_OK &&
-             sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
-             exec_file(db, "schema.sql") == 0 && exec_file(db, fixture) == 0 &&
-             sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
-    CU_ASSERT_FATAL(ok);
-    return path;
-}
-
-static size_t count(const char *hay, const char *needle)
-{
-    size_t n = 0, k = strlen(needle);
-    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + k, needle))
-        n++;
-    return n;
-}
-
 /* Text of the element whose opening tag contains `id="..."`, up to `end`. */
 static char *between(const char *hay, const char *start, const char *end)
 {
@@ -214,7 +175,7 @@ static void test_json_writer(void)
 
 static void test_small_report(void)
 {
-    const char *db = make_db("small.db", "small.sql");
+    const char *db = fsc_test_viewer_db("small.db", "small.sql");
     const char *out = fsc_test_path("small.html");
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL_FATAL(fsc_view_write(db, out, &err), 0);
@@ -236,8 +197,8 @@ static void test_small_report(void)
     /* Escaping: the hostile strings never appear as markup; three script
      * elements open and three close (the guard, the data, the program). */
     CU_ASSERT_PTR_NULL(strstr(html, "<img"));
-    CU_ASSERT_EQUAL(count(html, "<script"), 3);
-    CU_ASSERT_EQUAL(count(html, "</script>"), 3);
+    CU_ASSERT_EQUAL(fsc_test_count(html, "<script"), 3);
+    CU_ASSERT_EQUAL(fsc_test_count(html, "</script>"), 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "max_split_size_mb:128,&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "<code>step/&lt;img src=x onerror=alert(1)&gt;</code>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e"));
@@ -373,7 +334,7 @@ static cJSON *emit_with(const fsc__model_t *m, size_t layouts, size_t blocks)
 
 static void test_layout_aggregation(void)
 {
-    const char *db = make_db("agg.db", "small.sql");
+    const char *db = fsc_test_viewer_db("agg.db", "small.sql");
     fsc__model_t m;
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL_FATAL(fsc__model_load(db, &m, &err), 0);
@@ -433,7 +394,7 @@ static void test_layout_aggregation(void)
 
 static void test_large_report_bounded(void)
 {
-    const char *db = make_db("large.db", "large.sql");
+    const char *db = fsc_test_viewer_db("large.db", "large.sql");
     const char *out = fsc_test_path("large.html");
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL_FATAL(fsc_view_write(db, out, &err), 0);
@@ -534,13 +495,13 @@ static void test_bad_databases(void)
     sqlite3_close(db);
     expect_bad(foreign, FSC_EFORMAT, "not a fragscope database (no meta table)");
 
-    const char *future = make_db("future.db", "small.sql");
+    const char *future = fsc_test_viewer_db("future.db", "small.sql");
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(future, &db), SQLITE_OK);
     sqlite3_exec(db, "UPDATE meta SET value = 99 WHERE key = 'schema_version'", NULL, NULL, NULL);
     sqlite3_close(db);
     expect_bad(future, FSC_EVERSION, "schema version 99");
 
-    const char *broken = make_db("broken.db", "small.sql");
+    const char *broken = fsc_test_viewer_db("broken.db", "small.sql");
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(broken, &db), SQLITE_OK);
     sqlite3_exec(db, "DROP TABLE ooms; CREATE TABLE ooms(id INTEGER, what TEXT);", NULL, NULL, NULL);
     sqlite3_close(db);
@@ -584,14 +545,14 @@ static void test_minimal_database(void)
  * every string stays escaped and the data block stays valid JSON. */
 static void test_odd_values(void)
 {
-    const char *db = make_db("odd.db", "odd.sql");
+    const char *db = fsc_test_viewer_db("odd.db", "odd.sql");
     char *html = NULL;
     size_t n = 0;
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL_FATAL(fsc_view_render(db, NULL, &html, &n, &err), 0);
     CU_ASSERT_PTR_NULL(strstr(html, "<svg onload"));
     CU_ASSERT_PTR_NULL(strstr(html, "<i>"));
-    CU_ASSERT_EQUAL(count(html, "</script>"), 3);
+    CU_ASSERT_EQUAL(fsc_test_count(html, "</script>"), 3);
     /* Invalid UTF-8 became U+FFFD: config 3c ff 3e. */
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "<td>&lt;\xef\xbf\xbd&gt;</td>"));
     cJSON *d = page_data(html);
@@ -614,7 +575,7 @@ static void test_odd_values(void)
 
 static void test_cli(void)
 {
-    const char *db = make_db("cli.db", "small.sql");
+    const char *db = fsc_test_viewer_db("cli.db", "small.sql");
     char out[4096];
     const char *bin = fsc_test_fragscope();
 
@@ -635,7 +596,7 @@ static void test_cli(void)
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' view '%s/nope.db' -o '%s'", bin,
                                 fsc_test_tmpdir(), bad_out), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "nope.db"));
-    CU_ASSERT_EQUAL(count(out, "\n"), 1);
+    CU_ASSERT_EQUAL(fsc_test_count(out, "\n"), 1);
     CU_ASSERT_FALSE(fsc_test_file_exists(bad_out));
 
     const char *text = fsc_test_path("cli-text.db");
@@ -644,7 +605,7 @@ static void test_cli(void)
     fclose(f);
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' view '%s' -o '%s'", bin, text, bad_out), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "not an SQLite database"));
-    CU_ASSERT_EQUAL(count(out, "\n"), 1);
+    CU_ASSERT_EQUAL(fsc_test_count(out, "\n"), 1);
     CU_ASSERT_FALSE(fsc_test_file_exists(bad_out));
 
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' view", bin), 2);

@@ -18,40 +18,6 @@
 
 static int g_no_browser;
 
-static int exec_file(sqlite3 *db, const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/viewer/%s", FSC_SOURCE_DIR, name);
-    char *sql = fsc_test_slurp(path, NULL);
-    if (sql == NULL)
-        return -1;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-    free(sql);
-    return rc == SQLITE_OK ? 0 : -1;
-}
-
-static const char *make_db(const char *name, const char *fixture)
-{
-    const char *path = fsc_test_path(name);
-    remove(path);
-    sqlite3 *db = NULL;
-    int ok = sqlite3_open(path, &db) == SQLITE_OK &&
-             sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
-             exec_file(db, "schema.sql") == 0 && exec_file(db, fixture) == 0 &&
-             sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
-    CU_ASSERT_FATAL(ok);
-    return path;
-}
-
-static size_t count(const char *hay, const char *needle)
-{
-    size_t n = 0, k = strlen(needle);
-    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + k, needle))
-        n++;
-    return n;
-}
-
 /* The part of the DOM from `start` to the next `end` (a copy). */
 static char *part(const char *dom, const char *start, const char *end)
 {
@@ -69,7 +35,7 @@ static char *part(const char *dom, const char *start, const char *end)
 static size_t count_in(const char *dom, const char *start, const char *end, const char *needle)
 {
     char *p = part(dom, start, end);
-    size_t n = p ? count(p, needle) : 0;
+    size_t n = p ? fsc_test_count(p, needle) : 0;
     free(p);
     return n;
 }
@@ -119,7 +85,7 @@ static void check_clean(const char *dom)
 
 static void test_small_in_browser(void)
 {
-    const char *db = make_db("small.db", "small.sql");
+    const char *db = fsc_test_viewer_db("small.db", "small.sql");
     char *dom = load_in_browser(db, "small.html");
     if (dom == NULL)
         return;
@@ -142,7 +108,7 @@ static void test_small_in_browser(void)
     CU_ASSERT_EQUAL(count_in(dom, "id=\"seg-layout\"", "</select>", "<option"), 2);
     /* The OOM card, its two segments with six pinning blocks, three tags and
      * two suggestions. */
-    CU_ASSERT_EQUAL(count(dom, "class=\"oom-card\""), 1);
+    CU_ASSERT_EQUAL(fsc_test_count(dom, "class=\"oom-card\""), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<span class=\"cause fragmentation\">fragmentation</span>"));
     CU_ASSERT_EQUAL(count_in(dom, "class=\"oom-card\"", "Top tags by live bytes", " ev / "), 6);
     CU_ASSERT_EQUAL(count_in(dom, "class=\"oom-card\"", "What-if suggestions", "pinning blocks"), 2);
@@ -152,8 +118,8 @@ static void test_small_in_browser(void)
     CU_ASSERT_EQUAL(count_in(dom, "id=\"tags-peak\"", "</table>", "<tr>"), 4);
     CU_ASSERT_EQUAL(count_in(dom, "id=\"tags-leaks\"", "</table>", "<tr>"), 2);
     /* The hostile strings are on the page, as text. */
-    CU_ASSERT(count(dom, "step/&lt;img src=x onerror=alert(1)&gt;") >= 3);
-    CU_ASSERT(count(dom, "step/&lt;/script&gt;") >= 2);
+    CU_ASSERT(fsc_test_count(dom, "step/&lt;img src=x onerror=alert(1)&gt;") >= 3);
+    CU_ASSERT(fsc_test_count(dom, "step/&lt;/script&gt;") >= 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<td class=\"tag\" title=\"step\">step</td>"));
     /* Hover values and axes carry units. */
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "40 MiB</text>"));
@@ -163,14 +129,14 @@ static void test_small_in_browser(void)
 
 static void test_large_in_browser(void)
 {
-    const char *db = make_db("large.db", "large.sql");
+    const char *db = fsc_test_viewer_db("large.db", "large.sql");
     char *dom = load_in_browser(db, "large.html");
     if (dom == NULL)
         return;
     check_clean(dom);
     CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-memory\"", "</svg>", "class=\"series\""), 3);
     CU_ASSERT(count_in(dom, "id=\"segmap\"", "</svg>", "class=\"segbar\"") >= 1);
-    CU_ASSERT_EQUAL(count(dom, "class=\"oom-card\""), 40);
+    CU_ASSERT_EQUAL(fsc_test_count(dom, "class=\"oom-card\""), 40);
     /* The data block says how many segments the peak layout embeds; the map
      * draws exactly those. */
     char *json = part(dom, "<script type=\"application/json\" id=\"data\">", "</script>");
@@ -189,13 +155,13 @@ static void test_large_in_browser(void)
  * script error. */
 static void test_odd_in_browser(void)
 {
-    const char *db = make_db("odd.db", "odd.sql");
+    const char *db = fsc_test_viewer_db("odd.db", "odd.sql");
     char *dom = load_in_browser(db, "odd.html");
     if (dom == NULL)
         return;
     check_clean(dom);
     CU_ASSERT_PTR_NULL(strstr(dom, "<svg onload"));
-    CU_ASSERT_EQUAL(count(dom, "class=\"oom-card\""), 2);
+    CU_ASSERT_EQUAL(fsc_test_count(dom, "class=\"oom-card\""), 2);
     CU_ASSERT_EQUAL(count_in(dom, "id=\"chart-memory\"", "</svg>", "class=\"series\""), 3);
     free(dom);
 }
@@ -239,7 +205,7 @@ static void expect_probe(const char *dom, const char *name, const char *want, in
  * card's button, driven by tests/viewer/probe.js on the hand-built report. */
 static void test_interaction(void)
 {
-    const char *db = make_db("probe.db", "small.sql");
+    const char *db = fsc_test_viewer_db("probe.db", "small.sql");
     const char *html = fsc_test_path("probe.html");
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL_FATAL(fsc_view_write(db, html, &err), 0);

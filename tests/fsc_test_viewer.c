@@ -1,0 +1,48 @@
+/*
+ * fsc_test_viewer.c — shared helpers of the viewer suites: hand-built run
+ * databases from the SQL fixtures in tests/viewer/, and substring counts.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsc_test.h"
+
+size_t fsc_test_count(const char *hay, const char *needle)
+{
+    size_t n = 0, k = strlen(needle);
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + k, needle))
+        n++;
+    return n;
+}
+
+static int exec_file(sqlite3 *db, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/viewer/%s", FSC_SOURCE_DIR, name);
+    char *sql = fsc_test_slurp(path, NULL);
+    if (sql == NULL)
+        return -1;
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "%s: %s\n", name, msg ? msg : "?");
+    sqlite3_free(msg);
+    free(sql);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+const char *fsc_test_viewer_db(const char *name, const char *fixture)
+{
+    const char *path = fsc_test_path(name);
+    remove(path);
+    sqlite3 *db = NULL;
+    int ok = sqlite3_open(path, &db) == SQLITE_OK &&
+             sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
+             exec_file(db, "schema.sql") == 0 && exec_file(db, fixture) == 0 &&
+             sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    sqlite3_close(db);
+    CU_ASSERT_FATAL(ok);
+    return path;
+}
