@@ -1,5 +1,5 @@
 /*
- * test_pickle.c — the pickle reader and writer of recorder/pickle.h: values
+ * test_pickle.c — the pickle reader and writer of recorder/pytorch/pickle.h: values
  * of every supported opcode, memo sharing, the memory bound, rejection of
  * hostile input (truncation, corruption, bombs, cycles), and the writer
  * read back by the reader and by Python.

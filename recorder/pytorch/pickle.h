@@ -2,7 +2,7 @@
  * pickle.h — a small reader and writer for the Python pickle subset that
  * PyTorch memory snapshots use (protocols 2 to 5: dicts, lists, tuples,
  * strings, bytes, integers up to 64 bits, floats, booleans, None), and the
- * value tree they produce. Internal to recorder/ (not API).
+ * value tree they produce. Internal to recorder/pytorch/ (not API).
  *
  * Reader: the whole input is parsed into a tree of fsc__pv_t nodes held in
  * one arena owned by an fsc__pdoc_t. Memo references are shared pointers,

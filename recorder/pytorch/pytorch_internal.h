@@ -1,6 +1,6 @@
 /*
  * pytorch_internal.h — pieces of the PyTorch snapshot importer shared inside
- * recorder/ (not API): loading a snapshot file into a value tree, and the
+ * recorder/pytorch/ (not API): loading a snapshot file into a value tree, and the
  * block model that turns recorded addresses into fragscope events.
  */
 #ifndef FSC_RECORDER_PYTORCH_INTERNAL_H

@@ -1,6 +1,6 @@
 /*
  * whatif_internal.h — the request stream's representation, shared by the
- * what-if files of analyzer/ (not API).
+ * what-if files of analyzer/whatif/ (not API).
  *
  * The stream is a flat array of fixed-size operations so that a replay is
  * one tight loop over memory that many threads read at once. Allocation
