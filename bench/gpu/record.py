@@ -1,0 +1,325 @@
+"""Record one real PyTorch allocator run on a GPU: a memory snapshot
+(`_record_memory_history` + `_dump_snapshot`) and, beside it, a JSON file with
+`torch.cuda.memory_stats()`, the outcome (ok / oom, PyTorch's message), the
+device's memory, the settings and what the snapshot holds.
+
+  python3 bench/gpu/record.py SCENARIO OUTDIR [--cap-gib G] [--name NAME] [--steps N]
+
+Scenarios (each a habit of real training code):
+  gpt2             GPT-2 (transformers, random init, AdamW), sequence length drawn per step
+  gpt2_emptycache  the same, calling torch.cuda.empty_cache() every 3 steps
+  ckpt             GPT-2 with gradient checkpointing
+  graphed          an MLP wrapped in torch.cuda.make_graphed_callables (a CUDA-graph private pool)
+  mempool          allocations under torch.cuda.use_mem_pool(MemPool()), then the pool released
+  side_stream      work on a side stream, with Tensor.record_stream and pending frees
+  compile_ro       torch.compile(mode="reduce-overhead") (CUDA graphs), compile_context recorded
+  stacks_all       stacks="all" (C++ frames)
+  annotations      record_function ranges with global_record_annotations, user metadata
+  pinned           pinned host memory recorded (record_pinned_host_memory) if this PyTorch can
+  external         raw cudaMalloc behind the allocator's back until --leave-gib is left, then GPT-2
+  rank             one pipeline "stage": GPT-2 with --layers layers, RANK from the environment
+Settings come from PYTORCH_CUDA_ALLOC_CONF; --cap-gib sets set_per_process_memory_fraction.
+"""
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import random
+import sys
+import time
+import traceback
+
+ap = argparse.ArgumentParser()
+ap.add_argument("scenario")
+ap.add_argument("outdir")
+ap.add_argument("--name", default="")
+ap.add_argument("--cap-gib", type=float, default=0.0)
+ap.add_argument("--steps", type=int, default=0)
+ap.add_argument("--layers", type=int, default=4)
+ap.add_argument("--width", type=int, default=512)
+ap.add_argument("--batch", type=int, default=4)
+ap.add_argument("--min-len", type=int, default=128)
+ap.add_argument("--max-len", type=int, default=512)
+ap.add_argument("--leave-gib", type=float, default=6.0)
+ap.add_argument("--max-entries", type=int, default=3_000_000)
+ap.add_argument("--seed", type=int, default=0)
+args = ap.parse_args()
+name = args.name or args.scenario
+os.makedirs(args.outdir, exist_ok=True)
+base = os.path.join(args.outdir, name)
+
+import torch  # noqa: E402
+
+dev = torch.device("cuda")
+total = torch.cuda.get_device_properties(0).total_memory
+info = {"name": name, "scenario": args.scenario, "torch": torch.__version__,
+        "conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "cap_gib": args.cap_gib,
+        "device_total": total, "rank": os.environ.get("RANK")}
+if args.cap_gib > 0:
+    frac = args.cap_gib * (1 << 30) / total
+    torch.cuda.set_per_process_memory_fraction(frac)
+    info["cap_bytes"] = int(args.cap_gib * (1 << 30))
+    info["fraction"] = frac
+
+
+def start_history(**extra):
+    """Start recording; keyword arguments this PyTorch lacks are dropped (and listed)."""
+    kw = dict(max_entries=args.max_entries, stacks="python", context="all")
+    kw.update(extra)
+    dropped = []
+    while True:
+        try:
+            torch.cuda.memory._record_memory_history(**kw)
+            break
+        except TypeError as e:
+            bad = [k for k in list(kw) if k in str(e) and k not in ("max_entries", "stacks", "context")]
+            if not bad:
+                raise
+            for k in bad:
+                kw.pop(k)
+                dropped.append(k)
+    info["history_kwargs"] = {k: v for k, v in kw.items()}
+    info["history_kwargs_unsupported"] = dropped
+
+
+def gpt2_model(layers, width, ckpt=False):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = GPT2Config(n_layer=layers, n_embd=width, n_head=max(1, width // 64), n_positions=1024)
+    m = GPT2LMHeadModel(cfg).to(dev)
+    if ckpt:
+        m.gradient_checkpointing_enable()
+        m.config.use_cache = False
+    m.train()
+    return m, cfg
+
+
+def lengths(steps):
+    rng = random.Random(args.seed)
+    return [rng.randint(args.min_len, args.max_len) for _ in range(steps)]
+
+
+def train_gpt2(steps, ckpt=False, empty_every=0, annotate=False):
+    torch.manual_seed(args.seed)
+    model, cfg = gpt2_model(args.layers, args.width, ckpt)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    info["lens"] = lens = lengths(steps)
+    rf = torch.autograd.profiler.record_function if annotate else (lambda n: contextlib.nullcontext())
+    set_meta = getattr(torch.cuda.memory, "_set_memory_metadata", None) if annotate else None
+    for step, n in enumerate(lens):
+        info["step"] = step
+        if set_meta:
+            set_meta(json.dumps({"step": step, "seq_len": n}))
+        ids = torch.randint(0, cfg.vocab_size, (args.batch, n), device=dev)
+        with rf("forward"):
+            loss = model(ids, labels=ids).loss
+        with rf("backward"):
+            loss.backward()
+        with rf("optimizer"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        del loss, ids
+        if empty_every and (step + 1) % empty_every == 0:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            info.setdefault("empty_cache_after_steps", []).append(step)
+    torch.cuda.synchronize()
+
+
+def scenario_graphed():
+    steps = args.steps or 10
+    torch.manual_seed(0)
+    N, D = 256, 2048
+    model = torch.nn.Sequential(*[m for _ in range(4) for m in (torch.nn.Linear(D, D), torch.nn.ReLU())]).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(N, D, device=dev)
+    model = torch.cuda.make_graphed_callables(model, (x,))
+    for step in range(steps):
+        info["step"] = step
+        x = torch.randn(N, D, device=dev)
+        y = torch.randn(N, D, device=dev)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        # eager work of varying size between graph replays
+        junk = torch.empty(int((step % 4 + 1) * 3.3 * (1 << 20)), dtype=torch.uint8, device=dev)
+        del junk, loss
+    torch.cuda.synchronize()
+
+
+def scenario_mempool():
+    sizes = [(i % 7 + 1) * 700_000 + 512 * i for i in range(40)]
+    pool = torch.cuda.MemPool()
+    outside = []
+    with torch.cuda.use_mem_pool(pool):
+        inside = [torch.empty(s, dtype=torch.uint8, device=dev) for s in sizes]
+    for s in sizes[:20]:
+        outside.append(torch.empty(s * 3, dtype=torch.uint8, device=dev))
+    del inside[::2]
+    with torch.cuda.use_mem_pool(pool):
+        more = [torch.empty(s // 2 + 4096, dtype=torch.uint8, device=dev) for s in sizes[:25]]
+        big = torch.empty(64 << 20, dtype=torch.uint8, device=dev)
+    pool2 = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(pool2):
+        p2 = [torch.empty(s, dtype=torch.uint8, device=dev) for s in sizes[10:30]]
+    del outside[5:15]
+    again = [torch.empty(s, dtype=torch.uint8, device=dev) for s in sizes[::3]]
+    del inside, more, big, p2
+    torch.cuda.synchronize()
+    del pool, pool2
+    torch.cuda.empty_cache()
+    after = [torch.empty(s * 2, dtype=torch.uint8, device=dev) for s in sizes[:10]]
+    del after, again, outside
+    torch.cuda.synchronize()
+
+
+def scenario_side_stream():
+    steps = args.steps or 12
+    s = torch.cuda.Stream()
+    w = torch.randn(4096, 4096, device=dev)
+    for step in range(steps):
+        info["step"] = step
+        a = torch.randn(int((step % 5 + 2) * (1 << 20)), device=dev)
+        with torch.cuda.stream(s):
+            s.wait_stream(torch.cuda.current_stream())
+            b = a * 2
+            c = torch.empty((step % 3 + 1) * (5 << 20), dtype=torch.uint8, device=dev)
+            for _ in range(8):   # keep the side stream busy so frees stay pending
+                w = torch.tanh(w @ w * 1e-3)
+        a.record_stream(s)
+        del a
+        x = torch.randn(int((step % 4 + 1) * (3 << 20) // 4), device=dev)
+        small = [torch.empty(4096 * (i + 1), dtype=torch.uint8, device=dev) for i in range(20)]
+        torch.cuda.current_stream().wait_stream(s)
+        b.record_stream(torch.cuda.current_stream())
+        del b, c, x, small
+    torch.cuda.synchronize()
+
+
+def scenario_compile_ro():
+    steps = args.steps or 12
+    torch.manual_seed(0)
+    D = 1024
+    model = torch.nn.Sequential(torch.nn.Linear(D, 4 * D), torch.nn.GELU(), torch.nn.Linear(4 * D, D)).to(dev)
+    f = torch.compile(model, mode="reduce-overhead")
+    with torch.no_grad():
+        for step in range(steps):
+            info["step"] = step
+            x = torch.randn(64 * (1 + step % 2), D, device=dev)
+            y = f(x)
+            z = y.sum().item()
+            del x, y
+    info["result"] = z
+    torch.cuda.synchronize()
+
+
+def scenario_pinned():
+    bufs = []
+    for i in range(12):
+        h = torch.empty((i % 4 + 1) << 20, dtype=torch.uint8, pin_memory=True)
+        d = h.to(dev, non_blocking=True)
+        bufs.append((h, d))
+        if i % 3 == 2:
+            bufs.pop(0)
+    del bufs
+    torch.cuda.synchronize()
+
+
+def grab_raw(leave):
+    """cudaMalloc outside PyTorch until `leave` bytes of the device are left."""
+    import glob
+    cands = glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libcudart*.so*"))
+    cands += glob.glob("/usr/local/lib/python3*/dist-packages/nvidia/cu*/lib/libcudart.so*")
+    cands += glob.glob("/usr/local/cuda/lib64/libcudart.so*") + ["libcudart.so"]
+    lib = None
+    for c in cands:
+        try:
+            lib = ctypes.CDLL(c)
+            break
+        except OSError:
+            continue
+    torch.cuda.init()
+    free, tot = torch.cuda.mem_get_info()
+    want = max(0, free - leave)
+    ptr = ctypes.c_void_p()
+    rc = lib.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(want))
+    info["raw_cudamalloc"] = {"bytes": want, "rc": rc, "lib": c}
+    return ptr
+
+
+def main():
+    steps = args.steps
+    sc = args.scenario
+    if sc == "external":
+        keep = grab_raw(int(args.leave_gib * (1 << 30)))  # noqa: F841
+    if sc == "compile_ro":
+        start_history(compile_context=True)
+    elif sc == "stacks_all":
+        start_history(stacks="all")
+    elif sc == "annotations":
+        start_history(global_record_annotations=True)
+    elif sc == "pinned":
+        start_history(record_pinned_host_memory=True)
+    else:
+        start_history()
+    info["mem_get_info_start"] = list(torch.cuda.mem_get_info())
+    if sc in ("gpt2", "external", "rank", "stacks_all"):
+        train_gpt2(steps or 6)
+    elif sc == "annotations":
+        train_gpt2(steps or 3, annotate=True)
+    elif sc == "gpt2_emptycache":
+        train_gpt2(steps or 9, empty_every=3)
+    elif sc == "ckpt":
+        train_gpt2(steps or 6, ckpt=True)
+    else:
+        globals()["scenario_" + sc]()
+
+
+t0 = time.time()
+try:
+    main()
+    info["outcome"] = "ok"
+except torch.OutOfMemoryError as e:
+    info["outcome"] = "oom"
+    info["message"] = str(e).split("\n")[0][:1000]
+except Exception as e:  # a scenario this PyTorch cannot run: say why, keep what was recorded
+    info["outcome"] = "error"
+    info["message"] = "".join(traceback.format_exception(e))[-3000:]
+info["seconds"] = round(time.time() - t0, 2)
+try:
+    info["mem_get_info_end"] = list(torch.cuda.mem_get_info())
+except Exception:
+    pass
+st = torch.cuda.memory_stats()
+snap = torch.cuda.memory._snapshot()
+torch.cuda.memory._dump_snapshot(base + ".pickle")
+keys = {"top": sorted(snap.keys()), "actions": {}, "entry_keys": [], "segment_keys": [],
+        "frames_max_line": 0}
+ek = set()
+for tr in snap.get("device_traces", []):
+    for e in tr:
+        keys["actions"][e["action"]] = keys["actions"].get(e["action"], 0) + 1
+        ek.update(e.keys())
+        for f in e.get("frames", []) or []:
+            if isinstance(f.get("line"), int):
+                keys["frames_max_line"] = max(keys["frames_max_line"], f["line"])
+keys["entry_keys"] = sorted(ek)
+sk = set()
+for s in snap.get("segments", []):
+    sk.update(s.keys())
+keys["segment_keys"] = sorted(sk)
+keys["segment_pool_ids"] = sorted({str(s.get("segment_pool_id")) for s in snap.get("segments", [])})
+for k in ("host_segments", "host_traces", "external_annotations"):
+    if k in snap:
+        keys[k + "_len"] = len(snap[k])
+info["snapshot"] = keys
+out = dict(st)
+out.update(info)
+out["frames_max_line"] = str(keys["frames_max_line"])
+with open(base + ".stats.json", "w") as f:
+    json.dump(out, f, indent=1, sort_keys=True, default=str)
+print(json.dumps({k: info.get(k) for k in ("name", "outcome", "seconds", "conf", "cap_gib")}
+                 | {"peak_reserved": st.get("reserved_bytes.all.peak", 0),
+                    "peak_allocated": st.get("allocated_bytes.all.peak", 0),
+                    "message": info.get("message", "")[:300]}), flush=True)
