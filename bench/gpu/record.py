@@ -11,6 +11,7 @@ Scenarios (each a habit of real training code):
   ckpt             GPT-2 with gradient checkpointing
   graphed          an MLP wrapped in torch.cuda.make_graphed_callables (a CUDA-graph private pool)
   mempool          allocations under torch.cuda.use_mem_pool(MemPool()), then the pool released
+  mempool_live     the same, snapshot taken while the pools still hold memory
   side_stream      work on a side stream, with Tensor.record_stream and pending frees
   compile_ro       torch.compile(mode="reduce-overhead") (CUDA graphs), compile_context recorded
   stacks_all       stacks="all" (C++ frames)
@@ -44,6 +45,8 @@ ap.add_argument("--max-len", type=int, default=512)
 ap.add_argument("--leave-gib", type=float, default=6.0)
 ap.add_argument("--max-entries", type=int, default=3_000_000)
 ap.add_argument("--seed", type=int, default=0)
+ap.add_argument("--ckpt-mode", choices=["reentrant", "nonreentrant"], default="reentrant",
+                help="ckpt: torch.utils.checkpoint's use_reentrant")
 args = ap.parse_args()
 name = args.name or args.scenario
 os.makedirs(args.outdir, exist_ok=True)
@@ -88,8 +91,12 @@ def gpt2_model(layers, width, ckpt=False):
     cfg = GPT2Config(n_layer=layers, n_embd=width, n_head=max(1, width // 64), n_positions=1024)
     m = GPT2LMHeadModel(cfg).to(dev)
     if ckpt:
-        m.gradient_checkpointing_enable()
+        # PyTorch 2.11's non-reentrant recomputation failed under memory
+        # history with Python stacks (SystemError in dropout), hence the mode.
+        m.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": args.ckpt_mode == "reentrant"})
         m.config.use_cache = False
+        info["ckpt_mode"] = args.ckpt_mode
     m.train()
     return m, cfg
 
@@ -172,6 +179,32 @@ def scenario_mempool():
     after = [torch.empty(s * 2, dtype=torch.uint8, device=dev) for s in sizes[:10]]
     del after, again, outside
     torch.cuda.synchronize()
+
+
+def scenario_mempool_live():
+    """MemPool use as in a serving loop: the pool lives on and holds memory
+    when the snapshot is taken; a second pool is released midway."""
+    sizes = [(i % 5 + 1) * 900_000 + 4096 * i for i in range(30)]
+    pool = torch.cuda.MemPool()
+    keep = []
+    for rnd in range(4):
+        with torch.cuda.use_mem_pool(pool):
+            batch = [torch.empty(s * (rnd + 1) // 2 + 512, dtype=torch.uint8, device=dev) for s in sizes]
+        eager = [torch.empty(s * 2, dtype=torch.uint8, device=dev) for s in sizes[rnd::4]]
+        keep.append(batch[rnd])
+        del batch[::3]
+        if rnd == 1:
+            tmp = torch.cuda.MemPool()
+            with torch.cuda.use_mem_pool(tmp):
+                t = [torch.empty(s, dtype=torch.uint8, device=dev) for s in sizes[:12]]
+            del t
+            torch.cuda.synchronize()
+            del tmp
+            torch.cuda.empty_cache()
+        del batch, eager
+    info["pool_id"] = str(pool.id)
+    torch.cuda.synchronize()
+    globals()["_live_pool"] = (pool, keep)
 
 
 def scenario_side_stream():

@@ -25,6 +25,7 @@ import time
 
 out = sys.argv[1]
 what = sys.argv[2:] or ["habits", "caps", "external"]
+only = [w[5:] for w in what if w.startswith("only=")]  # only=NAME,NAME: just these runs
 here = os.path.dirname(os.path.abspath(__file__))
 rec = os.path.join(here, "record.py")
 os.makedirs(out, exist_ok=True)
@@ -62,6 +63,9 @@ def run(job):
 
 
 def pool(jobs, n):
+    if only:
+        keep = set(",".join(only).split(","))
+        jobs = [j for j in jobs if j[0] in keep or any(j[0].startswith(k + "_cap") for k in keep)]
     with cf.ThreadPoolExecutor(n) as ex:
         return list(ex.map(run, jobs))
 
@@ -77,6 +81,7 @@ if "habits" in what:
         job("gpt2_emptycache_exp", "gpt2_emptycache", conf="expandable_segments:True"),
         job("graphed", "graphed"),
         job("mempool", "mempool"),
+        job("mempool_live", "mempool_live"),
         job("side_stream", "side_stream"),
         job("stacks_all", "stacks_all", ["--layers", "2", "--width", "256", "--batch", "2",
                                          "--min-len", "64", "--max-len", "128", "--steps", "2"]),
@@ -91,13 +96,15 @@ if "habits" in what:
     results += pool(jobs, 7)
 
 if "caps" in what:
-    base = pool([job("gpt2_uncapped", "gpt2", GPT2), job("ckpt_uncapped", "ckpt", CKPT)], 2)
+    base = pool([job("gpt2_uncapped", "gpt2", GPT2),
+                 job("ckpt_uncapped", "ckpt", CKPT + ["--ckpt-mode", "reentrant"]),
+                 job("ckpt_nonreentrant_uncapped", "ckpt", CKPT + ["--ckpt-mode", "nonreentrant"])], 3)
     results += base
-    pr = {r["name"]: r.get("peak_reserved", 0) for r in base}
+    pr = {r["name"]: r.get("peak_reserved", 0) for r in base if r.get("outcome") == "ok"}
     jobs = []
     for model, argv, fracs, settings in (
             ("gpt2", GPT2, (0.80, 0.90), SETTINGS[:4]),
-            ("ckpt", CKPT, (0.75, 0.85, 0.95), SETTINGS)):
+            ("ckpt", CKPT + ["--ckpt-mode", "reentrant"], (0.75, 0.85, 0.95), SETTINGS)):
         p = pr.get(model + "_uncapped", 0)
         if not p:
             continue
