@@ -1,6 +1,6 @@
 /*
  * test_gpu_runs.c — the runs recorded on an H200 (sample_traces/, made by
- * bench/gpu/run_gpu*.sh) through the command line, against what PyTorch
+ * bench/gpu/run.sh) through the command line, against what PyTorch
  * itself reported in their .stats.json files and training logs:
  *   - a GPT-2 run under a 14.04 GiB cap that PyTorch failed with 1.66 GiB
  *     "reserved but unallocated" is diagnosed `fragmentation`, with the

@@ -1,6 +1,6 @@
 """Compare `fragscope whatif` predictions, made from the uncapped GPT-2 run's
 snapshot alone, with what PyTorch did in the capped runs recorded on the H200
-(bench/gpu/results/cap*.json, written by run_gpu.sh and run_gpu2.sh).
+(bench/gpu/results/cap*.json, written by `bench/gpu/run.sh caps`).
 Usage: python3 bench/gpu/validate_whatif.py build/fragscope  → a Markdown table."""
 import glob
 import json
