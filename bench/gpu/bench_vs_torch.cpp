@@ -2,7 +2,7 @@
 // fragscope's allocator on the cuda backend, PyTorch's native caching
 // allocator (c10::cuda::CUDACachingAllocator at C++ level), and raw
 // cudaMalloc/cudaFree, on the same size mix and the same sequence.
-// Built on the GPU machine against the torch package (see bench/gpu/run_gpu.sh).
+// Built on the GPU machine against the torch package (see the bench-alloc task of bench/gpu/run.sh).
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
 
