@@ -485,7 +485,7 @@ static void test_bad_databases(void)
 
     const char *empty = fsc_test_path("empty.db");
     fclose(fopen(empty, "w"));
-    expect_bad(empty, FSC_EFORMAT, "not a fragscope database");
+    expect_bad(empty, FSC_EFORMAT, "not a fragscope run database (empty file)");
 
     const char *foreign = fsc_test_path("foreign.db");
     remove(foreign);
@@ -493,7 +493,7 @@ static void test_bad_databases(void)
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(foreign, &db), SQLITE_OK);
     sqlite3_exec(db, "CREATE TABLE people(name TEXT); INSERT INTO people VALUES('x');", NULL, NULL, NULL);
     sqlite3_close(db);
-    expect_bad(foreign, FSC_EFORMAT, "not a fragscope database (no meta table)");
+    expect_bad(foreign, FSC_EFORMAT, "not a fragscope run database (no meta table)");
 
     const char *future = fsc_test_viewer_db("future.db", "small.sql");
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(future, &db), SQLITE_OK);
@@ -505,7 +505,7 @@ static void test_bad_databases(void)
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(broken, &db), SQLITE_OK);
     sqlite3_exec(db, "DROP TABLE ooms; CREATE TABLE ooms(id INTEGER, what TEXT);", NULL, NULL, NULL);
     sqlite3_close(db);
-    expect_bad(broken, FSC_EFORMAT, "not a fragscope database (ooms: no such column");
+    expect_bad(broken, FSC_EFORMAT, "damaged run database: no such column: seq (reading ooms)");
 
     expect_bad(fsc_test_tmpdir(), FSC_EFORMAT, "not a regular file");
     CU_ASSERT_FALSE(tmp_left(fsc_test_tmpdir()));
