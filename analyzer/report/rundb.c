@@ -118,7 +118,10 @@ int fsc_rundb_open(const char *path, fsc_rundb_t **out, fsc_err_t *err)
         return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", path);
     }
     int rc;
-    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+    /* One handle, one thread at a time: no per-call mutex (every column of
+     * every row is a call). */
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK)
         rc = fsc_err_set(err, FSC_EIO, "%s: cannot open: %s", path,
                          db->h ? sqlite3_errmsg(db->h) : "out of memory");
     else

@@ -105,21 +105,24 @@ static void fill(sqlite3_stmt *st, const col_t *cols, size_t n, void *row)
 {
     for (size_t i = 0; i < n; i++) {
         char *f = (char *)row + cols[i].off;
-        int null = sqlite3_column_type(st, (int)i) == SQLITE_NULL;
+        /* One call into the statement per column (the handle is used by one
+         * thread, so its column values may be read directly). */
+        sqlite3_value *v = sqlite3_column_value(st, (int)i);
+        int null = sqlite3_value_type(v) == SQLITE_NULL;
         switch (cols[i].kind) {
         case 'i': {
-            int64_t v = null ? FSC_RUNDB_NULL : sqlite3_column_int64(st, (int)i);
-            memcpy(f, &v, sizeof v);
+            int64_t x = null ? FSC_RUNDB_NULL : sqlite3_value_int64(v);
+            memcpy(f, &x, sizeof x);
             break;
         }
         case 'd': {
-            double v = sqlite3_column_double(st, (int)i);
-            memcpy(f, &v, sizeof v);
+            double x = sqlite3_value_double(v);
+            memcpy(f, &x, sizeof x);
             break;
         }
         default: {
-            const char *v = null ? NULL : (const char *)sqlite3_column_text(st, (int)i);
-            memcpy(f, &v, sizeof v);
+            const char *x = null ? NULL : (const char *)sqlite3_value_text(v);
+            memcpy(f, &x, sizeof x);
             break;
         }
         }
