@@ -1,12 +1,14 @@
 /*
  * fsc_test_viewer.c — shared helpers of the viewer suites: hand-built run
- * databases from the SQL fixtures in tests/viewer/, and substring counts.
+ * databases (the tables of fsc_rundb_schema, the one definition of the
+ * schema, filled by an SQL fixture in tests/viewer/), and substring counts.
  */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fragscope/rundb.h"
 #include "fsc_test.h"
 
 size_t fsc_test_count(const char *hay, const char *needle)
@@ -17,6 +19,16 @@ size_t fsc_test_count(const char *hay, const char *needle)
     return n;
 }
 
+static int exec_sql(sqlite3 *db, const char *name, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "%s: %s\n", name, msg ? msg : "?");
+    sqlite3_free(msg);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
 static int exec_file(sqlite3 *db, const char *name)
 {
     char path[1024];
@@ -24,13 +36,9 @@ static int exec_file(sqlite3 *db, const char *name)
     char *sql = fsc_test_slurp(path, NULL);
     if (sql == NULL)
         return -1;
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK)
-        fprintf(stderr, "%s: %s\n", name, msg ? msg : "?");
-    sqlite3_free(msg);
+    int rc = exec_sql(db, name, sql);
     free(sql);
-    return rc == SQLITE_OK ? 0 : -1;
+    return rc;
 }
 
 const char *fsc_test_viewer_db(const char *name, const char *fixture)
@@ -40,7 +48,7 @@ const char *fsc_test_viewer_db(const char *name, const char *fixture)
     sqlite3 *db = NULL;
     int ok = sqlite3_open(path, &db) == SQLITE_OK &&
              sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
-             exec_file(db, "schema.sql") == 0 && exec_file(db, fixture) == 0 &&
+             exec_sql(db, "the schema", fsc_rundb_schema()) == 0 && exec_file(db, fixture) == 0 &&
              sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
     sqlite3_close(db);
     CU_ASSERT_FATAL(ok);

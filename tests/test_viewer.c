@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "fragscope/rundb.h"
 #include "fragscope/viewer.h"
 #include "fsc_test.h"
 #include "model.h"
@@ -284,14 +285,14 @@ static void test_small_report(void)
     CU_ASSERT_EQUAL(len(d, "ooms"), 1);
     CU_ASSERT_STRING_EQUAL(str(d, "ooms.0.cause"), "fragmentation");
     CU_ASSERT_EQUAL(num(d, "ooms.0.layout"), 1);
-    CU_ASSERT_EQUAL(num(d, "ooms.0.requested"), 31457275);
-    CU_ASSERT_EQUAL(num(d, "ooms.0.capacity"), 69206016);
-    CU_ASSERT(cJSON_IsNull(get(d, "ooms.0.device_free")));
+    CU_ASSERT_EQUAL(num(d, "ooms.0.requested_bytes"), 31457275);
+    CU_ASSERT_EQUAL(num(d, "ooms.0.capacity_bytes"), 69206016);
+    CU_ASSERT(cJSON_IsNull(get(d, "ooms.0.device_free_bytes")));
     CU_ASSERT_EQUAL(len(d, "ooms.0.segments"), 2);
-    CU_ASSERT_EQUAL(len(d, "ooms.0.segments.0.pinning"), 2);
-    CU_ASSERT_EQUAL(len(d, "ooms.0.segments.1.pinning"), 4);
-    CU_ASSERT_EQUAL(num(d, "ooms.0.segments.0.pinning.0.size"), 8388608);
-    CU_ASSERT_EQUAL(num(d, "ooms.0.segments.0.pinning.0.age_events"), 36);
+    CU_ASSERT_EQUAL(len(d, "ooms.0.segments.0.pinning_blocks"), 2);
+    CU_ASSERT_EQUAL(len(d, "ooms.0.segments.1.pinning_blocks"), 4);
+    CU_ASSERT_EQUAL(num(d, "ooms.0.segments.0.pinning_blocks.0.size_bytes"), 8388608);
+    CU_ASSERT_EQUAL(num(d, "ooms.0.segments.0.pinning_blocks.0.age_events"), 36);
     CU_ASSERT_EQUAL(len(d, "ooms.0.tags"), 3);
     CU_ASSERT_EQUAL(len(d, "ooms.0.suggestions"), 2);
     CU_ASSERT_STRING_EQUAL(str(d, "ooms.0.suggestions.0.config"), "max_split_size_mb:64");
@@ -312,6 +313,79 @@ static void test_small_report(void)
     CU_ASSERT_EQUAL(num(d, "leaks.0.blocks"), 4);
     cJSON_Delete(d);
     free(html);
+}
+
+/* ---- one set of OOM keys ---------------------------------------------------- */
+
+/* Every one of keys is in both a and b, with equal values. */
+static void same_keys(const cJSON *a, const cJSON *b, const char *const *keys, const char *where)
+{
+    for (size_t i = 0; keys[i] != NULL; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, keys[i]);
+        const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, keys[i]);
+        if (x != NULL && y != NULL && cJSON_Compare(x, y, 1))
+            continue;
+        char *px = x ? cJSON_PrintUnformatted(x) : NULL, *py = y ? cJSON_PrintUnformatted(y) : NULL;
+        fprintf(stderr, "\n%s.%s: report %s, viewer %s\n", where, keys[i], px ? px : "(none)",
+                py ? py : "(none)");
+        cJSON_free(px);
+        cJSON_free(py);
+        CU_FAIL("OOM key");
+    }
+}
+
+/* `report --format json` and the page's data block name every OOM figure
+ * they both carry the same way (the report's names), with the same value. */
+static void test_oom_keys_match_report(void)
+{
+    const char *db = fsc_test_viewer_db("keys.db", "small.sql");
+    char *json = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&json, &n);
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_report_write(db, FSC_REPORT_JSON, f, &err), 0);
+    fclose(f);
+    cJSON *rep = cJSON_Parse(json);
+    free(json);
+    char *html = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_view_render(db, NULL, &html, &n, &err), 0);
+    cJSON *page = page_data(html);
+    free(html);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    const cJSON *ro = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "ooms"), 0);
+    const cJSON *vo = get(page, "ooms.0");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ro);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(vo);
+    static const char *const oom_keys[] = {
+        "id", "seq", "cause", "requested_bytes", "rounded_bytes", "allocated_bytes",
+        "reserved_bytes", "capacity_bytes", "capacity_inferred", "capacity_lower_bytes",
+        "capacity_upper_bytes", "free_in_reserved_bytes", "largest_free_bytes", "explanation",
+        NULL};
+    same_keys(ro, vo, oom_keys, "ooms[0]");
+    static const char *const seg_keys[] = {"segment", "size_bytes", "free_bytes",
+                                           "largest_free_bytes", "live_blocks", "live_bytes",
+                                           NULL};
+    static const char *const pin_keys[] = {"addr", "size_bytes", "age_events", "age_ns", NULL};
+    const cJSON *rs = cJSON_GetObjectItem(ro, "segments"), *vs = cJSON_GetObjectItem(vo, "segments");
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(rs), 2);
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(vs), 2);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *a = cJSON_GetArrayItem(rs, i), *b = cJSON_GetArrayItem(vs, i);
+        same_keys(a, b, seg_keys, "segments[]");
+        const cJSON *ra = cJSON_GetObjectItem(a, "pinning_blocks");
+        const cJSON *rb = cJSON_GetObjectItem(b, "pinning_blocks");
+        CU_ASSERT(cJSON_GetArraySize(ra) >= 2);
+        CU_ASSERT(cJSON_GetArraySize(rb) >= cJSON_GetArraySize(ra));
+        for (int k = 0; k < cJSON_GetArraySize(ra); k++)
+            same_keys(cJSON_GetArrayItem(ra, k), cJSON_GetArrayItem(rb, k), pin_keys,
+                      "pinning_blocks[]");
+    }
+    /* The figure the issue was about, by value. */
+    CU_ASSERT_EQUAL(num(page, "ooms.0.requested_bytes"), 31457275);
+    CU_ASSERT_PTR_NULL(get(page, "ooms.0.requested"));
+    cJSON_Delete(rep);
+    cJSON_Delete(page);
 }
 
 /* ---- layout aggregation --------------------------------------------------- */
@@ -485,7 +559,7 @@ static void test_bad_databases(void)
 
     const char *empty = fsc_test_path("empty.db");
     fclose(fopen(empty, "w"));
-    expect_bad(empty, FSC_EFORMAT, "not a fragscope database");
+    expect_bad(empty, FSC_EFORMAT, "not a fragscope run database (empty file)");
 
     const char *foreign = fsc_test_path("foreign.db");
     remove(foreign);
@@ -493,7 +567,7 @@ static void test_bad_databases(void)
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(foreign, &db), SQLITE_OK);
     sqlite3_exec(db, "CREATE TABLE people(name TEXT); INSERT INTO people VALUES('x');", NULL, NULL, NULL);
     sqlite3_close(db);
-    expect_bad(foreign, FSC_EFORMAT, "not a fragscope database (no meta table)");
+    expect_bad(foreign, FSC_EFORMAT, "not a fragscope run database (no meta table)");
 
     const char *future = fsc_test_viewer_db("future.db", "small.sql");
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(future, &db), SQLITE_OK);
@@ -505,7 +579,7 @@ static void test_bad_databases(void)
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(broken, &db), SQLITE_OK);
     sqlite3_exec(db, "DROP TABLE ooms; CREATE TABLE ooms(id INTEGER, what TEXT);", NULL, NULL, NULL);
     sqlite3_close(db);
-    expect_bad(broken, FSC_EFORMAT, "not a fragscope database (ooms: no such column");
+    expect_bad(broken, FSC_EFORMAT, "damaged run database: no such column: seq (reading ooms)");
 
     expect_bad(fsc_test_tmpdir(), FSC_EFORMAT, "not a regular file");
     CU_ASSERT_FALSE(tmp_left(fsc_test_tmpdir()));
@@ -623,6 +697,7 @@ static const fsc_test_case_t k_tests[] = {
     {"HTML escaping", test_html_escaping},
     {"JSON writer", test_json_writer},
     {"report of a hand-built run", test_small_report},
+    {"OOM keys and values as in the report's JSON", test_oom_keys_match_report},
     {"layout aggregation under a block budget", test_layout_aggregation},
     {"a huge run stays under the size bound", test_large_report_bounded},
     {"bad databases: one message, no output", test_bad_databases},

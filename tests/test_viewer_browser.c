@@ -263,6 +263,14 @@ static void test_interaction(void)
     expect_probe(dom, "legend_tags", "step/&lt;/script&gt; (6.00 MiB)", 0);
     /* Largest first: A and C (20 MiB, by address), then B (2 MiB). */
     expect_probe(dom, "order_size", "0x7f0000000000,0x7f0001600000,0x7f0001400000", 1);
+    /* The OOM card, drawn from the OOM's figures in the data block. */
+    expect_probe(dom, "oom_grid",
+                 "requested: 30.00 MiB (rounded 30.00 MiB)allocated: 34.00 MiBreserved: 42.00 MiB"
+                 "capacity: 66.00 MiBreserved but unallocated: 8.00 MiBfree inside segments: 8.00 "
+                 "MiBlargest free block: 4.00 MiB", 1);
+    expect_probe(dom, "oom_segments", "|0x7f000000000020.00 MiB6.00 MiB4.00 MiB2 pinning blocks|"
+                 "0x7f0000000000 · 8.00 MiB36 ev / 2.300 s", 0);
+    expect_probe(dom, "oom_segments", "|0x7f00014000002.00 MiB2.00 MiB2.00 MiB4 pinning blocks|", 0);
     expect_probe(dom, "layout", "1 3 segments shown", 0);
     expect_probe(dom, "layout", "at 2.400 s", 0);
     free(dom);

@@ -17,6 +17,7 @@
 
 #include "fragscope/allocator.h"
 #include "fragscope/recorder.h"
+#include "fragscope/rundb.h"
 #include "fragscope/whatif.h"
 #include "fsc_test.h"
 
@@ -561,14 +562,13 @@ static void test_fill_db(void)
     const char *path = fsc_test_path("whatif.db");
     sqlite3 *db = NULL;
     CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
-    /* The columns of docs/schema.md that fill_db reads and writes. */
+    /* A run database (the schema's one definition) with one OOM and a stale
+     * suggestion; fill_db reads ooms and rewrites suggestions. */
+    CU_ASSERT(sqlite3_exec(db, fsc_rundb_schema(), NULL, NULL, NULL) == SQLITE_OK);
     CU_ASSERT(sqlite3_exec(db,
-                           "CREATE TABLE ooms(id INTEGER PRIMARY KEY, seq INTEGER, capacity "
-                           "INTEGER);"
-                           "INSERT INTO ooms VALUES(0, 8, 83886080);"
-                           "CREATE TABLE suggestions(oom_id INTEGER, config TEXT, capacity "
-                           "INTEGER, needed_capacity INTEGER, avoids_oom INTEGER, peak_reserved "
-                           "INTEGER, peak_allocated INTEGER, note TEXT);"
+                           "INSERT INTO meta VALUES('schema_version', 1);"
+                           "INSERT INTO summary VALUES('num_ooms', 1, 'count');"
+                           "INSERT INTO ooms(id, seq, capacity) VALUES(0, 8, 83886080);"
                            "INSERT INTO suggestions(config) VALUES('stale');",
                            NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);

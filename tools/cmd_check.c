@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "fragscope/analyzer.h"
+#include "fragscope/rundb.h"
 
 const char fsc_cmd_check_summary[] = "fail (exit 1) when a run exceeds memory/fragmentation limits";
 const char fsc_cmd_check_usage[] =

@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <stdarg.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "cli.h"
 #include "fragscope/analyzer.h"
 #include "fragscope/recorder.h"
+#include "fragscope/rundb.h"
 #include "fragscope/viewer.h"
 #include "fragscope/whatif.h"
 #include "workload.h"
@@ -125,46 +125,84 @@ static int analyze(const char *trace, const char *db, fsc_analysis_summary_t *su
 }
 
 /* The first OOM's cause and explanation, and the settings that avoid it. */
+static int first_oom(void *ud, const fsc_rundb_oom_t *o)
+{
+    (void)ud;
+    printf("  diagnosis: %s\n", o->cause ? o->cause : "");
+    if (o->explanation != NULL && o->explanation[0])
+        printf("    %s\n", o->explanation);
+    return FSC_RUNDB_STOP;
+}
+
+typedef struct fix {
+    int64_t peak_reserved;
+    char *config, *note;
+    size_t order;
+} fix_t;
+
+typedef struct fixes {
+    fix_t *v;
+    size_t n, cap;
+} fixes_t;
+
+static int fix_row(void *ud, const fsc_rundb_suggestion_t *s)
+{
+    fixes_t *f = ud;
+    if (s->avoids_oom != 1)
+        return 0;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        fix_t *v = realloc(f->v, cap * sizeof *v);
+        if (v == NULL)
+            return FSC_ENOMEM;
+        f->v = v;
+        f->cap = cap;
+    }
+    fix_t *x = &f->v[f->n];
+    x->peak_reserved = s->peak_reserved;
+    x->config = strdup(s->config ? s->config : "");
+    x->note = strdup(s->note ? s->note : "");
+    x->order = f->n++;
+    return x->config && x->note ? 0 : FSC_ENOMEM;
+}
+
+/* Least peak reserved first, then by config. */
+static int fix_cmp(const void *pa, const void *pb)
+{
+    const fix_t *a = pa, *b = pb;
+    if (a->peak_reserved != b->peak_reserved)
+        return a->peak_reserved < b->peak_reserved ? -1 : 1;
+    int c = strcmp(a->config, b->config);
+    return c != 0 ? c : (a->order > b->order) - (a->order < b->order);
+}
+
 static void print_diagnosis(const char *db)
 {
-    sqlite3 *h = NULL;
+    fsc_rundb_t *h = NULL;
     fsc_err_t err = {0, ""};
     if (fsc_rundb_open(db, &h, &err) != 0) {
         fprintf(stderr, "fragscope demo: %s\n", fsc_err_msg(&err));
         return;
     }
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(h, "SELECT cause, explanation FROM ooms ORDER BY id LIMIT 1", -1,
-                           &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        printf("  diagnosis: %s\n", (const char *)sqlite3_column_text(st, 0));
-        const unsigned char *ex = sqlite3_column_text(st, 1);
-        if (ex != NULL && ex[0])
-            printf("    %s\n", (const char *)ex);
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    int n = 0;
-    if (sqlite3_prepare_v2(h,
-                           "SELECT config, note FROM suggestions WHERE avoids_oom = 1 "
-                           "ORDER BY peak_reserved, config",
-                           -1, &st, NULL) == SQLITE_OK) {
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            if (n++ >= 3)
-                continue; /* the rest are in the reports */
-            const unsigned char *cfg = sqlite3_column_text(st, 0);
-            const unsigned char *note = sqlite3_column_text(st, 1);
-            printf("  %s %s%s%s\n", n == 1 ? "avoided by:" : "           ",
-                   cfg && cfg[0] ? (const char *)cfg : "(defaults)", note && note[0] ? " — " : "",
-                   note ? (const char *)note : "");
-        }
-        if (n > 3)
-            printf("              and %d more settings (see the reports)\n", n - 3);
-        else if (n == 0)
+    fixes_t f = {NULL, 0, 0};
+    if (fsc_rundb_ooms(h, first_oom, NULL) == 0 &&
+        fsc_rundb_suggestions(h, FSC_RUNDB_NULL, fix_row, &f) == 0) {
+        qsort(f.v, f.n, sizeof *f.v, fix_cmp);
+        for (size_t i = 0; i < f.n && i < 3; i++) /* the rest are in the reports */
+            printf("  %s %s%s%s\n", i == 0 ? "avoided by:" : "           ",
+                   f.v[i].config[0] ? f.v[i].config : "(defaults)", f.v[i].note[0] ? " — " : "",
+                   f.v[i].note);
+        if (f.n > 3)
+            printf("              and %zu more settings (see the reports)\n", f.n - 3);
+        else if (f.n == 0)
             printf("  no setting tried by the what-if replay avoids it\n");
     }
-    sqlite3_finalize(st);
-    sqlite3_close(h);
+    for (size_t i = 0; i < f.n; i++) {
+        free(f.v[i].config);
+        free(f.v[i].note);
+    }
+    free(f.v);
+    fsc_rundb_close(h);
 }
 
 /* A step of the pipeline failed: one line, exit status 3. */

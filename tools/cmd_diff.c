@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "fragscope/analyzer.h"
+#include "fragscope/rundb.h"
 
 const char fsc_cmd_diff_summary[] = "compare two run databases, with a one-line verdict";
 const char fsc_cmd_diff_usage[] =

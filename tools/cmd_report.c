@@ -1,12 +1,12 @@
 /*
  * cmd_report.c — `fragscope report`: the run report as text, Markdown or
- * JSON (analyzer.h's fsc_report_write does the work).
+ * JSON (rundb.h's fsc_report_write does the work).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-#include "fragscope/analyzer.h"
+#include "fragscope/rundb.h"
 
 const char fsc_cmd_report_summary[] = "summarize a run database (text, JSON or Markdown)";
 const char fsc_cmd_report_usage[] =

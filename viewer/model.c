@@ -1,102 +1,66 @@
 /*
  * model.c — load the report's data from a run database (docs/schema.md).
  *
- * The database is opened read-only and checked first (an SQLite file with a
- * meta table that says schema_version 1), so a foreign file fails with one
- * clear message instead of an SQL error deep inside a query. Only bounded
- * tables are read; the one that grows with the live state (layout) is read
- * for a few snapshots and capped (model_layout.c); the OOM evidence is in
- * model_oom.c, the SQLite helpers in model_sql.c.
+ * The database is opened and checked by the run database reader
+ * (fragscope/rundb.h), so a foreign file fails with the same one-line
+ * message as in every other command. Only bounded tables are read; the one
+ * that grows with the live state (layout) is read for a few snapshots and
+ * capped (model_layout.c); the OOM evidence is in model_oom.c, the helpers
+ * in model_load.c.
  */
-#include "model_sql.h"
+#include "model_load.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-#define FSC__SCHEMA_VERSION 1
 
 /* ---- meta and summary ------------------------------------------------- */
 
 typedef struct kvs {
+    fsc__loader_t *L;
     fsc__vkv_t **arr;
     size_t *n, cap;
 } kvs_t;
 
-static int kv_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
+static int kv_row(void *ud, const fsc_rundb_kv_t *kv)
 {
     kvs_t *k = ud;
+    fsc__loader_t *L = k->L;
+    if (kv->key == NULL) /* NULL key (a damaged file): the row names nothing */
+        return 0;
     if (fsc__ld_grow((void **)k->arr, &k->cap, *k->n, sizeof **k->arr) != 0)
         return fsc__ld_nomem(L);
     fsc__vkv_t *e = &(*k->arr)[*k->n];
-    int rc = fsc__ld_col_s(L, st, 0, &e->key);
-    if (rc != 0)
-        return rc;
-    if (e->key == NULL) /* NULL key (a damaged file): the row names nothing */
-        return 0;
+    if ((e->key = fsc__ld_strdup(kv->key)) == NULL)
+        return fsc__ld_nomem(L);
     (*k->n)++;
-    switch (sqlite3_column_type(st, 1)) {
-    case SQLITE_INTEGER:
+    switch (kv->type) {
+    case FSC_RUNDB_T_INT:
         e->is_int = 1;
-        e->i = sqlite3_column_int64(st, 1);
+        e->i = kv->i;
         e->num = (double)e->i;
         break;
-    case SQLITE_FLOAT:
-        e->num = sqlite3_column_double(st, 1);
+    case FSC_RUNDB_T_REAL:
+        e->num = kv->d;
         break;
-    case SQLITE_NULL:
+    case FSC_RUNDB_T_NULL:
         break;
     default:
-        return fsc__ld_col_s(L, st, 1, &e->text);
+        /* Text is cut where the page would cut it, so a huge value costs
+         * nothing. */
+        return fsc__ld_str(L, kv->text, FSC__V_STR_CHARS + 1, &e->text);
     }
     return 0;
 }
 
-static int load_kv(fsc__loader_t *L, const char *table, fsc__vkv_t **arr, size_t *n)
+static int load_meta_summary(fsc__loader_t *L, fsc__model_t *m)
 {
-    /* Text is cut where the page would cut it, so a huge value costs nothing. */
-    char sql[192];
-    snprintf(sql, sizeof sql,
-             "SELECT key, CASE WHEN typeof(value) IN ('text', 'blob')"
-             " THEN substr(value, 1, " FSC__V_SQL_STR ") ELSE value END FROM %s", table);
-    sqlite3_stmt *st;
-    int rc = fsc__ld_prepare(L, sql, &st, table);
-    if (rc != 0)
-        return rc;
-    kvs_t k = {arr, n, 0};
-    return fsc__ld_each_row(L, st, table, kv_row, &k);
-}
-
-/* The gate: SQLite, a meta table, schema_version 1. */
-static int check_database(fsc__loader_t *L, fsc__model_t *m)
-{
-    int has_meta = 0, has_summary = 0;
-    int rc = fsc__ld_has_table(L, "meta", &has_meta);
-    if (rc != 0)
-        return rc;
-    if (!has_meta)
-        return fsc_err_set(L->err, FSC_EFORMAT, "%s: not a fragscope database (no meta table)",
-                           L->path);
-    if ((rc = load_kv(L, "meta", &m->meta, &m->nmeta)) != 0)
-        return rc;
-    const fsc__vkv_t *v = fsc__model_meta(m, "schema_version");
-    if (v == NULL)
-        return fsc_err_set(L->err, FSC_EFORMAT,
-                           "%s: not a fragscope database (meta has no schema_version)", L->path);
-    long long version = v->text != NULL ? atoll(v->text) : v->is_int ? (long long)v->i : -1;
-    if (version != FSC__SCHEMA_VERSION)
-        return fsc_err_set(L->err, FSC_EVERSION,
-                           "%s: database schema version %lld is not supported (this viewer reads %d)",
-                           L->path, version, FSC__SCHEMA_VERSION);
-    if ((rc = fsc__ld_has_table(L, "summary", &has_summary)) != 0)
-        return rc;
-    if (!has_summary)
-        return fsc_err_set(L->err, FSC_EFORMAT, "%s: not a fragscope database (no summary table)",
-                           L->path);
-    return load_kv(L, "summary", &m->summary, &m->nsummary);
+    kvs_t meta = {L, &m->meta, &m->nmeta, 0}, sum = {L, &m->summary, &m->nsummary, 0};
+    int rc = fsc__ld_read(L, fsc_rundb_meta(L->db, kv_row, &meta));
+    if (rc == 0)
+        rc = fsc__ld_read(L, fsc_rundb_summary(L->db, kv_row, &sum));
+    return rc;
 }
 
 /* ---- timeline and markers ---------------------------------------------- */
@@ -113,20 +77,20 @@ static uint64_t group_for(int64_t rows, size_t max)
     return rows > (int64_t)max ? ((uint64_t)rows + max - 1) / max : 1;
 }
 
-static int sample_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
+static int sample_row(void *ud, const fsc_rundb_timeline_t *x)
 {
     thin_t *th = ud;
     fsc__vsample_t r;
-    r.t = fsc__ld_col_i(st, 0, 0);
-    r.seq = fsc__ld_col_i(st, 1, 0);
-    r.seq_last = fsc__ld_col_i(st, 2, r.seq);
-    r.t_last = fsc__ld_col_i(st, 9, r.t);
-    r.allocated = fsc__ld_col_i(st, 3, 0);
-    r.requested = fsc__ld_col_i(st, 4, 0);
-    r.reserved = fsc__ld_col_i(st, 5, 0);
-    r.internal = fsc__ld_col_i(st, 6, 0);
-    r.rbu = fsc__ld_col_i(st, 7, 0);
-    r.external = fsc__ld_col_d(st, 8);
+    r.t = fsc__ld_i(x->time_first_ns, 0);
+    r.seq = fsc__ld_i(x->seq_first, 0);
+    r.seq_last = fsc__ld_i(x->seq_last, r.seq);
+    r.t_last = fsc__ld_i(x->time_last_ns, r.t);
+    r.allocated = fsc__ld_i(x->allocated_max, 0);
+    r.requested = fsc__ld_i(x->requested, 0);
+    r.reserved = fsc__ld_i(x->reserved_max, 0);
+    r.internal = fsc__ld_i(x->internal_frag, 0);
+    r.rbu = fsc__ld_i(x->reserved_unallocated_max, 0);
+    r.external = x->external_frag;
     if (th->row++ % th->group != 0 && *th->a.n > 0) {
         /* Fold into the current group: maxima stay maxima, the rest are the
          * values at the group's end. */
@@ -142,122 +106,98 @@ static int sample_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
         return 0;
     }
     if (fsc__ld_grow(th->a.p, &th->a.cap, *th->a.n, sizeof(fsc__vsample_t)) != 0)
-        return fsc__ld_nomem(L);
+        return fsc__ld_nomem(th->a.L);
     ((fsc__vsample_t *)*th->a.p)[(*th->a.n)++] = r;
     return 0;
 }
 
-static int marker_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
+static int marker_row(void *ud, const fsc_rundb_marker_t *x)
 {
     thin_t *th = ud;
+    fsc__loader_t *L = th->a.L;
     if (th->row++ % th->group != 0) /* every group-th marker, over the whole run */
         return 0;
     if (fsc__ld_grow(th->a.p, &th->a.cap, *th->a.n, sizeof(fsc__vmarker_t)) != 0)
         return fsc__ld_nomem(L);
     fsc__vmarker_t *mk = (fsc__vmarker_t *)*th->a.p + *th->a.n;
-    mk->seq = fsc__ld_col_i(st, 0, 0);
-    mk->t = fsc__ld_col_i(st, 1, 0);
-    int rc = fsc__ld_col_s(L, st, 2, &mk->text);
-    if (rc == 0 && mk->text == NULL && (mk->text = fsc__ld_strdup("")) == NULL)
-        rc = fsc__ld_nomem(L);
+    mk->seq = fsc__ld_i(x->seq, 0);
+    mk->t = fsc__ld_i(x->time_ns, 0);
+    int rc = fsc__ld_str(L, x->text ? x->text : "", FSC__V_STR_CHARS + 1, &mk->text);
     (*th->a.n)++;
     return rc;
 }
 
 static int load_timeline(fsc__loader_t *L, fsc__model_t *m)
 {
-    int have = 0, rc = fsc__ld_has_table(L, "timeline", &have);
+    int have = 0, rc = fsc__ld_read(L, fsc_rundb_has_table(L->db, "timeline", &have));
     if (rc != 0 || !have)
         return rc;
     int64_t rows = 0;
-    if ((rc = fsc__ld_count(L, "SELECT count(*) FROM timeline", "timeline", &rows)) != 0)
+    if ((rc = fsc__ld_read(L, fsc_rundb_count(L->db, "timeline", &rows))) != 0)
         return rc;
     /* Each bucket is drawn from its first event on, with the bucket's maxima
      * of allocated, reserved and reserved-but-unallocated, so a spike inside
      * a bucket still shows; the other series are the values at its end. */
-    sqlite3_stmt *st;
-    rc = fsc__ld_prepare(L,
-                         "SELECT time_first_ns, seq_first, seq_last, allocated_max, requested,"
-                         " reserved_max, internal_frag, reserved_unallocated_max, external_frag,"
-                         " time_last_ns FROM timeline ORDER BY seq_first",
-                         &st, "timeline");
-    if (rc != 0)
-        return rc;
-    thin_t th = {{(void **)&m->timeline, &m->ntimeline, 0, 0}, 0,
+    thin_t th = {{L, (void **)&m->timeline, &m->ntimeline, 0, 0}, 0,
                  group_for(rows, FSC__V_MAX_TIMELINE)};
-    if ((rc = fsc__ld_each_row(L, st, "timeline", sample_row, &th)) != 0)
+    if ((rc = fsc__ld_read(L, fsc_rundb_timeline(L->db, sample_row, &th))) != 0)
         return rc;
     m->bucket_events = fsc__model_meta_i(m, "timeline_bucket_events", 1) * (int64_t)th.group;
 
-    if ((rc = fsc__ld_has_table(L, "markers", &have)) != 0 || !have)
+    if ((rc = fsc__ld_read(L, fsc_rundb_has_table(L->db, "markers", &have))) != 0 || !have)
         return rc;
-    if ((rc = fsc__ld_count(L, "SELECT count(*) FROM markers", "markers", &m->markers_total)) != 0)
+    if ((rc = fsc__ld_read(L, fsc_rundb_count(L->db, "markers", &m->markers_total))) != 0)
         return rc;
-    rc = fsc__ld_prepare(L,
-                         "SELECT seq, time_ns, substr(text, 1, " FSC__V_SQL_STR ") FROM markers"
-                         " ORDER BY seq", &st, "markers");
-    if (rc != 0)
-        return rc;
-    thin_t mt = {{(void **)&m->markers, &m->nmarkers, 0, 0}, 0,
+    thin_t mt = {{L, (void **)&m->markers, &m->nmarkers, 0, 0}, 0,
                  group_for(m->markers_total, FSC__V_MAX_MARKERS)};
-    return fsc__ld_each_row(L, st, "markers", marker_row, &mt);
+    return fsc__ld_read(L, fsc_rundb_markers(L->db, marker_row, &mt));
 }
 
 /* ---- bins and tags ---------------------------------------------------- */
 
-static int bin_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
+static int bin_row(void *ud, const fsc_rundb_bin_t *x)
 {
     fsc__ld_arr_t *a = ud;
+    if (!(x->requests > 0 || x->free_blocks_at_peak > 0))
+        return 0;
+    if (*a->n >= a->max)
+        return FSC_RUNDB_STOP;
     if (fsc__ld_grow(a->p, &a->cap, *a->n, sizeof(fsc__vbin_t)) != 0)
-        return fsc__ld_nomem(L);
+        return fsc__ld_nomem(a->L);
     fsc__vbin_t *b = (fsc__vbin_t *)*a->p + (*a->n)++;
-    int64_t *f[] = {&b->bin, &b->lo, &b->hi, &b->requests, &b->requested, &b->allocated,
-                    &b->waste, &b->hits, &b->misses, &b->splits, &b->merges, &b->peak_blocks,
-                    &b->peak_bytes, &b->live_bytes_at_peak, &b->free_bytes_at_peak};
-    for (int i = 0; i < (int)(sizeof f / sizeof f[0]); i++)
-        *f[i] = fsc__ld_col_i(st, i, 0);
+    const int64_t from[] = {x->bin, x->lo, x->hi, x->requests, x->requested_bytes,
+                            x->allocated_bytes, x->internal_waste, x->cache_hits,
+                            x->cache_misses, x->splits, x->merges, x->peak_live_blocks,
+                            x->peak_live_bytes, x->live_bytes_at_peak, x->free_bytes_at_peak};
+    int64_t *to[] = {&b->bin, &b->lo, &b->hi, &b->requests, &b->requested, &b->allocated,
+                     &b->waste, &b->hits, &b->misses, &b->splits, &b->merges, &b->peak_blocks,
+                     &b->peak_bytes, &b->live_bytes_at_peak, &b->free_bytes_at_peak};
+    for (size_t i = 0; i < sizeof to / sizeof to[0]; i++)
+        *to[i] = fsc__ld_i(from[i], 0);
     return 0;
+}
+
+static int peak_tag_row(void *ud, const fsc_rundb_tag_stat_t *s)
+{
+    return fsc__ld_tagrow(ud, s->tag, s->live_bytes_at_peak, s->live_blocks_at_peak);
+}
+
+static int end_tag_row(void *ud, const fsc_rundb_tag_stat_t *s)
+{
+    return fsc__ld_tagrow(ud, s->tag, s->live_bytes_end, s->live_blocks_end);
 }
 
 static int load_bins_tags(fsc__loader_t *L, fsc__model_t *m)
 {
-    int have = 0, rc = fsc__ld_has_table(L, "bins", &have);
-    sqlite3_stmt *st;
+    fsc__ld_arr_t bins = {L, (void **)&m->bins, &m->nbins, 0, 64};
+    int rc = fsc__ld_read(L, fsc_rundb_bins(L->db, bin_row, &bins));
     if (rc != 0)
         return rc;
-    if (have) {
-        rc = fsc__ld_prepare(L,
-                     "SELECT bin, lo, hi, requests, requested_bytes, allocated_bytes, internal_waste,"
-                     " cache_hits, cache_misses, splits, merges, peak_live_blocks, peak_live_bytes,"
-                     " live_bytes_at_peak, free_bytes_at_peak FROM bins"
-                     " WHERE requests > 0 OR free_blocks_at_peak > 0 ORDER BY bin LIMIT 64",
-                     &st, "bins");
-        if (rc != 0)
-            return rc;
-        fsc__ld_arr_t a = {(void **)&m->bins, &m->nbins, 0, 64};
-        if ((rc = fsc__ld_each_row(L, st, "bins", bin_row, &a)) != 0)
-            return rc;
-    }
-    if ((rc = fsc__ld_has_table(L, "tag_stats", &have)) != 0 || !have)
+    fsc__ld_arr_t top = {L, (void **)&m->top_tags, &m->ntop_tags, 0, FSC__V_MAX_TAG_ROWS};
+    if ((rc = fsc__ld_read(L, fsc_rundb_tag_stats(L->db, FSC_RUNDB_AT_PEAK, peak_tag_row, &top))) != 0)
         return rc;
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT tag, live_bytes_at_peak, live_blocks_at_peak FROM tag_stats"
-             " WHERE live_bytes_at_peak > 0 ORDER BY live_bytes_at_peak DESC, tag LIMIT %d",
-             FSC__V_MAX_TAG_ROWS);
-    if ((rc = fsc__ld_prepare(L, sql, &st, "tag_stats")) != 0)
-        return rc;
-    fsc__ld_tagrows_t t = {&m->top_tags, &m->ntop_tags, 0};
-    if ((rc = fsc__ld_each_row(L, st, "tag_stats", fsc__ld_tagrow_row, &t)) != 0)
-        return rc;
-    snprintf(sql, sizeof sql,
-             "SELECT tag, live_bytes_end, live_blocks_end FROM tag_stats"
-             " WHERE live_bytes_end > 0 ORDER BY live_bytes_end DESC, tag LIMIT %d",
-             FSC__V_MAX_TAG_ROWS);
-    if ((rc = fsc__ld_prepare(L, sql, &st, "tag_stats")) != 0)
-        return rc;
-    fsc__ld_tagrows_t u = {&m->leaks, &m->nleaks, 0};
-    return fsc__ld_each_row(L, st, "tag_stats", fsc__ld_tagrow_row, &u);
+    fsc__ld_arr_t leaks = {L, (void **)&m->leaks, &m->nleaks, 0, FSC__V_MAX_TAG_ROWS};
+    return fsc__ld_read(L, fsc_rundb_tag_stats(L->db, FSC_RUNDB_AT_END, end_tag_row, &leaks));
 }
 
 /* ---- tag paths -------------------------------------------------------- */
@@ -280,29 +220,14 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
     m->tags = calloc(n, sizeof *m->tags);
     if (m->tags == NULL)
         return fsc__ld_nomem(L);
-    int have = 0, rc = fsc__ld_has_table(L, "tags", &have);
-    if (rc != 0)
-        return rc;
-    sqlite3_stmt *st = NULL;
-    /* The tail of the path: the innermost names are what the page shows. */
-    if (have && (rc = fsc__ld_prepare(L, "SELECT substr(path, -" FSC__V_SQL_STR ")"
-                                         " FROM tags WHERE id = ?", &st, "tags")) != 0)
-        return rc;
+    int rc = 0;
     for (size_t i = 0; i < n; i++) {
         fsc__vtag_t *t = &m->tags[m->ntags++];
         t->id = L->tag_ids[i];
-        if (st != NULL) {
-            sqlite3_reset(st);
-            sqlite3_bind_int64(st, 1, t->id);
-            int s = sqlite3_step(st);
-            if (s == SQLITE_ROW) {
-                if ((rc = fsc__ld_col_s(L, st, 0, &t->path)) != 0)
-                    break;
-            } else if (s != SQLITE_DONE) {
-                rc = fsc__ld_fail(L, "tags");
-                break;
-            }
-        }
+        /* The tail of the path: the innermost names are what the page shows. */
+        if ((rc = fsc__ld_read(L, fsc_rundb_tag_path(L->db, t->id, FSC__V_STR_CHARS + 1,
+                                                     &t->path))) != 0)
+            break;
         if (t->path == NULL) {
             char buf[48];
             if (t->id == 0)
@@ -315,7 +240,6 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
             }
         }
     }
-    sqlite3_finalize(st);
     return rc;
 }
 
@@ -324,31 +248,16 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
 int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err)
 {
     memset(m, 0, sizeof *m);
-    if (db_path == NULL || db_path[0] == '\0')
-        return fsc_err_set(err, FSC_EINVAL, "no database path given");
-    struct stat sb;
-    if (stat(db_path, &sb) != 0)
-        return fsc_err_set(err, errno == ENOENT ? FSC_ENOENT : FSC_EIO, "%s: %s", db_path,
-                           strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return fsc_err_set(err, FSC_EFORMAT, "%s: not a regular file", db_path);
-    if (sb.st_size == 0)
-        return fsc_err_set(err, FSC_EFORMAT, "%s: empty file, not a fragscope database", db_path);
-
+    fsc__loader_t L = {NULL, db_path, err, 0, NULL, 0, 0};
+    int rc = fsc_rundb_open(db_path, &L.db, err);
+    if (rc != 0)
+        return rc;
     const char *base = strrchr(db_path, '/');
     m->db_name = fsc__ld_strdup(base ? base + 1 : db_path);
     if (m->db_name == NULL)
-        return fsc_err_set(err, FSC_ENOMEM, "out of memory");
-
-    fsc__loader_t L = {NULL, db_path, err, NULL, 0, 0};
-    if (sqlite3_open_v2(db_path, &L.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        int rc = fsc_err_set(err, FSC_ESQLITE, "%s: cannot open: %s", db_path,
-                             L.db ? sqlite3_errmsg(L.db) : "out of memory");
-        sqlite3_close(L.db);
-        fsc__model_free(m);
-        return rc;
-    }
-    int rc = check_database(&L, m);
+        rc = fsc__ld_nomem(&L);
+    if (rc == 0)
+        rc = load_meta_summary(&L, m);
     if (rc == 0)
         rc = load_timeline(&L, m);
     if (rc == 0)
@@ -360,7 +269,7 @@ int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err)
     if (rc == 0)
         rc = load_tag_paths(&L, m);
     free(L.tag_ids);
-    sqlite3_close(L.db);
+    fsc_rundb_close(L.db);
     if (rc != 0)
         fsc__model_free(m);
     return rc;

@@ -27,8 +27,6 @@
  * emitter still sees that a string was longer and marks the cut. */
 #define FSC__V_STR_CHARS 200   /* tag paths (their tail), markers, config */
 #define FSC__V_TEXT_CHARS 1500 /* OOM explanations */
-#define FSC__V_SQL_STR "201"
-#define FSC__V_SQL_TEXT "1501"
 
 typedef struct fsc__vkv {
     char *key;
@@ -136,7 +134,7 @@ typedef struct fsc__model {
     size_t ntags;
 } fsc__model_t;
 
-/* Open db_path read-only, check that it is a fragscope database and load the
+/* Open db_path with the run database reader (which checks it) and load the
  * model. Errors name the file (see fsc_view_render in viewer.h). */
 int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err);
 void fsc__model_free(fsc__model_t *m);

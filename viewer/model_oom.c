@@ -3,194 +3,184 @@
  * the first ones their evidence (oom_segments with oom_pinning_blocks,
  * oom_tags) and the what-if suggestions.
  */
+#include <stdlib.h>
 #include <string.h>
 
-#include "model_sql.h"
+#include "model_load.h"
 
-static int oom_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
+/* Evidence rows loaded per OOM (the database holds at most 10 segments,
+ * 20 pinning blocks per segment and 20 tags). */
+#define MAX_SEGS 10
+#define MAX_PINS 20
+#define MAX_TAGS 20
+#define MAX_SUGGS 20
+
+static int oom_row(void *ud, const fsc_rundb_oom_t *x)
 {
     fsc__ld_arr_t *a = ud;
+    fsc__loader_t *L = a->L;
     if (*a->n >= a->max)
-        return 0;
+        return FSC_RUNDB_STOP;
     if (fsc__ld_grow(a->p, &a->cap, *a->n, sizeof(fsc__voom_t)) != 0)
         return fsc__ld_nomem(L);
     fsc__voom_t *o = (fsc__voom_t *)*a->p + (*a->n)++;
-    int c = 0;
-    o->id = fsc__ld_col_i(st, c++, 0);
-    o->seq = fsc__ld_col_i(st, c++, 0);
-    o->t = fsc__ld_col_i(st, c++, 0);
-    o->requested = fsc__ld_col_i(st, c++, 0);
-    o->rounded = fsc__ld_col_i(st, c++, 0);
-    o->pool = fsc__ld_col_i(st, c++, 0);
-    o->tag = fsc__ld_col_i(st, c++, 0);
-    o->allocated = fsc__ld_col_i(st, c++, 0);
-    o->reserved = fsc__ld_col_i(st, c++, 0);
-    o->capacity = fsc__ld_col_i(st, c++, 0);
-    o->capacity_inferred = (int)fsc__ld_col_i(st, c++, 0);
-    o->cap_lo = fsc__ld_col_i(st, c++, -1);
-    o->cap_hi = fsc__ld_col_i(st, c++, -1);
-    o->device_free = fsc__ld_col_i(st, c++, -1);
-    o->free_reserved = fsc__ld_col_i(st, c++, 0);
-    o->largest_free = fsc__ld_col_i(st, c++, 0);
-    int rc = fsc__ld_col_s(L, st, c++, &o->cause);
+    o->id = fsc__ld_i(x->id, 0);
+    o->seq = fsc__ld_i(x->seq, 0);
+    o->t = fsc__ld_i(x->time_ns, 0);
+    o->requested = fsc__ld_i(x->requested, 0);
+    o->rounded = fsc__ld_i(x->rounded, 0);
+    o->pool = fsc__ld_i(x->pool, 0);
+    o->tag = fsc__ld_i(x->tag, 0);
+    o->allocated = fsc__ld_i(x->allocated, 0);
+    o->reserved = fsc__ld_i(x->reserved, 0);
+    o->capacity = fsc__ld_i(x->capacity, 0);
+    o->capacity_inferred = (int)fsc__ld_i(x->capacity_inferred, 0);
+    o->cap_lo = fsc__ld_i(x->capacity_lower, -1);
+    o->cap_hi = fsc__ld_i(x->capacity_upper, -1);
+    o->device_free = fsc__ld_i(x->device_free, -1);
+    o->free_reserved = fsc__ld_i(x->free_in_reserved, 0);
+    o->largest_free = fsc__ld_i(x->largest_free, 0);
+    o->layout_snapshot = fsc__ld_i(x->layout_snapshot, -1);
+    /* A cause is one short word; 33 characters are enough to see that a
+     * stranger one was longer than the 32 the page shows. */
+    int rc = fsc__ld_str(L, x->cause, 33, &o->cause);
     if (rc == 0)
-        rc = fsc__ld_col_s(L, st, c++, &o->explanation);
-    else
-        c++;
-    o->layout_snapshot = fsc__ld_col_i(st, c++, -1);
+        rc = fsc__ld_str(L, x->explanation, FSC__V_TEXT_CHARS + 1, &o->explanation);
     if (rc == 0)
         rc = fsc__ld_note_tag(L, o->tag);
     return rc;
 }
 
 typedef struct oom_ctx {
+    fsc__loader_t *L;
     fsc__voom_t *o;
     size_t cap;
 } oom_ctx_t;
 
-static int ooseg_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
+static int ooseg_row(void *ud, const fsc_rundb_oom_segment_t *x)
 {
     oom_ctx_t *c = ud;
+    if (c->o->nsegs >= MAX_SEGS)
+        return FSC_RUNDB_STOP;
     if (fsc__ld_grow((void **)&c->o->segs, &c->cap, c->o->nsegs, sizeof *c->o->segs) != 0)
-        return fsc__ld_nomem(L);
+        return fsc__ld_nomem(c->L);
     fsc__vooseg_t *s = &c->o->segs[c->o->nsegs++];
-    s->addr = fsc__ld_col_i(st, 0, 0);
-    s->size = fsc__ld_col_i(st, 1, 0);
-    s->free = fsc__ld_col_i(st, 2, 0);
-    s->largest_free = fsc__ld_col_i(st, 3, 0);
-    s->free_blocks = fsc__ld_col_i(st, 4, 0);
-    s->live_blocks = fsc__ld_col_i(st, 5, 0);
-    s->live_bytes = fsc__ld_col_i(st, 6, 0);
+    s->addr = fsc__ld_i(x->segment, 0);
+    s->size = fsc__ld_i(x->size, 0);
+    s->free = fsc__ld_i(x->free_bytes, 0);
+    s->largest_free = fsc__ld_i(x->largest_free, 0);
+    s->free_blocks = fsc__ld_i(x->free_blocks, 0);
+    s->live_blocks = fsc__ld_i(x->live_blocks, 0);
+    s->live_bytes = fsc__ld_i(x->live_bytes, 0);
     return 0;
 }
 
 typedef struct pin_ctx {
+    fsc__loader_t *L;
     fsc__vooseg_t *s;
     size_t cap;
 } pin_ctx_t;
 
-static int pin_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
+static int pin_row(void *ud, const fsc_rundb_pin_t *x)
 {
     pin_ctx_t *c = ud;
+    if (c->s->npins >= MAX_PINS)
+        return FSC_RUNDB_STOP;
     if (fsc__ld_grow((void **)&c->s->pins, &c->cap, c->s->npins, sizeof *c->s->pins) != 0)
-        return fsc__ld_nomem(L);
+        return fsc__ld_nomem(c->L);
     fsc__vpin_t *p = &c->s->pins[c->s->npins++];
-    p->addr = fsc__ld_col_i(st, 0, 0);
-    p->size = fsc__ld_col_i(st, 1, 0);
-    p->requested = fsc__ld_col_i(st, 2, 0);
-    const unsigned char *state = sqlite3_column_text(st, 3);
-    p->pending = state != NULL && strcmp((const char *)state, "pending") == 0;
-    p->age_events = fsc__ld_col_i(st, 4, -1);
-    p->age_ns = fsc__ld_col_i(st, 5, -1);
-    p->tag = fsc__ld_col_i(st, 6, 0);
-    return fsc__ld_note_tag(L, p->tag);
+    p->addr = fsc__ld_i(x->addr, 0);
+    p->size = fsc__ld_i(x->size, 0);
+    p->requested = fsc__ld_i(x->requested, 0);
+    p->pending = x->state != NULL && strcmp(x->state, "pending") == 0;
+    p->age_events = fsc__ld_i(x->age_events, -1);
+    p->age_ns = fsc__ld_i(x->age_ns, -1);
+    p->tag = fsc__ld_i(x->tag, 0);
+    return fsc__ld_note_tag(c->L, p->tag);
+}
+
+static int oom_tag_row(void *ud, const fsc_rundb_oom_tag_t *x)
+{
+    return fsc__ld_tagrow(ud, x->tag, x->live_bytes, x->live_blocks);
 }
 
 typedef struct sugg_ctx {
+    fsc__loader_t *L;
     fsc__voom_t *o;
     size_t cap;
 } sugg_ctx_t;
 
-static int sugg_row(fsc__loader_t *L, sqlite3_stmt *st, void *ud)
+static int sugg_row(void *ud, const fsc_rundb_suggestion_t *x)
 {
     sugg_ctx_t *c = ud;
     if (fsc__ld_grow((void **)&c->o->suggs, &c->cap, c->o->nsuggs, sizeof *c->o->suggs) != 0)
-        return fsc__ld_nomem(L);
+        return fsc__ld_nomem(c->L);
     fsc__vsugg_t *s = &c->o->suggs[c->o->nsuggs++];
-    s->needed_capacity = fsc__ld_col_i(st, 1, -1);
-    s->avoids = (int)fsc__ld_col_i(st, 2, 0);
-    int rc = fsc__ld_col_s(L, st, 0, &s->config);
+    s->needed_capacity = fsc__ld_i(x->needed_capacity, -1);
+    s->avoids = (int)fsc__ld_i(x->avoids_oom, 0);
+    int rc = fsc__ld_str(c->L, x->config, FSC__V_STR_CHARS + 1, &s->config);
     if (rc == 0)
-        rc = fsc__ld_col_s(L, st, 3, &s->note);
+        rc = fsc__ld_str(c->L, x->note, FSC__V_STR_CHARS + 1, &s->note);
     return rc;
 }
 
-static int load_oom_detail(fsc__loader_t *L, fsc__voom_t *o, int have_segs, int have_pins,
-                           int have_tags, int have_suggs)
+/* Best first: those that avoid the OOM, then by the capacity they need
+ * (not searched last); ties keep what-if's order. */
+static int sugg_before(const fsc__vsugg_t *a, const fsc__vsugg_t *b)
 {
-    sqlite3_stmt *st;
-    int rc;
-    if (have_segs) {
-        rc = fsc__ld_prepare(L,
-                     "SELECT segment, size, free_bytes, largest_free, free_blocks, live_blocks,"
-                     " live_bytes FROM oom_segments WHERE oom_id = ? ORDER BY rank LIMIT 10",
-                     &st, "oom_segments");
-        if (rc != 0)
-            return rc;
-        sqlite3_bind_int64(st, 1, o->id);
-        oom_ctx_t c = {o, 0};
-        if ((rc = fsc__ld_each_row(L, st, "oom_segments", ooseg_row, &c)) != 0)
-            return rc;
+    if (a->avoids != b->avoids)
+        return a->avoids > b->avoids;
+    if ((a->needed_capacity < 0) != (b->needed_capacity < 0))
+        return a->needed_capacity >= 0;
+    return a->needed_capacity < b->needed_capacity;
+}
+
+static void sort_suggestions(fsc__voom_t *o)
+{
+    for (size_t i = 1; i < o->nsuggs; i++) { /* insertion sort: stable, a few rows */
+        fsc__vsugg_t v = o->suggs[i];
+        size_t j = i;
+        for (; j > 0 && sugg_before(&v, &o->suggs[j - 1]); j--)
+            o->suggs[j] = o->suggs[j - 1];
+        o->suggs[j] = v;
     }
-    for (size_t i = 0; have_pins && i < o->nsegs; i++) {
-        rc = fsc__ld_prepare(L,
-                     "SELECT addr, size, requested, state, age_events, age_ns, tag"
-                     " FROM oom_pinning_blocks WHERE oom_id = ? AND segment = ?"
-                     " ORDER BY size DESC, addr LIMIT 20",
-                     &st, "oom_pinning_blocks");
-        if (rc != 0)
-            return rc;
-        sqlite3_bind_int64(st, 1, o->id);
-        sqlite3_bind_int64(st, 2, o->segs[i].addr);
-        pin_ctx_t c = {&o->segs[i], 0};
-        if ((rc = fsc__ld_each_row(L, st, "oom_pinning_blocks", pin_row, &c)) != 0)
-            return rc;
+    for (size_t i = MAX_SUGGS; i < o->nsuggs; i++) {
+        free(o->suggs[i].config);
+        free(o->suggs[i].note);
     }
-    if (have_tags) {
-        rc = fsc__ld_prepare(L,
-                     "SELECT tag, live_bytes, live_blocks FROM oom_tags WHERE oom_id = ?"
-                     " ORDER BY rank LIMIT 20",
-                     &st, "oom_tags");
-        if (rc != 0)
-            return rc;
-        sqlite3_bind_int64(st, 1, o->id);
-        fsc__ld_tagrows_t t = {&o->tags, &o->ntags, 0};
-        if ((rc = fsc__ld_each_row(L, st, "oom_tags", fsc__ld_tagrow_row, &t)) != 0)
-            return rc;
+    if (o->nsuggs > MAX_SUGGS)
+        o->nsuggs = MAX_SUGGS;
+}
+
+static int load_oom_detail(fsc__loader_t *L, fsc__voom_t *o)
+{
+    oom_ctx_t c = {L, o, 0};
+    int rc = fsc__ld_read(L, fsc_rundb_oom_segments(L->db, o->id, ooseg_row, &c));
+    for (size_t i = 0; rc == 0 && i < o->nsegs; i++) {
+        pin_ctx_t p = {L, &o->segs[i], 0};
+        rc = fsc__ld_read(L, fsc_rundb_oom_pins(L->db, o->id, o->segs[i].addr, pin_row, &p));
     }
-    if (have_suggs) {
-        rc = fsc__ld_prepare(L,
-                     "SELECT substr(config, 1, " FSC__V_SQL_STR "), needed_capacity, avoids_oom,"
-                     " substr(note, 1, " FSC__V_SQL_STR ") FROM suggestions"
-                     " WHERE oom_id = ? OR oom_id IS NULL ORDER BY avoids_oom DESC,"
-                     " needed_capacity IS NULL, needed_capacity LIMIT 20",
-                     &st, "suggestions");
-        if (rc != 0)
-            return rc;
-        sqlite3_bind_int64(st, 1, o->id);
-        sugg_ctx_t c = {o, 0};
-        if ((rc = fsc__ld_each_row(L, st, "suggestions", sugg_row, &c)) != 0)
-            return rc;
-    }
-    return 0;
+    if (rc != 0)
+        return rc;
+    fsc__ld_arr_t t = {L, (void **)&o->tags, &o->ntags, 0, MAX_TAGS};
+    if ((rc = fsc__ld_read(L, fsc_rundb_oom_tags(L->db, o->id, oom_tag_row, &t))) != 0)
+        return rc;
+    sugg_ctx_t g = {L, o, 0};
+    rc = fsc__ld_read(L, fsc_rundb_suggestions(L->db, o->id, sugg_row, &g));
+    sort_suggestions(o);
+    return rc;
 }
 
 int fsc__model_load_ooms(fsc__loader_t *L, fsc__model_t *m)
 {
-    int have = 0, rc = fsc__ld_has_table(L, "ooms", &have);
-    if (rc != 0 || !have)
-        return rc;
-    if ((rc = fsc__ld_count(L, "SELECT count(*) FROM ooms", "ooms", &m->ooms_total)) != 0)
-        return rc;
-    sqlite3_stmt *st;
-    rc = fsc__ld_prepare(L,
-                 "SELECT id, seq, time_ns, requested, rounded, pool, tag, allocated, reserved,"
-                 " capacity, capacity_inferred, capacity_lower, capacity_upper, device_free,"
-                 " free_in_reserved, largest_free, substr(cause, 1, 33),"
-                 " substr(explanation, 1, " FSC__V_SQL_TEXT "), layout_snapshot"
-                 " FROM ooms ORDER BY id",
-                 &st, "ooms");
+    int rc = fsc__ld_read(L, fsc_rundb_count(L->db, "ooms", &m->ooms_total));
     if (rc != 0)
         return rc;
-    fsc__ld_arr_t a = {(void **)&m->ooms, &m->nooms, 0, FSC__V_MAX_OOMS};
-    if ((rc = fsc__ld_each_row(L, st, "ooms", oom_row, &a)) != 0)
-        return rc;
-    int hs = 0, hp = 0, ht = 0, hg = 0;
-    if ((rc = fsc__ld_has_table(L, "oom_segments", &hs)) != 0 || (rc = fsc__ld_has_table(L, "oom_pinning_blocks", &hp)) != 0 ||
-        (rc = fsc__ld_has_table(L, "oom_tags", &ht)) != 0 || (rc = fsc__ld_has_table(L, "suggestions", &hg)) != 0)
+    fsc__ld_arr_t a = {L, (void **)&m->ooms, &m->nooms, 0, FSC__V_MAX_OOMS};
+    if ((rc = fsc__ld_read(L, fsc_rundb_ooms(L->db, oom_row, &a))) != 0)
         return rc;
     for (size_t i = 0; i < m->nooms && i < FSC__V_MAX_OOM_DETAIL; i++)
-        if ((rc = load_oom_detail(L, &m->ooms[i], hs, hp, ht, hg)) != 0)
+        if ((rc = load_oom_detail(L, &m->ooms[i])) != 0)
             return rc;
     return 0;
 }

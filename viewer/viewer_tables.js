@@ -107,18 +107,18 @@
         (o.tag !== undefined && o.tag !== null ? ' \u00b7 ' + shortTag(o.tag, 120) : '')));
       card.appendChild(h);
       var grid = el('div', 'oom-grid');
-      kv(grid, 'requested', fmtBytes(o.requested) + (o.rounded && o.rounded !== o.requested ? ' (rounded ' + fmtBytes(o.rounded) + ')' : ''));
-      kv(grid, 'allocated', fmtBytes(o.allocated));
-      kv(grid, 'reserved', fmtBytes(o.reserved));
+      kv(grid, 'requested', fmtBytes(o.requested_bytes) + (o.rounded_bytes && o.rounded_bytes !== o.requested_bytes ? ' (rounded ' + fmtBytes(o.rounded_bytes) + ')' : ''));
+      kv(grid, 'allocated', fmtBytes(o.allocated_bytes));
+      kv(grid, 'reserved', fmtBytes(o.reserved_bytes));
       if (o.capacity_inferred) {
-        kv(grid, 'capacity (inferred)', fmtBytes(o.capacity_lo) + ' \u2013 ' + fmtBytes(o.capacity_hi));
+        kv(grid, 'capacity (inferred)', fmtBytes(o.capacity_lower_bytes) + ' \u2013 ' + fmtBytes(o.capacity_upper_bytes));
       } else {
-        kv(grid, 'capacity', o.capacity ? fmtBytes(o.capacity) : 'unknown');
+        kv(grid, 'capacity', o.capacity_bytes ? fmtBytes(o.capacity_bytes) : 'unknown');
       }
-      kv(grid, 'reserved but unallocated', fmtBytes(o.reserved - o.allocated));
-      kv(grid, 'free inside segments', fmtBytes(o.free_reserved));
-      kv(grid, 'largest free block', fmtBytes(o.largest_free));
-      if (o.device_free !== null && o.device_free !== undefined) kv(grid, 'device free', fmtBytes(o.device_free));
+      kv(grid, 'reserved but unallocated', fmtBytes(o.reserved_bytes - o.allocated_bytes));
+      kv(grid, 'free inside segments', fmtBytes(o.free_in_reserved_bytes));
+      kv(grid, 'largest free block', fmtBytes(o.largest_free_bytes));
+      if (o.device_free_bytes !== null && o.device_free_bytes !== undefined) kv(grid, 'device free', fmtBytes(o.device_free_bytes));
       card.appendChild(grid);
       if (o.explanation) card.appendChild(el('p', 'explain', o.explanation));
 
@@ -126,11 +126,11 @@
         card.appendChild(el('h4', null, 'Segments holding the most free space, and the live blocks pinning them'));
         var rows = [];
         o.segments.forEach(function (s) {
-          rows.push([{ cls: 'l', text: fmtAddr(s.addr) }, { text: fmtBytes(s.size) }, { text: fmtBytes(s.free) },
-            { text: fmtBytes(s.largest_free) }, { cls: 'l', text: '' }, { text: '' }, { cls: 'tag', text: plural((s.pinning || []).length, 'pinning block') }]);
-          (s.pinning || []).forEach(function (p) {
+          rows.push([{ cls: 'l', text: fmtAddr(s.segment) }, { text: fmtBytes(s.size_bytes) }, { text: fmtBytes(s.free_bytes) },
+            { text: fmtBytes(s.largest_free_bytes) }, { cls: 'l', text: '' }, { text: '' }, { cls: 'tag', text: plural((s.pinning_blocks || []).length, 'pinning block') }]);
+          (s.pinning_blocks || []).forEach(function (p) {
             rows.push([{ cls: 'l', text: '' }, { text: '' }, { text: '' }, { text: '' },
-              { cls: 'l', text: fmtAddr(p.addr) + ' \u00b7 ' + fmtBytes(p.size) },
+              { cls: 'l', text: fmtAddr(p.addr) + ' \u00b7 ' + fmtBytes(p.size_bytes) },
               { text: (p.age_events !== null && p.age_events !== undefined ? fmtCount(p.age_events) + ' ev' : '') + (p.age_ns ? ' / ' + fmtTime(p.age_ns) : '') },
               tagCell(p.tag)]);
           });
@@ -142,7 +142,7 @@
       if (o.tags && o.tags.length) {
         card.appendChild(el('h4', null, 'Top tags by live bytes at the OOM'));
         var t2 = el('table', 'data');
-        tagTable(t2, o.tags, o.allocated, '');
+        tagTable(t2, o.tags, o.allocated_bytes, '');
         var w2 = el('div', 'table-wrap'); w2.appendChild(t2); card.appendChild(w2);
       }
       card.appendChild(el('h4', null, 'What-if suggestions'));

@@ -220,7 +220,7 @@
     }, this);
     if (near) rows.push([null, 'marker', near.text]);
     OOMS.forEach(function (o, k) {
-      if (Math.abs(this.scale.x2px(itemX(o)) - p.px) < 5) rows.push(['#dc2626', 'OOM #' + (k + 1), fmtBytes(o.requested) + ' requested']);
+      if (Math.abs(this.scale.x2px(itemX(o)) - p.px) < 5) rows.push(['#dc2626', 'OOM #' + (k + 1), fmtBytes(o.requested_bytes) + ' requested']);
     }, this);
     showTip(this.tip, this.wrap, evt, fmtX(XS[i]), rows);
   };

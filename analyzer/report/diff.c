@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rundb.h"
+#include "fragscope/rundb.h"
 
 typedef enum { K_BYTES, K_RATIO, K_COUNT } kind_t;
 
@@ -55,35 +55,57 @@ static int changed(kind_t k, double a, double b)
 }
 
 /* "capacity at event 512", or "none". */
-static void first_oom(sqlite3 *db, char *buf, size_t cap)
+typedef struct first_oom {
+    char *buf;
+    size_t cap;
+} first_oom_t;
+
+static int take_first(void *ud, const fsc_rundb_oom_t *o)
 {
-    sqlite3_stmt *s = NULL;
-    snprintf(buf, cap, "none");
-    if (sqlite3_prepare_v2(db, "SELECT cause, seq FROM ooms ORDER BY id LIMIT 1", -1, &s,
-                           NULL) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW)
-        snprintf(buf, cap, "%s at event %lld", (const char *)sqlite3_column_text(s, 0),
-                 (long long)sqlite3_column_int64(s, 1));
-    sqlite3_finalize(s);
+    first_oom_t *f = ud;
+    snprintf(f->buf, f->cap, "%s at event %lld", o->cause ? o->cause : "",
+             o->seq == FSC_RUNDB_NULL ? 0LL : (long long)o->seq);
+    return FSC_RUNDB_STOP;
 }
 
-int fsc_diff_write(const char *base_db, const char *new_db, FILE *out, int *verdict,
-                   fsc_err_t *err)
+static int first_oom(fsc_rundb_t *db, char *buf, size_t cap)
 {
-    sqlite3 *a = NULL, *b = NULL;
-    int rc = fsc_rundb_open(base_db, &a, err);
+    first_oom_t f = {buf, cap};
+    snprintf(buf, cap, "none");
+    return fsc_rundb_ooms(db, take_first, &f);
+}
+
+#define NMETRICS (sizeof k_metrics / sizeof k_metrics[0])
+
+/* What the diff shows of one run. */
+typedef struct run_figs {
+    double v[NMETRICS];
+    char first_oom[96];
+} run_figs_t;
+
+static int read_run(const char *path, run_figs_t *r, fsc_err_t *err)
+{
+    fsc_rundb_t *db = NULL;
+    int rc = fsc_rundb_open(path, &db, err);
+    for (size_t i = 0; rc == 0 && i < NMETRICS; i++)
+        rc = fsc_rundb_summary_real(db, k_metrics[i].key, 0.0, &r->v[i]);
     if (rc == 0)
-        rc = fsc_rundb_open(new_db, &b, err);
-    if (rc != 0) {
-        sqlite3_close(a);
-        return rc;
-    }
+        rc = first_oom(db, r->first_oom, sizeof r->first_oom);
+    if (rc != 0 && db != NULL)
+        fsc_err_copy(err, fsc_rundb_error(db));
+    fsc_rundb_close(db);
+    return rc;
+}
+
+static void write_diff(const run_figs_t *a, const run_figs_t *b, FILE *out, int *verdict)
+{
     char better[512] = "", worse[512] = "";
     int nb = 0, nw = 0;
+    const char *oa = a->first_oom, *ob = b->first_oom;
     fprintf(out, "%-28s %14s %14s %22s\n", "", "base", "new", "delta");
-    for (size_t i = 0; i < sizeof k_metrics / sizeof k_metrics[0]; i++) {
+    for (size_t i = 0; i < NMETRICS; i++) {
         const metric_t *m = &k_metrics[i];
-        double va = fsc__rundb_summary(a, m->key, 0.0), vb = fsc__rundb_summary(b, m->key, 0.0);
+        double va = a->v[i], vb = b->v[i];
         char sa[32], sb[32], sd[48];
         fmt_value(m->kind, va, sa, sizeof sa);
         fmt_value(m->kind, vb, sb, sizeof sb);
@@ -112,9 +134,6 @@ int fsc_diff_write(const char *base_db, const char *new_db, FILE *out, int *verd
         else
             nw++;
     }
-    char oa[96], ob[96];
-    first_oom(a, oa, sizeof oa);
-    first_oom(b, ob, sizeof ob);
     if (strcmp(oa, "none") != 0 || strcmp(ob, "none") != 0)
         fprintf(out, "%-28s %s → %s\n", "first OOM", oa, ob);
     int v;
@@ -131,9 +150,18 @@ int fsc_diff_write(const char *base_db, const char *new_db, FILE *out, int *verd
         v = 0;
         fprintf(out, "verdict: same — no figure moved by more than 1%%\n");
     }
-    sqlite3_close(a);
-    sqlite3_close(b);
     if (verdict)
         *verdict = v;
-    return 0;
+}
+
+int fsc_diff_write(const char *base_db, const char *new_db, FILE *out, int *verdict,
+                   fsc_err_t *err)
+{
+    run_figs_t a, b;
+    int rc = read_run(base_db, &a, err);
+    if (rc == 0)
+        rc = read_run(new_db, &b, err);
+    if (rc == 0)
+        write_diff(&a, &b, out, verdict);
+    return rc;
 }

@@ -410,18 +410,18 @@ int fsc_report_format_parse(const char *s, fsc_report_format_t *out)
 
 int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out, fsc_err_t *err)
 {
-    sqlite3 *db = NULL;
+    fsc_rundb_t *db = NULL;
     int rc = fsc_rundb_open(db_path, &db, err);
     if (rc != 0)
         return rc;
     rep_t *r = calloc(1, sizeof *r);
     if (r == NULL) {
-        sqlite3_close(db);
+        fsc_rundb_close(db);
         return fsc_err_set(err, FSC_ENOMEM, "out of memory");
     }
     r->db_path = db_path;
     rc = fsc__report_load(db, r, err);
-    sqlite3_close(db);
+    fsc_rundb_close(db);
     if (rc == 0) {
         if (fmt == FSC_REPORT_JSON) {
             char *js = build_json(r);

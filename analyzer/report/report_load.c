@@ -1,7 +1,8 @@
 /*
  * report_load.c — reads a run database into the report model: meta,
  * summary, OOMs with their diagnosis, the segments and blocks behind each,
- * what-if's suggestions, bins and tags.
+ * what-if's suggestions, bins and tags. Every read goes through the run
+ * database reader (fragscope/rundb.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,175 +10,225 @@
 
 #include "report_model.h"
 
-/* The segments holding the most free space at each OOM, and the largest
- * live blocks pinning each. */
-static int load_segments(sqlite3 *db, rep_t *r)
+/* The report shows a NULL number as 0. */
+static int64_t z(int64_t v)
 {
-    sqlite3_stmt *sg = NULL, *pn = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT segment, size, free_bytes, largest_free, live_blocks,"
-                               " live_bytes FROM oom_segments WHERE oom_id = ? ORDER BY rank"
-                               " LIMIT 3", -1, &sg, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT p.addr, p.size, p.age_events, p.age_ns,"
-                               " substr(t.path, -255) FROM oom_pinning_blocks p"
-                               " LEFT JOIN tags t ON t.id = p.tag"
-                               " WHERE p.oom_id = ? AND p.segment = ?"
-                               " ORDER BY p.size DESC, p.addr LIMIT 3", -1, &pn, NULL) != SQLITE_OK) {
-        sqlite3_finalize(sg);
-        return -1;
-    }
-    for (int i = 0; i < r->nooms && i < REP_OOMS_DETAILED; i++) {
-        rep_oom_t *o = &r->ooms[i];
-        sqlite3_reset(sg);
-        sqlite3_bind_int64(sg, 1, o->id);
-        while (sqlite3_step(sg) == SQLITE_ROW && o->nsegs < REP_SEGS) {
-            rep_seg_t *g = &o->segs[o->nsegs++];
-            int64_t *f[] = {&g->segment, &g->size, &g->free_bytes, &g->largest_free,
-                            &g->live_blocks, &g->live_bytes};
-            for (int k = 0; k < 6; k++)
-                *f[k] = sqlite3_column_int64(sg, k);
-            sqlite3_reset(pn);
-            sqlite3_bind_int64(pn, 1, o->id);
-            sqlite3_bind_int64(pn, 2, g->segment);
-            while (sqlite3_step(pn) == SQLITE_ROW && g->npins < REP_PINS) {
-                rep_pin_t *b = &g->pins[g->npins++];
-                b->addr = sqlite3_column_int64(pn, 0);
-                b->size = sqlite3_column_int64(pn, 1);
-                b->age_events = sqlite3_column_int64(pn, 2);
-                b->age_ns = sqlite3_column_int64(pn, 3);
-                const unsigned char *t = sqlite3_column_text(pn, 4);
-                snprintf(b->tag, sizeof b->tag, "%s", t && t[0] ? (const char *)t : "(untagged)");
-            }
-        }
-    }
-    sqlite3_finalize(sg);
-    sqlite3_finalize(pn);
+    return v == FSC_RUNDB_NULL ? 0 : v;
+}
+
+static int nomem(fsc_err_t *err)
+{
+    return fsc_err_set(err, FSC_ENOMEM, "out of memory");
+}
+
+typedef struct ld {
+    fsc_rundb_t *db;
+    rep_t *r;
+    fsc_err_t *err;
+    rep_oom_t *o;   /* the OOM being read */
+    rep_seg_t *seg; /* its segment being read */
+} ld_t;
+
+static int sum_row(void *ud, const fsc_rundb_kv_t *kv)
+{
+    rep_t *r = ud;
+    if (r->nsum >= MAX_SUM)
+        return FSC_RUNDB_STOP;
+    rep_sum_t *e = &r->sum[r->nsum++];
+    snprintf(e->key, sizeof e->key, "%s", kv->key ? kv->key : "");
+    e->is_real = kv->type == FSC_RUNDB_T_REAL;
+    e->v = kv->d;
+    snprintf(e->unit, sizeof e->unit, "%s", kv->unit ? kv->unit : "");
     return 0;
 }
 
-int fsc__report_load(sqlite3 *db, rep_t *r, fsc_err_t *err)
+static int oom_row(void *ud, const fsc_rundb_oom_t *row)
 {
-    fsc__rundb_meta_text(db, "producer", r->producer, sizeof r->producer);
-    fsc__rundb_meta_text(db, "config", r->config, sizeof r->config);
-    fsc__rundb_meta_text(db, "backend", r->backend, sizeof r->backend);
-    fsc__rundb_meta_text(db, "source_path", r->source, sizeof r->source);
-    r->capacity = fsc__rundb_meta_int(db, "capacity", 0);
-    r->capacity_inferred = (int)fsc__rundb_meta_int(db, "capacity_inferred", 0);
-    r->device_total = fsc__rundb_meta_int(db, "device_total", 0);
-    r->warnings = fsc__rundb_meta_int(db, "warnings", 0);
+    ld_t *L = ud;
+    rep_t *r = L->r;
+    rep_oom_t *no = realloc(r->ooms, (size_t)(r->nooms + 1) * sizeof *no);
+    if (no == NULL)
+        return nomem(L->err);
+    r->ooms = no;
+    rep_oom_t *o = &r->ooms[r->nooms++];
+    memset(o, 0, sizeof *o);
+    o->id = z(row->id);
+    o->seq = z(row->seq);
+    o->requested = z(row->requested);
+    o->rounded = z(row->rounded);
+    o->allocated = z(row->allocated);
+    o->reserved = z(row->reserved);
+    o->capacity = z(row->capacity);
+    o->lower = z(row->capacity_lower);
+    o->upper = z(row->capacity_upper);
+    o->free_in_reserved = z(row->free_in_reserved);
+    o->largest_free = z(row->largest_free);
+    o->largest_usable = z(row->largest_free_usable);
+    o->inferred = (int)z(row->capacity_inferred);
+    o->ext = row->external_frag;
+    snprintf(o->cause, sizeof o->cause, "%s", row->cause ? row->cause : "");
+    o->explanation = strdup(row->explanation ? row->explanation : "");
+    return o->explanation == NULL ? nomem(L->err) : 0;
+}
 
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT key, value, unit FROM summary ORDER BY rowid", -1, &s,
-                           NULL) != SQLITE_OK)
-        goto bad;
-    while (sqlite3_step(s) == SQLITE_ROW && r->nsum < MAX_SUM) {
-        rep_sum_t *e = &r->sum[r->nsum++];
-        snprintf(e->key, sizeof e->key, "%s", (const char *)sqlite3_column_text(s, 0));
-        e->is_real = sqlite3_column_type(s, 1) == SQLITE_FLOAT;
-        e->v = sqlite3_column_double(s, 1);
-        const unsigned char *u = sqlite3_column_text(s, 2);
-        snprintf(e->unit, sizeof e->unit, "%s", u ? (const char *)u : "");
-    }
-    sqlite3_finalize(s);
+/* The tag holding the most live bytes at the OOM (rank 0). */
+static int top_tag_row(void *ud, const fsc_rundb_oom_tag_t *t)
+{
+    ld_t *L = ud;
+    if (t->rank != 0)
+        return FSC_RUNDB_STOP;
+    L->o->top_tag_bytes = z(t->live_bytes);
+    char *path = NULL;
+    int rc = fsc_rundb_tag_path(L->db, t->tag, 0, &path);
+    if (rc == 0 && path != NULL)
+        snprintf(L->o->top_tag, sizeof L->o->top_tag, "%s", path);
+    free(path);
+    return rc != 0 ? rc : FSC_RUNDB_STOP;
+}
 
-    if (sqlite3_prepare_v2(db,
-                           "SELECT id, seq, requested, rounded, allocated, reserved, capacity,"
-                           " capacity_lower, capacity_upper, free_in_reserved, largest_free,"
-                           " largest_free_usable, capacity_inferred, external_frag, cause,"
-                           " explanation,"
-                           " (SELECT t.path FROM oom_tags o JOIN tags t ON t.id = o.tag"
-                           "   WHERE o.oom_id = ooms.id AND o.rank = 0),"
-                           " (SELECT o.live_bytes FROM oom_tags o"
-                           "   WHERE o.oom_id = ooms.id AND o.rank = 0)"
-                           " FROM ooms ORDER BY id",
-                           -1, &s, NULL) != SQLITE_OK)
-        goto bad;
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        rep_oom_t *no = realloc(r->ooms, (size_t)(r->nooms + 1) * sizeof *no);
-        if (no == NULL) {
-            sqlite3_finalize(s);
-            return fsc_err_set(err, FSC_ENOMEM, "out of memory");
-        }
-        r->ooms = no;
-        rep_oom_t *o = &r->ooms[r->nooms++];
-        memset(o, 0, sizeof *o);
-        int64_t *f[] = {&o->id, &o->seq, &o->requested, &o->rounded, &o->allocated,
-                        &o->reserved, &o->capacity, &o->lower, &o->upper,
-                        &o->free_in_reserved, &o->largest_free, &o->largest_usable};
-        for (int i = 0; i < 12; i++)
-            *f[i] = sqlite3_column_int64(s, i);
-        o->inferred = sqlite3_column_int(s, 12);
-        o->ext = sqlite3_column_double(s, 13);
-        snprintf(o->cause, sizeof o->cause, "%s", (const char *)sqlite3_column_text(s, 14));
-        const unsigned char *ex = sqlite3_column_text(s, 15);
-        o->explanation = strdup(ex ? (const char *)ex : "");
-        const unsigned char *tp = sqlite3_column_text(s, 16);
-        snprintf(o->top_tag, sizeof o->top_tag, "%s", tp ? (const char *)tp : "");
-        o->top_tag_bytes = sqlite3_column_int64(s, 17);
-    }
-    sqlite3_finalize(s);
+static int pin_row(void *ud, const fsc_rundb_pin_t *p)
+{
+    ld_t *L = ud;
+    rep_seg_t *g = L->seg;
+    if (g->npins >= REP_PINS)
+        return FSC_RUNDB_STOP;
+    rep_pin_t *b = &g->pins[g->npins++];
+    b->addr = z(p->addr);
+    b->size = z(p->size);
+    b->age_events = z(p->age_events);
+    b->age_ns = z(p->age_ns);
+    char *path = NULL;
+    int rc = fsc_rundb_tag_path(L->db, p->tag, sizeof b->tag - 1, &path);
+    snprintf(b->tag, sizeof b->tag, "%s", path && path[0] ? path : "(untagged)");
+    free(path);
+    return rc;
+}
 
-    if (load_segments(db, r) != 0)
-        goto bad;
+/* The segments holding the most free space at the OOM, and the largest
+ * live blocks pinning each. */
+static int seg_row(void *ud, const fsc_rundb_oom_segment_t *s)
+{
+    ld_t *L = ud;
+    rep_oom_t *o = L->o;
+    if (o->nsegs >= REP_SEGS)
+        return FSC_RUNDB_STOP;
+    rep_seg_t *g = &o->segs[o->nsegs++];
+    g->segment = z(s->segment);
+    g->size = z(s->size);
+    g->free_bytes = z(s->free_bytes);
+    g->largest_free = z(s->largest_free);
+    g->live_blocks = z(s->live_blocks);
+    g->live_bytes = z(s->live_bytes);
+    L->seg = g;
+    return fsc_rundb_oom_pins(L->db, o->id, s->segment, pin_row, L);
+}
 
-    /* What-if's suggestions, when it has filled them in. */
-    if (sqlite3_prepare_v2(db,
-                           "SELECT group_concat(CASE WHEN config = '' THEN '(defaults)'"
-                           " ELSE config END, '; ') FROM suggestions"
-                           " WHERE avoids_oom = 1 AND (oom_id = ? OR oom_id IS NULL)",
-                           -1, &s, NULL) == SQLITE_OK) {
-        for (int i = 0; i < r->nooms; i++) {
-            sqlite3_reset(s);
-            sqlite3_bind_int64(s, 1, r->ooms[i].id);
-            if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0) != NULL)
-                r->ooms[i].fixes = strdup((const char *)sqlite3_column_text(s, 0));
-        }
-        sqlite3_finalize(s);
-    }
-
-    if (sqlite3_prepare_v2(db,
-                           "SELECT bin, lo, hi, requests, requested_bytes, allocated_bytes,"
-                           " internal_waste, cache_hits, cache_misses, splits, merges,"
-                           " peak_live_blocks, peak_live_bytes, free_bytes_at_peak, hit_rate"
-                           " FROM bins WHERE requests > 0 OR free_bytes_at_peak > 0"
-                           " ORDER BY bin",
-                           -1, &s, NULL) != SQLITE_OK)
-        goto bad;
-    while (sqlite3_step(s) == SQLITE_ROW && r->nbins < 64) {
-        rep_bin_t *b = &r->bins[r->nbins++];
-        int64_t *f[] = {&b->bin, &b->lo, &b->hi, &b->requests, &b->requested, &b->allocated,
-                        &b->waste, &b->hits, &b->misses, &b->splits, &b->merges,
-                        &b->peak_blocks, &b->peak_bytes, &b->free_at_peak};
-        for (int i = 0; i < 14; i++)
-            *f[i] = sqlite3_column_int64(s, i);
-        b->hit_rate = sqlite3_column_double(s, 14);
-    }
-    sqlite3_finalize(s);
-
-    static const char *const tag_sql[2] = {
-        "SELECT t.path, s.live_bytes_at_peak, s.live_blocks_at_peak FROM tag_stats s"
-        " JOIN tags t ON t.id = s.tag WHERE s.live_bytes_at_peak > 0"
-        " ORDER BY s.live_bytes_at_peak DESC, s.tag LIMIT 10",
-        "SELECT t.path, s.live_bytes_end, s.live_blocks_end FROM tag_stats s"
-        " JOIN tags t ON t.id = s.tag WHERE s.live_bytes_end > 0"
-        " ORDER BY s.live_bytes_end DESC, s.tag LIMIT 10"};
-    for (int k = 0; k < 2; k++) {
-        rep_tag_t *v = k == 0 ? r->peak_tags : r->leaks;
-        int *n = k == 0 ? &r->npeak_tags : &r->nleaks;
-        if (sqlite3_prepare_v2(db, tag_sql[k], -1, &s, NULL) != SQLITE_OK)
-            goto bad;
-        while (sqlite3_step(s) == SQLITE_ROW && *n < TOP_N) {
-            rep_tag_t *t = &v[(*n)++];
-            const unsigned char *p = sqlite3_column_text(s, 0);
-            snprintf(t->path, sizeof t->path, "%s", p && p[0] ? (const char *)p : "(untagged)");
-            t->bytes = sqlite3_column_int64(s, 1);
-            t->blocks = sqlite3_column_int64(s, 2);
-        }
-        sqlite3_finalize(s);
-    }
+/* What-if's configs that avoid the OOM, "; "-separated, "(defaults)" for
+ * the empty config. */
+static int fix_row(void *ud, const fsc_rundb_suggestion_t *s)
+{
+    ld_t *L = ud;
+    if (s->avoids_oom != 1 || s->config == NULL)
+        return 0;
+    const char *c = s->config[0] ? s->config : "(defaults)";
+    size_t old = L->o->fixes ? strlen(L->o->fixes) : 0, add = strlen(c) + (old ? 2 : 0);
+    char *p = realloc(L->o->fixes, old + add + 1);
+    if (p == NULL)
+        return nomem(L->err);
+    snprintf(p + old, add + 1, "%s%s", old ? "; " : "", c);
+    L->o->fixes = p;
     return 0;
-bad:
-    return fsc_err_set(err, FSC_EFORMAT, "%s: damaged run database: %s", r->db_path,
-                       sqlite3_errmsg(db));
+}
+
+static int bin_row(void *ud, const fsc_rundb_bin_t *x)
+{
+    rep_t *r = ud;
+    if (!(x->requests > 0 || x->free_bytes_at_peak > 0))
+        return 0;
+    if (r->nbins >= 64)
+        return FSC_RUNDB_STOP;
+    rep_bin_t *b = &r->bins[r->nbins++];
+    b->bin = z(x->bin);
+    b->lo = z(x->lo);
+    b->hi = z(x->hi);
+    b->requests = z(x->requests);
+    b->requested = z(x->requested_bytes);
+    b->allocated = z(x->allocated_bytes);
+    b->waste = z(x->internal_waste);
+    b->hits = z(x->cache_hits);
+    b->misses = z(x->cache_misses);
+    b->splits = z(x->splits);
+    b->merges = z(x->merges);
+    b->peak_blocks = z(x->peak_live_blocks);
+    b->peak_bytes = z(x->peak_live_bytes);
+    b->free_at_peak = z(x->free_bytes_at_peak);
+    b->hit_rate = x->hit_rate;
+    return 0;
+}
+
+typedef struct tag_ctx {
+    ld_t *L;
+    rep_tag_t *v;
+    int *n;
+    int at_end;
+} tag_ctx_t;
+
+static int tag_row(void *ud, const fsc_rundb_tag_stat_t *s)
+{
+    tag_ctx_t *c = ud;
+    if (*c->n >= TOP_N)
+        return FSC_RUNDB_STOP;
+    rep_tag_t *t = &c->v[(*c->n)++];
+    t->bytes = z(c->at_end ? s->live_bytes_end : s->live_bytes_at_peak);
+    t->blocks = z(c->at_end ? s->live_blocks_end : s->live_blocks_at_peak);
+    char *path = NULL;
+    int rc = fsc_rundb_tag_path(c->L->db, s->tag, 0, &path);
+    snprintf(t->path, sizeof t->path, "%s", path && path[0] ? path : "(untagged)");
+    free(path);
+    return rc;
+}
+
+static int load(ld_t *L)
+{
+    fsc_rundb_t *db = L->db;
+    rep_t *r = L->r;
+    int64_t inferred = 0;
+    int rc;
+    if ((rc = fsc_rundb_meta_text(db, "producer", r->producer, sizeof r->producer)) != 0 ||
+        (rc = fsc_rundb_meta_text(db, "config", r->config, sizeof r->config)) != 0 ||
+        (rc = fsc_rundb_meta_text(db, "backend", r->backend, sizeof r->backend)) != 0 ||
+        (rc = fsc_rundb_meta_text(db, "source_path", r->source, sizeof r->source)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "capacity", 0, &r->capacity)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "capacity_inferred", 0, &inferred)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "device_total", 0, &r->device_total)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "warnings", 0, &r->warnings)) != 0)
+        return rc;
+    r->capacity_inferred = (int)inferred;
+    if ((rc = fsc_rundb_summary(db, sum_row, r)) != 0 || (rc = fsc_rundb_ooms(db, oom_row, L)) != 0)
+        return rc;
+    for (int i = 0; i < r->nooms; i++) {
+        L->o = &r->ooms[i];
+        if ((rc = fsc_rundb_oom_tags(db, L->o->id, top_tag_row, L)) != 0 ||
+            (i < REP_OOMS_DETAILED && (rc = fsc_rundb_oom_segments(db, L->o->id, seg_row, L)) != 0) ||
+            (rc = fsc_rundb_suggestions(db, L->o->id, fix_row, L)) != 0)
+            return rc;
+    }
+    if ((rc = fsc_rundb_bins(db, bin_row, r)) != 0)
+        return rc;
+    tag_ctx_t peak = {L, r->peak_tags, &r->npeak_tags, 0}, end = {L, r->leaks, &r->nleaks, 1};
+    if ((rc = fsc_rundb_tag_stats(db, FSC_RUNDB_AT_PEAK, tag_row, &peak)) != 0)
+        return rc;
+    return fsc_rundb_tag_stats(db, FSC_RUNDB_AT_END, tag_row, &end);
+}
+
+int fsc__report_load(fsc_rundb_t *db, rep_t *r, fsc_err_t *err)
+{
+    fsc_err_t mine = {0};
+    ld_t L = {db, r, &mine, NULL, NULL};
+    int rc = load(&L);
+    if (rc != 0)
+        fsc_err_copy(err, mine.code != 0 ? &mine : fsc_rundb_error(db));
+    return rc;
 }
 
 void fsc__report_free(rep_t *r)
@@ -188,4 +239,3 @@ void fsc__report_free(rep_t *r)
     }
     free(r->ooms);
 }
-

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "rundb.h"
+#include "fragscope/rundb.h"
 
 #define MAX_SUM 96
 #define TOP_N 10
@@ -75,7 +75,8 @@ typedef struct rep {
     int npeak_tags, nleaks;
 } rep_t;
 
-int fsc__report_load(sqlite3 *db, rep_t *r, fsc_err_t *err);
+/* Read the report of db into r. */
+int fsc__report_load(fsc_rundb_t *db, rep_t *r, fsc_err_t *err);
 void fsc__report_free(rep_t *r);
 
 #endif

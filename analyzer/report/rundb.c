@@ -1,123 +1,288 @@
 /*
- * rundb.c — opening a run database for reading (report, check, diff) and
- * the small query helpers they share.
+ * rundb.c — opening a run database for reading: the one check every reader
+ * goes through (a regular, non-empty SQLite file with a meta table, a
+ * schema_version this fragscope reads, and a summary table), the errors it
+ * gives, and the lookups of single values (meta and summary keys, tag
+ * paths). The row iterators are in rundb_rows.c.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "rundb.h"
+#include "rundb_internal.h"
 
-int fsc_rundb_open(const char *path, sqlite3 **out, fsc_err_t *err)
+int fsc__rundb_fail(fsc_rundb_t *db, const char *table)
 {
-    struct stat st;
-    *out = NULL;
-    if (path == NULL || stat(path, &st) != 0)
-        return fsc_err_set(err, FSC_ENOENT, "%s: %s", path ? path : "(null)",
-                           path ? strerror(errno) : "no path");
-    if (!S_ISREG(st.st_mode))
-        return fsc_err_set(err, FSC_EFORMAT, "%s: not a regular file", path);
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        int rc = fsc_err_set(err, FSC_EIO, "%s: cannot open: %s", path,
-                             db ? sqlite3_errmsg(db) : "out of memory");
-        sqlite3_close(db);
-        return rc;
+    int code = sqlite3_errcode(db->h);
+    if (code == SQLITE_ERROR || code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+        return fsc_err_set(&db->err, FSC_EFORMAT, "%s: damaged run database: %s (reading %s)",
+                           db->path, sqlite3_errmsg(db->h), table);
+    if (code == SQLITE_NOMEM)
+        return fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory reading %s", db->path,
+                           table);
+    return fsc_err_set(&db->err, FSC_ESQLITE, "%s: cannot read the run database: %s (reading %s)",
+                       db->path, sqlite3_errmsg(db->h), table);
+}
+
+int fsc_rundb_has_table(fsc_rundb_t *db, const char *table, int *out)
+{
+    sqlite3_stmt *st = NULL;
+    *out = 0;
+    if (sqlite3_prepare_v2(db->h,
+                           "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view')"
+                           " AND name = ?", -1, &st, NULL) != SQLITE_OK)
+        return fsc__rundb_fail(db, "the table list");
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    *out = s == SQLITE_ROW;
+    int rc = s == SQLITE_ROW || s == SQLITE_DONE ? 0 : fsc__rundb_fail(db, "the table list");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int fsc__rundb_prepare(fsc_rundb_t *db, const char *table, const char *sql, sqlite3_stmt **st)
+{
+    *st = NULL;
+    if (sqlite3_prepare_v2(db->h, sql, -1, st, NULL) == SQLITE_OK)
+        return 0;
+    int rc = fsc__rundb_fail(db, table), have = 1;
+    /* Only meta and summary are required (checked at open); a database
+     * without the other tables reads as one without rows in them. */
+    if (fsc_rundb_has_table(db, table, &have) == 0 && !have) {
+        fsc_err_clear(&db->err);
+        return 1;
     }
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'", -1,
-                                &s, NULL);
-    if (rc == SQLITE_NOTADB || sqlite3_errcode(db) == SQLITE_NOTADB) {
-        sqlite3_close(db);
-        return fsc_err_set(err, FSC_EFORMAT, "%s: not a fragscope run database (not SQLite)",
-                           path);
+    return rc;
+}
+
+/* ---- opening ----------------------------------------------------------- */
+
+static int not_rundb(fsc_err_t *err, const char *path, const char *why)
+{
+    return fsc_err_set(err, FSC_EFORMAT, "%s: not a fragscope run database (%s)", path, why);
+}
+
+static int check(fsc_rundb_t *db, fsc_err_t *err)
+{
+    const char *path = db->path;
+    int have = 0;
+    /* The first read of the file: SQLite says here whether it is SQLite. */
+    if (fsc_rundb_has_table(db, "meta", &have) != 0) {
+        if (sqlite3_extended_errcode(db->h) == SQLITE_NOTADB)
+            return not_rundb(err, path, "not an SQLite database");
+        return fsc_err_copy(err, &db->err);
     }
-    if (rc != SQLITE_OK) {
-        sqlite3_close(db);
-        return fsc_err_set(err, FSC_EFORMAT,
-                           "%s: not a fragscope run database (no meta table)", path);
-    }
-    int64_t version = -1;
-    if (sqlite3_step(s) == SQLITE_ROW)
-        version = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    if (version < 1) {
-        sqlite3_close(db);
-        return fsc_err_set(err, FSC_EFORMAT,
-                           "%s: not a fragscope run database (no schema version)", path);
-    }
-    if (version > FSC_DB_SCHEMA_VERSION) {
-        sqlite3_close(db);
+    if (!have)
+        return not_rundb(err, path, "no meta table");
+    int64_t version = 0;
+    int rc = fsc_rundb_meta_int(db, "schema_version", 0, &version);
+    if (rc != 0)
+        return fsc_err_copy(err, &db->err);
+    if (version < 1)
+        return not_rundb(err, path, "no schema version");
+    if (version > FSC_RUNDB_SCHEMA_VERSION)
         return fsc_err_set(err, FSC_EVERSION,
-                           "%s: run database schema %lld is newer than this fragscope (%d)",
-                           path, (long long)version, FSC_DB_SCHEMA_VERSION);
-    }
+                           "%s: run database schema version %lld is newer than this fragscope "
+                           "reads (%d); upgrade fragscope",
+                           path, (long long)version, FSC_RUNDB_SCHEMA_VERSION);
     /* An analysis that failed never renames its file into place, so a
      * database without its summary was damaged or made by something else. */
-    if (sqlite3_prepare_v2(db, "SELECT key, value FROM summary LIMIT 1", -1, &s, NULL) !=
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db->h, "SELECT key, value, unit FROM summary LIMIT 1", -1, &st, NULL) !=
         SQLITE_OK) {
-        rc = fsc_err_set(err, FSC_EFORMAT, "%s: damaged run database: %s", path,
-                         sqlite3_errmsg(db));
-        sqlite3_close(db);
+        fsc__rundb_fail(db, "summary");
+        return fsc_err_copy(err, &db->err);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int fsc_rundb_open(const char *path, fsc_rundb_t **out, fsc_err_t *err)
+{
+    *out = NULL;
+    if (path == NULL || path[0] == '\0')
+        return fsc_err_set(err, FSC_EINVAL, "no run database given");
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return fsc_err_set(err, errno == ENOENT || errno == ENOTDIR ? FSC_ENOENT : FSC_EIO,
+                           "%s: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return fsc_err_set(err, FSC_EFORMAT, "%s: not a regular file", path);
+    if (sb.st_size == 0)
+        return not_rundb(err, path, "empty file");
+    fsc_rundb_t *db = calloc(1, sizeof *db);
+    if (db == NULL || (db->path = strdup(path)) == NULL) {
+        free(db);
+        return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", path);
+    }
+    int rc;
+    /* One handle, one thread at a time: no per-call mutex (every column of
+     * every row is a call). */
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK)
+        rc = fsc_err_set(err, FSC_EIO, "%s: cannot open: %s", path,
+                         db->h ? sqlite3_errmsg(db->h) : "out of memory");
+    else
+        rc = check(db, err);
+    if (rc != 0) {
+        fsc_rundb_close(db);
         return rc;
     }
-    sqlite3_finalize(s);
     *out = db;
     return 0;
 }
 
-static int one(sqlite3 *db, const char *sql, const char *key, sqlite3_stmt **out)
+void fsc_rundb_close(fsc_rundb_t *db)
 {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-        return 0;
-    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(s) != SQLITE_ROW || sqlite3_column_type(s, 0) == SQLITE_NULL) {
-        sqlite3_finalize(s);
-        return 0;
-    }
-    *out = s;
-    return 1;
-}
-
-double fsc__rundb_summary(sqlite3 *db, const char *key, double dflt)
-{
-    sqlite3_stmt *s;
-    if (!one(db, "SELECT value FROM summary WHERE key=?", key, &s))
-        return dflt;
-    double v = sqlite3_column_double(s, 0);
-    sqlite3_finalize(s);
-    return v;
-}
-
-int64_t fsc__rundb_summary_int(sqlite3 *db, const char *key, int64_t dflt)
-{
-    sqlite3_stmt *s;
-    if (!one(db, "SELECT value FROM summary WHERE key=?", key, &s))
-        return dflt;
-    int64_t v = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return v;
-}
-
-int64_t fsc__rundb_meta_int(sqlite3 *db, const char *key, int64_t dflt)
-{
-    sqlite3_stmt *s;
-    if (!one(db, "SELECT value FROM meta WHERE key=?", key, &s))
-        return dflt;
-    int64_t v = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return v;
-}
-
-void fsc__rundb_meta_text(sqlite3 *db, const char *key, char *buf, size_t cap)
-{
-    sqlite3_stmt *s;
-    buf[0] = '\0';
-    if (!one(db, "SELECT value FROM meta WHERE key=?", key, &s))
+    if (db == NULL)
         return;
+    for (int i = 0; i < FSC__RQ_COUNT; i++)
+        sqlite3_finalize(db->cache[i]);
+    sqlite3_close(db->h);
+    free(db->path);
+    free(db);
+}
+
+const char *fsc_rundb_path(const fsc_rundb_t *db)
+{
+    return db->path;
+}
+
+const fsc_err_t *fsc_rundb_error(const fsc_rundb_t *db)
+{
+    return &db->err;
+}
+
+int fsc_rundb_count(fsc_rundb_t *db, const char *table, int64_t *out)
+{
+    *out = 0;
+    char *sql = sqlite3_mprintf("SELECT count(*) FROM \"%w\"", table);
+    if (sql == NULL)
+        return fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+    sqlite3_stmt *st;
+    int rc = fsc__rundb_prepare(db, table, sql, &st);
+    sqlite3_free(sql);
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        *out = sqlite3_column_int64(st, 0);
+    else
+        rc = fsc__rundb_fail(db, table);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- single values ------------------------------------------------------ */
+
+static const char *const k_cached_sql[FSC__RQ_COUNT] = {
+    [FSC__RQ_META_VALUE] = "SELECT value FROM meta WHERE key = ?1",
+    [FSC__RQ_SUMMARY_VALUE] = "SELECT value FROM summary WHERE key = ?1",
+    [FSC__RQ_TAG_PATH] = "SELECT CASE WHEN ?2 > 0 THEN substr(path, -?2) ELSE path END"
+                         " FROM tags WHERE id = ?1",
+};
+
+static const char *const k_cached_table[FSC__RQ_COUNT] = {
+    [FSC__RQ_META_VALUE] = "meta",
+    [FSC__RQ_SUMMARY_VALUE] = "summary",
+    [FSC__RQ_TAG_PATH] = "tags",
+};
+
+/* Run cached query q with its text key or integer id: 1 and *st on the
+ * (first) row, 0 when there is none (or the table is missing), negative on
+ * error. The caller resets *st when done with the row. */
+static int lookup(fsc_rundb_t *db, int q, const char *key, int64_t id, int64_t arg2,
+                  sqlite3_stmt **st)
+{
+    if (db->cache[q] == NULL) {
+        int rc = fsc__rundb_prepare(db, k_cached_table[q], k_cached_sql[q], &db->cache[q]);
+        if (rc != 0)
+            return rc > 0 ? 0 : rc;
+    }
+    sqlite3_stmt *s = db->cache[q];
+    sqlite3_reset(s);
+    if (key != NULL)
+        sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_int64(s, 1, id);
+    if (sqlite3_bind_parameter_count(s) >= 2)
+        sqlite3_bind_int64(s, 2, arg2);
+    int r = sqlite3_step(s);
+    if (r == SQLITE_ROW) {
+        *st = s;
+        return 1;
+    }
+    int rc = r == SQLITE_DONE ? 0 : fsc__rundb_fail(db, k_cached_table[q]);
+    sqlite3_reset(s);
+    return rc;
+}
+
+static int value_int(fsc_rundb_t *db, int q, const char *key, int64_t dflt, int64_t *out)
+{
+    sqlite3_stmt *s;
+    *out = dflt;
+    int rc = lookup(db, q, key, 0, 0, &s);
+    if (rc <= 0)
+        return rc;
+    if (sqlite3_column_type(s, 0) != SQLITE_NULL)
+        *out = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    return 0;
+}
+
+int fsc_rundb_meta_int(fsc_rundb_t *db, const char *key, int64_t dflt, int64_t *out)
+{
+    return value_int(db, FSC__RQ_META_VALUE, key, dflt, out);
+}
+
+int fsc_rundb_summary_int(fsc_rundb_t *db, const char *key, int64_t dflt, int64_t *out)
+{
+    return value_int(db, FSC__RQ_SUMMARY_VALUE, key, dflt, out);
+}
+
+int fsc_rundb_summary_real(fsc_rundb_t *db, const char *key, double dflt, double *out)
+{
+    sqlite3_stmt *s;
+    *out = dflt;
+    int rc = lookup(db, FSC__RQ_SUMMARY_VALUE, key, 0, 0, &s);
+    if (rc <= 0)
+        return rc;
+    if (sqlite3_column_type(s, 0) != SQLITE_NULL)
+        *out = sqlite3_column_double(s, 0);
+    sqlite3_reset(s);
+    return 0;
+}
+
+int fsc_rundb_meta_text(fsc_rundb_t *db, const char *key, char *buf, size_t cap)
+{
+    sqlite3_stmt *s;
+    if (cap > 0)
+        buf[0] = '\0';
+    int rc = lookup(db, FSC__RQ_META_VALUE, key, 0, 0, &s);
+    if (rc <= 0)
+        return rc;
     const unsigned char *t = sqlite3_column_text(s, 0);
-    snprintf(buf, cap, "%s", t ? (const char *)t : "");
-    sqlite3_finalize(s);
+    if (t != NULL && cap > 0)
+        snprintf(buf, cap, "%s", (const char *)t);
+    sqlite3_reset(s);
+    return 0;
+}
+
+int fsc_rundb_tag_path(fsc_rundb_t *db, int64_t id, size_t tail_chars, char **out)
+{
+    sqlite3_stmt *s;
+    *out = NULL;
+    int64_t tail = tail_chars > (size_t)INT32_MAX ? 0 : (int64_t)tail_chars;
+    int rc = lookup(db, FSC__RQ_TAG_PATH, NULL, id, tail, &s);
+    if (rc <= 0)
+        return rc;
+    const unsigned char *t = sqlite3_column_text(s, 0);
+    if (t != NULL && (*out = strdup((const char *)t)) == NULL)
+        rc = fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+    else
+        rc = 0;
+    sqlite3_reset(s);
+    return rc;
 }

@@ -3,6 +3,9 @@
  * table, so that reports and the viewer can say which settings would have
  * avoided each OOM.
  *
+ * The OOMs are read through the run database reader (fragscope/rundb.h),
+ * which also checks the file; only the writing is done here.
+ *
  * OOMs are matched to the replay by event index: ooms.seq counts the events
  * fed to the analysis, and the request stream numbers the same events of
  * the same source the same way.
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fragscope/rundb.h"
 #include "whatif_internal.h"
 
 typedef struct oom_row {
@@ -24,35 +28,50 @@ static int db_fail(sqlite3 *db, const char *path, fsc_err_t *err)
     return fsc_err_set(err, FSC_ESQLITE, "%s: %s", path, sqlite3_errmsg(db));
 }
 
-static int read_ooms(sqlite3 *db, const char *path, oom_row_t **out, size_t *n, fsc_err_t *err)
+typedef struct oom_list {
+    oom_row_t *v;
+    size_t n, cap;
+} oom_list_t;
+
+static int oom_read(void *ud, const fsc_rundb_oom_t *o)
 {
-    sqlite3_stmt *st = NULL;
-    *out = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(db, "SELECT id, seq, capacity FROM ooms ORDER BY id", -1, &st, NULL) !=
-        SQLITE_OK)
-        return fsc_err_set(err, FSC_EFORMAT, "%s: not a fragscope run database (%s)", path,
-                           sqlite3_errmsg(db));
-    size_t cap = 0;
-    int rc = 0, s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            oom_row_t *v = realloc(*out, cap * sizeof *v);
-            if (v == NULL) {
-                rc = fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
-                break;
-            }
-            *out = v;
-        }
-        oom_row_t *r = &(*out)[(*n)++];
-        r->id = sqlite3_column_int64(st, 0);
-        r->seq = (uint64_t)sqlite3_column_int64(st, 1);
-        r->capacity = (uint64_t)sqlite3_column_int64(st, 2);
+    oom_list_t *l = ud;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        oom_row_t *v = realloc(l->v, cap * sizeof *v);
+        if (v == NULL)
+            return FSC_ENOMEM;
+        l->v = v;
+        l->cap = cap;
     }
-    if (rc == 0 && s != SQLITE_DONE)
-        rc = db_fail(db, path, err);
-    sqlite3_finalize(st);
+    oom_row_t *r = &l->v[l->n++];
+    r->id = o->id;
+    r->seq = o->seq == FSC_RUNDB_NULL ? 0 : (uint64_t)o->seq;
+    r->capacity = o->capacity == FSC_RUNDB_NULL ? 0 : (uint64_t)o->capacity;
+    return 0;
+}
+
+/* The run's OOMs, read (and the database checked) by the run database
+ * reader before anything is written. */
+static int read_ooms(const char *path, oom_row_t **out, size_t *n, fsc_err_t *err)
+{
+    fsc_rundb_t *db = NULL;
+    oom_list_t l = {NULL, 0, 0};
+    int rc = fsc_rundb_open(path, &db, err);
+    if (rc == 0 && (rc = fsc_rundb_ooms(db, oom_read, &l)) != 0) {
+        if (rc == FSC_ENOMEM)
+            fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+        else
+            fsc_err_copy(err, fsc_rundb_error(db));
+    }
+    fsc_rundb_close(db);
+    if (rc != 0) {
+        free(l.v);
+        l.v = NULL;
+        l.n = 0;
+    }
+    *out = l.v;
+    *n = l.n;
     return rc;
 }
 
@@ -118,17 +137,20 @@ int fsc_whatif_fill_db_opts(const char *db_path, const fsc_request_stream_t *rs,
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     if (opts != NULL)
         o = *opts;
+    oom_row_t *ooms = NULL;
+    size_t nooms = 0;
+    int rc = read_ooms(db_path, &ooms, &nooms, err);
+    if (rc != 0)
+        return rc;
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-        int rc = fsc_err_set(err, FSC_ENOENT, "%s: cannot open the database (%s)", db_path,
-                             db ? sqlite3_errmsg(db) : "out of memory");
+        rc = fsc_err_set(err, FSC_ENOENT, "%s: cannot open the database (%s)", db_path,
+                         db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
+        free(ooms);
         return rc;
     }
     sqlite3_busy_timeout(db, 5000);
-    oom_row_t *ooms = NULL;
-    size_t nooms = 0;
-    int rc = read_ooms(db, db_path, &ooms, &nooms, err);
     /* A snapshot does not record its cap; the analyzer's lower bound on it
      * (ooms.capacity) is the most the run is known to have been allowed. */
     if (rc == 0 && o.capacity == 0 && rs->capacity == 0 && nooms > 0)

@@ -1,7 +1,7 @@
 /*
  * fragscope/analyzer.h — replay an event stream into a run database
- * (docs/schema.md), diagnose OOMs, and read that database back for reports,
- * CI checks and run-to-run comparisons.
+ * (docs/schema.md) and diagnose OOMs. Reading the database back (reports,
+ * CI checks, run-to-run comparisons, the viewer) is fragscope/rundb.h.
  *
  * Analysis is streaming: memory is bounded by what is live at one moment
  * (segments and blocks), not by the length of the trace. The database is
@@ -23,12 +23,14 @@
 #include "fragscope/common.h"
 #include "fragscope/events.h"
 #include "fragscope/recorder.h"
+#include "fragscope/rundb.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FSC_DB_SCHEMA_VERSION 1
+/* The schema version the analyzer writes (defined with the schema). */
+#define FSC_DB_SCHEMA_VERSION FSC_RUNDB_SCHEMA_VERSION
 
 /* ---- OOM causes -------------------------------------------------------- */
 
@@ -120,57 +122,6 @@ int fsc_analysis_finish(fsc_analysis_t *a, fsc_analysis_summary_t *out);
 void fsc_analysis_destroy(fsc_analysis_t *a);
 
 const char *fsc_analysis_last_error(const fsc_analysis_t *a);
-
-/* ---- reading a run database back --------------------------------------- */
-
-struct sqlite3;
-
-/* Open an existing run database read-only. A missing file, a file that is
- * not SQLite, or an SQLite file that is not a fragscope run database (or of
- * a newer schema) fails with FSC_ENOENT / FSC_EFORMAT / FSC_EVERSION and a
- * one-line message naming the file. Close with sqlite3_close. */
-int fsc_rundb_open(const char *path, struct sqlite3 **out, fsc_err_t *err);
-
-typedef enum fsc_report_format {
-    FSC_REPORT_TEXT = 0,     /* for a terminal */
-    FSC_REPORT_JSON = 1,     /* machine-readable; keys in docs/metrics.md */
-    FSC_REPORT_MARKDOWN = 2  /* for a CI job summary or report.md */
-} fsc_report_format_t;
-
-/* Parse "text" / "json" / "markdown" (also "md"); FSC_EINVAL otherwise. */
-int fsc_report_format_parse(const char *s, fsc_report_format_t *out);
-
-/* Write the report of db_path to out. */
-int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out,
-                     fsc_err_t *err);
-/* Same, into out_path (temporary file renamed on success). */
-int fsc_report_write_file(const char *db_path, fsc_report_format_t fmt,
-                          const char *out_path, fsc_err_t *err);
-
-/* CI thresholds; a field is checked only when its has_* flag is set. */
-typedef struct fsc_check_limits {
-    int has_max_peak_reserved;
-    uint64_t max_peak_reserved;     /* bytes: summary.peak_reserved_bytes */
-    int has_max_external_frag;
-    double max_external_frag;       /* summary.external_frag_at_peak */
-    int has_max_internal_frag;
-    double max_internal_frag;       /* summary.internal_frag_ratio_at_peak */
-    int has_min_utilization;
-    double min_utilization;         /* summary.utilization */
-    int no_oom;                     /* summary.num_ooms must be 0 */
-} fsc_check_limits_t;
-
-/* Check db_path against lim: writes one line per violated threshold to out
- * (may be NULL) and sets *violations. Returns 0 when the database could be
- * read (whatever the verdict), negative on error. */
-int fsc_check_run(const char *db_path, const fsc_check_limits_t *lim, FILE *out,
-                  int *violations, fsc_err_t *err);
-
-/* Both runs side by side with deltas and a final "verdict: ..." line.
- * *verdict (may be NULL): -1 new is better, 0 same, 1 new is worse,
- * 2 mixed. */
-int fsc_diff_write(const char *base_db, const char *new_db, FILE *out,
-                   int *verdict, fsc_err_t *err);
 
 #ifdef __cplusplus
 }

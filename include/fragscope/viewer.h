@@ -39,12 +39,12 @@ typedef struct fsc_view_opts {
 
 /* Render the report of the database at db_path into a malloc'd,
  * NUL-terminated buffer (*html, *len excluding the NUL); the caller frees
- * it with free(). opts may be NULL (defaults). Errors: FSC_ENOENT (no such
- * file), FSC_EFORMAT (not an SQLite database, or not a fragscope database:
- * the message names the file and what is missing), FSC_EVERSION (a schema
- * version this viewer does not read), FSC_ESQLITE (message kept),
- * FSC_ENOMEM, FSC_ELIMIT. The database is opened read-only; tables other
- * than meta and summary may be missing (their views are then empty). */
+ * it with free(). opts may be NULL (defaults). The database is opened and
+ * read through the run database reader (fragscope/rundb.h), so a file it
+ * refuses fails here with its code and one-line message (FSC_ENOENT,
+ * FSC_EFORMAT, FSC_EVERSION, FSC_ESQLITE); also FSC_ENOMEM, FSC_ELIMIT.
+ * Tables other than meta and summary may be missing (their views are then
+ * empty). */
 int fsc_view_render(const char *db_path, const fsc_view_opts_t *opts, char **html,
                     size_t *len, fsc_err_t *err);
 

@@ -1,6 +1,6 @@
--- large.sql — a run far larger than a report may embed (load schema.sql
--- first): 50 000 timeline buckets, 30 000 markers with long texts, 50 000
--- tags with 400-character paths, a peak layout of 200 segments x 1000
+-- large.sql — a run far larger than a report may embed (loaded into the
+-- tables of fsc_rundb_schema()): 50 000 timeline buckets, 30 000 markers
+-- with long texts, 50 000 tags with 400-character paths, a peak layout of 200 segments x 1000
 -- blocks, and 40 OOMs each with its own 2000-block layout. The report must
 -- still stay under its size bound.
 INSERT INTO meta VALUES ('schema_version', 1), ('producer', 'fragscope large test'),

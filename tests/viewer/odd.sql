@@ -1,6 +1,6 @@
--- odd.sql — values a damaged or foreign-written database might hold (load
--- schema.sql first): NULL in every column, text where numbers belong,
--- negative and huge numbers, invalid UTF-8, empty segments, blocks outside
+-- odd.sql — values a damaged or foreign-written database might hold (loaded
+-- into the tables of fsc_rundb_schema()): NULL in every column, text where
+-- numbers belong, negative and huge numbers, invalid UTF-8, empty segments, blocks outside
 -- their segment, an OOM without a layout, a layout without an OOM. The
 -- report must still render, with every string escaped.
 INSERT INTO meta VALUES ('schema_version', 1), ('producer', NULL), ('config', X'3cff3e'),

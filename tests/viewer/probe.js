@@ -58,6 +58,10 @@
     log('order_size', Array.prototype.map.call(rows, function (g) {
       return g.querySelector('text').textContent;
     }).join(','));
+    var card = document.querySelector('.oom-card');
+    log('oom_grid', card.querySelector('.oom-grid').textContent);
+    log('oom_segments', Array.prototype.map.call(card.querySelectorAll('table')[0].querySelectorAll('tr'),
+      function (tr) { return tr.textContent; }).join('|'));
     document.querySelector('.oom-card button').click();
     log('layout', document.getElementById('seg-layout').value + ' ' + document.getElementById('seg-summary').textContent);
   } catch (e) {

@@ -1,4 +1,4 @@
--- small.sql — a hand-built run for the viewer tests (load schema.sql first).
+-- small.sql — a hand-built run for the viewer tests (loaded into the tables of fsc_rundb_schema()).
 --
 -- Three segments: A = 0x7f0000000000 (20 MiB, large pool), B = A + 20 MiB
 -- (2 MiB, small pool), C = B + 2 MiB (20 MiB, large pool). At the allocated

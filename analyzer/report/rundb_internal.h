@@ -1,0 +1,39 @@
+/*
+ * rundb_internal.h — the reader's handle and what its two files share
+ * (rundb.c: opening, checking, errors, single values; rundb_rows.c: the row
+ * iterators). Internal to the report part.
+ */
+#ifndef FSC_REPORT_RUNDB_INTERNAL_H
+#define FSC_REPORT_RUNDB_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "fragscope/rundb.h"
+
+/* Statements prepared once per handle and reused (the per-OOM and per-tag
+ * lookups run many times). */
+enum {
+    FSC__RQ_META_VALUE,
+    FSC__RQ_SUMMARY_VALUE,
+    FSC__RQ_TAG_PATH,
+    FSC__RQ_COUNT
+};
+
+struct fsc_rundb {
+    sqlite3 *h;
+    char *path;
+    fsc_err_t err;
+    sqlite3_stmt *cache[FSC__RQ_COUNT];
+};
+
+/* The error of the last SQLite call on db, while reading table: a file
+ * SQLite cannot read as a database, or a table or column missing, is a
+ * damaged run database (FSC_EFORMAT); anything else is FSC_ESQLITE. */
+int fsc__rundb_fail(fsc_rundb_t *db, const char *table);
+
+/* Prepare sql for reading table into *st. Returns 0, 1 when the statement
+ * failed because table does not exist (an optional table: no rows), or a
+ * negative error. */
+int fsc__rundb_prepare(fsc_rundb_t *db, const char *table, const char *sql, sqlite3_stmt **st);
+
+#endif

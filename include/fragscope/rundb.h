@@ -1,0 +1,299 @@
+/*
+ * fragscope/rundb.h — the run database (`run.db`, layout in docs/schema.md):
+ * its schema, the one reader of it, and what is built on that reader
+ * (the run report, the CI check and the run-to-run diff).
+ *
+ * The schema is defined here once: the analyzer creates its tables from
+ * fsc_rundb_schema(), and tests build their fixture databases from it.
+ *
+ * Every program part that reads a finished database (report, check, diff,
+ * the HTML viewer, `whatif --db`) goes through fsc_rundb_open, so they all
+ * accept and refuse the same files with the same errors:
+ *
+ *   missing file                         FSC_ENOENT   "PATH: No such file or directory"
+ *   a directory, a device, ...           FSC_EFORMAT  "PATH: not a regular file"
+ *   empty, not SQLite, no meta table,
+ *   no schema_version                    FSC_EFORMAT  "PATH: not a fragscope run database (...)"
+ *   a newer schema                       FSC_EVERSION "PATH: run database schema version N is
+ *                                                      newer than this fragscope reads (1); ..."
+ *   no summary table, a column missing,
+ *   a damaged page                       FSC_EFORMAT  "PATH: damaged run database: ... (reading T)"
+ *
+ * Each message is one line naming the file. Tables other than meta and
+ * summary are optional: an iterator over a missing table yields no rows.
+ *
+ * The reader hands out rows as plain structs whose fields are the table's
+ * columns (docs/schema.md says what each means). An INTEGER column holding
+ * SQL NULL reads as FSC_RUNDB_NULL, a REAL one as 0.0, a TEXT one as NULL.
+ * Row pointers and their strings are valid only during the callback.
+ *
+ * A handle is used from one thread at a time.
+ */
+#ifndef FRAGSCOPE_RUNDB_H
+#define FRAGSCOPE_RUNDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fragscope/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the schema --------------------------------------------------------- */
+
+/* meta.schema_version of the databases this fragscope writes; it reads
+ * every version from 1 up to this one. */
+#define FSC_RUNDB_SCHEMA_VERSION 1
+
+/* The CREATE TABLE and CREATE VIEW statements of every table, ';'-separated,
+ * ready for sqlite3_exec on an empty database (docs/schema.md documents
+ * each column). Static storage. */
+const char *fsc_rundb_schema(void);
+
+/* ---- opening ------------------------------------------------------------ */
+
+typedef struct fsc_rundb fsc_rundb_t;
+
+/* Open the run database at path read-only and check it (see the top of this
+ * file). On error *out is NULL and err holds the one-line message. */
+int fsc_rundb_open(const char *path, fsc_rundb_t **out, fsc_err_t *err);
+
+/* NULL is a no-op. */
+void fsc_rundb_close(fsc_rundb_t *db);
+
+/* The path given to fsc_rundb_open. */
+const char *fsc_rundb_path(const fsc_rundb_t *db);
+
+/* The last error of a reading function on db (its message names the file). */
+const fsc_err_t *fsc_rundb_error(const fsc_rundb_t *db);
+
+/* *out = 1 when the database has a table or view of that name. */
+int fsc_rundb_has_table(fsc_rundb_t *db, const char *table, int *out);
+
+/* *out = number of rows of table (0 when the table is missing). */
+int fsc_rundb_count(fsc_rundb_t *db, const char *table, int64_t *out);
+
+/* ---- rows --------------------------------------------------------------- */
+
+/* An INTEGER column that holds SQL NULL. */
+#define FSC_RUNDB_NULL INT64_MIN
+
+/* What a row callback returns: 0 for the next row, FSC_RUNDB_STOP to end the
+ * iteration early (the iterator then returns 0), or a negative FSC_E* code,
+ * which the iterator returns as it is. The iterators return 0 or a negative
+ * FSC_E* code of their own (message in fsc_rundb_error). */
+#define FSC_RUNDB_STOP 1
+
+typedef enum fsc_rundb_type {
+    FSC_RUNDB_T_NULL = 0,
+    FSC_RUNDB_T_INT = 1,
+    FSC_RUNDB_T_REAL = 2,
+    FSC_RUNDB_T_TEXT = 3 /* TEXT, or a BLOB read as text */
+} fsc_rundb_type_t;
+
+/* A row of meta or summary: the value as SQLite stored it (type), and as
+ * SQLite converts it to an integer and a real. */
+typedef struct fsc_rundb_kv {
+    const char *key;  /* NULL only in a damaged file */
+    fsc_rundb_type_t type;
+    int64_t i;
+    double d;
+    const char *text; /* type FSC_RUNDB_T_TEXT, else NULL */
+    const char *unit; /* summary.unit; NULL for meta */
+} fsc_rundb_kv_t;
+
+typedef struct fsc_rundb_timeline {
+    int64_t id, seq_first, seq_last, time_first_ns, time_last_ns;
+    int64_t allocated, requested, active, reserved, internal_frag;
+    double internal_frag_ratio;
+    int64_t free_in_reserved, largest_free;
+    double external_frag;
+    int64_t reserved_unallocated, inactive_split_bytes, segments, live_blocks;
+    int64_t allocated_min, allocated_max, allocated_max_seq;
+    int64_t reserved_min, reserved_max, reserved_max_seq, reserved_unallocated_max;
+} fsc_rundb_timeline_t;
+
+typedef struct fsc_rundb_marker {
+    int64_t seq, time_ns;
+    const char *text;
+} fsc_rundb_marker_t;
+
+typedef struct fsc_rundb_oom {
+    int64_t id, seq, time_ns, requested, rounded, stream, pool, tag;
+    int64_t allocated, reserved, capacity, capacity_inferred;
+    int64_t capacity_lower, capacity_upper, segment_size, device_free, device_total;
+    int64_t free_in_reserved, largest_free, largest_free_usable;
+    double external_frag;
+    const char *cause, *explanation;
+    int64_t layout_snapshot;
+} fsc_rundb_oom_t;
+
+typedef struct fsc_rundb_oom_segment {
+    int64_t oom_id, rank, segment, size, pool, stream;
+    int64_t free_bytes, largest_free, free_blocks, live_blocks, live_bytes;
+} fsc_rundb_oom_segment_t;
+
+typedef struct fsc_rundb_pin { /* a row of oom_pinning_blocks */
+    int64_t oom_id, segment, addr, size, requested;
+    const char *state;
+    int64_t alloc_seq, age_events, age_ns, tag;
+} fsc_rundb_pin_t;
+
+typedef struct fsc_rundb_oom_tag {
+    int64_t oom_id, rank, tag, live_bytes, live_blocks;
+} fsc_rundb_oom_tag_t;
+
+typedef struct fsc_rundb_suggestion {
+    int64_t oom_id;
+    const char *config;
+    int64_t capacity, needed_capacity, avoids_oom, peak_reserved, peak_allocated;
+    const char *note;
+} fsc_rundb_suggestion_t;
+
+typedef struct fsc_rundb_bin {
+    int64_t bin, lo, hi, requests, requested_bytes, allocated_bytes, internal_waste;
+    int64_t cache_hits, cache_misses;
+    double hit_rate;
+    int64_t splits, merges, peak_live_blocks, peak_live_bytes;
+    int64_t live_blocks_at_peak, live_bytes_at_peak, free_blocks_at_peak, free_bytes_at_peak;
+} fsc_rundb_bin_t;
+
+typedef struct fsc_rundb_tag_stat {
+    int64_t tag, allocs, alloc_bytes;
+    int64_t live_blocks_at_peak, live_bytes_at_peak, live_blocks_end, live_bytes_end;
+} fsc_rundb_tag_stat_t;
+
+typedef struct fsc_rundb_snapshot { /* a row of layout_snapshots */
+    int64_t id;
+    const char *kind;
+    int64_t seq, time_ns, oom_id, allocated, reserved;
+} fsc_rundb_snapshot_t;
+
+typedef struct fsc_rundb_block { /* a row of layout */
+    int64_t snapshot, segment, addr, size, requested;
+    const char *state;
+    int64_t stream, pool, tag, alloc_seq, age_events, age_ns;
+} fsc_rundb_block_t;
+
+typedef int (*fsc_rundb_kv_fn)(void *ud, const fsc_rundb_kv_t *row);
+typedef int (*fsc_rundb_timeline_fn)(void *ud, const fsc_rundb_timeline_t *row);
+typedef int (*fsc_rundb_marker_fn)(void *ud, const fsc_rundb_marker_t *row);
+typedef int (*fsc_rundb_oom_fn)(void *ud, const fsc_rundb_oom_t *row);
+typedef int (*fsc_rundb_oom_segment_fn)(void *ud, const fsc_rundb_oom_segment_t *row);
+typedef int (*fsc_rundb_pin_fn)(void *ud, const fsc_rundb_pin_t *row);
+typedef int (*fsc_rundb_oom_tag_fn)(void *ud, const fsc_rundb_oom_tag_t *row);
+typedef int (*fsc_rundb_suggestion_fn)(void *ud, const fsc_rundb_suggestion_t *row);
+typedef int (*fsc_rundb_bin_fn)(void *ud, const fsc_rundb_bin_t *row);
+typedef int (*fsc_rundb_tag_stat_fn)(void *ud, const fsc_rundb_tag_stat_t *row);
+typedef int (*fsc_rundb_snapshot_fn)(void *ud, const fsc_rundb_snapshot_t *row);
+typedef int (*fsc_rundb_block_fn)(void *ud, const fsc_rundb_block_t *row);
+
+/* meta and summary rows, in the order they were written. */
+int fsc_rundb_meta(fsc_rundb_t *db, fsc_rundb_kv_fn fn, void *ud);
+int fsc_rundb_summary(fsc_rundb_t *db, fsc_rundb_kv_fn fn, void *ud);
+
+/* One meta or summary value: *out = the value, or dflt when the key is
+ * absent or its value is NULL. meta_text copies the text (numbers in
+ * SQLite's text form) into buf, "" when absent or NULL. */
+int fsc_rundb_meta_int(fsc_rundb_t *db, const char *key, int64_t dflt, int64_t *out);
+int fsc_rundb_meta_text(fsc_rundb_t *db, const char *key, char *buf, size_t cap);
+int fsc_rundb_summary_int(fsc_rundb_t *db, const char *key, int64_t dflt, int64_t *out);
+int fsc_rundb_summary_real(fsc_rundb_t *db, const char *key, double dflt, double *out);
+
+/* Timeline buckets in event order (by seq_first). */
+int fsc_rundb_timeline(fsc_rundb_t *db, fsc_rundb_timeline_fn fn, void *ud);
+/* Markers by seq. */
+int fsc_rundb_markers(fsc_rundb_t *db, fsc_rundb_marker_fn fn, void *ud);
+/* OOMs by id. */
+int fsc_rundb_ooms(fsc_rundb_t *db, fsc_rundb_oom_fn fn, void *ud);
+/* The segments holding the most free space at OOM oom_id, by rank. */
+int fsc_rundb_oom_segments(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_oom_segment_fn fn,
+                           void *ud);
+/* The live blocks pinning one of those segments, largest first, then by
+ * address. */
+int fsc_rundb_oom_pins(fsc_rundb_t *db, int64_t oom_id, int64_t segment, fsc_rundb_pin_fn fn,
+                       void *ud);
+/* The tags holding the most live bytes at OOM oom_id, by rank. */
+int fsc_rundb_oom_tags(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_oom_tag_fn fn, void *ud);
+/* What-if's suggestions for OOM oom_id and those about the whole run
+ * (oom_id NULL), in the order what-if wrote them; every suggestion when
+ * oom_id is FSC_RUNDB_NULL. */
+int fsc_rundb_suggestions(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_suggestion_fn fn, void *ud);
+/* Every bin, by bin. */
+int fsc_rundb_bins(fsc_rundb_t *db, fsc_rundb_bin_fn fn, void *ud);
+
+typedef enum fsc_rundb_when {
+    FSC_RUNDB_AT_PEAK = 0, /* live_bytes_at_peak */
+    FSC_RUNDB_AT_END = 1   /* live_bytes_end: still allocated at the end */
+} fsc_rundb_when_t;
+
+/* The tags with live bytes at that moment, most bytes first (ties by tag
+ * id). */
+int fsc_rundb_tag_stats(fsc_rundb_t *db, fsc_rundb_when_t when, fsc_rundb_tag_stat_fn fn,
+                        void *ud);
+/* Layout snapshots: the allocated peak first, then the OOMs by OOM id. */
+int fsc_rundb_snapshots(fsc_rundb_t *db, fsc_rundb_snapshot_fn fn, void *ud);
+/* The blocks of the n snapshots listed, by snapshot, segment and address,
+ * in one pass over the layout table (it has no index to seek by). */
+int fsc_rundb_layout(fsc_rundb_t *db, const int64_t *snapshots, size_t n, fsc_rundb_block_fn fn,
+                     void *ud);
+
+/* *out = a malloc'd copy of the path of tag id (its last tail_chars
+ * characters when tail_chars > 0), or NULL when the tag is unknown or has
+ * no path. The caller frees it. */
+int fsc_rundb_tag_path(fsc_rundb_t *db, int64_t id, size_t tail_chars, char **out);
+
+/* ---- the run report --------------------------------------------------- */
+
+typedef enum fsc_report_format {
+    FSC_REPORT_TEXT = 0,     /* for a terminal */
+    FSC_REPORT_JSON = 1,     /* machine-readable; keys in docs/metrics.md */
+    FSC_REPORT_MARKDOWN = 2  /* for a CI job summary or report.md */
+} fsc_report_format_t;
+
+/* Parse "text" / "json" / "markdown" (also "md"); FSC_EINVAL otherwise. */
+int fsc_report_format_parse(const char *s, fsc_report_format_t *out);
+
+/* Write the report of db_path to out. */
+int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out,
+                     fsc_err_t *err);
+/* Same, into out_path (temporary file renamed on success). */
+int fsc_report_write_file(const char *db_path, fsc_report_format_t fmt,
+                          const char *out_path, fsc_err_t *err);
+
+/* ---- the CI check ------------------------------------------------------- */
+
+/* CI thresholds; a field is checked only when its has_* flag is set. */
+typedef struct fsc_check_limits {
+    int has_max_peak_reserved;
+    uint64_t max_peak_reserved;     /* bytes: summary.peak_reserved_bytes */
+    int has_max_external_frag;
+    double max_external_frag;       /* summary.external_frag_at_peak */
+    int has_max_internal_frag;
+    double max_internal_frag;       /* summary.internal_frag_ratio_at_peak */
+    int has_min_utilization;
+    double min_utilization;         /* summary.utilization */
+    int no_oom;                     /* summary.num_ooms must be 0 */
+} fsc_check_limits_t;
+
+/* Check db_path against lim: writes one line per violated threshold to out
+ * (may be NULL) and sets *violations. Returns 0 when the database could be
+ * read (whatever the verdict), negative on error. */
+int fsc_check_run(const char *db_path, const fsc_check_limits_t *lim, FILE *out,
+                  int *violations, fsc_err_t *err);
+
+/* ---- two runs side by side ---------------------------------------------- */
+
+/* Both runs side by side with deltas and a final "verdict: ..." line.
+ * *verdict (may be NULL): -1 new is better, 0 same, 1 new is worse,
+ * 2 mixed. */
+int fsc_diff_write(const char *base_db, const char *new_db, FILE *out,
+                   int *verdict, fsc_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_RUNDB_H */
