@@ -71,14 +71,20 @@ int fsc__db_event(fsc_analysis_t *a, const fsc_event_t *ev, int applied)
         a->split_pending.seq = a->seq;
         a->split_pending.valid = 1;
         return 0;
-    case FSC_EV_ALLOC:
+    case FSC_EV_ALLOC: {
+        /* The block struct outlives one allocation (a cached block is
+         * allocated again at the same address): this lifetime's row carries
+         * a SPLIT only when one folded into it just now. */
+        fsc__blk_t *b = fsc__u64map_get(&a->blocks, ev->addr);
+        b->split_size = 0;
+        b->split_time = 0;
         if (a->split_pending.valid) { /* fsc__db_before checked that it folds */
-            fsc__blk_t *b = fsc__u64map_get(&a->blocks, ev->addr);
             b->split_size = a->split_pending.ev.size;
             b->split_time = a->split_pending.ev.time_ns;
             a->split_pending.valid = 0;
         }
         return 0;
+    }
     case FSC_EV_FREE_REQUESTED:
     case FSC_EV_FREE_COMPLETED:
         return 0; /* in the block's row */
