@@ -134,6 +134,55 @@ static void test_memo_is_shared(void)
     fsc__pdoc_free(d);
 }
 
+/* Integers beyond int64 are kept (BIGINT), redundant sign bytes dropped;
+ * protocol 0 text opcodes decode like Python. */
+static void test_bigints_and_text(void)
+{
+    static const unsigned char p[] =
+        "\x80\x02" "("
+        "\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00" /* 2^64-1 */
+        "\x8a\x09\x05\x00\x00\x00\x00\x00\x00\x00\x00" /* 5 in 9 bytes */
+        "\x8a\x09\xfe\xff\xff\xff\xff\xff\xff\xff\xff" /* -2 in 9 bytes */
+        "\x8b\x10\x00\x00\x00" "0123456789abcdef"       /* LONG4, 16 bytes */
+        "I-7\n" "I01\n" "L18446744073709551615L\n" "L-12L\n" "F-0.5\n"
+        "Vh\xe9\\u005c\\U0001f600\n" /* 'hé\\😀' */
+        "S'a\\'b\\x41'\n"
+        "t.";
+    int rc;
+    fsc_err_t err = {0};
+    fsc__pdoc_t *d = parse_bytes(p, sizeof p - 1, &rc, &err);
+    if (rc != 0)
+        fprintf(stderr, "\n%s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    fsc__pv_t *const *it;
+    CU_ASSERT_EQUAL_FATAL(fsc__pv_seq(fsc__pdoc_root(d), &it), 11);
+    int64_t v = 0;
+    CU_ASSERT_EQUAL(it[0]->kind, FSC__PV_BIGINT);
+    CU_ASSERT_EQUAL(it[0]->len, 9);
+    CU_ASSERT(!fsc__pv_int(it[0], &v));
+    CU_ASSERT(fsc__pv_int(it[1], &v) && v == 5);
+    CU_ASSERT(fsc__pv_int(it[2], &v) && v == -2);
+    CU_ASSERT_EQUAL(it[3]->kind, FSC__PV_BIGINT);
+    CU_ASSERT(fsc__pv_int(it[4], &v) && v == -7);
+    CU_ASSERT_EQUAL(it[5]->kind, FSC__PV_BOOL);
+    CU_ASSERT(fsc__pv_int(it[5], &v) && v == 1);
+    CU_ASSERT_EQUAL(it[6]->kind, FSC__PV_BIGINT);
+    CU_ASSERT(fsc__pv_int(it[7], &v) && v == -12);
+    double x = 0;
+    CU_ASSERT(fsc__pv_num(it[8], &x) && x == -0.5);
+    CU_ASSERT(fsc__pv_is_str(it[9], "h\xc3\xa9\\\xf0\x9f\x98\x80"));
+    CU_ASSERT(fsc__pv_is_str(it[10], "a'bA"));
+    fsc__pdoc_free(d);
+
+    /* a 16-byte LONG1 (the old reader's limit was 8) */
+    size_t len = 0;
+    d = parse_file("pytorch/hostile/long_too_wide.pickle", &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(fsc__pdoc_root(d)->kind, FSC__PV_BIGINT);
+    CU_ASSERT_EQUAL(fsc__pdoc_root(d)->len, 16);
+    fsc__pdoc_free(d);
+}
+
 static void test_hostile(void)
 {
     static const struct {
@@ -151,7 +200,6 @@ static void test_hostile(void)
         {"sealed_mutation.pickle", FSC_EFORMAT, "offset 11: APPEND modifies a container"},
         {"global.pickle", FSC_EFORMAT, "offset 2: opcode 0x63 not supported"},
         {"no_stop.pickle", FSC_EFORMAT, "ends without a STOP opcode"},
-        {"long_too_wide.pickle", FSC_ELIMIT, "LONG1 integer of 16 bytes"},
         {"setitems_odd.pickle", FSC_EFORMAT, "SETITEMS with an odd number of items"},
         {"append_to_int.pickle", FSC_EFORMAT, "APPEND on a value that is not a list"},
     };
@@ -314,6 +362,7 @@ static const fsc_test_case_t k_tests[] = {
     {"scalars of every opcode", test_scalars},
     {"snapshot structure, protocols 2/4/5", test_snapshot_structure},
     {"memo references are shared, memory bounded", test_memo_is_shared},
+    {"integers of any size, protocol 0 text opcodes", test_bigints_and_text},
     {"hostile pickles are rejected", test_hostile},
     {"truncation and corruption", test_truncation_and_corruption},
     {"writer: read back by the reader and Python", test_writer_roundtrip},

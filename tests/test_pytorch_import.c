@@ -135,6 +135,7 @@ static void test_tiny_exact(void)
 static void test_formats_agree(void)
 {
     static const char *files[] = {"pytorch/tiny.p2.pickle", "pytorch/tiny.p5.pickle",
+                                  "pytorch/tiny.p0.pickle", "pytorch/tiny.p1.pickle",
                                   "pytorch/tiny.json"};
     tp_col_t ref;
     fsc_import_stats_t st;
@@ -152,7 +153,7 @@ static void test_formats_agree(void)
         CU_ASSERT_EQUAL(at, -1);
         CU_ASSERT_STRING_EQUAL(c.config, ref.config);
         CU_ASSERT_EQUAL(c.clock_origin_ns, ref.clock_origin_ns);
-        CU_ASSERT_EQUAL(st.format, i == 2 ? FSC_SNAP_JSON : FSC_SNAP_PICKLE);
+        CU_ASSERT_EQUAL(st.format, i == 4 ? FSC_SNAP_JSON : FSC_SNAP_PICKLE);
         tp_free(&c);
     }
     tp_free(&ref);
@@ -436,6 +437,21 @@ static void test_real_gpt2(void) { check_real("gpt2_varlen"); }
 static void test_real_resnet50(void) { check_real("resnet50_varbatch"); }
 static void test_real_oom(void) { check_real("gpt2m_oom_12g"); }
 
+/* torch.compile (reduce-overhead) writes line 2^64-1 for frames without a
+ * line, as a 9-byte LONG1: the file imports, the frame is tagged "?". */
+static void test_real_compile(void)
+{
+    check_real("compile_ro");
+    fsc_import_stats_t st;
+    tp_col_t c;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(tp_import(fsc_test_data("pytorch/compile_ro.pickle"), -1, 0, &c, &st,
+                                    &err), 0);
+    CU_ASSERT_EQUAL(st.unknown_lines, 1);
+    CU_ASSERT_EQUAL(st.entries, 1284);
+    tp_free(&c);
+}
+
 /* ---- detection and bad input ------------------------------------------- */
 
 static void test_detect(void)
@@ -562,7 +578,7 @@ static void test_corrupted_snapshots(void)
 
 static const fsc_test_case_t k_tests[] = {
     {"tiny snapshot: exact events, tags, header", test_tiny_exact},
-    {"protocols 2/4/5 and JSON give one stream", test_formats_agree},
+    {"protocols 0/1/2/4/5 and JSON give one stream", test_formats_agree},
     {"wrapped history: starting state rebuilt", test_midrun_reconstructed},
     {"expandable segments: map/unmap", test_expandable},
     {"segments-only snapshot", test_segments_only},
@@ -573,6 +589,7 @@ static const fsc_test_case_t k_tests[] = {
     {"real: gpt2_varlen matches PyTorch's stats", test_real_gpt2},
     {"real: resnet50_varbatch matches PyTorch's stats", test_real_resnet50},
     {"real: gpt2m_oom_12g matches PyTorch's stats and OOM", test_real_oom},
+    {"real: compile_ro (line 2^64-1) matches PyTorch's stats", test_real_compile},
     {"format detection", test_detect},
     {"bad inputs give one clear error", test_bad_inputs},
     {"truncated snapshots", test_truncated_snapshots},

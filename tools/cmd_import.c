@@ -117,6 +117,10 @@ static void print_summary(const char *in, const char *out, const fsc_import_stat
                (unsigned long long)s->reconstructed_blocks);
     else
         printf("  history complete from the first segment on\n");
+    if (s->unknown_lines)
+        printf("  %llu frames with a line number beyond 64 bits (torch.compile's 2^64-1), "
+               "tagged with line '?'\n",
+               (unsigned long long)s->unknown_lines);
     if (s->warnings)
         printf("  %llu entries skipped (--lenient); first: %s\n",
                (unsigned long long)s->warnings, s->first_warning);

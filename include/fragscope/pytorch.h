@@ -3,7 +3,7 @@
  * events, and write a trace back out as a snapshot.
  *
  * Inputs are what torch.cuda.memory._snapshot() returns, saved with
- * pickle.dump (protocols 2 to 5) or json.dump, and the plain list of
+ * pickle.dump (protocols 0 to 5) or json.dump, and the plain list of
  * segments that torch.cuda.memory_snapshot() returns (pickle or JSON). The
  * format is detected from the content, not the file name.
  *
@@ -85,6 +85,8 @@ typedef struct fsc_import_stats {
     uint64_t peak_allocated; /* peak of Σ ALLOC.size − Σ FREE_REQUESTED.size */
     uint64_t peak_reserved;  /* peak of segment bytes (alloc/map − free/unmap) */
     uint64_t first_time_us;  /* time_us of the first entry (0 if none) */
+    uint64_t unknown_lines;  /* frame tags whose line does not fit 64 bits
+                                (torch.compile's 2^64-1): tagged "file:?:name" */
     char first_warning[FSC_ERR_MSG_MAX]; /* message of the first warning */
 } fsc_import_stats_t;
 

@@ -423,6 +423,16 @@ static int memo_get(fsc__pparse_t *ps, uint64_t idx, const char *op)
     return push(ps, ps->memo[idx]);
 }
 
+static int push_str_at(fsc__pparse_t *ps, const uint8_t *at, size_t n)
+{
+    fsc__pv_t *v = fsc__pdoc_scalar(ps->d, FSC__PV_STR);
+    if (v != NULL) {
+        v->u.s = (const char *)at;
+        v->len = (uint32_t)n;
+    }
+    return push(ps, v);
+}
+
 static int push_str(fsc__pparse_t *ps, size_t lenbytes, fsc__pv_kind_t kind, const char *op)
 {
     int rc = need(ps, lenbytes, op);
@@ -452,6 +462,20 @@ static int push_int(fsc__pparse_t *ps, int64_t i)
     return push(ps, v);
 }
 
+static int push_bigint(fsc__pparse_t *ps, const uint8_t *at, size_t n)
+{
+    if (n > UINT32_MAX)
+        return perr(ps, FSC_ELIMIT, "integer of %zu bytes too large", n);
+    fsc__pv_t *v = fsc__pdoc_scalar(ps->d, FSC__PV_BIGINT);
+    if (v != NULL) {
+        v->u.s = (const char *)at;
+        v->len = (uint32_t)n;
+    }
+    return push(ps, v);
+}
+
+/* LONG1/LONG4: n bytes of little-endian two's complement. Values that fit
+ * int64 (after dropping redundant sign bytes) are INT, others BIGINT. */
 static int push_long(fsc__pparse_t *ps, size_t lenbytes, const char *op)
 {
     int rc = need(ps, lenbytes, op);
@@ -459,16 +483,246 @@ static int push_long(fsc__pparse_t *ps, size_t lenbytes, const char *op)
         return rc;
     uint64_t n = rd_le(ps->p + ps->pos, lenbytes);
     ps->pos += lenbytes;
-    if (n > 8)
-        return perr(ps, FSC_ELIMIT, "%s integer of %llu bytes does not fit 64 bits", op,
-                    (unsigned long long)n);
-    if ((rc = need(ps, (size_t)n, op)) != 0)
-        return rc;
-    uint64_t v = rd_le(ps->p + ps->pos, (size_t)n);
-    if (n > 0 && n < 8 && (ps->p[ps->pos + n - 1] & 0x80u))
-        v |= ~0ull << (8 * n); /* sign-extend */
+    if (n > ps->len - ps->pos)
+        return perr(ps, FSC_EFORMAT, "truncated: %s needs %llu more bytes, %zu left", op,
+                    (unsigned long long)n, ps->len - ps->pos);
+    const uint8_t *b = ps->p + ps->pos;
     ps->pos += (size_t)n;
+    size_t m = (size_t)n;
+    uint8_t sign = (m > 0 && (b[m - 1] & 0x80u)) ? 0xffu : 0x00u;
+    while (m > 8 && b[m - 1] == sign && ((b[m - 2] & 0x80u) == (sign & 0x80u)))
+        m--;
+    if (m > 8)
+        return push_bigint(ps, b, (size_t)n);
+    uint64_t v = rd_le(b, m);
+    if (m > 0 && m < 8 && (b[m - 1] & 0x80u))
+        v |= ~0ull << (8 * m); /* sign-extend */
     return push_int(ps, (int64_t)v);
+}
+
+/* ---- protocols 0 and 1: text arguments ending at a newline ------------- */
+
+/* The argument of a text opcode: bytes up to the next '\n' (excluded). */
+static int text_arg(fsc__pparse_t *ps, const char *op, const uint8_t **s, size_t *n)
+{
+    const uint8_t *start = ps->p + ps->pos;
+    const uint8_t *nl = memchr(start, '\n', ps->len - ps->pos);
+    if (nl == NULL)
+        return perr(ps, FSC_EFORMAT, "truncated: %s has no end of line", op);
+    *s = start;
+    *n = (size_t)(nl - start);
+    ps->pos += *n + 1;
+    return 0;
+}
+
+/* Decimal digits with an optional sign (and, for LONG, a trailing 'L'). */
+static int parse_dec(const uint8_t *s, size_t n, int64_t *out, int *fits)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (n > 0 && s[n - 1] == 'L')
+        n--;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        neg = s[i++] == '-';
+    if (i == n)
+        return 0;
+    uint64_t v = 0;
+    *fits = 1;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            *fits = 0;
+        else
+            v = v * 10 + d;
+    }
+    if (*fits && (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX))
+        *fits = 0;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 1;
+}
+
+static int push_text_int(fsc__pparse_t *ps, const char *op)
+{
+    const uint8_t *s = NULL;
+    size_t n = 0;
+    int rc = text_arg(ps, op, &s, &n);
+    if (rc != 0)
+        return rc;
+    if (op[0] == 'I' && n == 2 && s[0] == '0' && (s[1] == '0' || s[1] == '1'))
+        return push(ps, s[1] == '1' ? &ps->d->yes : &ps->d->no);
+    int64_t v = 0;
+    int fits = 0;
+    if (!parse_dec(s, n, &v, &fits))
+        return perr(ps, FSC_EFORMAT, "%s argument is not an integer", op);
+    return fits ? push_int(ps, v) : push_bigint(ps, s, n);
+}
+
+static int push_text_float(fsc__pparse_t *ps)
+{
+    const uint8_t *s = NULL;
+    size_t n = 0;
+    int rc = text_arg(ps, "FLOAT", &s, &n);
+    if (rc != 0)
+        return rc;
+    char buf[64];
+    if (n == 0 || n >= sizeof buf)
+        return perr(ps, FSC_EFORMAT, "FLOAT argument is not a number");
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end = NULL;
+    double x = strtod(buf, &end);
+    if (end != buf + n)
+        return perr(ps, FSC_EFORMAT, "FLOAT argument is not a number");
+    fsc__pv_t *v = fsc__pdoc_scalar(ps->d, FSC__PV_FLOAT);
+    if (v != NULL)
+        v->u.f = x;
+    return push(ps, v);
+}
+
+static size_t put_utf8(char *o, uint32_t c)
+{
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xc0 | (c >> 6));
+        o[1] = (char)(0x80 | (c & 0x3f));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (char)(0xe0 | (c >> 12));
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+        o[2] = (char)(0x80 | (c & 0x3f));
+        return 3;
+    }
+    o[0] = (char)(0xf0 | (c >> 18));
+    o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+    o[3] = (char)(0x80 | (c & 0x3f));
+    return 4;
+}
+
+static int hexval(uint8_t c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+static int hex_run(const uint8_t *s, size_t n, size_t i, size_t k, uint32_t *out)
+{
+    if (n - i < k)
+        return 0;
+    uint32_t c = 0;
+    for (size_t j = 0; j < k; j++) {
+        int h = hexval(s[i + j]);
+        if (h < 0)
+            return 0;
+        c = c * 16 + (uint32_t)h;
+    }
+    *out = c;
+    return 1;
+}
+
+/* UNICODE (protocol 0): raw-unicode-escape, i.e. Latin-1 bytes with
+ * \uXXXX and \UXXXXXXXX escapes, decoded to UTF-8 in the arena. STRING: a
+ * Python bytes repr in quotes ('...' or "..."), kept as its Latin-1 bytes
+ * in UTF-8. */
+static int push_text_str(fsc__pparse_t *ps, int quoted, const char *op)
+{
+    const uint8_t *s = NULL;
+    size_t n = 0;
+    int rc = text_arg(ps, op, &s, &n);
+    if (rc != 0)
+        return rc;
+    if (quoted) {
+        if (n < 2 || (s[0] != '\'' && s[0] != '"') || s[n - 1] != s[0])
+            return perr(ps, FSC_EFORMAT, "%s argument is not a quoted string", op);
+        s++;
+        n -= 2;
+    }
+    size_t plain = 0;
+    while (plain < n && s[plain] < 0x80 && s[plain] != '\\')
+        plain++;
+    if (plain == n) /* pure ASCII without escapes: points into the input */
+        return push_str_at(ps, s, n);
+    if (n > (SIZE_MAX - 1) / 4)
+        return perr(ps, FSC_ELIMIT, "%s argument too long", op);
+    char *o = arena_alloc(ps->d, n * 4 + 1);
+    if (o == NULL)
+        return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input",
+                    ps->len);
+    size_t w = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t c = s[i];
+        if (c == '\\' && i + 1 < n) {
+            uint8_t e = s[i + 1];
+            uint32_t x;
+            if (!quoted && e == 'u' && hex_run(s, n, i + 2, 4, &x)) {
+                c = x;
+                i += 6;
+            } else if (!quoted && e == 'U' && hex_run(s, n, i + 2, 8, &x) && x <= 0x10ffff) {
+                c = x;
+                i += 10;
+            } else if (quoted && e == 'x' && hex_run(s, n, i + 2, 2, &x)) {
+                c = x;
+                i += 4;
+            } else if (quoted && (e == '\\' || e == '\'' || e == '"')) {
+                c = e;
+                i += 2;
+            } else if (quoted && (e == 'n' || e == 't' || e == 'r')) {
+                c = e == 'n' ? '\n' : e == 't' ? '\t' : '\r';
+                i += 2;
+            } else {
+                i++;
+            }
+        } else {
+            i++;
+        }
+        w += put_utf8(o + w, c);
+    }
+    o[w] = '\0';
+    return push_str_at(ps, (const uint8_t *)o, w);
+}
+
+static int text_index(fsc__pparse_t *ps, const char *op, uint64_t *idx)
+{
+    const uint8_t *s = NULL;
+    size_t n = 0;
+    int rc = text_arg(ps, op, &s, &n);
+    if (rc != 0)
+        return rc;
+    int64_t v = 0;
+    int fits = 0;
+    if (!parse_dec(s, n, &v, &fits) || !fits || v < 0)
+        return perr(ps, FSC_EFORMAT, "%s index is not a non-negative integer", op);
+    *idx = (uint64_t)v;
+    return 0;
+}
+
+/* DICT / LIST (protocol 0): a new container of the items above the MARK. */
+static int make_from_mark(fsc__pparse_t *ps, fsc__pv_kind_t kind, const char *op)
+{
+    size_t base = 0;
+    int rc = top_mark(ps, op, &base);
+    if (rc != 0)
+        return rc;
+    size_t n = ps->sp - base;
+    if (kind == FSC__PV_DICT && (n & 1u))
+        return perr(ps, FSC_EFORMAT, "%s with an odd number of items", op);
+    fsc__pv_t *c = fsc__pdoc_container(ps->d, kind, 0);
+    if (c == NULL)
+        return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input",
+                    ps->len);
+    for (size_t i = base; i < ps->sp; i++)
+        if ((rc = add_item(ps, c, ps->stack[i], op)) != 0)
+            return rc;
+    ps->sp = base;
+    return push(ps, c);
 }
 
 /* One opcode. Returns 0 to continue, 1 at STOP, negative on error. */
@@ -483,8 +737,8 @@ static int step(fsc__pparse_t *ps)
     case 0x80: /* PROTO */
         if ((rc = need(ps, 1, "PROTO")) != 0)
             return rc;
-        if (ps->p[ps->pos] < 2 || ps->p[ps->pos] > 5)
-            return perr(ps, FSC_EFORMAT, "pickle protocol %u not supported (2 to 5 are)",
+        if (ps->p[ps->pos] > 5)
+            return perr(ps, FSC_EFORMAT, "pickle protocol %u not supported (0 to 5 are)",
                         ps->p[ps->pos]);
         ps->pos++;
         return 0;
@@ -625,6 +879,26 @@ static int step(fsc__pparse_t *ps)
             return rc;
         ps->pos += 4;
         return memo_get(ps, rd_le(ps->p + ps->pos - 4, 4), "LONG_BINGET");
+    /* protocols 0 and 1 */
+    case 'I': return push_text_int(ps, "INT");
+    case 'L': return push_text_int(ps, "LONG");
+    case 'F': return push_text_float(ps);
+    case 'V': return push_text_str(ps, 0, "UNICODE");
+    case 'S': return push_text_str(ps, 1, "STRING");
+    case 'd': return make_from_mark(ps, FSC__PV_DICT, "DICT");
+    case 'l': return make_from_mark(ps, FSC__PV_LIST, "LIST");
+    case 'p': {
+        uint64_t idx = 0;
+        if ((rc = text_index(ps, "PUT", &idx)) != 0)
+            return rc;
+        return memo_put(ps, idx, "PUT");
+    }
+    case 'g': {
+        uint64_t idx = 0;
+        if ((rc = text_index(ps, "GET", &idx)) != 0)
+            return rc;
+        return memo_get(ps, idx, "GET");
+    }
     default:
         return perr(ps, FSC_EFORMAT, "opcode 0x%02x not supported in a memory snapshot", op);
     }

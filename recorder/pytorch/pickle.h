@@ -1,7 +1,7 @@
 /*
  * pickle.h — a small reader and writer for the Python pickle subset that
- * PyTorch memory snapshots use (protocols 2 to 5: dicts, lists, tuples,
- * strings, bytes, integers up to 64 bits, floats, booleans, None), and the
+ * PyTorch memory snapshots use (protocols 0 to 5: dicts, lists, tuples,
+ * strings, bytes, integers, floats, booleans, None), and the
  * value tree they produce. Internal to recorder/pytorch/ (not API).
  *
  * Reader: the whole input is parsed into a tree of fsc__pv_t nodes held in
@@ -14,8 +14,12 @@
  * before adding it to its parent). Lengths, memo indices and nesting depth
  * are checked, and the arena is bounded by a multiple of the input size.
  *
- * Strings and bytes point into the document's copy of the input; they are
- * not NUL-terminated.
+ * Strings and bytes point into the document's copy of the input (or, for the
+ * text strings of protocol 0, into a decoded copy in the arena); they are
+ * not NUL-terminated. Integers of any size are read: those outside int64
+ * (torch.compile writes 2^64-1 as "no line") are FSC__PV_BIGINT values that
+ * fsc__pv_int and fsc__pv_num do not convert, so each reader decides what an
+ * out-of-range field means instead of the whole file failing.
  */
 #ifndef FSC_RECORDER_PICKLE_H
 #define FSC_RECORDER_PICKLE_H
@@ -35,7 +39,8 @@ typedef enum fsc__pv_kind {
     FSC__PV_BYTES,
     FSC__PV_LIST,
     FSC__PV_TUPLE,
-    FSC__PV_DICT
+    FSC__PV_DICT,
+    FSC__PV_BIGINT /* an integer outside int64: u.s/len hold its text or bytes */
 } fsc__pv_kind_t;
 
 typedef struct fsc__pv fsc__pv_t;

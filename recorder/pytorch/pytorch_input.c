@@ -99,14 +99,21 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
         const fsc__pv_t *file = fsc__pv_get(f, "filename");
         const fsc__pv_t *fn = fsc__pv_get(f, "name");
         int64_t line = 0;
-        fsc__pv_int(fsc__pv_get(f, "line"), &line);
+        const fsc__pv_t *lv = fsc__pv_get(f, "line");
+        int unknown_line = lv != NULL && lv->kind == FSC__PV_BIGINT;
+        fsc__pv_int(lv, &line);
+        if (unknown_line)
+            im->st->unknown_lines++;
         int flen =
             (file && file->kind == FSC__PV_STR) ? (int)(file->len > 2000 ? 2000 : file->len) : 0;
         int nlen = (fn && fn->kind == FSC__PV_STR) ? (int)(fn->len > 1000 ? 1000 : fn->len) : 0;
         /* A frame without file and line is a plain tag (that is how the
          * exporter writes tags that are not Python frames). */
-        int len = flen == 0 && line == 0
+        int len = flen == 0 && line == 0 && !unknown_line
                       ? snprintf(im->namebuf, sizeof im->namebuf, "%.*s", nlen, nlen ? fn->u.s : "")
+                  : unknown_line
+                      ? snprintf(im->namebuf, sizeof im->namebuf, "%.*s:?:%.*s", flen,
+                                 flen ? file->u.s : "", nlen, nlen ? fn->u.s : "")
                       : snprintf(im->namebuf, sizeof im->namebuf, "%.*s:%lld:%.*s", flen,
                                  flen ? file->u.s : "", (long long)line, nlen, nlen ? fn->u.s : "");
         if (len < 0)

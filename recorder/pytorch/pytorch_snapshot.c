@@ -13,7 +13,11 @@
 
 static int detect_bytes(const unsigned char *b, size_t n)
 {
-    if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+    if (n >= 2 && b[0] == 0x80 && b[1] <= 5)
+        return FSC_SNAP_PICKLE;
+    /* Protocols 0 and 1 have no PROTO opcode: a snapshot starts with the
+     * top-level dict or list ("(d", "(l", "}", "]"). */
+    if (n >= 2 && ((b[0] == '(' && (b[1] == 'd' || b[1] == 'l')) || b[0] == '}' || b[0] == ']'))
         return FSC_SNAP_PICKLE;
     size_t i = 0;
     if (n >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf)
@@ -184,7 +188,7 @@ int fsc__snap_load(const char *path, fsc__pdoc_t **out, int *format, fsc_err_t *
                          path);
     else
         rc = fsc_err_set(err, FSC_EFORMAT,
-                         "%s: not a PyTorch memory snapshot (neither a pickle of protocol 2 "
+                         "%s: not a PyTorch memory snapshot (neither a pickle of protocol 0 "
                          "to 5 nor JSON)",
                          path);
     free(buf);
