@@ -20,7 +20,8 @@ static inline void fsc__fuzz_walk(const fsc__pv_t *v, int depth, size_t *budget)
     FSC_FUZZ_ASSERT(depth <= FSC__PICKLE_MAX_DEPTH + 1);
     switch (v->kind) {
     case FSC__PV_STR:
-    case FSC__PV_BYTES: {
+    case FSC__PV_BYTES:
+    case FSC__PV_BIGINT: {
         /* A shared string costs its length each time it is reached. */
         size_t cost = v->len / 16;
         *budget -= cost < *budget ? cost : *budget;
