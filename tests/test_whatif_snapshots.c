@@ -153,7 +153,8 @@ static void test_cli_json(void)
                                          "\"peak_reserved_bytes\": 12851347456, "
                                          "\"peak_allocated_bytes\": 12829982720"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"num_alloc_retries\": 1, \"num_ooms\": 1, "
-                                         "\"oom\": true, \"first_oom\": {\"index\": 712"));
+                                         "\"oom\": true, \"run_complete\": false, "
+                                         "\"margin_bytes\": null, \"first_oom\": {\"index\": 712"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"requested_bytes\": 100663296"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "{\"config\": \"expandable_segments:True\""));
 }

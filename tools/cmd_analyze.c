@@ -228,23 +228,33 @@ static int run_snapshot(job_t *j)
 /* The database is complete and in place; what-if adds the settings that
  * would have avoided its OOMs (in one transaction of its own). A failure
  * here leaves the database as analyzed and is reported as a warning. */
-static void add_suggestions(const char *in_path, const char *db_path)
+static void add_suggestions(const char *in_path, const char *db_path, uint64_t capacity)
 {
     fsc_err_t err;
     fsc_err_clear(&err);
     fsc_request_stream_t *rs = NULL;
     size_t rows = 0;
+    fsc_request_stream_info_t info;
+    memset(&info, 0, sizeof info);
     int rc = fsc_request_stream_load(in_path, &rs, &err);
-    if (rc == 0)
-        rc = fsc_whatif_fill_db(db_path, rs, 0, &rows, &err);
+    if (rc == 0) {
+        fsc_request_stream_info(rs, &info);
+        rc = fsc_whatif_fill_db(db_path, rs, capacity, &rows, &err);
+    }
     fsc_request_stream_destroy(rs);
     if (rc != 0) {
         fprintf(stderr, "fragscope: warning: %s: no what-if suggestions: %s\n", db_path,
                 fsc_err_msg(&err));
         return;
     }
-    printf("what-if: %zu setting%s that would have avoided an OOM or needed less memory "
-           "(fragscope report %s)\n", rows, rows == 1 ? "" : "s", db_path);
+    if (info.run_complete)
+        printf("what-if: %zu setting%s that would have avoided an OOM or needed less memory "
+               "(fragscope report %s)\n", rows, rows == 1 ? "" : "s", db_path);
+    else
+        printf("what-if: %zu setting%s that would have served the request that failed, or "
+               "needed less memory for the part recorded; the recording ends at an OOM and the "
+               "rest of the run was not recorded (fragscope report %s)\n",
+               rows, rows == 1 ? "" : "s", db_path);
 }
 
 int fsc_cmd_analyze(int argc, char **argv)
@@ -324,6 +334,6 @@ int fsc_cmd_analyze(int argc, char **argv)
         printf("%llu events contradicted the replay and were skipped (see table warnings)\n",
                (unsigned long long)sum.warnings);
     if (sum.num_ooms > 0 && !no_suggest)
-        add_suggestions(j.in_path, j.out_path);
+        add_suggestions(j.in_path, j.out_path, 0);
     return FSC_EXIT_OK;
 }

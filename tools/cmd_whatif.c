@@ -166,10 +166,16 @@ static void print_results_json(const fsc_whatif_result_t *r, size_t n, FILE *f)
                 ", \"peak_allocated_bytes\": %" PRIu64 ", \"utilization\": %.6f"
                 ", \"external_frag_at_peak\": %.6f, \"segments\": %" PRIu64
                 ", \"segment_maps\": %" PRIu64 ", \"num_alloc_retries\": %" PRId64
-                ", \"num_ooms\": %" PRId64 ", \"oom\": %s, \"first_oom\": ",
+                ", \"num_ooms\": %" PRId64 ", \"oom\": %s, \"run_complete\": %s"
+                ", \"margin_bytes\": ",
                 x->capacity, x->peak_reserved, x->peak_allocated, x->utilization,
                 x->external_frag_at_peak, x->segments, x->segment_maps, x->num_alloc_retries,
-                x->num_ooms, x->oom ? "true" : "false");
+                x->num_ooms, x->oom ? "true" : "false", x->run_complete ? "true" : "false");
+        if (x->has_margin)
+            fprintf(f, "%" PRIu64, x->margin);
+        else
+            fputs("null", f);
+        fputs(", \"first_oom\": ", f);
         if (!x->oom) {
             fputs("null", f);
         } else {
@@ -206,7 +212,20 @@ static void print_results_text(const fsc_whatif_result_t *r, size_t n, uint64_t 
                 cfg_name(x->config), fsc_size_format(x->peak_reserved, s1, sizeof s1),
                 fsc_size_format(x->peak_allocated, s2, sizeof s2), 100.0 * x->utilization,
                 x->external_frag_at_peak, x->segments, x->num_alloc_retries,
-                x->oom ? "OOM" : "ok");
+                x->oom ? "OOM" : x->run_complete ? "ok" : "ok*");
+    }
+    int partial = 0;
+    for (size_t i = 0; i < n; i++)
+        partial |= !r[i].oom && !r[i].run_complete;
+    if (partial) {
+        fputs("\n* the recording ends at an OOM: \"ok*\" serves the request that failed and "
+              "everything\n  recorded before it; the rest of the run was not recorded.\n", f);
+        for (size_t i = 0; i < n; i++)
+            if (!r[i].oom && r[i].has_margin)
+                fprintf(f, "  %s: %s left under the cap when the failed request is served\n",
+                        cfg_name(r[i].config), fsc_size_format(r[i].margin, s1, sizeof s1));
+        fputs("  For a complete answer, record one run with more memory or without the cap, "
+              "then\n  `fragscope whatif RUN --capacity X`.\n", f);
     }
     for (size_t i = 0; i < n; i++) {
         const fsc_whatif_result_t *x = &r[i];
@@ -235,8 +254,14 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FIL
             json_str(f, s[i].config);
             fprintf(f,
                     ", \"capacity_bytes\": %" PRIu64 ", \"avoids_oom\": %s"
-                    ", \"needed_capacity_bytes\": ",
-                    s[i].capacity, s[i].avoids_oom ? "true" : "false");
+                    ", \"run_complete\": %s, \"margin_bytes\": ",
+                    s[i].capacity, s[i].avoids_oom ? "true" : "false",
+                    s[i].run_complete ? "true" : "false");
+            if (s[i].has_margin)
+                fprintf(f, "%" PRIu64, s[i].margin);
+            else
+                fputs("null", f);
+            fputs(", \"needed_capacity_bytes\": ", f);
             if (s[i].needed_capacity)
                 fprintf(f, "%" PRIu64, s[i].needed_capacity);
             else
@@ -263,15 +288,27 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FIL
     fprintf(f, "settings that do better, best first:\n");
     for (size_t i = 0; i < n; i++)
         fprintf(f, "  %-58s %s\n", s[i].config, s[i].note);
+    if (!s[0].run_complete)
+        fputs("\nThe recording ends at an OOM, so these figures cover the request that failed "
+              "and\neverything recorded before it; the rest of the run was not recorded and may "
+              "need\nmore. For a complete answer, record one run with more memory or without the "
+              "cap,\nthen `fragscope whatif RUN --capacity X`.\n",
+              f);
 }
 
-static int print_verify(const fsc_whatif_verify_t *v, int json, FILE *f)
+static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_info_t *info,
+                        int inferred, int json, FILE *f)
 {
     if (json) {
         fprintf(f,
                 "{\"match\": %s, \"config\": ", v->match ? "true" : "false");
         json_str(f, v->replay.config);
         fprintf(f, ", \"capacity_bytes\": %" PRIu64, v->replay.capacity);
+        fprintf(f, ", \"capacity_inferred\": %s", inferred ? "true" : "false");
+        if (inferred)
+            fprintf(f, ", \"capacity_lower\": %" PRIu64 ", \"capacity_upper\": %" PRIu64,
+                    info->capacity_lower, info->capacity_upper);
+        fprintf(f, ", \"run_complete\": %s", info->run_complete ? "true" : "false");
         fprintf(f,
                 ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
                 ", \"first_divergence\": ",
@@ -297,6 +334,16 @@ static int print_verify(const fsc_whatif_verify_t *v, int json, FILE *f)
     }
     fprintf(f, "verify (settings \"%s\"): %s\n", v->replay.config,
             v->match ? "the replay reproduces the recording" : "the replay DIFFERS");
+    if (inferred) {
+        char lo[32], hi[32];
+        fprintf(f,
+                "  capacity       not recorded; replayed at %s, the lowest cap the run is\n"
+                "                 consistent with (it lies in [%s, %s): every cap in that\n"
+                "                 range fails at the same request). PyTorch's OOM message\n"
+                "                 says the cap (\"X GiB allowed\"); give it with --capacity.\n",
+                fsc_size_format(info->capacity_lower, lo, sizeof lo), lo,
+                fsc_size_format(info->capacity_upper, hi, sizeof hi));
+    }
     fprintf(f, "  segments       %" PRIu64 " recorded, %" PRIu64 " replayed\n",
             v->segments_expected, v->segments_got);
     if (v->first_divergence >= 0) {
@@ -363,6 +410,23 @@ int fsc_cmd_whatif(int argc, char **argv)
     fsc_request_stream_info(rs, &info);
     fsc_whatif_opts_t wo = FSC_WHATIF_OPTS_DEFAULT;
     wo.capacity = o.capacity ? o.capacity : info.capacity;
+    /* A snapshot that ran out of memory under a cap it does not record:
+     * replay at the lowest cap consistent with it, which fails where the
+     * recording failed, instead of unlimited, where nothing fails. */
+    int inferred = 0;
+    if (o.capacity == 0 && info.capacity_lower != 0) {
+        wo.capacity = info.capacity_lower;
+        inferred = 1;
+        if (o.nconfigs > 0 || o.suggest) {
+            char lo[32], hi[32];
+            fprintf(o.json ? stderr : stdout,
+                    "the capacity was not recorded: replaying at %s, the lowest cap the run is "
+                    "consistent with (it lay in [%s, %s)); give PyTorch's \"X GiB allowed\" "
+                    "with --capacity for a firm answer\n%s",
+                    fsc_size_format(info.capacity_lower, lo, sizeof lo), lo,
+                    fsc_size_format(info.capacity_upper, hi, sizeof hi), o.json ? "" : "\n");
+        }
+    }
     wo.threads = o.threads;
     fsc_progress_t prog;
     wo.progress = on_progress;
@@ -391,7 +455,7 @@ int fsc_cmd_whatif(int argc, char **argv)
         if (rc == 0) {
             if (!o.json && o.nconfigs > 0)
                 fputc('\n', stdout);
-            status = print_verify(&v, o.json, stdout);
+            status = print_verify(&v, &info, inferred, o.json, stdout);
         }
     }
     if (rc == 0 && o.suggest) {

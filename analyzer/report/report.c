@@ -40,6 +40,12 @@ static const char *tail(const char *path, char *buf, size_t cap)
     return buf;
 }
 
+/* What a suggestion from a recording that ended at an OOM covers. */
+#define FSC__REP_PREFIX_NOTE                                                                  \
+    "this serves the request that failed and everything recorded before it; the rest of the " \
+    "run was not recorded: record one run with more memory or without the cap, then "       \
+    "`fragscope whatif RUN --capacity X`, for a complete answer"
+
 #define SZ(i, v) fsc_size_format((uint64_t)(v), b[i], sizeof b[i])
 
 static void capacity_text(const rep_t *r, char *out, size_t cap)
@@ -109,7 +115,10 @@ static void print_text(const rep_t *r, FILE *f)
         if (o->top_tag[0])
             fprintf(f, "    tag holding the most: %s (%s)\n", tail(o->top_tag, tb, sizeof tb),
                     SZ(0, o->top_tag_bytes));
-        if (o->fixes)
+        if (o->fixes && r->run_complete == 0)
+            fprintf(f, "    the request that failed would have been served with: %s\n"
+                       "    (%s)\n", o->fixes, FSC__REP_PREFIX_NOTE);
+        else if (o->fixes)
             fprintf(f, "    would have been avoided with: %s\n", o->fixes);
         for (int k = 0; k < o->nsegs; k++) {
             const rep_seg_t *g = &o->segs[k];
@@ -204,7 +213,10 @@ static void print_markdown(const rep_t *r, FILE *f)
         for (int i = 0; i < r->nooms; i++) {
             fprintf(f, "> **OOM %lld (%s):** ", (long long)r->ooms[i].id, r->ooms[i].cause);
             md_escape(f, r->ooms[i].explanation);
-            if (r->ooms[i].fixes) {
+            if (r->ooms[i].fixes && r->run_complete == 0) {
+                fprintf(f, " The request that failed would have been served with: `%s` (%s).",
+                        r->ooms[i].fixes, FSC__REP_PREFIX_NOTE);
+            } else if (r->ooms[i].fixes) {
                 fprintf(f, " Would have been avoided with: `%s`.", r->ooms[i].fixes);
             }
             fprintf(f, "\n\n");
@@ -337,6 +349,10 @@ static char *build_json(const rep_t *r)
             }
             cJSON_AddItemToArray(segs, js);
         }
+        if (r->run_complete < 0)
+            cJSON_AddNullToObject(j, "run_complete");
+        else
+            cJSON_AddBoolToObject(j, "run_complete", r->run_complete != 0);
         cJSON *fx = cJSON_AddArrayToObject(j, "avoided_by");
         for (const char *p = o->fixes; p != NULL && *p;) {
             const char *e = strstr(p, "; ");

@@ -201,7 +201,8 @@ static int load(ld_t *L)
         (rc = fsc_rundb_meta_int(db, "capacity", 0, &r->capacity)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "capacity_inferred", 0, &inferred)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "device_total", 0, &r->device_total)) != 0 ||
-        (rc = fsc_rundb_meta_int(db, "warnings", 0, &r->warnings)) != 0)
+        (rc = fsc_rundb_meta_int(db, "warnings", 0, &r->warnings)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "run_complete", -1, &r->run_complete)) != 0)
         return rc;
     r->capacity_inferred = (int)inferred;
     if ((rc = fsc_rundb_summary(db, sum_row, r)) != 0 || (rc = fsc_rundb_ooms(db, oom_row, L)) != 0)

@@ -65,6 +65,7 @@ typedef struct rep {
     char producer[256], config[512], backend[256], source[1024];
     int64_t capacity, device_total, warnings;
     int capacity_inferred;
+    int64_t run_complete; /* meta.run_complete: 0 = the recording ended at an OOM, -1 unknown */
     rep_sum_t sum[MAX_SUM];
     int nsum;
     rep_oom_t *ooms;

@@ -11,6 +11,7 @@
  * the same source the same way.
  */
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +166,15 @@ int fsc_whatif_fill_db_opts(const char *db_path, const fsc_request_stream_t *rs,
                          sqlite3_errmsg(db));
     if (rc == 0)
         rc = insert_rows(db, db_path, ooms, nooms, s, ns, &rows, err);
+    /* What the suggestions cover, for the reports: a recording that ended
+     * at an OOM only shows that the failed request would have been served. */
+    if (rc == 0) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES('run_complete', %d)",
+                 fsc__wstream_run_complete(rs));
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            rc = db_fail(db, db_path, err);
+    }
     if (rc == 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = db_fail(db, db_path, err);
     if (rc != 0)

@@ -86,6 +86,9 @@ struct fsc_request_stream {
     uint32_t flags;
 
     uint64_t cur_allocated, cur_reserved;
+    int ends_at_oom; /* the last allocation request recorded failed */
+    int truncated;   /* the trace lost its end, or is a ring */
+    uint64_t oom_upper; /* reserved at the last OOM + its segment size */
     fsc_request_stream_info_t info;
 };
 
@@ -98,6 +101,9 @@ void fsc__wmap_free(fsc__wmap_t *m);
 /* "a/b/c" of a tag node into buf. */
 void fsc__wstream_tag_path(const fsc_request_stream_t *rs, uint32_t node, char *buf, size_t cap);
 const char *fsc__wstream_string(const fsc_request_stream_t *rs, uint64_t off);
+
+/* 1 when the stream is the whole run (fsc_request_stream_info_t). */
+int fsc__wstream_run_complete(const fsc_request_stream_t *rs);
 
 /* The replay's sim device total for a capacity (0 = unlimited). */
 uint64_t fsc__whatif_device_total(const fsc_request_stream_t *rs, uint64_t capacity);

@@ -40,6 +40,9 @@ static int load_trace(const char *path, fsc_request_stream_t *rs, fsc_err_t *err
         if (fsc_trace_tag(r, node, &name, &len, &parent) == 0)
             rc = fsc_request_stream_define_tag(rs, node, parent, name, len, err);
     }
+    fsc_trace_integrity_t integ;
+    if (rc == 0 && fsc_trace_get_integrity(r, &integ) == 0 && !integ.clean_close)
+        rs->truncated = 1; /* the rest of the run never reached the disk */
     fsc_trace_close(r);
     return rc;
 }

@@ -27,6 +27,8 @@ typedef struct replay_ctx {
     uint64_t exp_bases[64]; /* expandable segments seen (per pool and stream) */
     size_t nexp;
     uint64_t seg_index;
+    int served_failed;           /* a recorded OOM request was served */
+    uint64_t reserved_at_failed; /* reserved right after the last one */
 } replay_ctx_t;
 
 static void note_segment(replay_ctx_t *c, const fsc_event_t *ev)
@@ -153,6 +155,13 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
                 out->oom = 1;
             }
             addrs[id] = addr;
+            if (addr != 0 && (op->flags & FSC__WOP_F_RECORDED_OOM)) {
+                /* The recording failed here; this replay served it. */
+                fsc_alloc_stats_t st;
+                fsc_allocator_get_stats(a, &st);
+                c->served_failed = 1;
+                c->reserved_at_failed = (uint64_t)st.reserved_bytes[FSC_STAT_ALL].current;
+            }
             if (v != NULL && !(op->flags & FSC__WOP_F_RECORDED_OOM)) {
                 v->allocs_compared++;
                 if (addr != 0 && addr == rs->alloc_addr[id])
@@ -256,6 +265,12 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
         out->segment_maps = c.maps;
         out->num_alloc_retries = st.num_alloc_retries;
         out->num_ooms = st.num_ooms;
+        out->run_complete = fsc__wstream_run_complete(rs);
+        if (!out->oom && c.served_failed && o.capacity != 0) {
+            out->has_margin = 1;
+            out->margin = o.capacity > c.reserved_at_failed ? o.capacity - c.reserved_at_failed
+                                                            : 0;
+        }
     }
     free(addrs);
     fsc_allocator_destroy(a);

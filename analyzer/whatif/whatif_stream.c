@@ -309,7 +309,12 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
     rs->live_req[id] = recorded_oom ? 0 : ev->requested;
     rs->nallocs++;
     rs->info.allocs++;
+    rs->ends_at_oom = recorded_oom;
     if (recorded_oom) {
+        uint64_t seg = ev->oom.segment_size ? ev->oom.segment_size
+                                            : fsc_alloc_segment_size(ev->size ? ev->size
+                                                                              : ev->requested);
+        rs->oom_upper = rs->cur_reserved + seg;
         op->flags |= FSC__WOP_F_RECORDED_OOM;
         rs->info.recorded_ooms++;
         return 0;
@@ -450,7 +455,20 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
     out->capacity = rs->capacity;
     out->device_total = rs->device_total;
     out->flags = rs->flags;
+    out->ends_at_oom = rs->ends_at_oom;
+    out->truncated = rs->truncated || (rs->flags & FSC_TRACE_F_RING) != 0;
+    out->run_complete = !out->ends_at_oom && !out->truncated;
+    if (rs->info.recorded_ooms > 0 && (rs->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) != 0) {
+        out->capacity_lower = rs->info.recorded_peak_reserved;
+        out->capacity_upper = rs->oom_upper > out->capacity_lower ? rs->oom_upper
+                                                                  : out->capacity_lower + 1;
+    }
     return 0;
+}
+
+int fsc__wstream_run_complete(const fsc_request_stream_t *rs)
+{
+    return !rs->ends_at_oom && !rs->truncated && (rs->flags & FSC_TRACE_F_RING) == 0;
 }
 
 uint64_t fsc__whatif_device_total(const fsc_request_stream_t *rs, uint64_t capacity)

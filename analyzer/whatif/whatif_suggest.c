@@ -225,18 +225,38 @@ static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, cha
 {
     const char *bname = base->config[0] ? base->config : "defaults";
     uint64_t v[NOTE_VALS] = {capacity, c->needed, base->needed};
-    char s[NOTE_VALS][32], p[2][32];
+    char s[NOTE_VALS][32], p[2][32], mg[32];
     fmt_set(v, NOTE_VALS, s);
     size_t w = 0;
     buf[0] = '\0';
-    if (base->at_cap.oom && !c->at_cap.oom && capacity != 0)
-        w += (size_t)snprintf(buf + w, cap - w, "avoids the OOM at %s; ", s[0]);
+    int complete = c->at_cap.run_complete;
+    /* What a replay of a recording that ended at an OOM can show is that
+     * the failed request would have been served: the rest of the run was
+     * never recorded, so "avoids the OOM" would claim more than it knows. */
+    if (base->at_cap.oom && !c->at_cap.oom && capacity != 0) {
+        if (complete)
+            w += (size_t)snprintf(buf + w, cap - w, "completes the recorded run at %s; ", s[0]);
+        else if (c->at_cap.has_margin)
+            w += (size_t)snprintf(buf + w, cap - w,
+                                  "serves the request that failed at %s, with %s left under "
+                                  "the cap, and everything recorded before it; the rest of the "
+                                  "run was not recorded; ",
+                                  s[0], fsc_size_format(c->at_cap.margin, mg, sizeof mg));
+        else
+            w += (size_t)snprintf(buf + w, cap - w,
+                                  "serves the request that failed at %s and everything "
+                                  "recorded before it; the rest of the run was not recorded; ",
+                                  s[0]);
+    }
     if (w >= cap)
         return;
+    const char *what = complete ? "needs" : "the recorded part needs";
     if (c->needed != 0 && base->needed != 0)
-        w += (size_t)snprintf(buf + w, cap - w, "needs %s instead of %s (%s)", s[1], s[2], bname);
+        w += (size_t)snprintf(buf + w, cap - w, "%s %s instead of %s (%s)", what, s[1], s[2],
+                              bname);
     else if (c->needed != 0)
-        w += (size_t)snprintf(buf + w, cap - w, "needs %s (%s: no capacity found)", s[1], bname);
+        w += (size_t)snprintf(buf + w, cap - w, "%s %s (%s: no capacity found)", what, s[1],
+                              bname);
     if (w >= cap)
         return;
     if (!c->at_cap.oom && !base->at_cap.oom &&
@@ -318,6 +338,9 @@ int fsc_whatif_suggest_opts(const fsc_request_stream_t *rs, const fsc_whatif_opt
         g->baseline_needed = c[0].needed;
         g->baseline_peak_reserved = c[0].at_cap.peak_reserved;
         g->baseline_oom = c[0].at_cap.oom;
+        g->run_complete = c[i].at_cap.run_complete;
+        g->has_margin = c[i].at_cap.has_margin;
+        g->margin = c[i].at_cap.margin;
         note_for(&c[i], &c[0], capacity, g->note, sizeof g->note);
     }
     free(c);

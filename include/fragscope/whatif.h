@@ -84,6 +84,24 @@ typedef struct fsc_request_stream_info {
     uint64_t capacity;               /* header capacity; 0 = unknown */
     uint64_t device_total;           /* header device total; 0 = unknown */
     uint32_t flags;                  /* header FSC_TRACE_F_* */
+    /* What the stream covers. ends_at_oom: the last allocation request the
+     * recording holds failed (every PyTorch OOM snapshot: the process
+     * stopped there). truncated: the trace lost its end or was a ring. A
+     * replay of such a stream is a prefix of the run: run_complete is 1
+     * only when neither holds. */
+    int ends_at_oom;
+    int truncated;
+    int run_complete;
+    /* Program actions recognised from the recording (docs/whatif.md): a
+     * burst of segment releases that the allocator did not make itself,
+     * replayed as an empty_cache() at the same point. */
+    uint64_t inferred_empty_caches;
+    /* A recording with OOMs and no recorded capacity (PyTorch snapshots):
+     * the cap it ran under lies in [capacity_lower, capacity_upper): at
+     * least the highest reserved figure reached, below reserved at the last
+     * OOM plus the segment it could not get. Both 0 otherwise. A replay at
+     * capacity_lower fails where the recording failed. */
+    uint64_t capacity_lower, capacity_upper;
 } fsc_request_stream_info_t;
 
 int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_info_t *out);
@@ -91,6 +109,7 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
 /* ---- one replay ------------------------------------------------------------ */
 
 #define FSC_WHATIF_TEXT_MAX 256
+#define FSC_WHATIF_NOTE_MAX 640
 
 typedef struct fsc_whatif_oom {
     uint64_t request;   /* index among the stream's allocation requests */
@@ -120,6 +139,16 @@ typedef struct fsc_whatif_result {
     fsc_whatif_oom_t first_oom;
     uint64_t ops_replayed;
     uint64_t elapsed_ns;
+    /* What the result covers: 1 when the replayed stream is the whole run,
+     * 0 when the recording ended at an OOM or lost its end; then "no OOM"
+     * means the replay served the request that failed and everything
+     * recorded before it, and nothing is known of the rest of the run. */
+    int run_complete;
+    /* When the recording ended at an OOM, the replay served that request
+     * and a capacity was set: bytes left under the capacity right after
+     * the failed request was served (capacity - reserved then). */
+    int has_margin;
+    uint64_t margin;
 } fsc_whatif_result_t;
 
 /* Progress of a multi-replay call: `done` of `total` settings finished.
@@ -191,7 +220,10 @@ typedef struct fsc_suggestion {
     uint64_t baseline_needed;  /* the same for the baseline config */
     uint64_t baseline_peak_reserved; /* baseline at `capacity` */
     int baseline_oom;
-    char note[FSC_WHATIF_TEXT_MAX]; /* "needs 17.43 GiB instead of 20.51 GiB" */
+    int run_complete;          /* as fsc_whatif_result_t.run_complete */
+    int has_margin;            /* margin: as fsc_whatif_result_t, at `capacity` */
+    uint64_t margin;
+    char note[FSC_WHATIF_NOTE_MAX]; /* "needs 17.43 GiB instead of 20.51 GiB" */
 } fsc_suggestion_t;
 
 /* Bisection precision of the needed capacity. */
