@@ -213,7 +213,8 @@ static void write_entry(exp_t *x, const fsc_event_t *ev, const char *action)
     fsc__pw_dict_open(x->w);
     kv_str(x, "action", action);
     if (ev->type == FSC_EV_OOM) { /* PyTorch gives an OOM entry no address */
-        kv_u64(x, "size", ev->requested);
+        /* PyTorch writes the rounded size (round_size) of the request. */
+        kv_u64(x, "size", ev->size ? ev->size : ev->requested);
         /* PyTorch's tools read device_free from every OOM entry, so an
          * unknown figure is written as 0. */
         kv_u64(x, "device_free",

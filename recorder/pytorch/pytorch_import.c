@@ -110,11 +110,14 @@ static int replay_entry(fsc__imp_t *im, const fsc__entry_t *e)
     case FSC__ACT_OOM: {
         fsc_event_t ev;
         memset(&ev, 0, sizeof ev);
-        uint64_t rounded = fsc_alloc_round_size(&m->cfg, e->size);
+        /* PyTorch writes the OOM entry's size after round_size: it is the
+         * block size asked for, and the caller's own figure is not kept.
+         * Rounding it again would change it under roundup_power2_divisions. */
+        uint64_t rounded = e->size;
         ev.type = FSC_EV_OOM;
         ev.time_ns = m->time_ns;
         ev.size = rounded;
-        ev.requested = e->size;
+        ev.requested = rounded;
         ev.stream = e->stream;
         ev.pool = (uint8_t)fsc_alloc_pool_of(rounded);
         ev.tag = tag;
