@@ -29,6 +29,8 @@ typedef struct oom_facts {
     int known, inferred, device_free_known;
     uint64_t free_in_reserved, largest_free, largest_usable;
     int cause;
+    uint64_t threshold; /* undetermined: the cap at which a perfect allocator
+                           starts to serve the request (allocated + rounded) */
 } oom_facts_t;
 
 #define SZ(i, v) fsc_size_format((v), buf[i], sizeof buf[i])
@@ -73,6 +75,20 @@ static void explain(const oom_facts_t *f, char *out, size_t cap)
                              SZ(7, avail > f->reserved ? avail - f->reserved : 0),
                              SZ(8, f->segment_size));
         break;
+    case FSC_OOM_UNDETERMINED:
+        n = (size_t)snprintf(out, cap,
+                             "%s was requested (rounded to %s) with %s allocated. The cap was "
+                             "not recorded: the run shows it was at least %s and below %s. "
+                             "Under a cap below %s even a perfect allocator would have failed "
+                             "(capacity: more memory or less live data is needed); at %s or "
+                             "more a perfect allocator would have served it (fragmentation: "
+                             "other settings could help). PyTorch's own OOM message states the "
+                             "cap (\"... X GiB allowed\"); give it with --capacity for a firm "
+                             "answer.",
+                             SZ(0, f->requested), SZ(1, f->rounded), SZ(2, f->allocated),
+                             SZ(3, f->lower), SZ(4, f->upper), SZ(5, f->threshold),
+                             SZ(6, f->threshold));
+        return; /* the bounds are the explanation */
     default:
         n = (size_t)snprintf(out, cap,
                              "%s was requested (rounded to %s) with %s already allocated; "
@@ -90,7 +106,9 @@ static void explain(const oom_facts_t *f, char *out, size_t cap)
         snprintf(out + n, cap - n,
                  " The capacity was not recorded; it was inferred from the run to be at least "
                  "%s (the highest reserved figure reached) and below %s (reserved at the OOM "
-                 "plus the %s segment that could not be created).",
+                 "plus the %s segment that could not be created); the cause holds for every "
+                 "cap in that range. PyTorch's own OOM message states the cap (\"... X GiB "
+                 "allowed\"); --capacity makes the answer firm.",
                  SZ(0, f->lower), SZ(1, f->upper), SZ(2, f->segment_size));
 }
 
@@ -107,10 +125,18 @@ static int classify(oom_facts_t *f)
         if (cap_allowed)
             return FSC_OOM_EXTERNAL;
     }
-    uint64_t avail = f->known ? f->capacity : f->lower;
-    if (avail >= f->allocated && avail - f->allocated >= f->rounded)
+    /* A perfect allocator (no waste between blocks) under cap C serves the
+     * request when C >= allocated + rounded. */
+    uint64_t need = f->allocated + f->rounded;
+    if (f->known)
+        return f->capacity >= need ? FSC_OOM_FRAGMENTATION : FSC_OOM_CAPACITY;
+    /* Unknown cap in [lower, upper): a cause must hold for all of them. */
+    if (f->lower >= need)
         return FSC_OOM_FRAGMENTATION;
-    return FSC_OOM_CAPACITY;
+    if (f->upper <= need) /* even the highest possible cap, upper - 1, fails */
+        return FSC_OOM_CAPACITY;
+    f->threshold = need;
+    return FSC_OOM_UNDETERMINED;
 }
 
 static int cmp_seg_free(const void *x, const void *y)

@@ -523,7 +523,9 @@ static void test_bins(void)
  *   4 ALLOC 6M (req 5M); 5 OOM 10M.
  * allocated 18M, reserved 20M. Lower bound = highest reserved = 20M; the
  * failing segment for 10M is 10M (≥ 10 MiB: rounded up to 2 MiB), so the
- * upper bound is 30M. 20M − 18M = 2M < 10M → capacity.
+ * upper bound is 30M. A perfect allocator needs 18M + 10M = 28M: capacity
+ * under a cap in [20M, 28M), fragmentation in [28M, 30M), so the cause is
+ * undetermined with 28M as the threshold.
  */
 static void test_capacity_oom_inferred(void)
 {
@@ -539,10 +541,12 @@ static void test_capacity_oom_inferred(void)
     CU_ASSERT_EQUAL(r.rc, 0);
     fsc_analysis_summary_t sum;
     CU_ASSERT_EQUAL(fsc_analysis_finish(r.a, &sum), 0);
-    CU_ASSERT_EQUAL(sum.first_oom_cause, FSC_OOM_CAPACITY);
+    CU_ASSERT_EQUAL(sum.first_oom_cause, FSC_OOM_UNDETERMINED);
     fsc_analysis_destroy(r.a);
     db_open(db);
-    CU_ASSERT_STRING_EQUAL(qt("SELECT cause FROM ooms"), "capacity");
+    CU_ASSERT_STRING_EQUAL(qt("SELECT cause FROM ooms"), "undetermined");
+    CU_ASSERT_PTR_NOT_NULL(strstr(qt("SELECT explanation FROM ooms"), "Under a cap below 28.00 MiB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(qt("SELECT explanation FROM ooms"), "X GiB allowed"));
     CU_ASSERT_EQUAL(qi("SELECT capacity_inferred FROM ooms"), 1);
     CU_ASSERT_EQUAL(qi("SELECT capacity_lower FROM ooms"), 20 * MiB);
     CU_ASSERT_EQUAL(qi("SELECT capacity_upper FROM ooms"), 30 * MiB);
@@ -550,10 +554,37 @@ static void test_capacity_oom_inferred(void)
     CU_ASSERT_EQUAL(qi("SELECT segment_size FROM ooms"), 10 * MiB);
     CU_ASSERT_EQUAL(qi("SELECT allocated FROM ooms"), 18 * MiB);
     CU_ASSERT_EQUAL(qi("SELECT free_in_reserved FROM ooms"), 2 * MiB);
-    CU_ASSERT_PTR_NOT_NULL(strstr(qt("SELECT explanation FROM ooms"), "inferred"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(qt("SELECT explanation FROM ooms"), "not recorded"));
     CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='capacity_inferred'"), 1);
     /* internal at the peak: the 6M block asked for 5M */
     CU_ASSERT_EQUAL(SUM("internal_frag_bytes_at_peak"), 1 * MiB);
+    db_close();
+}
+
+/*
+ * Capacity for every cap the run allows: the 20M segment is wholly
+ * allocated (12M + 8M), so the bounds are [20M, 30M) and a perfect
+ * allocator needs 20M + 10M = 30M, more than any of them.
+ */
+static void test_capacity_oom_inferred_firm(void)
+{
+    const char *db = fsc_test_path("cap2.db");
+    rig_t r;
+    rig_open(&r, db, 0, FSC_TRACE_F_CAPACITY_UNKNOWN, 0);
+    seg_alloc(&r, S1, 20 * MiB);
+    split(&r, S1, S1, 20 * MiB, 12 * MiB);
+    alloc(&r, S1, S1, 12 * MiB, 12 * MiB, 0);
+    alloc(&r, S1, S1 + 12 * MiB, 8 * MiB, 8 * MiB, 0);
+    oom(&r, 10 * MiB, 10 * MiB, 0, UINT64_MAX, 0, 0);
+    CU_ASSERT_EQUAL(r.rc, 0);
+    fsc_analysis_summary_t sum;
+    CU_ASSERT_EQUAL(fsc_analysis_finish(r.a, &sum), 0);
+    CU_ASSERT_EQUAL(sum.first_oom_cause, FSC_OOM_CAPACITY);
+    fsc_analysis_destroy(r.a);
+    db_open(db);
+    CU_ASSERT_STRING_EQUAL(qt("SELECT cause FROM ooms"), "capacity");
+    CU_ASSERT_EQUAL(qi("SELECT capacity_upper FROM ooms"), 30 * MiB);
+    CU_ASSERT_PTR_NOT_NULL(strstr(qt("SELECT explanation FROM ooms"), "holds for every cap"));
     db_close();
 }
 
@@ -1027,7 +1058,8 @@ static const fsc_test_case_t k_tests[] = {
     {"metrics", test_metrics},
     {"events view exact", test_events_view_exact},
     {"bins", test_bins},
-    {"capacity OOM, inferred cap", test_capacity_oom_inferred},
+    {"undetermined OOM, inferred cap", test_capacity_oom_inferred},
+    {"capacity OOM for every inferred cap", test_capacity_oom_inferred_firm},
     {"fragmentation OOM, inferred cap", test_fragmentation_oom_inferred},
     {"oversize and external", test_oversize_and_external},
     {"strict vs lenient", test_strict_vs_lenient},

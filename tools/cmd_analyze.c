@@ -18,7 +18,7 @@
 const char fsc_cmd_analyze_summary[] = "replay a trace or PyTorch snapshot into a run database";
 const char fsc_cmd_analyze_usage[] =
     "usage: fragscope analyze TRACE|SNAPSHOT -o RUN.db [--lenient] [--timeline-samples N]\n"
-    "                         [--no-suggest]\n"
+    "                         [--no-suggest] [--capacity SIZE]\n"
     "\n"
     "Replays every event of a .fstrace trace, or of a PyTorch memory snapshot\n"
     "(torch.cuda.memory._snapshot(), pickle or JSON; detected from the content),\n"
@@ -36,6 +36,10 @@ const char fsc_cmd_analyze_usage[] =
     "  --no-suggest           when the run hit an OOM, do not replay it with other\n"
     "                         settings (what-if) to list those that would have\n"
     "                         avoided it (table suggestions; see 'fragscope help whatif')\n"
+    "  --capacity SIZE        the bytes the run was allowed to reserve, for inputs that\n"
+    "                         do not record it (PyTorch snapshots; PyTorch's OOM message\n"
+    "                         says \"X GiB allowed\"): OOM causes become firm instead of\n"
+    "                         bounded by what the run shows\n"
     "\n"
     "exit status: 0 ok, 2 bad input (unreadable file, an event that contradicts\n"
     "the replay without --lenient) or usage, 3 cannot write the output.\n";
@@ -60,6 +64,7 @@ typedef struct job {
     size_t ndefined;
     fsc_progress_t prog;
     uint64_t events;
+    uint64_t capacity; /* --capacity; 0 = the input's */
 } job_t;
 
 /* Keep the analysis's message (it names the event) as the job's error. */
@@ -73,7 +78,12 @@ static int sink_header(void *ud, const fsc_trace_header_t *hdr)
     job_t *j = ud;
     if (j->a != NULL)
         return fsc_err_set(&j->err, FSC_EFORMAT, "%s: two headers", j->in_path);
-    int rc = fsc_analysis_create(j->out_path, hdr, &j->opts, &j->a, &j->err);
+    fsc_trace_header_t h = *hdr;
+    if (j->capacity != 0) {
+        h.capacity = j->capacity;
+        h.flags &= ~FSC_TRACE_F_CAPACITY_UNKNOWN;
+    }
+    int rc = fsc_analysis_create(j->out_path, &h, &j->opts, &j->a, &j->err);
     return rc;
 }
 
@@ -272,6 +282,12 @@ int fsc_cmd_analyze(int argc, char **argv)
             j.opts.lenient = 1;
         } else if (strcmp(a, "--no-suggest") == 0) {
             no_suggest = 1;
+        } else if (strcmp(a, "--capacity") == 0 && i + 1 < argc) {
+            int rc = fsc_cli_size("analyze", a, argv[++i], &j.capacity);
+            if (rc != 0)
+                return rc;
+            if (j.capacity == 0)
+                return fsc_cli_usage_error("analyze", "--capacity must be more than 0");
         } else if (strcmp(a, "--timeline-samples") == 0 && i + 1 < argc) {
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
@@ -334,6 +350,6 @@ int fsc_cmd_analyze(int argc, char **argv)
         printf("%llu events contradicted the replay and were skipped (see table warnings)\n",
                (unsigned long long)sum.warnings);
     if (sum.num_ooms > 0 && !no_suggest)
-        add_suggestions(j.in_path, j.out_path, 0);
+        add_suggestions(j.in_path, j.out_path, j.capacity);
     return FSC_EXIT_OK;
 }

@@ -14,6 +14,7 @@
 const char fsc_cmd_import_summary[] = "convert a PyTorch memory snapshot into a trace";
 const char fsc_cmd_import_usage[] =
     "usage: fragscope import SNAPSHOT -o run.fstrace [--device N] [--lenient]\n"
+    "                        [--capacity SIZE]\n"
     "\n"
     "Reads what torch.cuda.memory._snapshot() returns, saved with pickle.dump or\n"
     "json.dump (or the list of segments of torch.cuda.memory_snapshot()), and\n"
@@ -21,14 +22,18 @@ const char fsc_cmd_import_usage[] =
     "addresses; the importer replays them through the allocator's block rules to\n"
     "recover block sizes, splits and merges. Python frames become tags. When the\n"
     "snapshot's history had wrapped, the state before its first entry is rebuilt\n"
-    "from the final segments (the summary says so). The device's capacity is not\n"
-    "in a snapshot, so the trace marks it unknown.\n"
+    "from the final segments (the summary says so). The cap the run ran under\n"
+    "is not in a snapshot, so the trace marks it unknown unless --capacity gives\n"
+    "it.\n"
     "\n"
     "options:\n"
     "  -o FILE        the trace to write (required)\n"
     "  --device N     the CUDA device to import (default: the only one with history)\n"
     "  --lenient      skip history entries that contradict the block model (they\n"
     "                 are counted in the summary) instead of failing\n"
+    "  --capacity SIZE  the bytes the process was allowed to reserve (PyTorch's\n"
+    "                 OOM message says it: \"... X GiB allowed\"); stored in the\n"
+    "                 trace's header as a known capacity\n"
     "\n"
     "exit status: 0 imported, 2 bad options or a snapshot that cannot be read,\n"
     "3 the trace could not be written.\n";
@@ -38,6 +43,7 @@ typedef struct import_ctx {
     fsc_recorder_t *rec;
     int rec_failed; /* the recorder, not the snapshot, failed */
     fsc_err_t rec_err;
+    uint64_t capacity; /* --capacity; 0 = unknown */
 } import_ctx_t;
 
 static int on_header(void *ud, const fsc_trace_header_t *hdr)
@@ -45,7 +51,12 @@ static int on_header(void *ud, const fsc_trace_header_t *hdr)
     import_ctx_t *c = ud;
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
     o.background = 0;
-    int rc = fsc_recorder_open(c->tmp_path, hdr, &o, &c->rec, &c->rec_err);
+    fsc_trace_header_t h = *hdr;
+    if (c->capacity != 0) {
+        h.capacity = c->capacity;
+        h.flags &= ~FSC_TRACE_F_CAPACITY_UNKNOWN;
+    }
+    int rc = fsc_recorder_open(c->tmp_path, &h, &o, &c->rec, &c->rec_err);
     if (rc != 0)
         c->rec_failed = 1;
     return rc;
@@ -130,6 +141,7 @@ static void print_summary(const char *in, const char *out, const fsc_import_stat
 int fsc_cmd_import(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL;
+    uint64_t capacity = 0;
     fsc_import_opts_t opts = FSC_IMPORT_OPTS_DEFAULT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -144,6 +156,14 @@ int fsc_cmd_import(int argc, char **argv)
                 return FSC_EXIT_BAD_INPUT;
         } else if (strcmp(a, "--lenient") == 0) {
             opts.lenient = 1;
+        } else if (strcmp(a, "--capacity") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("import", "--capacity needs a value");
+            int rc = fsc_cli_size("import", a, argv[i], &capacity);
+            if (rc != 0)
+                return rc;
+            if (capacity == 0)
+                return fsc_cli_usage_error("import", "--capacity must be more than 0");
         } else if (a[0] == '-' && a[1] != '\0') {
             return fsc_cli_usage_error("import", "unknown option '%s'", a);
         } else if (in == NULL) {
@@ -164,6 +184,7 @@ int fsc_cmd_import(int argc, char **argv)
     import_ctx_t c;
     memset(&c, 0, sizeof c);
     c.tmp_path = of.tmp_path;
+    c.capacity = capacity;
     fsc_import_sink_t sink = {&c, on_header, on_tag, on_event};
     fsc_import_stats_t st;
     fsc_progress_t prog;

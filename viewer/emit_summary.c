@@ -113,7 +113,8 @@ static void cards(fsc__sb_t *sb, const fsc__model_t *m)
     int64_t nooms = fsc__model_sum_i(m, "num_ooms", (int64_t)m->ooms_total);
     snprintf(v, sizeof v, "%" PRId64, nooms);
     sub[0] = '\0';
-    static const char *const k_causes[] = {"capacity", "fragmentation", "external", "oversize"};
+    static const char *const k_causes[] = {"capacity", "fragmentation", "external", "oversize",
+                                            "undetermined"};
     for (size_t c = 0; c < sizeof k_causes / sizeof k_causes[0]; c++) {
         int64_t k = 0;
         for (size_t i = 0; i < m->nooms; i++)

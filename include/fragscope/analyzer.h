@@ -38,7 +38,8 @@ extern "C" {
     X(CAPACITY, 0, "capacity")              \
     X(FRAGMENTATION, 1, "fragmentation")    \
     X(EXTERNAL, 2, "external")              \
-    X(OVERSIZE, 3, "oversize")
+    X(OVERSIZE, 3, "oversize")              \
+    X(UNDETERMINED, 4, "undetermined")
 
 typedef enum fsc_oom_cause {
 #define FSC__OOM_ENUM(name, val, str) FSC_OOM_##name = (val),
