@@ -234,6 +234,41 @@ static void test_cli_errors(void)
     CU_ASSERT_EQUAL(st, 2);
 }
 
+/* A recording that ends at an OOM is a prefix of a run: every suggestion
+ * says so, and verify without --capacity replays at the inferred lower
+ * bound on the cap (the highest reserved figure) and reproduces it. */
+static void test_cli_oom_prefix(void)
+{
+    const char *snap = fsc_test_data("pytorch/gpt2m_oom_12g.pickle");
+    int st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --suggest --format json 2>/dev/null",
+                         fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT(g_out[0] == '[');
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"run_complete\": false"));
+    CU_ASSERT_PTR_NULL(strstr(g_out, "\"run_complete\": true"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"capacity_bytes\": 12851347456"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "the recorded part needs"));
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --verify 2>&1", fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "the replay reproduces the recording"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "not recorded; replayed at 11.97 GiB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "block addresses matching the recording: 712 of 712"));
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --verify --format json 2>&1",
+                     fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"capacity_inferred\": true, \"capacity_lower\": "
+                                         "12851347456, \"capacity_upper\": 12952010752, "
+                                         "\"run_complete\": false"));
+    /* The text says what "ok" means for a prefix. */
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --capacity 13GiB --config '' 2>&1",
+                     fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "ok*"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "serves the request that failed and everything"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "left under the cap when the failed request is served"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "--capacity X"));
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"gpt2_varlen replayed with its settings", test_gpt2_varlen_reproduced},
     {"resnet50_varbatch replayed with its settings", test_resnet50_varbatch_reproduced},
@@ -243,6 +278,7 @@ static const fsc_test_case_t k_tests[] = {
     {"whatif --verify and --suggest", test_cli_verify_and_suggest},
     {"whatif --db fills the suggestions table", test_cli_db},
     {"whatif errors", test_cli_errors},
+    {"whatif on a recording that ends at an OOM", test_cli_oom_prefix},
     {NULL, NULL},
 };
 
