@@ -17,14 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fragscope/version.h" /* FSC_VERSION_*, generated from CMakeLists.txt */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FSC_VERSION_MAJOR 0
-#define FSC_VERSION_MINOR 1
-#define FSC_VERSION_PATCH 0
-#define FSC_VERSION_STRING "0.1.0"
 
 /* X(name, value, message). Values are stable: they may appear in logs. */
 #define FSC_ERRNO_MAP(X)                                                   \

@@ -8,7 +8,9 @@ Add to a training script, before anything touches CUDA:
     fragscope_torch.watch(model)                    # module names become tags
     fragscope_torch.watch_optimizer(optimizer)      # "step N" markers
 
-then `fragscope analyze run.fstrace -o run.db`. Only torch is needed.
+then `fragscope analyze run.fstrace -o run.db`. Only torch is needed, and
+libfragscope_torch.so, which is built only where the CUDA toolkit is found:
+`python -m fragscope_torch --check` says whether this installation has it.
 fragscope_torch.memory_stats() returns the allocator's statistics under the
 keys of torch.cuda.memory_stats(), which PyTorch cannot give for a pluggable
 allocator.
@@ -18,12 +20,11 @@ import contextlib
 import ctypes
 import json
 import os
+import sys
 import threading
 
-import torch
-
 __all__ = ["install", "watch", "watch_optimizer", "tag", "mark", "flush",
-           "memory_stats", "empty_cache", "library_path"]
+           "memory_stats", "empty_cache", "library_path", "library_missing"]
 
 _lib = None
 
@@ -34,6 +35,25 @@ def library_path():
     if env:
         return env
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libfragscope_torch.so")
+
+
+def library_missing(path=None):
+    """None when the library is there, else a message saying why recording
+    cannot work in this installation."""
+    path = path or library_path()
+    if os.path.isfile(path):
+        try:
+            ctypes.CDLL(path)
+        except OSError as e:
+            return "fragscope_torch: %s cannot be loaded: %s" % (path, e)
+        return None
+    if os.environ.get("FRAGSCOPE_TORCH_LIB"):
+        return "fragscope_torch: FRAGSCOPE_TORCH_LIB=%s: no such file" % path
+    return ("fragscope_torch: %s not found: this installation of fragscope was built "
+            "without the CUDA toolkit, and recording a PyTorch run needs it. Install the "
+            "CUDA toolkit (nvcc) and install fragscope again (pip install ./python), or set "
+            "FRAGSCOPE_TORCH_LIB to a libfragscope_torch.so. Analyzing traces and snapshots "
+            "(the fragscope command) needs no GPU." % path)
 
 
 def install(trace=None, config=None, capacity=None, ring=None, library=None):
@@ -57,6 +77,10 @@ def install(trace=None, config=None, capacity=None, ring=None, library=None):
     if capacity is not None:
         os.environ["FRAGSCOPE_CAPACITY"] = str(capacity)
     path = library or library_path()
+    missing = library_missing(path)
+    if missing:
+        raise RuntimeError(missing)
+    import torch
     alloc = torch.cuda.memory.CUDAPluggableAllocator(path, "fsc_torch_malloc", "fsc_torch_free")
     torch.cuda.memory.change_current_allocator(alloc)
     lib = ctypes.CDLL(path)  # the same handle PyTorch opened: one allocator state
@@ -172,15 +196,40 @@ def flush():
 
 def empty_cache(device=None):
     """Release cached unused memory (the counterpart of torch.cuda.empty_cache())."""
+    import torch
     dev = torch.cuda.current_device() if device is None else int(device)
     _need().fsc_torch_empty_cache(dev)
 
 
 def memory_stats(device=None):
     """fragscope's statistics under torch.cuda.memory_stats() keys."""
+    import torch
     dev = torch.cuda.current_device() if device is None else int(device)
     buf = ctypes.create_string_buffer(1 << 16)
     n = _need().fsc_torch_stats_json(dev, buf, len(buf))
     if n < 0:
         raise RuntimeError("fragscope: no allocator on device %d" % dev)
     return dict(sorted(json.loads(buf.value.decode()).items()))
+
+
+def _main(argv=None):
+    """python -m fragscope_torch [--help | --check]"""
+    argv = sys.argv[1:] if argv is None else argv
+    missing = library_missing()
+    if argv in ([], ["--help"], ["-h"]):
+        print("usage: python -m fragscope_torch [--help | --check]\n")
+        print(__doc__.strip())
+        print("\nlibrary: " + (missing or library_path()))
+        return 0
+    if argv == ["--check"]:
+        if missing:
+            print(missing, file=sys.stderr)
+            return 1
+        print("fragscope_torch: recording available (%s)" % library_path())
+        return 0
+    print("usage: python -m fragscope_torch [--help | --check]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
