@@ -125,7 +125,14 @@ python)
   cp -r "$src/python" "$tmp/pysrc"
   rm -rf "$tmp/pysrc/build" "$tmp"/pysrc/*.egg-info
   modes=OFF
-  [ -e "$build/libfragscope_torch.so" ] && modes="AUTO OFF"
+  if [ -e "$build/libfragscope_torch.so" ]; then
+    # A sanitized library loads only into a program started with its runtime.
+    if grep -q '^FSC_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then
+      echo "CUDA AUTO: not loaded into python in a sanitizer build"
+    else
+      modes="AUTO OFF"
+    fi
+  fi
   for mode in $modes; do
     rm -rf "$tmp/py"
     # The system's pip serves the venv (ensurepip would add seconds per venv).
