@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "fsc/vec.h"
 
 int fsc_allocator_create(const fsc_allocator_opts_t *opts, fsc_allocator_t **out, fsc_err_t *err)
 {
@@ -29,6 +30,7 @@ int fsc_allocator_create(const fsc_allocator_opts_t *opts, fsc_allocator_t **out
         return fsc_err_set(err, FSC_ENOMEM, "allocator: cannot create its mutex");
     }
     a->cfg = *c;
+    fsc__slab_init(&a->blocks, sizeof(fsc__block_t), 256);
     a->max_split = fsc__max_split(c);
     a->non_split_tol = fsc__max_non_split_rounding(c);
     a->be = opts->backend;
@@ -86,12 +88,8 @@ void fsc_allocator_destroy(fsc_allocator_t *a)
         free(s);
         s = next;
     }
-    while (a->slabs != NULL) {
-        fsc__slab_t *n = a->slabs->next;
-        free(a->slabs);
-        a->slabs = n;
-    }
-    fsc__ptrmap_free(&a->live);
+    fsc__slab_free(&a->blocks);
+    fsc__u64map_free(&a->live);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }
@@ -172,7 +170,7 @@ int fsc_allocator_malloc(fsc_allocator_t *a, uint64_t size, uint64_t stream, uin
         goto out;
     }
     fsc__process_events(a);
-    rc = fsc__ptrmap_reserve(&a->live);
+    rc = fsc__u64map_reserve(&a->live);
     if (rc != 0) {
         rc = fsc_err_set(&a->err, rc, "allocator: out of host memory");
         goto out;
@@ -206,7 +204,7 @@ int fsc_allocator_free(fsc_allocator_t *a, uint64_t addr)
         return FSC_EINVAL;
     pthread_mutex_lock(&a->mu);
     int rc = 0;
-    fsc__block_t *b = fsc__ptrmap_del(&a->live, addr);
+    fsc__block_t *b = fsc__u64map_delp(&a->live, addr);
     if (b == NULL) {
         rc = fsc_err_set(&a->err, FSC_EINVAL, "free: 0x%llx is not a live block",
                          (unsigned long long)addr);
@@ -233,7 +231,7 @@ int fsc_allocator_record_stream(fsc_allocator_t *a, uint64_t addr, uint64_t stre
         return FSC_EINVAL;
     pthread_mutex_lock(&a->mu);
     int rc = 0;
-    fsc__block_t *b = fsc__ptrmap_get(&a->live, addr);
+    fsc__block_t *b = fsc__u64map_getp(&a->live, addr);
     if (b == NULL) {
         rc = fsc_err_set(&a->err, FSC_EINVAL, "record_stream: 0x%llx is not a live block",
                          (unsigned long long)addr);
@@ -244,15 +242,9 @@ int fsc_allocator_record_stream(fsc_allocator_t *a, uint64_t addr, uint64_t stre
     for (uint32_t i = 0; i < b->nuses; i++)
         if (b->uses[i] == stream)
             goto out;
-    if (b->nuses == b->uses_cap) {
-        uint32_t ncap = b->uses_cap ? b->uses_cap * 2 : 4;
-        uint64_t *n = realloc(b->uses, ncap * sizeof *n);
-        if (n == NULL) {
-            rc = fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
-            goto out;
-        }
-        b->uses = n;
-        b->uses_cap = ncap;
+    if (FSC__VEC_RESERVE(b->uses, b->uses_cap, (size_t)b->nuses + 1) != 0) {
+        rc = fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
+        goto out;
     }
     b->uses[b->nuses++] = stream;
 out:

@@ -1,6 +1,6 @@
 /*
- * blocks.c — block structs (slab-allocated, recycled through a free list so
- * the hot path does not call malloc), the two ordered sets of a pool, and the
+ * blocks.c — block structs (from a slab, fsc/slab.h, recycled so the hot
+ * path does not call malloc), the two ordered sets of a pool, and the
  * segment list.
  *
  * The free set orders blocks by (stream, size, address) like PyTorch's
@@ -12,8 +12,6 @@
 #include <string.h>
 
 #include "internal.h"
-
-#define SLAB_BLOCKS 256
 
 static inline int cmp_u64(uint64_t x, uint64_t y)
 {
@@ -41,24 +39,9 @@ RB_GENERATE(fsc__unmapped_tree, fsc__block, node, fsc__cmp_addr)
 
 fsc__block_t *fsc__block_new(fsc_allocator_t *a)
 {
-    if (a->free_structs == NULL) {
-        /* One allocation holds the slab link and SLAB_BLOCKS blocks. */
-        size_t hdr = (sizeof(fsc__slab_t) + _Alignof(fsc__block_t) - 1) /
-                     _Alignof(fsc__block_t) * _Alignof(fsc__block_t);
-        fsc__slab_t *s = malloc(hdr + SLAB_BLOCKS * sizeof(fsc__block_t));
-        if (s == NULL)
-            return NULL;
-        s->next = a->slabs;
-        a->slabs = s;
-        fsc__block_t *blocks = (fsc__block_t *)((char *)s + hdr);
-        for (int i = 0; i < SLAB_BLOCKS; i++) {
-            blocks[i].next = a->free_structs;
-            a->free_structs = &blocks[i];
-        }
-    }
-    fsc__block_t *b = a->free_structs;
-    a->free_structs = b->next;
-    memset(b, 0, sizeof *b);
+    fsc__block_t *b = fsc__slab_alloc(&a->blocks);
+    if (b == NULL)
+        return NULL;
     b->mapped = 1;
     return b;
 }
@@ -67,8 +50,7 @@ void fsc__block_release(fsc_allocator_t *a, fsc__block_t *b)
 {
     free(b->uses);
     b->uses = NULL;
-    b->next = a->free_structs;
-    a->free_structs = b;
+    fsc__slab_release(&a->blocks, b);
 }
 
 void fsc__set_insert(fsc_allocator_t *a, fsc__pool_t *p, fsc__block_t *b)

@@ -165,7 +165,7 @@ fsc__block_t *fsc__alloc_found_block(fsc_allocator_t *a, fsc__block_t *b, uint64
     b->allocated = 1;
     b->requested = orig_size;
     /* Cannot fail: malloc reserved room in the map before starting. */
-    (void)fsc__ptrmap_put(&a->live, b->addr, b);
+    (void)fsc__u64map_putp(&a->live, b->addr, b);
     fsc__stat2_inc(a->st.allocation, p->id, 1);
     fsc__stat2_inc(a->st.allocated_bytes, p->id, (int64_t)b->size);
     fsc__stat2_inc(a->st.active, p->id, 1);

@@ -20,6 +20,8 @@
 
 #include "backend.h"
 #include "fragscope/allocator.h"
+#include "fsc/slab.h"
+#include "fsc/u64map.h"
 #include "rules.h"
 
 typedef struct fsc__segment fsc__segment_t;
@@ -34,7 +36,8 @@ typedef struct fsc__block {
     fsc__segment_t *seg;
     int64_t gc_base;    /* pool's lookup count when last inserted in the free set */
     uint64_t *uses;     /* record_stream streams (malloc'd only when used) */
-    uint32_t nuses, uses_cap;
+    uint32_t nuses;
+    size_t uses_cap;
     int32_t event_count; /* outstanding stream uses after a free */
     uint8_t pool;
     uint8_t allocated;
@@ -67,32 +70,12 @@ typedef struct fsc__pool {
     uint8_t id;      /* fsc_pool_t */
 } fsc__pool_t;
 
-/* Open-addressing hash: live block address -> block. */
-typedef struct fsc__ptrmap {
-    uint64_t *keys;
-    fsc__block_t **vals;
-    size_t cap; /* power of two; 0 until first insert */
-    size_t n;
-} fsc__ptrmap_t;
-
-/* Make room for one more key, so that the next put cannot fail. */
-int fsc__ptrmap_reserve(fsc__ptrmap_t *m);
-int fsc__ptrmap_put(fsc__ptrmap_t *m, uint64_t key, fsc__block_t *b);
-fsc__block_t *fsc__ptrmap_get(const fsc__ptrmap_t *m, uint64_t key);
-fsc__block_t *fsc__ptrmap_del(fsc__ptrmap_t *m, uint64_t key);
-void fsc__ptrmap_free(fsc__ptrmap_t *m);
-
 /* A free whose block was used on other streams, waiting for them. */
 typedef struct fsc__pending {
     fsc__block_t *block;
     uint64_t stream;
     void *event; /* backend event, NULL on backends without events */
 } fsc__pending_t;
-
-/* Block structs come from slabs and go back to a free list. */
-typedef struct fsc__slab {
-    struct fsc__slab *next;
-} fsc__slab_t;
 
 struct fsc_allocator {
     pthread_mutex_t mu;
@@ -107,7 +90,7 @@ struct fsc_allocator {
     void *sink_ud;
 
     fsc__pool_t pools[2];
-    fsc__ptrmap_t live;
+    fsc__u64map_t live;      /* live block address -> fsc__block_t * */
     fsc__segment_t *segments;
     uint64_t reserved; /* PyTorch's total_allocated_memory */
     fsc_alloc_stats_t st;
@@ -115,8 +98,7 @@ struct fsc_allocator {
     fsc__pending_t *pending;
     size_t npending, pending_cap;
 
-    fsc__block_t *free_structs;
-    fsc__slab_t *slabs;
+    fsc__slab_t blocks;      /* block structs, recycled */
 
     fsc_err_t err;
 };

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "fsc/vec.h"
 
 void fsc__release_block(fsc_allocator_t *a, fsc__block_t *b)
 {
@@ -128,14 +129,8 @@ static void release_blocks(fsc_allocator_t *a, fsc__pool_t *p)
     while (it != NULL) {
         fsc__block_t *next = RB_NEXT(fsc__free_tree, &p->blocks, it);
         if (it->seg->expandable) {
-            if (n == cap) {
-                size_t ncap = cap ? cap * 2 : 16;
-                fsc__block_t **g = realloc(to_unmap, ncap * sizeof *g);
-                if (g == NULL)
-                    break; /* out of host memory: unmap what was gathered */
-                to_unmap = g;
-                cap = ncap;
-            }
+            if (FSC__VEC_RESERVE(to_unmap, cap, n + 1) != 0)
+                break; /* out of host memory: unmap what was gathered */
             to_unmap[n++] = it;
         } else if (!fsc__is_split(it)) {
             fsc__release_block(a, it);

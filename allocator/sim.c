@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "fsc/vec.h"
 
 #define SIM_ALIGN (2ull << 20)
 #define SIM_DEFAULT_TOTAL (80ull << 30)
@@ -48,14 +49,8 @@ static int range_free(const sim_t *s, uint64_t addr, uint64_t size)
 
 static int range_add(sim_t *s, uint64_t addr, uint64_t size)
 {
-    if (s->nranges == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 64;
-        sim_range_t *n = realloc(s->ranges, ncap * sizeof *n);
-        if (n == NULL)
-            return FSC_ENOMEM;
-        s->ranges = n;
-        s->cap = ncap;
-    }
+    if (FSC__VEC_RESERVE(s->ranges, s->cap, s->nranges + 1) != 0)
+        return FSC_ENOMEM;
     size_t i = 0;
     while (i < s->nranges && s->ranges[i].addr < addr)
         i++;

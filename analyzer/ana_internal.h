@@ -17,7 +17,8 @@
 #include <stdint.h>
 
 #include "fragscope/analyzer.h"
-#include "u64map.h"
+#include "fsc/slab.h"
+#include "fsc/u64map.h"
 
 enum { FSC__FREE = 0, FSC__ALLOCATED = 1, FSC__PENDING = 2 };
 
@@ -186,9 +187,7 @@ struct fsc_analysis {
     fsc__seg_t **seg_sorted;      /* live segments by base */
     size_t nseg, seg_cap;
     fsc__heap_t heap[2];          /* free blocks per pool */
-    fsc__blk_t *blk_freelist;     /* recycled block structs */
-    void **slabs;
-    size_t nslabs, slab_cap;
+    fsc__slab_t blk_slab;         /* block structs */
 
     uint64_t allocated, requested, active, reserved;
     uint64_t internal;            /* Σ size − requested over allocated blocks */

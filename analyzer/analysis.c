@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ana_internal.h"
+#include "fsc/vec.h"
 #include "writer.h"
 
 #define MAX_TAG_ID (1u << 26)
@@ -75,15 +76,8 @@ static int tags_grow(fsc_analysis_t *a, uint32_t id)
         return 0;
     if (id >= MAX_TAG_ID)
         return fsc_err_set(&a->err, FSC_ELIMIT, "tag id %u is too large", id);
-    size_t n = a->ntags ? a->ntags : 64;
-    while (n <= id)
-        n *= 2;
-    fsc__tag_t *nt = realloc(a->tags, n * sizeof *nt);
-    if (nt == NULL)
+    if (fsc__vec_reserve_zero(&a->tags, &a->ntags, (size_t)id + 1, sizeof *a->tags) != 0)
         return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for tags");
-    memset(nt + a->ntags, 0, (n - a->ntags) * sizeof *nt);
-    a->tags = nt;
-    a->ntags = n;
     return 0;
 }
 
@@ -200,6 +194,7 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
     fsc__u64map_init(&a->blocks);
     fsc__u64map_init(&a->segs);
     fsc__u64map_init(&a->peak_delta);
+    fsc__slab_init(&a->blk_slab, sizeof(fsc__blk_t), 4096);
     int rc = 0;
     if (!a->producer || !a->config || !a->backend || !a->source_path || !a->source_kind)
         rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");

@@ -25,7 +25,7 @@ static int merge_folds(const fsc_analysis_t *a, const fsc_event_t *ev)
     if (!r->valid || ev->type != FSC_EV_MERGE || r->nmerges >= 2 ||
         a->seq != r->fc_seq + 1 + r->nmerges || ev->tag != r->free_tag)
         return 0;
-    const fsc__blk_t *lo = fsc__u64map_get(&a->blocks, ev->addr);
+    const fsc__blk_t *lo = fsc__u64map_getp(&a->blocks, ev->addr);
     return lo != NULL && lo->seg->base == r->segment; /* the view shows the row's segment */
 }
 
@@ -75,7 +75,7 @@ int fsc__db_event(fsc_analysis_t *a, const fsc_event_t *ev, int applied)
         /* The block struct outlives one allocation (a cached block is
          * allocated again at the same address): this lifetime's row carries
          * a SPLIT only when one folded into it just now. */
-        fsc__blk_t *b = fsc__u64map_get(&a->blocks, ev->addr);
+        fsc__blk_t *b = fsc__u64map_getp(&a->blocks, ev->addr);
         b->split_size = 0;
         b->split_time = 0;
         if (a->split_pending.valid) { /* fsc__db_before checked that it folds */

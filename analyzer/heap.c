@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "ana_internal.h"
+#include "fsc/vec.h"
 
 static inline void place(fsc__heap_t *h, size_t i, fsc__blk_t *b)
 {
@@ -49,14 +50,8 @@ static void sift_down(fsc__heap_t *h, size_t i)
 
 int fsc__heap_push(fsc__heap_t *h, fsc__blk_t *b)
 {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 256;
-        fsc__blk_t **nv = realloc(h->v, nc * sizeof *nv);
-        if (nv == NULL)
-            return FSC_ENOMEM;
-        h->v = nv;
-        h->cap = nc;
-    }
+    if (FSC__VEC_RESERVE(h->v, h->cap, h->n + 1) != 0)
+        return FSC_ENOMEM;
     place(h, h->n++, b);
     sift_up(h, h->n - 1);
     h->bytes += b->size;

@@ -15,17 +15,12 @@
 #include <string.h>
 
 #include "ana_internal.h"
+#include "fsc/vec.h"
 
 int fsc__imgvec_push(fsc__imgvec_t *v, const fsc__img_t *img)
 {
-    if (v->n == v->cap) {
-        size_t nc = v->cap ? v->cap * 2 : 256;
-        fsc__img_t *nv = realloc(v->v, nc * sizeof *nv);
-        if (nv == NULL)
-            return FSC_ENOMEM;
-        v->v = nv;
-        v->cap = nc;
-    }
+    if (FSC__VEC_RESERVE(v->v, v->cap, v->n + 1) != 0)
+        return FSC_ENOMEM;
     v->v[v->n++] = *img;
     return 0;
 }
@@ -54,7 +49,7 @@ static void image_of(const fsc__blk_t *b, fsc__img_t *img)
 static void delta_clear(fsc_analysis_t *a)
 {
     for (size_t i = 0; i < a->peak_imgs.n; i++)
-        fsc__u64map_del(&a->peak_delta, a->peak_imgs.v[i].addr);
+        fsc__u64map_delp(&a->peak_delta, a->peak_imgs.v[i].addr);
     a->peak_imgs.n = 0;
 }
 
@@ -67,7 +62,7 @@ void fsc__peak_new(fsc_analysis_t *a)
 
 int fsc__peak_touch(fsc_analysis_t *a, const fsc__blk_t *b, int existed)
 {
-    if (!a->peak_tracking || fsc__u64map_get(&a->peak_delta, b->addr) != NULL)
+    if (!a->peak_tracking || fsc__u64map_getp(&a->peak_delta, b->addr) != NULL)
         return 0;
     fsc__img_t img;
     memset(&img, 0, sizeof img);
@@ -76,7 +71,7 @@ int fsc__peak_touch(fsc_analysis_t *a, const fsc__blk_t *b, int existed)
     else
         img.addr = b->addr; /* present = 0: did not exist at the peak */
     if (fsc__imgvec_push(&a->peak_imgs, &img) != 0 ||
-        fsc__u64map_put(&a->peak_delta, b->addr, (void *)(uintptr_t)a->peak_imgs.n) != 0)
+        fsc__u64map_putp(&a->peak_delta, b->addr, (void *)(uintptr_t)a->peak_imgs.n) != 0)
         return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for the peak layout");
     size_t limit = a->blocks.count * 2 > 4096 ? a->blocks.count * 2 : 4096;
     if (a->peak_imgs.n > limit)
@@ -112,7 +107,7 @@ int fsc__peak_materialize(fsc_analysis_t *a)
     out->n = 0;
     for (size_t i = 0; i < a->nseg; i++) {
         for (const fsc__blk_t *b = a->seg_sorted[i]->head; b != NULL; b = b->next) {
-            if (fsc__u64map_get(&a->peak_delta, b->addr) != NULL)
+            if (fsc__u64map_getp(&a->peak_delta, b->addr) != NULL)
                 continue; /* changed since the peak: its saved image is used */
             fsc__img_t img;
             image_of(b, &img);

@@ -16,41 +16,19 @@
 
 #include "replay.h"
 
-/* ---- block structs: recycled from slabs (one malloc per 4096) ---------- */
-
-#define SLAB_BLOCKS 4096
+/* ---- block structs: from a slab (fsc/slab.h), recycled ----------------- */
 
 static fsc__blk_t *blk_new(fsc_analysis_t *a)
 {
-    if (a->blk_freelist == NULL) {
-        if (a->nslabs == a->slab_cap) {
-            size_t nc = a->slab_cap ? a->slab_cap * 2 : 16;
-            void **ns = realloc(a->slabs, nc * sizeof *ns);
-            if (ns == NULL)
-                return NULL;
-            a->slabs = ns;
-            a->slab_cap = nc;
-        }
-        fsc__blk_t *slab = malloc(SLAB_BLOCKS * sizeof *slab);
-        if (slab == NULL)
-            return NULL;
-        a->slabs[a->nslabs++] = slab;
-        for (size_t i = 0; i < SLAB_BLOCKS; i++) {
-            slab[i].next = a->blk_freelist;
-            a->blk_freelist = &slab[i];
-        }
-    }
-    fsc__blk_t *b = a->blk_freelist;
-    a->blk_freelist = b->next;
-    memset(b, 0, sizeof *b);
-    b->heap_idx = -1;
+    fsc__blk_t *b = fsc__slab_alloc(&a->blk_slab);
+    if (b != NULL)
+        b->heap_idx = -1;
     return b;
 }
 
 static void blk_release(fsc_analysis_t *a, fsc__blk_t *b)
 {
-    b->next = a->blk_freelist;
-    a->blk_freelist = b;
+    fsc__slab_release(&a->blk_slab, b);
 }
 
 int fsc__bin_of(uint64_t size)
@@ -119,7 +97,7 @@ int fsc__blk_create_free(fsc_analysis_t *a, fsc__seg_t *s, fsc__blk_t *prev, uin
     b->seg = s;
     int rc = fsc__peak_touch(a, b, 0);
     if (rc == 0)
-        rc = fsc__u64map_put(&a->blocks, addr, b);
+        rc = fsc__u64map_putp(&a->blocks, addr, b);
     if (rc == 0)
         rc = fsc__free_insert(a, b);
     if (rc != 0) {
@@ -148,7 +126,7 @@ int fsc__blk_destroy_free(fsc_analysis_t *a, fsc__blk_t *b)
     if (rc != 0)
         return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
     fsc__free_remove(a, b);
-    fsc__u64map_del(&a->blocks, b->addr);
+    fsc__u64map_delp(&a->blocks, b->addr);
     if (b->prev)
         b->prev->next = b->next;
     else
@@ -254,12 +232,7 @@ void fsc__replay_free(fsc_analysis_t *a)
     free(a->seg_sorted);
     a->seg_sorted = NULL;
     a->nseg = 0;
-    for (size_t i = 0; i < a->nslabs; i++)
-        free(a->slabs[i]);
-    free(a->slabs);
-    a->slabs = NULL;
-    a->nslabs = 0;
-    a->blk_freelist = NULL;
+    fsc__slab_free(&a->blk_slab);
     fsc__u64map_free(&a->blocks);
     fsc__u64map_free(&a->segs);
     fsc__heap_free(&a->heap[0]);

@@ -9,7 +9,7 @@
 
 int fsc__on_split(fsc_analysis_t *a, const fsc_event_t *ev)
 {
-    fsc__blk_t *b = fsc__u64map_get(&a->blocks, ev->addr);
+    fsc__blk_t *b = fsc__u64map_getp(&a->blocks, ev->addr);
     if (b == NULL)
         return fsc__warn_or_fail(a, ev, "no block at this address");
     if (b->state != FSC__FREE)
@@ -42,7 +42,7 @@ int fsc__on_split(fsc_analysis_t *a, const fsc_event_t *ev)
 
 int fsc__on_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
 {
-    fsc__blk_t *b = fsc__u64map_get(&a->blocks, ev->addr);
+    fsc__blk_t *b = fsc__u64map_getp(&a->blocks, ev->addr);
     if (b == NULL)
         return fsc__warn_or_fail(a, ev, "no free block at this address");
     if (b->state != FSC__FREE)
@@ -106,7 +106,7 @@ int fsc__on_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
 
 int fsc__on_free_requested(fsc_analysis_t *a, const fsc_event_t *ev)
 {
-    fsc__blk_t *b = fsc__u64map_get(&a->blocks, ev->addr);
+    fsc__blk_t *b = fsc__u64map_getp(&a->blocks, ev->addr);
     if (b == NULL || b->state == FSC__FREE)
         return fsc__warn_or_fail(a, ev, "no live block at this address");
     if (b->state == FSC__PENDING)
@@ -134,7 +134,7 @@ int fsc__on_free_requested(fsc_analysis_t *a, const fsc_event_t *ev)
 
 int fsc__on_free_completed(fsc_analysis_t *a, const fsc_event_t *ev)
 {
-    fsc__blk_t *b = fsc__u64map_get(&a->blocks, ev->addr);
+    fsc__blk_t *b = fsc__u64map_getp(&a->blocks, ev->addr);
     if (b == NULL || b->state == FSC__FREE)
         return fsc__warn_or_fail(a, ev, "no block waiting for its free at this address");
     if (b->state == FSC__ALLOCATED)
@@ -161,12 +161,12 @@ int fsc__on_free_completed(fsc_analysis_t *a, const fsc_event_t *ev)
 
 int fsc__on_merge(fsc_analysis_t *a, const fsc_event_t *ev)
 {
-    fsc__blk_t *lo = fsc__u64map_get(&a->blocks, ev->addr);
+    fsc__blk_t *lo = fsc__u64map_getp(&a->blocks, ev->addr);
     if (lo == NULL)
         return fsc__warn_or_fail(a, ev, "no block at this address");
     if (lo->state != FSC__FREE)
         return fsc__warn_or_fail(a, ev, "the block is not free");
-    fsc__blk_t *hi = fsc__u64map_get(&a->blocks, ev->other);
+    fsc__blk_t *hi = fsc__u64map_getp(&a->blocks, ev->other);
     if (hi == NULL && lo->size == ev->size && ev->other > lo->addr &&
         ev->other < lo->addr + lo->size)
         return 0; /* already coalesced when its pages were mapped */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "replay.h"
+#include "fsc/vec.h"
 
 static size_t seg_lower_bound(const fsc_analysis_t *a, uint64_t addr)
 {
@@ -57,17 +58,11 @@ static fsc__seg_t *seg_create(fsc_analysis_t *a, const fsc_event_t *ev, uint64_t
     s->created_seq = a->seq;
     s->created_time = ev->time_ns;
     s->tag = ev->tag;
-    if (a->nseg == a->seg_cap) {
-        size_t nc = a->seg_cap ? a->seg_cap * 2 : 64;
-        fsc__seg_t **nv = realloc(a->seg_sorted, nc * sizeof *nv);
-        if (nv == NULL) {
-            free(s);
-            return NULL;
-        }
-        a->seg_sorted = nv;
-        a->seg_cap = nc;
+    if (FSC__VEC_RESERVE(a->seg_sorted, a->seg_cap, a->nseg + 1) != 0) {
+        free(s);
+        return NULL;
     }
-    if (fsc__u64map_put(&a->segs, base, s) != 0) {
+    if (fsc__u64map_putp(&a->segs, base, s) != 0) {
         free(s);
         return NULL;
     }
@@ -85,7 +80,7 @@ static void seg_destroy(fsc_analysis_t *a, fsc__seg_t *s)
     size_t i = seg_lower_bound(a, s->base);
     memmove(&a->seg_sorted[i], &a->seg_sorted[i + 1], (a->nseg - i - 1) * sizeof *a->seg_sorted);
     a->nseg--;
-    fsc__u64map_del(&a->segs, s->base);
+    fsc__u64map_delp(&a->segs, s->base);
     free(s);
 }
 
@@ -95,7 +90,7 @@ int fsc__on_segment_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
 {
     if (ev->addr == 0 || ev->size == 0)
         return fsc__warn_or_fail(a, ev, "segment with a zero address or size");
-    if (fsc__u64map_get(&a->segs, ev->addr) != NULL)
+    if (fsc__u64map_getp(&a->segs, ev->addr) != NULL)
         return fsc__warn_or_fail(a, ev, "a segment already exists at this address");
     fsc__seg_t *o = seg_overlap(a, ev->addr, ev->addr + ev->size, NULL);
     if (o != NULL)
@@ -116,7 +111,7 @@ int fsc__on_segment_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
 
 int fsc__on_segment_free(fsc_analysis_t *a, const fsc_event_t *ev)
 {
-    fsc__seg_t *s = fsc__u64map_get(&a->segs, ev->addr);
+    fsc__seg_t *s = fsc__u64map_getp(&a->segs, ev->addr);
     if (s == NULL)
         return fsc__warn_or_fail(a, ev, "no segment at this address");
     fsc__blk_t *b = s->head;
@@ -143,7 +138,7 @@ int fsc__on_segment_free(fsc_analysis_t *a, const fsc_event_t *ev)
 static fsc__seg_t *seg_of_event(fsc_analysis_t *a, const fsc_event_t *ev)
 {
     if (ev->segment != 0)
-        return fsc__u64map_get(&a->segs, ev->segment);
+        return fsc__u64map_getp(&a->segs, ev->segment);
     size_t i = seg_lower_bound(a, ev->addr + 1);
     if (i == 0)
         return NULL;
@@ -159,7 +154,7 @@ int fsc__on_segment_map(fsc_analysis_t *a, const fsc_event_t *ev)
         return fsc__warn_or_fail(a, ev, "mapping with a zero address or size");
     if (lo < base)
         return fsc__warn_or_fail(a, ev, "pages below their segment base 0x%llx", U(base));
-    fsc__seg_t *s = fsc__u64map_get(&a->segs, base);
+    fsc__seg_t *s = fsc__u64map_getp(&a->segs, base);
     if (s != NULL && !s->expandable)
         return fsc__warn_or_fail(a, ev, "segment_map into the non-expandable segment 0x%llx",
                                  U(base));

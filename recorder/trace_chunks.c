@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsc/vec.h"
 #include "trace_writer.h"
 
 fsc__chunk_t *fsc__chunk_new(size_t cap)
@@ -122,18 +123,6 @@ int fsc__write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    uint8_t *nb = realloc(*buf, need);
-    if (nb == NULL)
-        return -1;
-    *buf = nb;
-    *cap = need;
-    return 0;
-}
-
 /* Under io_mu: transpose and compress one chunk, append descriptor + frame. */
 void fsc__chunk_write(fsc_recorder_t *r, fsc__chunk_t *c)
 {
@@ -141,7 +130,8 @@ void fsc__chunk_write(fsc_recorder_t *r, fsc__chunk_t *c)
         return;
     size_t tneed = c->len + FSC__COLS_OVERHEAD;
     size_t bound = ZSTD_compressBound(tneed);
-    if (grow(&r->tbuf, &r->tcap, tneed) != 0 || grow(&r->zbuf, &r->zcap, bound) != 0) {
+    if (FSC__VEC_RESERVE(r->tbuf, r->tcap, tneed) != 0 ||
+        FSC__VEC_RESERVE(r->zbuf, r->zcap, bound) != 0) {
         r->io_failed = 1;
         fsc__recorder_record_error(r, FSC_ENOMEM, "%s: out of memory compressing", r->path);
         return;
@@ -251,8 +241,8 @@ void fsc__write_end(fsc_recorder_t *r)
 int fsc__prepare_compression(fsc_recorder_t *r)
 {
     size_t full = r->chunk_bytes + FSC__HEADROOM;
-    if (grow(&r->tbuf, &r->tcap, full + FSC__COLS_OVERHEAD) != 0 ||
-        grow(&r->zbuf, &r->zcap, ZSTD_compressBound(full + FSC__COLS_OVERHEAD)) != 0)
+    if (FSC__VEC_RESERVE(r->tbuf, r->tcap, full + FSC__COLS_OVERHEAD) != 0 ||
+        FSC__VEC_RESERVE(r->zbuf, r->zcap, ZSTD_compressBound(full + FSC__COLS_OVERHEAD)) != 0)
         return FSC_ENOMEM;
     memset(r->tbuf, 0, full);
     size_t z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->tbuf, full);

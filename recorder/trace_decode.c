@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "trace_reader.h"
+#include "fsc/vec.h"
 
 /* Column directory of a decompressed chunk. Extra columns (a newer minor's)
  * are ignored; every length must fit in the content. */
@@ -72,12 +73,8 @@ static int def_string(fsc_trace_reader_t *r)
     if (r->n_strs + 1 >= r->strs_cap) {
         if (r->strs_cap >= FSC__MAX_DEFS)
             return fsc__reader_bad(r, "too many strings");
-        uint32_t nc = r->strs_cap ? r->strs_cap * 2 : 64;
-        rstr_t *ns = realloc(r->strs, nc * sizeof *ns);
-        if (ns == NULL)
+        if (FSC__VEC_RESERVE(r->strs, r->strs_cap, (size_t)r->n_strs + 2) != 0)
             return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
-        r->strs = ns;
-        r->strs_cap = nc;
     }
     if (r->str_bytes + n > FSC__MAX_STRING_TOTAL)
         return fsc__reader_bad(r, "interned strings exceed 256 MiB");
@@ -105,12 +102,8 @@ static int def_tag(fsc_trace_reader_t *r)
     if (r->n_nodes + 1 >= r->nodes_cap) {
         if (r->nodes_cap >= FSC__MAX_DEFS)
             return fsc__reader_bad(r, "too many tag nodes");
-        uint32_t nc = r->nodes_cap ? r->nodes_cap * 2 : 64;
-        rnode_t *nn = realloc(r->nodes, nc * sizeof *nn);
-        if (nn == NULL)
+        if (FSC__VEC_RESERVE(r->nodes, r->nodes_cap, (size_t)r->n_nodes + 2) != 0)
             return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
-        r->nodes = nn;
-        r->nodes_cap = nc;
     }
     r->n_nodes++;
     r->nodes[r->n_nodes].parent = (uint32_t)parent;

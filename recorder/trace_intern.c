@@ -12,6 +12,7 @@
 
 #include "tags.h"
 #include "trace_writer.h"
+#include "fsc/vec.h"
 
 struct fsc__strent {
     UT_hash_handle hh;
@@ -62,14 +63,8 @@ static uint32_t intern_node(fsc_recorder_t *r, uint32_t parent, const char *name
     HASH_FIND(hh, r->node_index, &key, sizeof key, e);
     if (e != NULL)
         return e->id;
-    if (r->n_nodes + 1 >= r->nodes_cap) {
-        uint32_t nc = r->nodes_cap ? r->nodes_cap * 2 : 64;
-        fsc__fnode_t *nn = realloc(r->nodes, nc * sizeof *nn);
-        if (nn == NULL)
-            goto oom;
-        r->nodes = nn;
-        r->nodes_cap = nc;
-    }
+    if (FSC__VEC_RESERVE(r->nodes, r->nodes_cap, (size_t)r->n_nodes + 2) != 0)
+        goto oom;
     if (fsc__chunk_ensure(r, 1 + 20, queued) != 0)
         return 0;
     e = malloc(sizeof *e);

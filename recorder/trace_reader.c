@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsc/vec.h"
 #include "trace_reader.h"
 
 static int read_at(fsc_trace_reader_t *r, uint64_t off, void *buf, size_t n)
@@ -38,18 +39,6 @@ static int read_at(fsc_trace_reader_t *r, uint64_t off, void *buf, size_t n)
         off += (uint64_t)got;
         n -= (size_t)got;
     }
-    return 0;
-}
-
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    uint8_t *nb = realloc(*buf, need);
-    if (nb == NULL)
-        return -1;
-    *buf = nb;
-    *cap = need;
     return 0;
 }
 
@@ -289,7 +278,8 @@ static int next_chunk(fsc_trace_reader_t *r)
             damaged(r, off);
             return 0;
         }
-        if (grow(&r->cbuf, &r->ccap, d.csize) != 0 || grow(&r->ubuf, &r->ucap, d.usize ? d.usize : 1))
+        if (FSC__VEC_RESERVE(r->cbuf, r->ccap, d.csize) != 0 ||
+            FSC__VEC_RESERVE(r->ubuf, r->ucap, d.usize ? d.usize : 1) != 0)
             return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
         int rc = read_at(r, foff, r->cbuf, d.csize);
         if (rc == FSC_EIO)

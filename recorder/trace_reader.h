@@ -44,10 +44,12 @@ struct fsc_trace_reader {
     uint32_t chunk_expected, chunk_seen;
     uint64_t prev_time, prev_addr, prev_segment, prev_stream;
     rstr_t *strs;
-    uint32_t n_strs, strs_cap;
+    uint32_t n_strs;
+    size_t strs_cap;
     uint64_t str_bytes;
     rnode_t *nodes;
-    uint32_t n_nodes, nodes_cap;
+    uint32_t n_nodes;
+    size_t nodes_cap;
     int state; /* 0 reading, 1 ended, -1 failed */
     fsc_trace_integrity_t integ;
 };

@@ -71,7 +71,8 @@ struct fsc_recorder {
     uint32_t gmap_cap;
     /* trace tag tree: nodes[1..n_nodes], strings 1..n_strings */
     fsc__fnode_t *nodes;
-    uint32_t n_nodes, nodes_cap;
+    uint32_t n_nodes;
+    size_t nodes_cap;
     uint32_t n_strings;
     struct fsc__strent *str_index;
     struct fsc__nodeent *node_index;

@@ -21,6 +21,7 @@
 #include "fragscope/viewer.h"
 #include "fragscope/whatif.h"
 #include "workload.h"
+#include "fsc/vec.h"
 
 #define DEMO_STEPS 24
 #define DEMO_CAPACITY ((uint64_t)17 << 30)
@@ -150,14 +151,8 @@ static int fix_row(void *ud, const fsc_rundb_suggestion_t *s)
     fixes_t *f = ud;
     if (s->avoids_oom != 1)
         return 0;
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 16;
-        fix_t *v = realloc(f->v, cap * sizeof *v);
-        if (v == NULL)
-            return FSC_ENOMEM;
-        f->v = v;
-        f->cap = cap;
-    }
+    if (FSC__VEC_RESERVE(f->v, f->cap, f->n + 1) != 0)
+        return FSC_ENOMEM;
     fix_t *x = &f->v[f->n];
     x->peak_reserved = s->peak_reserved;
     x->config = strdup(s->config ? s->config : "");

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsc/vec.h"
+
 char *fsc__ld_strdup(const char *s)
 {
     if (s == NULL)
@@ -19,21 +21,10 @@ char *fsc__ld_strdup(const char *s)
     return p;
 }
 
-/* Grow *arr (of elem bytes) so that index n fits. */
+/* Grow *arr (of elem bytes, zero-filled) so that index n fits. */
 int fsc__ld_grow(void **arr, size_t *cap, size_t n, size_t elem)
 {
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 16;
-    while (c <= n)
-        c *= 2;
-    void *p = realloc(*arr, c * elem);
-    if (p == NULL)
-        return -1;
-    memset((char *)p + *cap * elem, 0, (c - *cap) * elem);
-    *arr = p;
-    *cap = c;
-    return 0;
+    return fsc__vec_reserve_zero(arr, cap, n + 1, elem) == 0 ? 0 : -1;
 }
 
 int fsc__ld_nomem(fsc__loader_t *L)

@@ -37,14 +37,8 @@ typedef struct oom_list {
 static int oom_read(void *ud, const fsc_rundb_oom_t *o)
 {
     oom_list_t *l = ud;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        oom_row_t *v = realloc(l->v, cap * sizeof *v);
-        if (v == NULL)
-            return FSC_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (FSC__VEC_RESERVE(l->v, l->cap, l->n + 1) != 0)
+        return FSC_ENOMEM;
     oom_row_t *r = &l->v[l->n++];
     r->id = o->id;
     r->seq = o->seq == FSC_RUNDB_NULL ? 0 : (uint64_t)o->seq;

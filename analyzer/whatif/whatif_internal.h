@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "fragscope/whatif.h"
+#include "fsc/u64map.h"
+#include "fsc/vec.h"
 
 enum {
     FSC__WOP_ALLOC = 1,    /* arg = requested bytes, stream; id = alloc count */
@@ -43,13 +45,6 @@ typedef struct fsc__wtag {
     uint32_t name_off, name_len;
 } fsc__wtag_t;
 
-/* Open-addressing map from a recorded address to an alloc id. */
-typedef struct fsc__wmap {
-    uint64_t *keys; /* 0 = empty (address 0 is never a block) */
-    uint64_t *vals;
-    size_t cap, n;
-} fsc__wmap_t;
-
 /* A recorded SEGMENT_ALLOC or SEGMENT_MAP. */
 typedef struct fsc__wseg {
     uint8_t type;
@@ -72,8 +67,8 @@ struct fsc_request_stream {
     uint64_t *script_addrs, *script_sizes; /* SEGMENT_ALLOCs only */
     size_t nscript, cap_script, cap_script_sizes;
 
-    fsc__wmap_t live;    /* recorded address -> alloc id */
-    fsc__wmap_t pending; /* delayed frees waiting for FREE_COMPLETED */
+    fsc__u64map_t live;    /* recorded address -> alloc id */
+    fsc__u64map_t pending; /* delayed frees waiting for FREE_COMPLETED */
     uint64_t *live_req;  /* requested bytes per alloc id, for peak_requested */
     size_t cap_live_req;
     uint64_t cur_requested;
@@ -91,12 +86,6 @@ struct fsc_request_stream {
     uint64_t oom_upper; /* reserved at the last OOM + its segment size */
     fsc_request_stream_info_t info;
 };
-
-int fsc__wmap_put(fsc__wmap_t *m, uint64_t key, uint64_t val);
-/* 1 and *val when found (and removed when del), else 0. */
-int fsc__wmap_get(const fsc__wmap_t *m, uint64_t key, uint64_t *val);
-int fsc__wmap_del(fsc__wmap_t *m, uint64_t key, uint64_t *val);
-void fsc__wmap_free(fsc__wmap_t *m);
 
 /* "a/b/c" of a tag node into buf. */
 void fsc__wstream_tag_path(const fsc_request_stream_t *rs, uint32_t node, char *buf, size_t cap);

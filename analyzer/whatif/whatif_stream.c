@@ -13,134 +13,6 @@
 
 #include "whatif_internal.h"
 
-/* ---- address map ---------------------------------------------------------- */
-
-static size_t slot_of(uint64_t key, size_t cap)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return (size_t)key & (cap - 1);
-}
-
-static int wmap_grow(fsc__wmap_t *m)
-{
-    size_t ncap = m->cap ? m->cap * 2 : 1024;
-    uint64_t *k = calloc(ncap, sizeof *k), *v = malloc(ncap * sizeof *v);
-    if (k == NULL || v == NULL) {
-        free(k);
-        free(v);
-        return FSC_ENOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (m->keys[i] == 0)
-            continue;
-        size_t j = slot_of(m->keys[i], ncap);
-        while (k[j] != 0)
-            j = (j + 1) & (ncap - 1);
-        k[j] = m->keys[i];
-        v[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = k;
-    m->vals = v;
-    m->cap = ncap;
-    return 0;
-}
-
-int fsc__wmap_put(fsc__wmap_t *m, uint64_t key, uint64_t val)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        int rc = wmap_grow(m);
-        if (rc != 0)
-            return rc;
-    }
-    size_t i = slot_of(key, m->cap);
-    while (m->keys[i] != 0 && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    if (m->keys[i] == 0)
-        m->n++;
-    m->keys[i] = key;
-    m->vals[i] = val;
-    return 0;
-}
-
-static long wmap_find(const fsc__wmap_t *m, uint64_t key)
-{
-    if (m->cap == 0 || key == 0)
-        return -1;
-    size_t i = slot_of(key, m->cap);
-    while (m->keys[i] != 0) {
-        if (m->keys[i] == key)
-            return (long)i;
-        i = (i + 1) & (m->cap - 1);
-    }
-    return -1;
-}
-
-int fsc__wmap_get(const fsc__wmap_t *m, uint64_t key, uint64_t *val)
-{
-    long i = wmap_find(m, key);
-    if (i < 0)
-        return 0;
-    *val = m->vals[i];
-    return 1;
-}
-
-int fsc__wmap_del(fsc__wmap_t *m, uint64_t key, uint64_t *val)
-{
-    long f = wmap_find(m, key);
-    if (f < 0)
-        return 0;
-    size_t i = (size_t)f;
-    *val = m->vals[i];
-    m->keys[i] = 0;
-    m->n--;
-    /* Backward-shift deletion keeps every probe chain unbroken. */
-    size_t j = i;
-    for (;;) {
-        j = (j + 1) & (m->cap - 1);
-        if (m->keys[j] == 0)
-            break;
-        size_t home = slot_of(m->keys[j], m->cap);
-        int between = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
-        if (between)
-            continue;
-        m->keys[i] = m->keys[j];
-        m->vals[i] = m->vals[j];
-        m->keys[j] = 0;
-        i = j;
-    }
-    return 1;
-}
-
-void fsc__wmap_free(fsc__wmap_t *m)
-{
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
-
-/* ---- growable arrays -------------------------------------------------------- */
-
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap : 64;
-    while (ncap < need)
-        ncap *= 2;
-    void *n = realloc(*v, ncap * elem);
-    if (n == NULL)
-        return FSC_ENOMEM;
-    *v = n;
-    *cap = ncap;
-    return 0;
-}
-
-#define GROW(arr, capf, need) grow((void **)&(arr), &(capf), (need), sizeof *(arr))
-
 static int oom_host(fsc_err_t *err)
 {
     return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
@@ -157,8 +29,8 @@ int fsc_request_stream_create(fsc_request_stream_t **out, fsc_err_t *err)
         return oom_host(err);
     rs->config = strdup("");
     /* Node 0 is the root; the pool's offset 0 is the empty string. */
-    if (rs->config == NULL || GROW(rs->tags, rs->cap_tags, 1) != 0 ||
-        GROW(rs->strings, rs->cap_strings, 1) != 0) {
+    if (rs->config == NULL || FSC__VEC_RESERVE(rs->tags, rs->cap_tags, 1) != 0 ||
+        FSC__VEC_RESERVE(rs->strings, rs->cap_strings, 1) != 0) {
         fsc_request_stream_destroy(rs);
         return oom_host(err);
     }
@@ -184,8 +56,8 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
     free(rs->script_sizes);
     free(rs->streams);
     free(rs->config);
-    fsc__wmap_free(&rs->live);
-    fsc__wmap_free(&rs->pending);
+    fsc__u64map_free(&rs->live);
+    fsc__u64map_free(&rs->pending);
     free(rs);
 }
 
@@ -207,7 +79,7 @@ int fsc_request_stream_set_header(fsc_request_stream_t *rs, const fsc_trace_head
 
 static int add_string(fsc_request_stream_t *rs, const char *s, size_t len, uint64_t *off)
 {
-    if (GROW(rs->strings, rs->cap_strings, rs->nstrings + len + 1) != 0)
+    if (FSC__VEC_RESERVE(rs->strings, rs->cap_strings, rs->nstrings + len + 1) != 0)
         return FSC_ENOMEM;
     *off = rs->nstrings;
     if (len > 0)
@@ -227,7 +99,7 @@ int fsc_request_stream_define_tag(fsc_request_stream_t *rs, uint32_t node, uint3
 {
     if (rs == NULL || node == 0 || (name == NULL && len > 0))
         return fsc_err_set(err, FSC_EINVAL, "what-if: bad tag node %u", node);
-    if (GROW(rs->tags, rs->cap_tags, (size_t)node + 1) != 0)
+    if (FSC__VEC_RESERVE(rs->tags, rs->cap_tags, (size_t)node + 1) != 0)
         return oom_host(err);
     while (rs->ntags <= node)
         memset(&rs->tags[rs->ntags++], 0, sizeof rs->tags[0]);
@@ -273,7 +145,7 @@ void fsc__wstream_tag_path(const fsc_request_stream_t *rs, uint32_t node, char *
 
 static fsc__wop_t *push_op(fsc_request_stream_t *rs, uint8_t kind, uint64_t arg)
 {
-    if (GROW(rs->ops, rs->cap_ops, rs->nops + 1) != 0)
+    if (FSC__VEC_RESERVE(rs->ops, rs->cap_ops, rs->nops + 1) != 0)
         return NULL;
     fsc__wop_t *op = &rs->ops[rs->nops++];
     memset(op, 0, sizeof *op);
@@ -288,7 +160,7 @@ static int note_stream(fsc_request_stream_t *rs, uint64_t stream)
     for (size_t i = 0; i < rs->nstreams; i++)
         if (rs->streams[i] == stream)
             return 0;
-    if (GROW(rs->streams, rs->cap_streams, rs->nstreams + 1) != 0)
+    if (FSC__VEC_RESERVE(rs->streams, rs->cap_streams, rs->nstreams + 1) != 0)
         return FSC_ENOMEM;
     rs->streams[rs->nstreams++] = stream;
     return 0;
@@ -297,8 +169,8 @@ static int note_stream(fsc_request_stream_t *rs, uint64_t stream)
 static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int recorded_oom)
 {
     uint64_t id = rs->nallocs;
-    if (GROW(rs->alloc_addr, rs->cap_allocs, rs->nallocs + 1) != 0 ||
-        GROW(rs->live_req, rs->cap_live_req, rs->nallocs + 1) != 0)
+    if (FSC__VEC_RESERVE(rs->alloc_addr, rs->cap_allocs, rs->nallocs + 1) != 0 ||
+        FSC__VEC_RESERVE(rs->live_req, rs->cap_live_req, rs->nallocs + 1) != 0)
         return FSC_ENOMEM;
     fsc__wop_t *op = push_op(rs, FSC__WOP_ALLOC, ev->requested);
     if (op == NULL || note_stream(rs, ev->stream) != 0)
@@ -320,14 +192,14 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
         return 0;
     }
     uint64_t old;
-    if (fsc__wmap_get(&rs->live, ev->addr, &old)) {
+    if (fsc__u64map_get(&rs->live, ev->addr, &old)) {
         /* The recording never freed the previous block here (a lost event):
          * its free cannot be replayed either. */
         rs->info.skipped++;
         rs->cur_requested -= rs->live_req[old];
         rs->live_req[old] = 0;
     }
-    if (fsc__wmap_put(&rs->live, ev->addr, id) != 0)
+    if (fsc__u64map_put(&rs->live, ev->addr, id) != 0)
         return FSC_ENOMEM;
     rs->cur_requested += ev->requested;
     if (rs->cur_requested > rs->info.peak_requested)
@@ -341,7 +213,7 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
 static int add_free(fsc_request_stream_t *rs, const fsc_event_t *ev)
 {
     uint64_t id;
-    if (!fsc__wmap_del(&rs->live, ev->addr, &id)) {
+    if (!fsc__u64map_del(&rs->live, ev->addr, &id)) {
         rs->info.skipped++;
         return 0;
     }
@@ -356,13 +228,13 @@ static int add_free(fsc_request_stream_t *rs, const fsc_event_t *ev)
     op->tag = ev->tag;
     rs->info.frees++;
     rs->info.delayed_frees++;
-    return fsc__wmap_put(&rs->pending, ev->addr, id);
+    return fsc__u64map_put(&rs->pending, ev->addr, id);
 }
 
 static int add_complete(fsc_request_stream_t *rs, const fsc_event_t *ev)
 {
     uint64_t id;
-    if (!fsc__wmap_del(&rs->pending, ev->addr, &id))
+    if (!fsc__u64map_del(&rs->pending, ev->addr, &id))
         return 0; /* completion of a free that was skipped */
     fsc__wop_t *last = rs->nops ? &rs->ops[rs->nops - 1] : NULL;
     if (last != NULL && last->kind == FSC__WOP_FREE && last->arg == id) {
@@ -376,7 +248,7 @@ static int add_complete(fsc_request_stream_t *rs, const fsc_event_t *ev)
 
 static int add_segment(fsc_request_stream_t *rs, const fsc_event_t *ev)
 {
-    if (GROW(rs->segs, rs->cap_segs, rs->nsegs + 1) != 0)
+    if (FSC__VEC_RESERVE(rs->segs, rs->cap_segs, rs->nsegs + 1) != 0)
         return FSC_ENOMEM;
     rs->segs[rs->nsegs].type = ev->type;
     rs->segs[rs->nsegs].addr = ev->type == FSC_EV_SEGMENT_MAP ? ev->segment : ev->addr;
@@ -384,8 +256,8 @@ static int add_segment(fsc_request_stream_t *rs, const fsc_event_t *ev)
     rs->nsegs++;
     rs->info.recorded_segments++;
     if (ev->type == FSC_EV_SEGMENT_ALLOC) {
-        if (GROW(rs->script_addrs, rs->cap_script, rs->nscript + 1) != 0 ||
-            GROW(rs->script_sizes, rs->cap_script_sizes, rs->nscript + 1) != 0)
+        if (FSC__VEC_RESERVE(rs->script_addrs, rs->cap_script, rs->nscript + 1) != 0 ||
+            FSC__VEC_RESERVE(rs->script_sizes, rs->cap_script_sizes, rs->nscript + 1) != 0)
             return FSC_ENOMEM;
         rs->script_addrs[rs->nscript] = ev->addr;
         rs->script_sizes[rs->nscript] = ev->size;

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsc/vec.h"
+
 /* ---- arena ------------------------------------------------------------- */
 
 typedef struct fsc__achunk {
@@ -279,7 +281,9 @@ static int perr(fsc__pparse_t *ps, int code, const char *fmt, ...)
     return fsc_err_set(ps->err, code, "%s: offset %zu: %s", ps->name, ps->op_pos, what);
 }
 
-static int grow(fsc__pparse_t *ps, void **arr, size_t *cap, size_t need, size_t elem)
+/* fsc/vec.h's array, with the growth charged to the input's memory budget
+ * first (the capacity it grows to is computed here to know the charge). */
+static int grow(fsc__pparse_t *ps, void *arr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -289,11 +293,8 @@ static int grow(fsc__pparse_t *ps, void **arr, size_t *cap, size_t need, size_t 
     if (budget_take(ps->d, (ncap - *cap) * elem) != 0)
         return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input",
                     ps->len);
-    void *n = realloc(*arr, ncap * elem);
-    if (n == NULL)
+    if (fsc__vec_reserve(arr, cap, ncap, elem) != 0)
         return perr(ps, FSC_ENOMEM, "out of memory");
-    *arr = n;
-    *cap = ncap;
     return 0;
 }
 
@@ -302,7 +303,7 @@ static int push(fsc__pparse_t *ps, fsc__pv_t *v)
     if (v == NULL)
         return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input",
                     ps->len);
-    int rc = grow(ps, (void **)&ps->stack, &ps->scap, ps->sp + 1, sizeof *ps->stack);
+    int rc = grow(ps, &ps->stack, &ps->scap, ps->sp + 1, sizeof *ps->stack);
     if (rc != 0)
         return rc;
     ps->stack[ps->sp++] = v;
@@ -404,7 +405,7 @@ static int memo_put(fsc__pparse_t *ps, uint64_t idx, const char *op)
         return perr(ps, FSC_EFORMAT, "%s index %llu out of range", op, (unsigned long long)idx);
     if (idx >= ps->memo_n) {
         size_t old = ps->memo_cap;
-        int rc = grow(ps, (void **)&ps->memo, &ps->memo_cap, idx + 1, sizeof *ps->memo);
+        int rc = grow(ps, &ps->memo, &ps->memo_cap, idx + 1, sizeof *ps->memo);
         if (rc != 0)
             return rc;
         if (ps->memo_cap > old)
@@ -763,7 +764,7 @@ static int step(fsc__pparse_t *ps)
     case 0x88: return push(ps, &ps->d->yes);
     case 0x89: return push(ps, &ps->d->no);
     case '(': /* MARK */
-        if ((rc = grow(ps, (void **)&ps->marks, &ps->mcap, ps->mp + 1, sizeof *ps->marks)) != 0)
+        if ((rc = grow(ps, &ps->marks, &ps->mcap, ps->mp + 1, sizeof *ps->marks)) != 0)
             return rc;
         ps->marks[ps->mp++] = ps->sp;
         return 0;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fragscope/recorder.h"
+#include "fsc/vec.h"
 
 typedef struct node_memo {
     UT_hash_handle hh;
@@ -59,14 +60,8 @@ static int is_annotation(const fsc_event_t *ev)
 
 static int keep_annotation(exp_t *x, const fsc_event_t *ev)
 {
-    if (x->n_ann == x->cap_ann) {
-        size_t nc = x->cap_ann ? x->cap_ann * 2 : 64;
-        ann_t *n = realloc(x->ann, nc * sizeof *n);
-        if (n == NULL)
-            return fsc_err_set(x->err, FSC_ENOMEM, "out of memory");
-        x->ann = n;
-        x->cap_ann = nc;
-    }
+    if (FSC__VEC_RESERVE(x->ann, x->cap_ann, x->n_ann + 1) != 0)
+        return fsc_err_set(x->err, FSC_ENOMEM, "out of memory");
     char *t = malloc(ev->text_len + 1);
     if (t == NULL)
         return fsc_err_set(x->err, FSC_ENOMEM, "out of memory");

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsc/vec.h"
+
 static fsc__addr_info_t *addr_get(fsc__imp_t *im, uint64_t addr)
 {
     fsc__addr_info_t *a = NULL;
@@ -38,24 +40,9 @@ static fsc__seg_info_t *seg_get(fsc__imp_t *im, uint64_t base)
     return s;
 }
 
-static int grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < need)
-        nc *= 2;
-    void *n = realloc(*arr, nc * elem);
-    if (n == NULL)
-        return FSC_ENOMEM;
-    *arr = n;
-    *cap = nc;
-    return 0;
-}
-
 static int add_pre(fsc__imp_t *im, const fsc__final_seg_t *f)
 {
-    if (grow_arr((void **)&im->pre, &im->cap_pre, im->n_pre + 1, sizeof *im->pre) != 0)
+    if (FSC__VEC_RESERVE(im->pre, im->cap_pre, im->n_pre + 1) != 0)
         return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
     im->pre[im->n_pre++] = *f;
     return 0;
@@ -63,7 +50,7 @@ static int add_pre(fsc__imp_t *im, const fsc__final_seg_t *f)
 
 static int add_live(fsc__imp_t *im, const fsc__prelive_t *p)
 {
-    if (grow_arr((void **)&im->live, &im->cap_live, im->n_live + 1, sizeof *im->live) != 0)
+    if (FSC__VEC_RESERVE(im->live, im->cap_live, im->n_live + 1) != 0)
         return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
     im->live[im->n_live++] = *p;
     return 0;

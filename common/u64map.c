@@ -1,7 +1,8 @@
 /*
- * u64map.c — open-addressing uint64_t → pointer map (see u64map.h).
+ * u64map.c — the uint64_t → uint64_t hash map (see fsc/u64map.h for why it
+ * is written here).
  */
-#include "u64map.h"
+#include "fsc/u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,16 +37,26 @@ void fsc__u64map_clear(fsc__u64map_t *m)
     m->count = 0;
 }
 
-void *fsc__u64map_get(const fsc__u64map_t *m, uint64_t key)
+static long find(const fsc__u64map_t *m, uint64_t key)
 {
-    if (m->slots == NULL)
-        return NULL;
+    if (m->slots == NULL || key == 0)
+        return -1;
     for (size_t i = slot_of(key, m->mask);; i = (i + 1) & m->mask) {
         if (m->slots[i].key == key)
-            return m->slots[i].val;
+            return (long)i;
         if (m->slots[i].key == 0)
-            return NULL;
+            return -1;
     }
+}
+
+int fsc__u64map_get(const fsc__u64map_t *m, uint64_t key, uint64_t *val)
+{
+    long i = find(m, key);
+    if (i < 0)
+        return 0;
+    if (val != NULL)
+        *val = m->slots[i].val;
+    return 1;
 }
 
 static int grow(fsc__u64map_t *m)
@@ -70,14 +81,21 @@ static int grow(fsc__u64map_t *m)
     return 0;
 }
 
-int fsc__u64map_put(fsc__u64map_t *m, uint64_t key, void *val)
+int fsc__u64map_reserve(fsc__u64map_t *m)
 {
     /* Keep the load under 1/2 so probe runs stay short. */
-    if (m->slots == NULL || (m->count + 1) * 2 > m->mask + 1) {
-        int rc = grow(m);
-        if (rc != 0)
-            return rc;
-    }
+    if (m->slots == NULL || (m->count + 1) * 2 > m->mask + 1)
+        return grow(m);
+    return 0;
+}
+
+int fsc__u64map_put(fsc__u64map_t *m, uint64_t key, uint64_t val)
+{
+    if (key == 0)
+        return 0; /* never stored: a later get finds nothing, as documented */
+    int rc = fsc__u64map_reserve(m);
+    if (rc != 0)
+        return rc;
     size_t i = slot_of(key, m->mask);
     while (m->slots[i].key != 0 && m->slots[i].key != key)
         i = (i + 1) & m->mask;
@@ -88,19 +106,16 @@ int fsc__u64map_put(fsc__u64map_t *m, uint64_t key, void *val)
     return 0;
 }
 
-void *fsc__u64map_del(fsc__u64map_t *m, uint64_t key)
+int fsc__u64map_del(fsc__u64map_t *m, uint64_t key, uint64_t *val)
 {
-    if (m->slots == NULL)
-        return NULL;
-    size_t i = slot_of(key, m->mask);
-    while (m->slots[i].key != key) {
-        if (m->slots[i].key == 0)
-            return NULL;
-        i = (i + 1) & m->mask;
-    }
-    void *val = m->slots[i].val;
+    long f = find(m, key);
+    if (f < 0)
+        return 0;
+    size_t i = (size_t)f;
+    if (val != NULL)
+        *val = m->slots[i].val;
     /* Backward-shift: move later members of the probe run into the hole when
-     * their home slot is not between the hole and their position. */
+     * their home slot is not cyclically between the hole and their position. */
     size_t hole = i;
     for (size_t j = (i + 1) & m->mask; m->slots[j].key != 0; j = (j + 1) & m->mask) {
         size_t home = slot_of(m->slots[j].key, m->mask);
@@ -111,7 +126,7 @@ void *fsc__u64map_del(fsc__u64map_t *m, uint64_t key)
         }
     }
     m->slots[hole].key = 0;
-    m->slots[hole].val = NULL;
+    m->slots[hole].val = 0;
     m->count--;
-    return val;
+    return 1;
 }
