@@ -123,7 +123,7 @@ static inline int fsc_fuzz_whatif(const uint8_t *data, size_t len)
     if (ok) {
         fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
         o.capacity = capacity;
-        o.stop_at_oom = (data[0] & 8u) != 0;
+        o.past_oom = (data[0] & 8u) == 0;
         fsc_whatif_result_t r;
         int rc = fsc_whatif_replay(rs, config, &o, &r, &err);
         if (rc != 0)

@@ -8,13 +8,16 @@
  * strings producer, config, backend (varint length + bytes), then fields a
  * newer minor may append, then a u32 CRC-32 of everything before it.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace_format.h"
 
+/* Built once, by whichever thread needs it first (pthread_once orders the
+ * table's writes before every reader). */
 static uint32_t g_crc_table[256];
-static int g_crc_ready;
+static pthread_once_t g_crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_init(void)
 {
@@ -24,14 +27,11 @@ static void crc_init(void)
             c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
         g_crc_table[i] = c;
     }
-    __atomic_store_n(&g_crc_ready, 1, __ATOMIC_RELEASE);
 }
 
 uint32_t fsc__crc32(const uint8_t *p, size_t n)
 {
-    /* Filling the table twice from two threads writes the same values. */
-    if (!__atomic_load_n(&g_crc_ready, __ATOMIC_ACQUIRE))
-        crc_init();
+    pthread_once(&g_crc_once, crc_init);
     uint32_t c = 0xFFFFFFFFu;
     for (size_t i = 0; i < n; i++)
         c = g_crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);

@@ -221,7 +221,7 @@ static int lookup(fsc_rundb_t *db, int q, const char *key, int64_t id, int64_t a
 
 static int value_int(fsc_rundb_t *db, int q, const char *key, int64_t dflt, int64_t *out)
 {
-    sqlite3_stmt *s;
+    sqlite3_stmt *s = NULL;
     *out = dflt;
     int rc = lookup(db, q, key, 0, 0, &s);
     if (rc <= 0)
@@ -244,7 +244,7 @@ int fsc_rundb_summary_int(fsc_rundb_t *db, const char *key, int64_t dflt, int64_
 
 int fsc_rundb_summary_real(fsc_rundb_t *db, const char *key, double dflt, double *out)
 {
-    sqlite3_stmt *s;
+    sqlite3_stmt *s = NULL;
     *out = dflt;
     int rc = lookup(db, FSC__RQ_SUMMARY_VALUE, key, 0, 0, &s);
     if (rc <= 0)
@@ -257,7 +257,7 @@ int fsc_rundb_summary_real(fsc_rundb_t *db, const char *key, double dflt, double
 
 int fsc_rundb_meta_text(fsc_rundb_t *db, const char *key, char *buf, size_t cap)
 {
-    sqlite3_stmt *s;
+    sqlite3_stmt *s = NULL;
     if (cap > 0)
         buf[0] = '\0';
     int rc = lookup(db, FSC__RQ_META_VALUE, key, 0, 0, &s);
@@ -272,7 +272,7 @@ int fsc_rundb_meta_text(fsc_rundb_t *db, const char *key, char *buf, size_t cap)
 
 int fsc_rundb_tag_path(fsc_rundb_t *db, int64_t id, size_t tail_chars, char **out)
 {
-    sqlite3_stmt *s;
+    sqlite3_stmt *s = NULL;
     *out = NULL;
     int64_t tail = tail_chars > (size_t)INT32_MAX ? 0 : (int64_t)tail_chars;
     int rc = lookup(db, FSC__RQ_TAG_PATH, NULL, id, tail, &s);

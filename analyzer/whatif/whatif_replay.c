@@ -246,7 +246,7 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
             rc = fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
     }
     if (rc == 0) {
-        rc = replay_ops(rs, a, &c, o.stop_at_oom, addrs, out);
+        rc = replay_ops(rs, a, &c, !o.past_oom, addrs, out);
         if (rc != 0)
             fsc_err_set(err, rc, "%s", out->error);
     }
@@ -334,7 +334,7 @@ int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *o
         o = *opts;
     if (o.capacity == 0)
         o.capacity = rs->capacity;
-    o.stop_at_oom = 0;
+    o.past_oom = 1;
     set_config_text(&out->replay, rs->config);
     fsc_alloc_config_t cfg;
     fsc_err_t perr = {0, ""};

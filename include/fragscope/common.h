@@ -1,6 +1,6 @@
 /*
- * fragscope/common.h — what every subsystem shares: the error model, the
- * logging sink, and size parsing/formatting.
+ * fragscope/common.h — what every subsystem shares: the error model, size
+ * parsing/formatting and output files.
  *
  * Error model: every function that can fail returns int — 0 on success, a
  * negative FSC_E* code on failure — and delivers results through
@@ -74,24 +74,9 @@ void fsc_err_clear(fsc_err_t *e);
 /* The message, or the generic message of the code when none was set. */
 const char *fsc_err_msg(const fsc_err_t *e);
 
-/* ---- logging ---------------------------------------------------------- */
-
-typedef enum fsc_log_level {
-    FSC_LOG_DEBUG = 0,
-    FSC_LOG_INFO = 1,
-    FSC_LOG_WARN = 2,
-    FSC_LOG_ERROR = 3,
-    FSC_LOG_OFF = 4
-} fsc_log_level_t;
-
-typedef void (*fsc_log_fn)(void *ud, fsc_log_level_t level, const char *msg);
-
-/* Route library log lines to fn (NULL restores the default: stderr, WARN and
- * above). The sink is process-wide configuration, not error state; it is set
- * once at startup by the program. Never called on allocator hot paths. */
-void fsc_log_set_sink(fsc_log_fn fn, void *ud, fsc_log_level_t min_level);
-void fsc_log(fsc_log_level_t level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* There is no logging sink: the library reports through return codes and
+ * the handle's message, and what a lenient replay skipped goes into the run
+ * database's warnings table, where the report and the viewer show it. */
 
 /* ---- sizes ------------------------------------------------------------ */
 

@@ -160,16 +160,17 @@ typedef struct fsc_whatif_opts {
      * total; arms garbage_collection_threshold). 0 = unlimited: the sim
      * device's total (the recorded device total, else 1 TiB). */
     uint64_t capacity;
-    /* Stop at the first failed request (default 1): the program would have
-     * died there, so peaks measured past it describe a run that could not
-     * happen. 0 goes on, counting every failure. */
-    int stop_at_oom;
+    /* 0 (default): stop at the first failed request, since the program
+     * would have died there and peaks measured past it describe a run that
+     * could not happen. 1 goes on, counting every failure. */
+    int past_oom;
     int threads;       /* fsc_whatif_run / _suggest: 0 = one per online core */
     fsc_whatif_progress_fn progress; /* may be NULL */
     void *progress_ud;
 } fsc_whatif_opts_t;
 
-#define FSC_WHATIF_OPTS_DEFAULT {0, 1, 0, NULL, NULL}
+/* A zeroed struct holds the defaults; the macro spells them out. */
+#define FSC_WHATIF_OPTS_DEFAULT {0, 0, 0, NULL, NULL}
 
 /* Replay rs with config string `config` ("" = PyTorch's defaults). A bad
  * config string gives FSC_ECONFIG naming it. An allocation the replay
@@ -244,7 +245,7 @@ int fsc_whatif_needed_capacity(const fsc_request_stream_t *rs, const char *confi
 int fsc_whatif_suggest(const fsc_request_stream_t *rs, uint64_t capacity,
                        fsc_suggestion_t **out, size_t *n, fsc_err_t *err);
 /* Same with threads and progress from opts (opts->capacity is the capacity;
- * stop_at_oom is ignored). */
+ * past_oom is ignored). */
 int fsc_whatif_suggest_opts(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
                             fsc_suggestion_t **out, size_t *n, fsc_err_t *err);
 void fsc_suggestions_free(fsc_suggestion_t *s); /* NULL ok */
