@@ -2,6 +2,7 @@
  * cmd_view.c — `fragscope view run.db -o report.html`: the HTML report.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -10,19 +11,26 @@
 const char fsc_cmd_view_summary[] = "write a self-contained HTML report of a run database";
 const char fsc_cmd_view_usage[] =
     "usage: fragscope view RUN.db [-o REPORT.html] [--title TEXT] [--max-size SIZE]\n"
+    "                      [--bands N]\n"
     "\n"
     "Write one self-contained HTML file (no network access of any kind; opens from\n"
     "file:// in any current browser) showing the run analyzed into RUN.db by\n"
-    "'fragscope analyze': memory and fragmentation over time (zoom and pan), the\n"
-    "segment map at the peak and at each OOM, the OOM diagnoses, the size-class\n"
-    "(bin) table, and the top tags at the peak and at the end (leaks). The summary\n"
-    "numbers are plain HTML and readable without JavaScript.\n"
+    "'fragscope analyze': the active memory timeline (the largest allocations as\n"
+    "bands, the rest summed per tag), the allocator state (segment map) at any\n"
+    "event, live bytes by tag path as an icicle, memory and fragmentation over\n"
+    "time (zoom and pan), the segment map at the peak and at each OOM, the OOM\n"
+    "diagnoses, the size-class (bin) table, and the top tags at the peak and at\n"
+    "the end (leaks). The summary numbers are plain HTML and readable without\n"
+    "JavaScript.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE   report path (default: RUN.db with .html in place of .db)\n"
     "  --title TEXT        page title (default: from the database)\n"
     "  --max-size SIZE     upper bound of the file size (default 3MB); the embedded\n"
     "                      tables are thinned until the page fits\n"
+    "  --bands N           allocations drawn as their own band in the active memory\n"
+    "                      timeline, the largest by size x lifetime (default 2000,\n"
+    "                      at most 20000); the others are summed per tag\n"
     "\n"
     "The file is written under a temporary name and renamed when complete.\n"
     "Exit codes: 0 written, 2 bad input (missing file, not a fragscope database,\n"
@@ -52,6 +60,15 @@ int fsc_cmd_view(int argc, char **argv)
                 return rc;
             if (opts.max_bytes == 0)
                 return fsc_cli_usage_error("view", "--max-size must be more than 0");
+        } else if (strcmp(a, "--bands") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("view", "--bands needs a number");
+            char *end = NULL;
+            long long v = strtoll(argv[i], &end, 10);
+            if (end == argv[i] || *end != '\0' || v < 1 || v > 20000)
+                return fsc_cli_usage_error("view", "--bands must be a number from 1 to 20000, not '%s'",
+                                           argv[i]);
+            opts.bands = (size_t)v;
         } else if (strcmp(a, "--") == 0) {
             if (i + 1 < argc && db == NULL)
                 db = argv[++i];

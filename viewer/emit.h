@@ -25,6 +25,7 @@ typedef struct fsc__vcaps {
     size_t tag_rows;      /* rows of the top-tags and leaks tables */
     size_t str_chars;     /* characters of a tag path or marker text */
     size_t text_chars;    /* characters of an explanation or note */
+    int level;            /* the size level (state views shrink by it) */
 } fsc__vcaps_t;
 
 #define FSC__VIEW_LEVELS 8
@@ -48,6 +49,14 @@ long fsc__vtagmap_index(fsc__vtagmap_t *tm, int64_t id);
  * index of OOM k's layout (left alone when it is not embedded). */
 void fsc__emit_layouts(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t *caps,
                        fsc__vtagmap_t *tm, long *layout_of_oom);
+
+/* The "state" and "bands" members (emit_state.c); then, once the tag table
+ * is complete, the ancestors of its tags and the "tag_tree" member. */
+void fsc__emit_state_views(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t *caps,
+                           fsc__vtagmap_t *tm);
+void fsc__emit_tag_ancestors(const fsc__model_t *m, fsc__vtagmap_t *tm);
+void fsc__emit_tag_tree(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t *caps,
+                        const fsc__vtagmap_t *tm);
 
 /* The JSON object for <script type="application/json" id="data">; every
  * '<', '>' and '&' inside it is escaped. */

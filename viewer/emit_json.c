@@ -26,6 +26,7 @@ void fsc__vcaps_for_level(int level, fsc__vcaps_t *c)
     c->tag_rows = 50;
     c->str_chars = FSC__V_STR_CHARS;
     c->text_chars = FSC__V_TEXT_CHARS;
+    c->level = level;
     for (int i = 0; i < level; i++) {
         c->timeline = c->timeline > 200 ? c->timeline / 2 : c->timeline;
         c->markers /= 2;
@@ -258,7 +259,7 @@ static void emit_bins(fsc__js_t *js, const fsc__model_t *m)
 static void emit_summary_numbers(fsc__js_t *js, const fsc__model_t *m)
 {
     static const char *const k_keys[] = {
-        "peak_allocated_bytes", "peak_reserved_bytes", "peak_allocated_time_ns",
+        "peak_allocated_bytes", "peak_reserved_bytes", "peak_allocated_time_ns", "peak_allocated_seq",
         "peak_reserved_time_ns", "utilization", "leaked_bytes", "leaked_blocks", "num_ooms",
         "events", "duration_ns"};
     fsc__js_obj(js, "summary");
@@ -303,6 +304,8 @@ void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
     emit_bins(&js, m);
     emit_tagrows(&js, "top_tags", m->top_tags, m->ntop_tags, caps->tag_rows, &tm);
     emit_tagrows(&js, "leaks", m->leaks, m->nleaks, caps->tag_rows, &tm);
+    fsc__emit_state_views(&js, m, caps, &tm);
+    fsc__emit_tag_ancestors(m, &tm);
     /* Last, so it holds exactly the tags referenced above. */
     fsc__js_arr(&js, "tags");
     for (size_t i = 0; i < tm.n; i++) {
@@ -325,6 +328,7 @@ void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
         }
     }
     fsc__js_end(&js, ']');
+    fsc__emit_tag_tree(&js, m, caps, &tm);
     fsc__js_end(&js, '}');
 out:
     free(layout_of_oom);

@@ -247,6 +247,11 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
 
 int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err)
 {
+    return fsc__model_load_opts(db_path, 0, m, err);
+}
+
+int fsc__model_load_opts(const char *db_path, size_t bands, fsc__model_t *m, fsc_err_t *err)
+{
     memset(m, 0, sizeof *m);
     fsc__loader_t L = {NULL, db_path, err, 0, NULL, 0, 0};
     int rc = fsc_rundb_open(db_path, &L.db, err);
@@ -266,6 +271,8 @@ int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err)
         rc = load_bins_tags(&L, m);
     if (rc == 0)
         rc = fsc__model_load_layouts(&L, m);
+    if (rc == 0)
+        rc = fsc__model_load_state(&L, m, bands);
     if (rc == 0)
         rc = load_tag_paths(&L, m);
     free(L.tag_ids);
@@ -289,6 +296,7 @@ void fsc__model_free(fsc__model_t *m)
     if (m == NULL)
         return;
     free(m->db_name);
+    fsc__model_free_state(m->state);
     free_kvs(m->meta, m->nmeta);
     free_kvs(m->summary, m->nsummary);
     free(m->timeline);

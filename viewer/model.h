@@ -111,6 +111,8 @@ typedef struct fsc__vtag {
     char *path;
 } fsc__vtag_t;
 
+struct fsc__vstate; /* state.h */
+
 typedef struct fsc__model {
     char *db_name;          /* file name of the database (for the footer) */
     fsc__vkv_t *meta, *summary;
@@ -132,11 +134,15 @@ typedef struct fsc__model {
     size_t nlayouts;
     fsc__vtag_t *tags;       /* only the tags referenced above, sorted by id */
     size_t ntags;
+    struct fsc__vstate *state; /* the state at any event and the bands (state.h) */
 } fsc__model_t;
 
 /* Open db_path with the run database reader (which checks it) and load the
  * model. Errors name the file (see fsc_view_render in viewer.h). */
 int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err);
+/* The same with the number of allocations drawn as bands (0 = default). */
+int fsc__model_load_opts(const char *db_path, size_t bands, fsc__model_t *m, fsc_err_t *err);
+void fsc__model_free_state(struct fsc__vstate *s);
 void fsc__model_free(fsc__model_t *m);
 
 /* Lookups in meta / summary; NULL when absent. */

@@ -54,5 +54,8 @@ int fsc__ld_tagrow(fsc__ld_arr_t *a, int64_t tag, int64_t bytes, int64_t blocks)
 /* The parts of the model that have their own file. */
 int fsc__model_load_ooms(fsc__loader_t *L, fsc__model_t *m);
 int fsc__model_load_layouts(fsc__loader_t *L, fsc__model_t *m);
+/* The state at any event, the band allocations and the tag tree
+ * (model_state.c); bands 0 = the default number of bands. */
+int fsc__model_load_state(fsc__loader_t *L, fsc__model_t *m, size_t bands);
 
 #endif

@@ -121,7 +121,7 @@ int fsc_view_render(const char *db_path, const fsc_view_opts_t *opts_in, char **
     if (rc != 0)
         return rc;
     fsc__model_t m;
-    if ((rc = fsc__model_load(db_path, &m, err)) != 0)
+    if ((rc = fsc__model_load_opts(db_path, opts.bands, &m, err)) != 0)
         return rc;
     size_t got = 0;
     for (int level = 0; level < FSC__VIEW_LEVELS; level++) {

@@ -95,12 +95,29 @@
     grid.appendChild(d);
   }
 
+  /* One bar: allocated, free inside segments (the largest free block marked)
+   * and the request, on the scale of the capacity (or reserved when unknown). */
+  function oomBar(o) {
+    var W = 600, H = 26, cap = Math.max(o.capacity_bytes || 0, o.reserved_bytes || 0, (o.allocated_bytes || 0) + (o.rounded_bytes || 0), 1);
+    var svg = fsc.sv('svg', { 'class': 'oombar', viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img',
+      'aria-label': 'allocated, free inside segments and the request' });
+    function bx(v) { return v / cap * W; }
+    var a = bx(o.allocated_bytes || 0), f = bx(o.free_in_reserved_bytes || 0), l = bx(o.largest_free_bytes || 0), q = bx(o.rounded_bytes || o.requested_bytes || 0);
+    fsc.sv('rect', { x: 0, y: 2, width: W, height: 10, fill: '#ececec' }, svg);
+    fsc.sv('rect', { x: 0, y: 2, width: a.toFixed(1), height: 10, fill: '#0072B2' }, svg);
+    fsc.sv('rect', { x: a.toFixed(1), y: 2, width: f.toFixed(1), height: 10, fill: '#E69F00' }, svg);
+    fsc.sv('rect', { x: a.toFixed(1), y: 2, width: l.toFixed(1), height: 10, fill: '#D55E00' }, svg);
+    fsc.sv('rect', { x: 0, y: 15, width: Math.max(1, q).toFixed(1), height: 8, fill: '#CC79A7' }, svg);
+    return svg;
+  }
+
   function renderOoms(segmap) {
     var box = byId('oom-list');
     clear(box);
     if (!OOMS.length) { box.appendChild(el('p', 'empty', 'No out-of-memory error in this run.')); return; }
     OOMS.forEach(function (o, k) {
       var card = el('div', 'oom-card'), h = el('h3');
+      card.id = 'oom-' + (k + 1);
       h.appendChild(document.createTextNode('OOM #' + (k + 1)));
       h.appendChild(el('span', 'cause ' + String(o.cause || '').replace(/[^a-z]/g, ''), o.cause || 'unknown'));
       h.appendChild(el('span', 'muted', 'at ' + (o.t !== null && o.t !== undefined && XMODE === 'time' ? fmtTime(o.t) : 'event ' + fmtCount(o.seq)) +
@@ -155,6 +172,13 @@
         card.appendChild(t3);
       } else {
         card.appendChild(el('p', 'empty', 'No what-if results in this database (fragscope whatif fills them).'));
+      }
+      card.appendChild(oomBar(o));
+      if (fsc.openState && D.state && D.state.windows && D.state.windows.length) {
+        var sb = el('button', null, 'Open the allocator state at this OOM');
+        sb.type = 'button';
+        sb.addEventListener('click', function () { fsc.openState(o.seq); });
+        card.appendChild(sb);
       }
       if (o.layout !== undefined && o.layout !== null && o.layout >= 0 && segmap) {
         var btn = el('button', null, 'Show the segment map at this OOM');

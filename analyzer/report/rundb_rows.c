@@ -90,6 +90,21 @@ static const col_t k_layout[] = {
     CI(T, snapshot), CI(T, segment), CI(T, addr), CI(T, size), CI(T, requested), CS(T, state),
     CI(T, stream), CI(T, pool), CI(T, tag), CI(T, alloc_seq), CI(T, age_events), CI(T, age_ns)};
 #undef T
+#define T fsc_rundb_alloc_t
+static const col_t k_allocs[] = {
+    CI(T, alloc_seq), CI(T, alloc_time_ns), CI(T, addr), CI(T, size), CI(T, requested),
+    CI(T, stream), CI(T, pool), CI(T, segment), CI(T, tag), CI(T, free_requested_seq),
+    CI(T, free_requested_time_ns), CI(T, free_completed_seq), CI(T, free_completed_time_ns)};
+#undef T
+#define T fsc_rundb_segment_t
+static const col_t k_segments[] = {
+    CI(T, id), CI(T, addr), CI(T, size), CI(T, pool), CI(T, stream), CI(T, expandable),
+    CI(T, created_seq), CI(T, created_time_ns), CI(T, freed_seq), CI(T, freed_time_ns),
+    CI(T, tag)};
+#undef T
+#define T fsc_rundb_tag_t
+static const col_t k_tags[] = {CI(T, id), CI(T, parent), CS(T, name)};
+#undef T
 
 /* A generic row callback and the typed one it stands for. */
 typedef int (*row_fn)(void *ctx, const void *row);
@@ -204,6 +219,9 @@ ITERATOR(bin, fsc_rundb_bin_t, fsc_rundb_bin_fn)
 ITERATOR(tag_stat, fsc_rundb_tag_stat_t, fsc_rundb_tag_stat_fn)
 ITERATOR(snapshot, fsc_rundb_snapshot_t, fsc_rundb_snapshot_fn)
 ITERATOR(block, fsc_rundb_block_t, fsc_rundb_block_fn)
+ITERATOR(alloc, fsc_rundb_alloc_t, fsc_rundb_alloc_fn)
+ITERATOR(segment, fsc_rundb_segment_t, fsc_rundb_segment_fn)
+ITERATOR(tag, fsc_rundb_tag_t, fsc_rundb_tag_fn)
 
 #define Q(table, cols, tail) {table, cols, NCOLS(cols), tail}
 
@@ -300,6 +318,24 @@ int fsc_rundb_layout(fsc_rundb_t *db, const int64_t *snapshots, size_t n, fsc_ru
     int rc = block_run(db, &q, extra, snapshots, n, fn, ud);
     free(extra);
     return rc;
+}
+
+int fsc_rundb_allocs(fsc_rundb_t *db, fsc_rundb_alloc_fn fn, void *ud)
+{
+    static const query_t q = Q("blocks", k_allocs, " ORDER BY alloc_seq");
+    return alloc_run(db, &q, NULL, NULL, 0, fn, ud);
+}
+
+int fsc_rundb_segments(fsc_rundb_t *db, fsc_rundb_segment_fn fn, void *ud)
+{
+    static const query_t q = Q("segments", k_segments, " ORDER BY id");
+    return segment_run(db, &q, NULL, NULL, 0, fn, ud);
+}
+
+int fsc_rundb_tags(fsc_rundb_t *db, fsc_rundb_tag_fn fn, void *ud)
+{
+    static const query_t q = Q("tags", k_tags, " ORDER BY id");
+    return tag_run(db, &q, NULL, NULL, 0, fn, ud);
 }
 
 /* ---- meta and summary -------------------------------------------------- */

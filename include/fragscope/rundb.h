@@ -178,6 +178,23 @@ typedef struct fsc_rundb_block { /* a row of layout */
     int64_t stream, pool, tag, alloc_seq, age_events, age_ns;
 } fsc_rundb_block_t;
 
+typedef struct fsc_rundb_alloc { /* a row of blocks: one allocation lifetime */
+    int64_t alloc_seq, alloc_time_ns, addr, size, requested, stream, pool, segment, tag;
+    int64_t free_requested_seq, free_requested_time_ns; /* FSC_RUNDB_NULL: never */
+    int64_t free_completed_seq, free_completed_time_ns; /* FSC_RUNDB_NULL: never */
+} fsc_rundb_alloc_t;
+
+typedef struct fsc_rundb_segment { /* a row of segments: one segment lifetime */
+    int64_t id, addr, size, pool, stream, expandable;
+    int64_t created_seq, created_time_ns, freed_seq, freed_time_ns; /* freed: NULL = never */
+    int64_t tag;
+} fsc_rundb_segment_t;
+
+typedef struct fsc_rundb_tag { /* a node of the tag tree */
+    int64_t id, parent; /* parent FSC_RUNDB_NULL for the root */
+    const char *name;
+} fsc_rundb_tag_t;
+
 typedef int (*fsc_rundb_kv_fn)(void *ud, const fsc_rundb_kv_t *row);
 typedef int (*fsc_rundb_timeline_fn)(void *ud, const fsc_rundb_timeline_t *row);
 typedef int (*fsc_rundb_marker_fn)(void *ud, const fsc_rundb_marker_t *row);
@@ -190,6 +207,9 @@ typedef int (*fsc_rundb_bin_fn)(void *ud, const fsc_rundb_bin_t *row);
 typedef int (*fsc_rundb_tag_stat_fn)(void *ud, const fsc_rundb_tag_stat_t *row);
 typedef int (*fsc_rundb_snapshot_fn)(void *ud, const fsc_rundb_snapshot_t *row);
 typedef int (*fsc_rundb_block_fn)(void *ud, const fsc_rundb_block_t *row);
+typedef int (*fsc_rundb_alloc_fn)(void *ud, const fsc_rundb_alloc_t *row);
+typedef int (*fsc_rundb_segment_fn)(void *ud, const fsc_rundb_segment_t *row);
+typedef int (*fsc_rundb_tag_fn)(void *ud, const fsc_rundb_tag_t *row);
 
 /* meta and summary rows, in the order they were written. */
 int fsc_rundb_meta(fsc_rundb_t *db, fsc_rundb_kv_fn fn, void *ud);
@@ -240,6 +260,14 @@ int fsc_rundb_snapshots(fsc_rundb_t *db, fsc_rundb_snapshot_fn fn, void *ud);
  * in one pass over the layout table (it has no index to seek by). */
 int fsc_rundb_layout(fsc_rundb_t *db, const int64_t *snapshots, size_t n, fsc_rundb_block_fn fn,
                      void *ud);
+
+/* Every allocation lifetime (table blocks), by alloc_seq: one pass over the
+ * table, for readers that rebuild the block set at any event. */
+int fsc_rundb_allocs(fsc_rundb_t *db, fsc_rundb_alloc_fn fn, void *ud);
+/* Every segment lifetime, in order of creation. */
+int fsc_rundb_segments(fsc_rundb_t *db, fsc_rundb_segment_fn fn, void *ud);
+/* Every node of the tag tree, by id (the root first). */
+int fsc_rundb_tags(fsc_rundb_t *db, fsc_rundb_tag_fn fn, void *ud);
 
 /* *out = a malloc'd copy of the path of tag id (its last tail_chars
  * characters when tail_chars > 0), or NULL when the tag is unknown or has

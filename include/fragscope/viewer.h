@@ -33,9 +33,12 @@ typedef struct fsc_view_opts {
      * even the smallest form does not (only for bounds far below the
      * default). */
     uint64_t max_bytes;
+    /* Allocations drawn as their own band in the active memory timeline
+     * (the largest by size x lifetime); 0 = 2000. */
+    size_t bands;
 } fsc_view_opts_t;
 
-#define FSC_VIEW_OPTS_DEFAULT {NULL, 0}
+#define FSC_VIEW_OPTS_DEFAULT {NULL, 0, 0}
 
 /* Render the report of the database at db_path into a malloc'd,
  * NUL-terminated buffer (*html, *len excluding the NUL); the caller frees
