@@ -44,7 +44,12 @@
       var e = Math.max(lo, Math.min(hi, want)), d = Math.abs(e - want);
       if (d < dist) { dist = d; best = e; }
     });
-    return fsc.openState(best !== null ? best : want, a);
+    var r = fsc.openState(best !== null ? best : want, a);
+    if (best === null) {
+      var note = document.getElementById('state-note');
+      note.textContent += ' The block of this band (allocated at event ' + a + ') is not live in any event the page carries.';
+    }
+    return r;
   };
   /* "#state?event=N", "#oom-3", "#stacks" ... */
   fsc.route = function (hash) {
