@@ -19,6 +19,7 @@
 #include "fragscope/analyzer.h"
 #include "fsc/slab.h"
 #include "fsc/u64map.h"
+#include "frag_classes.h"
 
 enum { FSC__FREE = 0, FSC__ALLOCATED = 1, FSC__PENDING = 2 };
 
@@ -53,6 +54,10 @@ struct fsc__seg {
     fsc__blk_t *head;    /* lowest block */
     uint32_t nblocks, nfree;
     uint64_t free_bytes;
+    uint64_t pool_id;    /* private pool (CUDA graph, MemPool); 0 = default pool */
+    uint64_t paged_free; /* free bytes in whole pages (expandable segments) */
+    uint64_t pending_bytes; /* blocks whose free has not completed */
+    uint32_t frag_si;    /* frag_classes.c: index + 1 of its stream */
 };
 
 /* Indexed binary max-heap of free blocks by size. */
@@ -65,8 +70,9 @@ typedef struct fsc__heap {
 /* One block as a layout snapshot stores it. */
 typedef struct fsc__img {
     uint64_t addr, size, requested, segment, stream, alloc_seq, alloc_time;
+    uint64_t pool_id;
     uint32_t tag;
-    uint8_t state, pool, present;
+    uint8_t state, pool, present, expandable;
 } fsc__img_t;
 
 typedef struct fsc__imgvec {
@@ -82,6 +88,7 @@ typedef struct fsc__bucket {
     uint64_t alloc_min, alloc_max, alloc_max_seq;
     uint64_t res_min, res_max, res_max_seq;
     uint64_t resunalloc_max;
+    fsc__frag_sample_t frag;
     uint64_t n; /* events in it */
 } fsc__bucket_t;
 
@@ -216,6 +223,7 @@ struct fsc_analysis {
     size_t ntags;                 /* entries allocated in tags[] */
 
     fsc__timeline_t tl;
+    fsc__frag_state_t frag;       /* frag_classes.c */
 
     /* Layout at the allocated peak: after a new peak, the first change to
      * each block records its before-image (peak_delta), so the peak layout

@@ -195,6 +195,7 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
     fsc__u64map_init(&a->segs);
     fsc__u64map_init(&a->peak_delta);
     fsc__slab_init(&a->blk_slab, sizeof(fsc__blk_t), 4096);
+    fsc__frag_init(&a->frag);
     int rc = 0;
     if (!a->producer || !a->config || !a->backend || !a->source_path || !a->source_kind)
         rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
@@ -337,6 +338,7 @@ void fsc_analysis_destroy(fsc_analysis_t *a)
         fsc_outfile_abort(&a->out);
     fsc__replay_free(a);
     fsc__timeline_free(&a->tl);
+    fsc__frag_free(&a->frag);
     fsc__u64map_free(&a->peak_delta);
     fsc__imgvec_free(&a->peak_imgs);
     fsc__imgvec_free(&a->peak_layout);

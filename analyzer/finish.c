@@ -257,6 +257,7 @@ static int write_summary(fsc_analysis_t *a, const peak_facts_t *p, fsc_analysis_
     SUMI("free_in_reserved_at_peak", pfree, "bytes");
     SUMI("largest_free_at_peak", plargest, "bytes");
     SUMR("external_frag_at_peak", o->external_frag_at_peak);
+    SUMR("free_space_scatter_at_peak", o->external_frag_at_peak); /* its plain name */
     SUMR("external_frag_small_at_peak", ext_frag(p->largest[0], p->free_bytes[0]));
     SUMR("external_frag_large_at_peak", ext_frag(p->largest[1], p->free_bytes[1]));
     SUMI("reserved_unallocated_at_peak",
@@ -315,6 +316,8 @@ int fsc__finish_tables(fsc_analysis_t *a, fsc_analysis_summary_t *sum)
         rc = write_tag_stats(a, &p);
     if (rc == 0)
         rc = write_summary(a, &p, sum);
+    if (rc == 0)
+        rc = fsc__frag_finish(a);
     if (rc == 0)
         rc = write_meta(a);
     free(p.tag_blocks);

@@ -43,6 +43,8 @@ static void image_of(const fsc__blk_t *b, fsc__img_t *img)
     img->tag = b->tag;
     img->state = b->state;
     img->pool = b->seg->pool;
+    img->pool_id = b->seg->pool_id;
+    img->expandable = b->seg->expandable;
     img->present = 1;
 }
 

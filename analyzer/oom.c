@@ -352,5 +352,7 @@ int fsc__oom_diagnose(fsc_analysis_t *a, const fsc_event_t *ev)
         return rc;
     if ((rc = write_segments(a, id, ev)) != 0)
         return rc;
-    return write_tags(a, id);
+    if ((rc = write_tags(a, id)) != 0)
+        return rc;
+    return fsc__frag_oom(a, id, ev->stream, ev->time_ns);
 }

@@ -55,6 +55,7 @@ uint64_t fsc__largest_free(const fsc_analysis_t *a, int pool)
  * totals follow. */
 void fsc__seg_begin(fsc_analysis_t *a, fsc__seg_t *s)
 {
+    fsc__frag_seg_out(a, s);
     if (s->nblocks > 1) {
         a->inactive_split_bytes -= s->free_bytes;
         a->inactive_split_blocks -= s->nfree;
@@ -67,13 +68,17 @@ void fsc__seg_end(fsc_analysis_t *a, fsc__seg_t *s)
         a->inactive_split_bytes += s->free_bytes;
         a->inactive_split_blocks += s->nfree;
     }
+    fsc__frag_seg_in(a, s);
 }
 
 int fsc__free_insert(fsc_analysis_t *a, fsc__blk_t *b)
 {
+    if (b->state == FSC__PENDING)
+        b->seg->pending_bytes -= b->size;
     b->state = FSC__FREE;
     b->seg->nfree++;
     b->seg->free_bytes += b->size;
+    fsc__frag_free_add(b->seg, b);
     return fsc__heap_push(&a->heap[b->seg->pool], b);
 }
 
@@ -81,6 +86,7 @@ void fsc__free_remove(fsc_analysis_t *a, fsc__blk_t *b)
 {
     b->seg->nfree--;
     b->seg->free_bytes -= b->size;
+    fsc__frag_free_sub(b->seg, b);
     fsc__heap_remove(&a->heap[b->seg->pool], b);
 }
 
@@ -142,7 +148,9 @@ void fsc__blk_resize_free(fsc_analysis_t *a, fsc__blk_t *b, uint64_t nsize)
 {
     uint64_t old = b->size;
     b->seg->free_bytes = b->seg->free_bytes - old + nsize;
+    fsc__frag_free_sub(b->seg, b);
     b->size = nsize;
+    fsc__frag_free_add(b->seg, b);
     fsc__heap_update(&a->heap[b->seg->pool], b, old);
 }
 
@@ -207,6 +215,8 @@ int fsc__replay_apply(fsc_analysis_t *a, const fsc_event_t *ev, int *applied)
         a->peak_allocated_time = ev->time_ns;
         fsc__peak_new(a);
     }
+    if (rc == 0)
+        fsc__frag_event(a, ev->type, ev->stream, ev->addr);
     if (a->active > a->peak_active)
         a->peak_active = a->active;
     if (a->requested > a->peak_requested)

@@ -117,6 +117,7 @@ int fsc__on_free_requested(fsc_analysis_t *a, const fsc_event_t *ev)
     if (fsc__tag_ensure(a, ev->tag) != 0 || fsc__peak_touch(a, b, 1) != 0)
         return ENOMEM_OUT();
     b->state = FSC__PENDING;
+    fsc__frag_pending_add(a, b->seg, b->size);
     b->freereq_seq = a->seq;
     b->freereq_time = ev->time_ns;
     b->free_tag = ev->tag;

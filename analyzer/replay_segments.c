@@ -58,6 +58,10 @@ static fsc__seg_t *seg_create(fsc_analysis_t *a, const fsc_event_t *ev, uint64_t
     s->created_seq = a->seq;
     s->created_time = ev->time_ns;
     s->tag = ev->tag;
+    if (fsc__frag_seg_new(a, s) != 0) {
+        free(s);
+        return NULL;
+    }
     if (FSC__VEC_RESERVE(a->seg_sorted, a->seg_cap, a->nseg + 1) != 0) {
         free(s);
         return NULL;

@@ -72,6 +72,7 @@ static void close_bucket(fsc_analysis_t *a)
     c->inactive_split_bytes = a->inactive_split_bytes;
     c->segments = a->nseg;
     c->live_blocks = a->live_blocks;
+    fsc__frag_sample(a, &c->frag);
     t->rows[t->n++] = *c;
     c->n = 0;
     if (t->n == t->cap) {

@@ -87,15 +87,25 @@ static void print_text(const rep_t *r, FILE *f)
     fprintf(f, "  internal                %12s  (%.1f%% of allocated)\n",
             SZ(0, su(r, "internal_frag_bytes_at_peak")),
             100.0 * sv(r, "internal_frag_ratio_at_peak"));
-    fprintf(f, "  external                %11.1f%%  (largest free block %s of %s free)\n",
-            100.0 * sv(r, "external_frag_at_peak"), SZ(0, su(r, "largest_free_at_peak")),
-            SZ(1, su(r, "free_in_reserved_at_peak")));
     fprintf(f, "  reserved − allocated    %12s  (max over the run %s)\n",
             SZ(0, su(r, "reserved_unallocated_at_peak")),
             SZ(1, su(r, "peak_reserved_unallocated_bytes")));
+    fprintf(f, "  fragmentation ratio     %11.1f%%  ((reserved − allocated) / reserved at peak "
+               "reserved)\n", 100.0 * sv(r, "frag_ratio_at_peak_reserved"));
+    fprintf(f, "  free-space scatter      %11.1f%%  (1 − largest free block / free bytes: %s of "
+               "%s;\n"
+               "                                       how scattered the free bytes are, not how "
+               "many: a\n"
+               "                                       caching allocator's free space is spread "
+               "over its\n"
+               "                                       segments, so it reads high on healthy "
+               "runs too)\n",
+            100.0 * sv(r, "external_frag_at_peak"), SZ(0, su(r, "largest_free_at_peak")),
+            SZ(1, su(r, "free_in_reserved_at_peak")));
     fprintf(f, "  inactive split          %12s  in %.0f blocks\n",
             SZ(0, su(r, "inactive_split_bytes_at_peak")),
             sv(r, "inactive_split_blocks_at_peak"));
+    fsc__report_frag_text(r, f);
     fprintf(f, "\nallocator\n");
     fprintf(f, "  allocations %.0f, cache hit rate %.1f%%, segments created %.0f (peak %.0f), "
                "splits %.0f, merges %.0f\n",
@@ -111,6 +121,7 @@ static void print_text(const rep_t *r, FILE *f)
                 (long long)o->id, (long long)o->seq, o->cause, SZ(0, o->requested),
                 SZ(1, o->allocated), SZ(2, o->reserved));
         fprintf(f, "    %s\n", o->explanation);
+        fsc__report_frag_oom_text(o, f);
         char tb[128];
         if (o->top_tag[0])
             fprintf(f, "    tag holding the most: %s (%s)\n", tail(o->top_tag, tb, sizeof tb),
@@ -190,7 +201,9 @@ static void print_markdown(const rep_t *r, FILE *f)
     fprintf(f, "| internal fragmentation at peak | %s (%.1f%%) |\n",
             SZ(0, su(r, "internal_frag_bytes_at_peak")),
             100.0 * sv(r, "internal_frag_ratio_at_peak"));
-    fprintf(f, "| external fragmentation at peak | %.1f%% |\n",
+    fprintf(f, "| fragmentation ratio at peak reserved ((reserved − allocated) / reserved) | "
+               "%.1f%% |\n", 100.0 * sv(r, "frag_ratio_at_peak_reserved"));
+    fprintf(f, "| free-space scatter at peak (1 − largest free / free bytes) | %.1f%% |\n",
             100.0 * sv(r, "external_frag_at_peak"));
     fprintf(f, "| reserved but unallocated at peak | %s |\n",
             SZ(0, su(r, "reserved_unallocated_at_peak")));
@@ -200,6 +213,7 @@ static void print_markdown(const rep_t *r, FILE *f)
     fprintf(f, "| segments created | %.0f |\n", sv(r, "segments_created"));
     fprintf(f, "| OOMs | %d |\n", r->nooms);
     fprintf(f, "| still allocated at the end | %s |\n", SZ(0, su(r, "leaked_bytes")));
+    fsc__report_frag_markdown(r, f);
     if (r->nooms > 0) {
         fprintf(f, "\n### OOMs\n\n| # | event | cause | requested | allocated | reserved |"
                    " capacity |\n|---|---|---|---|---|---|---|\n");
@@ -303,9 +317,14 @@ static char *build_json(const rep_t *r)
         {"inactive_split_bytes_at_peak", "inactive_split_bytes_at_peak"},
         {"inactive_split_blocks_at_peak", "inactive_split_blocks_at_peak"},
         {"utilization", "utilization"},
+        {"free_space_scatter_at_peak", "external_frag_at_peak"},
+        {"frag_ratio_at_peak_reserved", "frag_ratio_at_peak_reserved"},
+        {"max_hard_bytes_at_oom", "max_hard_bytes_at_oom"},
     };
     for (size_t i = 0; i < sizeof fk / sizeof fk[0]; i++)
         cJSON_AddItemToObject(fr, fk[i][0], num(sv(r, fk[i][1])));
+    fsc__report_frag_json(&r->at_peak, cJSON_AddObjectToObject(fr, "at_peak"));
+    fsc__report_frag_json(&r->at_peak_reserved, cJSON_AddObjectToObject(fr, "at_peak_reserved"));
 
     cJSON *ooms = cJSON_AddArrayToObject(root, "ooms");
     for (int i = 0; i < r->nooms; i++) {
@@ -327,6 +346,7 @@ static char *build_json(const rep_t *r)
         cJSON_AddItemToObject(j, "largest_free_usable_bytes", num((double)o->largest_usable));
         cJSON_AddItemToObject(j, "external_frag", num(o->ext));
         cJSON_AddStringToObject(j, "explanation", o->explanation);
+        fsc__report_frag_json(&o->frag, j);
         cJSON *segs = cJSON_AddArrayToObject(j, "segments");
         for (int k = 0; k < o->nsegs; k++) {
             const rep_seg_t *g = &o->segs[k];

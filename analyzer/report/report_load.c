@@ -217,9 +217,10 @@ static int load(ld_t *L)
     if ((rc = fsc_rundb_bins(db, bin_row, r)) != 0)
         return rc;
     tag_ctx_t peak = {L, r->peak_tags, &r->npeak_tags, 0}, end = {L, r->leaks, &r->nleaks, 1};
-    if ((rc = fsc_rundb_tag_stats(db, FSC_RUNDB_AT_PEAK, tag_row, &peak)) != 0)
+    if ((rc = fsc_rundb_tag_stats(db, FSC_RUNDB_AT_PEAK, tag_row, &peak)) != 0 ||
+        (rc = fsc_rundb_tag_stats(db, FSC_RUNDB_AT_END, tag_row, &end)) != 0)
         return rc;
-    return fsc_rundb_tag_stats(db, FSC_RUNDB_AT_END, tag_row, &end);
+    return fsc__report_load_frag(db, r);
 }
 
 int fsc__report_load(fsc_rundb_t *db, rep_t *r, fsc_err_t *err)

@@ -7,6 +7,7 @@
 #define FSC_ANALYZER_REPORT_MODEL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "fragscope/rundb.h"
 
@@ -35,6 +36,34 @@ typedef struct rep_seg {
     int npins;
 } rep_seg_t;
 
+/* reserved − allocated split into classes at one moment (report_frag.c). */
+typedef struct rep_cls {
+    int valid;
+    int64_t seq, ask, reserved, allocated, gap, soft, hard, stream, private_pool, pending;
+} rep_cls_t;
+
+#define REP_HARD_TAGS 5
+#define REP_HARD_BLOCKS 3
+
+typedef struct rep_hard_tag {
+    char tag[256];
+    int64_t hard, blocks, bytes;
+} rep_hard_tag_t;
+
+typedef struct rep_hard_block {
+    char tag[256];
+    int64_t addr, size, hard, age_events;
+    int pending;
+} rep_hard_block_t;
+
+typedef struct rep_frag {
+    rep_cls_t pool[3]; /* small, large, all */
+    rep_hard_tag_t tags[REP_HARD_TAGS];
+    int ntags;
+    rep_hard_block_t blocks[REP_HARD_BLOCKS];
+    int nblocks;
+} rep_frag_t;
+
 typedef struct rep_oom {
     int64_t id, seq, requested, rounded, allocated, reserved, capacity, lower, upper;
     int64_t free_in_reserved, largest_free, largest_usable;
@@ -47,6 +76,7 @@ typedef struct rep_oom {
     char *fixes; /* configs that would have avoided it, "; "-separated (what-if) */
     rep_seg_t segs[REP_SEGS];
     int nsegs;
+    rep_frag_t frag;
 } rep_oom_t;
 
 typedef struct rep_bin {
@@ -74,10 +104,20 @@ typedef struct rep {
     int nbins;
     rep_tag_t peak_tags[TOP_N], leaks[TOP_N];
     int npeak_tags, nleaks;
+    rep_frag_t at_peak, at_peak_reserved;
 } rep_t;
 
 /* Read the report of db into r. */
 int fsc__report_load(fsc_rundb_t *db, rep_t *r, fsc_err_t *err);
 void fsc__report_free(rep_t *r);
+
+/* report_frag.c: the split of reserved − allocated, read and printed. */
+int fsc__report_load_frag(fsc_rundb_t *db, rep_t *r);
+void fsc__report_frag_text(const rep_t *r, FILE *f);
+void fsc__report_frag_oom_text(const rep_oom_t *o, FILE *f);
+void fsc__report_frag_markdown(const rep_t *r, FILE *f);
+struct cJSON;
+/* Add the keys of a split (reserved_unallocated_bytes, soft_bytes, ...) to obj. */
+void fsc__report_frag_json(const rep_frag_t *x, struct cJSON *obj);
 
 #endif

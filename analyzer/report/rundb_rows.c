@@ -106,6 +106,27 @@ static const col_t k_segments[] = {
 static const col_t k_tags[] = {CI(T, id), CI(T, parent), CS(T, name)};
 #undef T
 
+#define T fsc_rundb_frag_class_t
+static const col_t k_frag_classes[] = {
+    CS(T, point), CI(T, oom_id), CS(T, pool), CI(T, seq), CI(T, time_ns), CI(T, asking_stream),
+    CI(T, reserved), CI(T, allocated), CI(T, reserved_unallocated), CI(T, soft), CI(T, hard),
+    CI(T, stream), CI(T, private_pool), CI(T, pending)};
+#undef T
+#define T fsc_rundb_frag_hard_block_t
+static const col_t k_frag_hard_blocks[] = {
+    CS(T, point), CI(T, oom_id), CI(T, rank), CI(T, segment), CI(T, addr), CI(T, size),
+    CS(T, state), CI(T, tag), CI(T, hard_bytes), CI(T, alloc_seq), CI(T, age_events)};
+#undef T
+#define T fsc_rundb_frag_hard_tag_t
+static const col_t k_frag_hard_tags[] = {CS(T, point), CI(T, oom_id), CI(T, rank), CI(T, tag),
+                                         CI(T, hard_bytes), CI(T, blocks), CI(T, live_bytes)};
+#undef T
+#define T fsc_rundb_timeline_frag_t
+static const col_t k_timeline_frag[] = {CI(T, id), CI(T, asking_stream), CI(T, soft),
+                                        CI(T, hard), CI(T, stream), CI(T, private_pool),
+                                        CI(T, pending)};
+#undef T
+
 /* A generic row callback and the typed one it stands for. */
 typedef int (*row_fn)(void *ctx, const void *row);
 
@@ -222,6 +243,10 @@ ITERATOR(block, fsc_rundb_block_t, fsc_rundb_block_fn)
 ITERATOR(alloc, fsc_rundb_alloc_t, fsc_rundb_alloc_fn)
 ITERATOR(segment, fsc_rundb_segment_t, fsc_rundb_segment_fn)
 ITERATOR(tag, fsc_rundb_tag_t, fsc_rundb_tag_fn)
+ITERATOR(frag_class, fsc_rundb_frag_class_t, fsc_rundb_frag_class_fn)
+ITERATOR(frag_hard_block, fsc_rundb_frag_hard_block_t, fsc_rundb_frag_hard_block_fn)
+ITERATOR(frag_hard_tag, fsc_rundb_frag_hard_tag_t, fsc_rundb_frag_hard_tag_fn)
+ITERATOR(timeline_frag, fsc_rundb_timeline_frag_t, fsc_rundb_timeline_frag_fn)
 
 #define Q(table, cols, tail) {table, cols, NCOLS(cols), tail}
 
@@ -336,6 +361,42 @@ int fsc_rundb_tags(fsc_rundb_t *db, fsc_rundb_tag_fn fn, void *ud)
 {
     static const query_t q = Q("tags", k_tags, " ORDER BY id");
     return tag_run(db, &q, NULL, NULL, 0, fn, ud);
+}
+
+int fsc_rundb_frag_classes(fsc_rundb_t *db, fsc_rundb_frag_class_fn fn, void *ud)
+{
+    static const query_t q = Q("frag_classes", k_frag_classes, " ORDER BY rowid");
+    return frag_class_run(db, &q, NULL, NULL, 0, fn, ud);
+}
+
+int fsc_rundb_frag_hard_blocks(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_frag_hard_block_fn fn,
+                               void *ud)
+{
+    static const query_t peak = Q("frag_hard_blocks", k_frag_hard_blocks,
+                                  " WHERE point = 'peak_allocated' ORDER BY rank");
+    static const query_t oom = Q("frag_hard_blocks", k_frag_hard_blocks,
+                                 " WHERE point = 'oom' AND oom_id = ?1 ORDER BY rank");
+    if (oom_id == FSC_RUNDB_NULL)
+        return frag_hard_block_run(db, &peak, NULL, NULL, 0, fn, ud);
+    return frag_hard_block_run(db, &oom, NULL, &oom_id, 1, fn, ud);
+}
+
+int fsc_rundb_frag_hard_tags(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_frag_hard_tag_fn fn,
+                             void *ud)
+{
+    static const query_t peak = Q("frag_hard_tags", k_frag_hard_tags,
+                                  " WHERE point = 'peak_allocated' ORDER BY rank");
+    static const query_t oom = Q("frag_hard_tags", k_frag_hard_tags,
+                                 " WHERE point = 'oom' AND oom_id = ?1 ORDER BY rank");
+    if (oom_id == FSC_RUNDB_NULL)
+        return frag_hard_tag_run(db, &peak, NULL, NULL, 0, fn, ud);
+    return frag_hard_tag_run(db, &oom, NULL, &oom_id, 1, fn, ud);
+}
+
+int fsc_rundb_timeline_frag(fsc_rundb_t *db, fsc_rundb_timeline_frag_fn fn, void *ud)
+{
+    static const query_t q = Q("timeline_frag", k_timeline_frag, " ORDER BY id");
+    return timeline_frag_run(db, &q, NULL, NULL, 0, fn, ud);
 }
 
 /* ---- meta and summary -------------------------------------------------- */

@@ -87,7 +87,18 @@ static const char k_schema[] =
     " time_ns INTEGER, oom_id INTEGER, allocated INTEGER, reserved INTEGER);"
     "CREATE TABLE layout(snapshot INTEGER, segment INTEGER, addr INTEGER, size INTEGER,"
     " requested INTEGER, state TEXT, stream INTEGER, pool INTEGER, tag INTEGER,"
-    " alloc_seq INTEGER, age_events INTEGER, age_ns INTEGER);";
+    " alloc_seq INTEGER, age_events INTEGER, age_ns INTEGER);"
+    "CREATE TABLE frag_classes(point TEXT, oom_id INTEGER, pool TEXT, seq INTEGER,"
+    " time_ns INTEGER, asking_stream INTEGER, reserved INTEGER, allocated INTEGER,"
+    " reserved_unallocated INTEGER, soft INTEGER, hard INTEGER, stream INTEGER,"
+    " private_pool INTEGER, pending INTEGER);"
+    "CREATE TABLE frag_hard_blocks(point TEXT, oom_id INTEGER, rank INTEGER, segment INTEGER,"
+    " addr INTEGER, size INTEGER, state TEXT, tag INTEGER, hard_bytes INTEGER,"
+    " alloc_seq INTEGER, age_events INTEGER);"
+    "CREATE TABLE frag_hard_tags(point TEXT, oom_id INTEGER, rank INTEGER, tag INTEGER,"
+    " hard_bytes INTEGER, blocks INTEGER, live_bytes INTEGER);"
+    "CREATE TABLE timeline_frag(id INTEGER PRIMARY KEY, asking_stream INTEGER, soft INTEGER,"
+    " hard INTEGER, stream INTEGER, private_pool INTEGER, pending INTEGER);";
 
 const char *fsc_rundb_schema(void)
 {

@@ -195,6 +195,32 @@ typedef struct fsc_rundb_tag { /* a node of the tag tree */
     const char *name;
 } fsc_rundb_tag_t;
 
+/* A row of frag_classes: reserved − allocated split into classes at one
+ * moment (docs/metrics.md) for one pool ("all", "small", "large"). */
+typedef struct fsc_rundb_frag_class {
+    const char *point; /* "peak_allocated", "peak_reserved" or "oom" */
+    int64_t oom_id;
+    const char *pool;
+    int64_t seq, time_ns, asking_stream, reserved, allocated, reserved_unallocated;
+    int64_t soft, hard, stream, private_pool, pending;
+} fsc_rundb_frag_class_t;
+
+typedef struct fsc_rundb_frag_hard_block { /* a row of frag_hard_blocks */
+    const char *point;
+    int64_t oom_id, rank, segment, addr, size;
+    const char *state;
+    int64_t tag, hard_bytes, alloc_seq, age_events;
+} fsc_rundb_frag_hard_block_t;
+
+typedef struct fsc_rundb_frag_hard_tag { /* a row of frag_hard_tags */
+    const char *point;
+    int64_t oom_id, rank, tag, hard_bytes, blocks, live_bytes;
+} fsc_rundb_frag_hard_tag_t;
+
+typedef struct fsc_rundb_timeline_frag { /* a row of timeline_frag */
+    int64_t id, asking_stream, soft, hard, stream, private_pool, pending;
+} fsc_rundb_timeline_frag_t;
+
 typedef int (*fsc_rundb_kv_fn)(void *ud, const fsc_rundb_kv_t *row);
 typedef int (*fsc_rundb_timeline_fn)(void *ud, const fsc_rundb_timeline_t *row);
 typedef int (*fsc_rundb_marker_fn)(void *ud, const fsc_rundb_marker_t *row);
@@ -210,6 +236,10 @@ typedef int (*fsc_rundb_block_fn)(void *ud, const fsc_rundb_block_t *row);
 typedef int (*fsc_rundb_alloc_fn)(void *ud, const fsc_rundb_alloc_t *row);
 typedef int (*fsc_rundb_segment_fn)(void *ud, const fsc_rundb_segment_t *row);
 typedef int (*fsc_rundb_tag_fn)(void *ud, const fsc_rundb_tag_t *row);
+typedef int (*fsc_rundb_frag_class_fn)(void *ud, const fsc_rundb_frag_class_t *row);
+typedef int (*fsc_rundb_frag_hard_block_fn)(void *ud, const fsc_rundb_frag_hard_block_t *row);
+typedef int (*fsc_rundb_frag_hard_tag_fn)(void *ud, const fsc_rundb_frag_hard_tag_t *row);
+typedef int (*fsc_rundb_timeline_frag_fn)(void *ud, const fsc_rundb_timeline_frag_t *row);
 
 /* meta and summary rows, in the order they were written. */
 int fsc_rundb_meta(fsc_rundb_t *db, fsc_rundb_kv_fn fn, void *ud);
@@ -268,6 +298,18 @@ int fsc_rundb_allocs(fsc_rundb_t *db, fsc_rundb_alloc_fn fn, void *ud);
 int fsc_rundb_segments(fsc_rundb_t *db, fsc_rundb_segment_fn fn, void *ud);
 /* Every node of the tag tree, by id (the root first). */
 int fsc_rundb_tags(fsc_rundb_t *db, fsc_rundb_tag_fn fn, void *ud);
+
+/* The split of reserved − allocated at the peaks and OOMs, in the order
+ * written (a database from before the split has none). */
+int fsc_rundb_frag_classes(fsc_rundb_t *db, fsc_rundb_frag_class_fn fn, void *ud);
+/* The blocks / tags pinning the hard bytes at OOM oom_id (FSC_RUNDB_NULL:
+ * at the allocated peak), by rank. */
+int fsc_rundb_frag_hard_blocks(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_frag_hard_block_fn fn,
+                               void *ud);
+int fsc_rundb_frag_hard_tags(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_frag_hard_tag_fn fn,
+                             void *ud);
+/* The split over time, one row per timeline bucket, by id. */
+int fsc_rundb_timeline_frag(fsc_rundb_t *db, fsc_rundb_timeline_frag_fn fn, void *ud);
 
 /* *out = a malloc'd copy of the path of tag id (its last tail_chars
  * characters when tail_chars > 0), or NULL when the tag is unknown or has
