@@ -88,7 +88,10 @@ install(FILES ${PROJECT_BINARY_DIR}/include/fragscope/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fragscope)
 install(FILES ${_fsc_man} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 if(TARGET fragscope_torch)
-  set_target_properties(fragscope_torch PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+  target_link_options(fragscope_torch PRIVATE
+    -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/fragscope_torch.map)
+  set_target_properties(fragscope_torch PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON
+    LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/fragscope_torch.map)
   install(TARGETS fragscope_torch LIBRARY DESTINATION ${FSC_INSTALL_PYTHONDIR})
   install(FILES ${PROJECT_BINARY_DIR}/fragscope_torch.py DESTINATION ${FSC_INSTALL_PYTHONDIR})
 endif()

@@ -30,6 +30,8 @@ SHIM_CANDIDATES = ["tools/torch/fragscope_torch.py", "torch/fragscope_torch.py",
 
 
 def project_version():
+    if not os.path.isfile(os.path.join(ROOT, "CMakeLists.txt")):
+        sys.exit("fragscope: %s is not the fragscope source tree; set FRAGSCOPE_SOURCE_DIR" % ROOT)
     with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
         m = re.search(r"project\(\s*fragscope\s+VERSION\s+([0-9.]+)", f.read())
     if not m:

@@ -52,6 +52,10 @@ static void test_install_prefix(void)
         return;
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "fragscope " FSC_VERSION_STRING "\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "symbols, all fsc_* declared in include/fragscope/"));
+    /* PyTorch looks up fsc_torch_malloc and fsc_torch_free; the shim's module
+     * calls six more. Nothing else leaves the library. */
+    if (fsc_test_file_exists(FSC_BINARY_DIR "/libfragscope_torch.so"))
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "PyTorch shim installed, exporting 8 fsc_torch_* symbols"));
 }
 
 static void test_find_package(void)

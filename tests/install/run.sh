@@ -58,7 +58,10 @@ prefix)
     for f in lib/fragscope/python/libfragscope_torch.so lib/fragscope/python/fragscope_torch.py; do
       [ -e "$prefix/$f" ] || { echo "not installed: $f"; exit 1; }
     done
-    echo "PyTorch shim installed"
+    torch_syms=$(nm -D --defined-only "$prefix/lib/fragscope/python/libfragscope_torch.so" | awk '{print $NF}' | sed 's/@.*//')
+    other=$(echo "$torch_syms" | grep -v '^fsc_torch_' || true)
+    [ -z "$other" ] || { echo "libfragscope_torch.so exports more than fsc_torch_*:" $other; exit 1; }
+    echo "PyTorch shim installed, exporting $(echo "$torch_syms" | wc -w) fsc_torch_* symbols"
   fi
   "$prefix/bin/fragscope" --version
   check_exports "$prefix/lib/libfragscope.so" "$prefix/include/fragscope"
