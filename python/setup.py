@@ -65,7 +65,7 @@ class BuildWithCMake(build_py):
         build = os.path.abspath(build)
         cache = os.path.join(build, "CMakeCache.txt")
         if not os.path.isfile(cache):
-            run(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+            run(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                  "-DFSC_TESTS=OFF", "-DFSC_BENCH=OFF", "-DFSC_CUDA=" + cuda])
         jobs = str(min(os.cpu_count() or 1, 8))
         run(["cmake", "--build", build, "-j", jobs, "--target", "fragscope"])
