@@ -35,6 +35,8 @@ typedef struct sim {
     uint64_t *script_addrs, *script_sizes;
     size_t nscript, next;
     long diverged;
+    uint64_t *va_script; /* recorded bases of expandable segments, in order */
+    size_t nva, va_next;
 } sim_t;
 
 static int range_free(const sim_t *s, uint64_t addr, uint64_t size)
@@ -136,8 +138,28 @@ static int sim_va_reserve(fsc_backend_t *b, uint64_t size, uint64_t page, void *
     if (v == NULL)
         return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
     v->size = size;
-    v->base = first_fit(s, size);
-    if (range_add(s, v->base, size) != 0) {
+    /* A recorded base while the replay reserves in the recorded order, so
+     * that addresses inside expandable segments match the recording. */
+    uint64_t span = size;
+    int scripted = 0;
+    if (s->va_next < s->nva) {
+        /* The recording's device may have been smaller than the sim's, so
+         * its reservations lay closer together: this one ends where the
+         * next recorded one begins. */
+        uint64_t b0 = s->va_script[s->va_next];
+        for (size_t k = 0; k < s->nva; k++)
+            if (s->va_script[k] > b0 && s->va_script[k] - b0 < span)
+                span = s->va_script[k] - b0;
+        scripted = range_free(s, b0, span);
+    }
+    if (scripted) {
+        v->base = s->va_script[s->va_next++];
+    } else {
+        s->nva = s->va_next; /* diverged: invented bases from here on */
+        span = size;
+        v->base = first_fit(s, size);
+    }
+    if (range_add(s, v->base, span) != 0) {
         free(v);
         return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
     }
@@ -184,6 +206,7 @@ static void sim_destroy(fsc_backend_t *b)
     free(s->ranges);
     free(s->script_addrs);
     free(s->script_sizes);
+    free(s->va_script);
     free(s);
 }
 
@@ -236,6 +259,23 @@ int fsc_backend_sim_create_scripted(uint64_t capacity, const uint64_t *addrs,
     }
     s->nscript = n;
     strcpy(s->pub.name, "sim (scripted)");
+    return 0;
+}
+
+int fsc_backend_sim_script_va(fsc_backend_t *b, const uint64_t *bases, size_t n)
+{
+    if (b == NULL || b->ops != &k_sim_ops || (n > 0 && bases == NULL))
+        return FSC_EINVAL;
+    sim_t *s = (sim_t *)b;
+    uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (v == NULL)
+        return FSC_ENOMEM;
+    if (n > 0)
+        memcpy(v, bases, n * sizeof *bases);
+    free(s->va_script);
+    s->va_script = v;
+    s->nva = n;
+    s->va_next = 0;
     return 0;
 }
 

@@ -22,13 +22,21 @@ enum {
     FSC__WOP_FREE = 2,     /* arg = alloc id */
     FSC__WOP_COMPLETE = 3, /* arg = alloc id: the delayed free completes */
     FSC__WOP_MARKER = 4,   /* arg = offset of the text in the string pool */
-    FSC__WOP_EMPTY = 5     /* empty_cache */
+    FSC__WOP_EMPTY = 5,    /* empty_cache */
+    /* A burst of recorded segment releases (SEGMENT_FREE / SEGMENT_UNMAP)
+     * at this point: arg = reserved before it, stream = size of the segment
+     * created right after it (0 = none). Replayed as empty_cache() when
+     * fsc__wop_release_is_program says the program made it. */
+    FSC__WOP_RELEASE = 6
 };
 
 /* FREE: completion waits for a later COMPLETE (record_stream). */
 #define FSC__WOP_F_DELAYED 0x1
 /* ALLOC: the recording failed this request (an OOM event). */
 #define FSC__WOP_F_RECORDED_OOM 0x2
+/* RELEASE: explained by the allocator: a failed request (OOM), a GC pass,
+ * or a recorded EMPTY_CACHE that is replayed itself. */
+#define FSC__WOP_F_EXPLAINED 0x4
 
 typedef struct fsc__wop {
     uint8_t kind;
@@ -66,6 +74,8 @@ struct fsc_request_stream {
     size_t nsegs, cap_segs;
     uint64_t *script_addrs, *script_sizes; /* SEGMENT_ALLOCs only */
     size_t nscript, cap_script, cap_script_sizes;
+    uint64_t *va_bases; /* distinct SEGMENT_MAP bases, first seen first */
+    size_t nva, cap_va;
 
     fsc__u64map_t live;    /* recorded address -> alloc id */
     fsc__u64map_t pending; /* delayed frees waiting for FREE_COMPLETED */
@@ -84,12 +94,25 @@ struct fsc_request_stream {
     int ends_at_oom; /* the last allocation request recorded failed */
     int truncated;   /* the trace lost its end, or is a ring */
     uint64_t oom_upper; /* reserved at the last OOM + its segment size */
+    size_t open_release; /* 1 + op index of the release burst being read; 0 none */
+    int release_seen_seg; /* that burst was followed by a new segment */
     fsc_request_stream_info_t info;
 };
 
 /* "a/b/c" of a tag node into buf. */
 void fsc__wstream_tag_path(const fsc_request_stream_t *rs, uint32_t node, char *buf, size_t cap);
 const char *fsc__wstream_string(const fsc_request_stream_t *rs, uint64_t off);
+
+/* The cap the recording ran under, as far as the stream knows: the
+ * recorded capacity, else the inferred lower bound when it ran out of
+ * memory, else 0 (unknown, no sign of one). */
+uint64_t fsc__wstream_recorded_cap(const fsc_request_stream_t *rs);
+/* 1 when a FSC__WOP_RELEASE was the program's (empty_cache): no failed
+ * request, GC pass or recorded EMPTY_CACHE explains it, and no cap could
+ * have forced the allocator to release (reserved before it + the segment
+ * created after it fit under the recording's cap). The same answer for
+ * every replayed setting. gc: the recording's garbage_collection_threshold. */
+int fsc__wop_release_is_program(const fsc__wop_t *op, uint64_t recorded_cap, double gc);
 
 /* 1 when the stream is the whole run (fsc_request_stream_info_t). */
 int fsc__wstream_run_complete(const fsc_request_stream_t *rs);

@@ -27,6 +27,8 @@ typedef struct replay_ctx {
     uint64_t exp_bases[64]; /* expandable segments seen (per pool and stream) */
     size_t nexp;
     uint64_t seg_index;
+    uint64_t recorded_cap;       /* fsc__wstream_recorded_cap */
+    double recorded_gc;          /* the recording's GC threshold */
     int served_failed;           /* a recorded OOM request was served */
     uint64_t reserved_at_failed; /* reserved right after the last one */
 } replay_ctx_t;
@@ -192,6 +194,13 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
         case FSC__WOP_EMPTY:
             rc = fsc_allocator_empty_cache(a);
             break;
+        case FSC__WOP_RELEASE:
+            /* The program's empty_cache(), seen only as segment releases
+             * (PyTorch snapshots record no such action): at the same point
+             * whatever the settings. */
+            if (fsc__wop_release_is_program(op, c->recorded_cap, c->recorded_gc))
+                rc = fsc_allocator_empty_cache(a);
+            break;
         default:
             break;
         }
@@ -230,12 +239,22 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
     int rc = fsc_backend_sim_create_scripted(fsc__whatif_device_total(rs, o.capacity),
                                              rs->script_addrs, rs->script_sizes, rs->nscript,
                                              &be);
-    if (rc != 0)
+    if (rc == 0 && rs->nva > 0)
+        rc = fsc_backend_sim_script_va(be, rs->va_bases, rs->nva);
+    if (rc != 0) {
+        fsc_backend_destroy(be);
         return fsc_err_set(err, rc, "what-if: cannot create the sim device");
+    }
     replay_ctx_t c;
     memset(&c, 0, sizeof c);
     c.rs = rs;
     c.v = verify;
+    c.recorded_cap = o.recorded_capacity ? o.recorded_capacity : fsc__wstream_recorded_cap(rs);
+    {
+        fsc_alloc_config_t rc_cfg;
+        if (fsc_alloc_config_parse(rs->config, &rc_cfg, NULL) == 0)
+            c.recorded_gc = rc_cfg.garbage_collection_threshold;
+    }
     fsc_allocator_opts_t ao = {*cfg, be, o.capacity, lean ? NULL : sink, &c};
     fsc_allocator_t *a = NULL;
     rc = fsc_allocator_create(&ao, &a, err);
@@ -334,6 +353,8 @@ int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *o
         o = *opts;
     if (o.capacity == 0)
         o.capacity = rs->capacity;
+    else if (o.recorded_capacity == 0)
+        o.recorded_capacity = o.capacity; /* the cap the recording is checked at */
     o.past_oom = 1;
     set_config_text(&out->replay, rs->config);
     fsc_alloc_config_t cfg;

@@ -54,6 +54,7 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
     free(rs->segs);
     free(rs->script_addrs);
     free(rs->script_sizes);
+    free(rs->va_bases);
     free(rs->streams);
     free(rs->config);
     fsc__u64map_free(&rs->live);
@@ -166,8 +167,37 @@ static int note_stream(fsc_request_stream_t *rs, uint64_t stream)
     return 0;
 }
 
+/* The release burst still open: its op when it is the last op pushed. */
+static fsc__wop_t *open_release(fsc_request_stream_t *rs)
+{
+    if (rs->open_release == 0 || rs->open_release != rs->nops)
+        return NULL;
+    return &rs->ops[rs->open_release - 1];
+}
+
+static int add_release(fsc_request_stream_t *rs, const fsc_event_t *ev)
+{
+    fsc__wop_t *r = open_release(rs);
+    if (r == NULL || rs->release_seen_seg) {
+        uint8_t explained = rs->nops > 0 && rs->ops[rs->nops - 1].kind == FSC__WOP_EMPTY;
+        if ((r = push_op(rs, FSC__WOP_RELEASE, rs->cur_reserved)) == NULL)
+            return FSC_ENOMEM;
+        if (explained)
+            r->flags |= FSC__WOP_F_EXPLAINED;
+        rs->open_release = rs->nops;
+        rs->release_seen_seg = 0;
+    }
+    (void)ev;
+    return 0;
+}
+
 static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int recorded_oom)
 {
+    if (recorded_oom) {
+        fsc__wop_t *r = open_release(rs);
+        if (r != NULL && !rs->release_seen_seg)
+            r->flags |= FSC__WOP_F_EXPLAINED; /* the retry before the failure */
+    }
     uint64_t id = rs->nallocs;
     if (FSC__VEC_RESERVE(rs->alloc_addr, rs->cap_allocs, rs->nallocs + 1) != 0 ||
         FSC__VEC_RESERVE(rs->live_req, rs->cap_live_req, rs->nallocs + 1) != 0)
@@ -255,6 +285,16 @@ static int add_segment(fsc_request_stream_t *rs, const fsc_event_t *ev)
     rs->segs[rs->nsegs].size = ev->size;
     rs->nsegs++;
     rs->info.recorded_segments++;
+    if (ev->type == FSC_EV_SEGMENT_MAP) {
+        size_t k = 0;
+        while (k < rs->nva && rs->va_bases[k] != ev->segment)
+            k++;
+        if (k == rs->nva) {
+            if (GROW(rs->va_bases, rs->cap_va, rs->nva + 1) != 0)
+                return FSC_ENOMEM;
+            rs->va_bases[rs->nva++] = ev->segment;
+        }
+    }
     if (ev->type == FSC_EV_SEGMENT_ALLOC) {
         if (FSC__VEC_RESERVE(rs->script_addrs, rs->cap_script, rs->nscript + 1) != 0 ||
             FSC__VEC_RESERVE(rs->script_sizes, rs->cap_script_sizes, rs->nscript + 1) != 0)
@@ -294,21 +334,40 @@ int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_
             rc = FSC_ENOMEM;
         rs->info.markers++;
         break;
-    case FSC_EV_EMPTY_CACHE:
+    case FSC_EV_EMPTY_CACHE: {
+        /* fragscope's allocator writes the event after the releases it
+         * made; they are this call's, replayed by the EMPTY op. */
+        fsc__wop_t *r = open_release(rs);
+        if (r != NULL && !rs->release_seen_seg)
+            r->flags |= FSC__WOP_F_EXPLAINED;
         if (push_op(rs, FSC__WOP_EMPTY, 0) == NULL)
             rc = FSC_ENOMEM;
         rs->info.empty_caches++;
         break;
+    }
     case FSC_EV_SEGMENT_ALLOC:
-    case FSC_EV_SEGMENT_MAP:
+    case FSC_EV_SEGMENT_MAP: {
+        fsc__wop_t *r = open_release(rs);
+        if (r != NULL && !rs->release_seen_seg) {
+            r->stream = ev->size;
+            rs->release_seen_seg = 1;
+        }
         rc = add_segment(rs, ev);
         break;
+    }
     case FSC_EV_SEGMENT_FREE:
     case FSC_EV_SEGMENT_UNMAP:
+        rc = add_release(rs, ev);
         rs->cur_reserved -= ev->size <= rs->cur_reserved ? ev->size : rs->cur_reserved;
         break;
+    case FSC_EV_GC: {
+        fsc__wop_t *r = open_release(rs);
+        if (r != NULL && !rs->release_seen_seg)
+            r->flags |= FSC__WOP_F_EXPLAINED;
+        break;
+    }
     default:
-        break; /* SPLIT, MERGE, GC: the allocator's own doing */
+        break; /* SPLIT, MERGE: the allocator's own doing */
     }
     if (rc != 0)
         return oom_host(err);
@@ -330,12 +389,48 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
     out->ends_at_oom = rs->ends_at_oom;
     out->truncated = rs->truncated || (rs->flags & FSC_TRACE_F_RING) != 0;
     out->run_complete = !out->ends_at_oom && !out->truncated;
+    fsc_alloc_config_t cfg;
+    double gc = fsc_alloc_config_parse(rs->config, &cfg, NULL) == 0
+                    ? cfg.garbage_collection_threshold
+                    : 0.0;
+    uint64_t cap = fsc__wstream_recorded_cap(rs);
+    out->inferred_empty_caches = 0;
+    for (size_t i = 0; i < rs->nops; i++)
+        if (rs->ops[i].kind == FSC__WOP_RELEASE &&
+            fsc__wop_release_is_program(&rs->ops[i], cap, gc))
+            out->inferred_empty_caches++;
     if (rs->info.recorded_ooms > 0 && (rs->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) != 0) {
         out->capacity_lower = rs->info.recorded_peak_reserved;
         out->capacity_upper = rs->oom_upper > out->capacity_lower ? rs->oom_upper
                                                                   : out->capacity_lower + 1;
     }
     return 0;
+}
+
+uint64_t fsc__wstream_recorded_cap(const fsc_request_stream_t *rs)
+{
+    if ((rs->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) == 0 && rs->capacity != 0)
+        return rs->capacity;
+    if (rs->info.recorded_ooms > 0)
+        return rs->info.recorded_peak_reserved;
+    return 0;
+}
+
+int fsc__wop_release_is_program(const fsc__wop_t *op, uint64_t recorded_cap, double gc)
+{
+    if (op->flags & FSC__WOP_F_EXPLAINED)
+        return 0;
+    uint64_t before = op->arg, next_seg = op->stream;
+    if (next_seg != 0 && recorded_cap != 0) {
+        /* The allocator releases inside a request only when the new
+         * segment would not fit under the cap (the OOM retry, and with
+         * max_split_size the release of oversize blocks) or GC is due. */
+        if (before + next_seg > recorded_cap)
+            return 0;
+        if (gc > 0 && (double)before > gc * (double)recorded_cap)
+            return 0;
+    }
+    return 1;
 }
 
 int fsc__wstream_run_complete(const fsc_request_stream_t *rs)

@@ -97,6 +97,10 @@ int fsc_backend_sim_create_scripted(uint64_t capacity, const uint64_t *addrs,
                                     const uint64_t *sizes, size_t n,
                                     fsc_backend_t **out);
 long fsc_backend_sim_script_diverged(const fsc_backend_t *b);
+/* Bases for the sim's address-space reservations (expandable segments),
+ * used in order while each is free; the first that is not ends the script.
+ * Copied. FSC_EINVAL for a backend that is not sim. */
+int fsc_backend_sim_script_va(fsc_backend_t *b, const uint64_t *bases, size_t n);
 
 /* cuda: cudaMalloc/cudaFree, and cuMemCreate/cuMemMap for expandable
  * segments, on the given device. FSC_EUNSUPPORTED when built without CUDA;

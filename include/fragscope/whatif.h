@@ -167,10 +167,16 @@ typedef struct fsc_whatif_opts {
     int threads;       /* fsc_whatif_run / _suggest: 0 = one per online core */
     fsc_whatif_progress_fn progress; /* may be NULL */
     void *progress_ud;
+    /* The cap the recording itself ran under, where the input does not
+     * record it (0 = what the input says or implies). It only decides which
+     * recorded segment releases were the allocator's (an OOM retry under
+     * the cap) and which the program's (empty_cache); fsc_whatif_verify
+     * takes `capacity` for it. */
+    uint64_t recorded_capacity;
 } fsc_whatif_opts_t;
 
 /* A zeroed struct holds the defaults; the macro spells them out. */
-#define FSC_WHATIF_OPTS_DEFAULT {0, 0, 0, NULL, NULL}
+#define FSC_WHATIF_OPTS_DEFAULT {0, 0, 0, NULL, NULL, 0}
 
 /* Replay rs with config string `config` ("" = PyTorch's defaults). A bad
  * config string gives FSC_ECONFIG naming it. An allocation the replay
