@@ -351,7 +351,11 @@ int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *o
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     if (opts != NULL)
         o = *opts;
-    if (o.capacity == 0)
+    fsc_request_stream_info_t info;
+    fsc_request_stream_info(rs, &info);
+    if (o.capacity == 0 && info.capacity_lower != 0)
+        o.capacity = info.capacity_lower; /* the lowest cap the run is consistent with */
+    else if (o.capacity == 0)
         o.capacity = rs->capacity;
     else if (o.recorded_capacity == 0)
         o.recorded_capacity = o.capacity; /* the cap the recording is checked at */

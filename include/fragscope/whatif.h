@@ -209,7 +209,9 @@ typedef struct fsc_whatif_verify {
 } fsc_whatif_verify_t;
 
 /* Replay rs with its own config and capacity (opts->capacity overrides when
- * not 0) and compare with the recording: the sequence of SEGMENT_ALLOC /
+ * not 0; a recording that ran out of memory under a cap it does not record
+ * is replayed at info.capacity_lower, which fails where it failed) and
+ * compare with the recording: the sequence of SEGMENT_ALLOC /
  * SEGMENT_MAP sizes, peak reserved, peak allocated, block addresses. */
 int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
                       fsc_whatif_verify_t *out, fsc_err_t *err);
