@@ -290,7 +290,7 @@ static int add_segment(fsc_request_stream_t *rs, const fsc_event_t *ev)
         while (k < rs->nva && rs->va_bases[k] != ev->segment)
             k++;
         if (k == rs->nva) {
-            if (GROW(rs->va_bases, rs->cap_va, rs->nva + 1) != 0)
+            if (FSC__VEC_RESERVE(rs->va_bases, rs->cap_va, rs->nva + 1) != 0)
                 return FSC_ENOMEM;
             rs->va_bases[rs->nva++] = ev->segment;
         }
