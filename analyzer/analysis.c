@@ -316,6 +316,8 @@ int fsc_analysis_finish(fsc_analysis_t *a, fsc_analysis_summary_t *out)
     if (rc == 0 && sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = fsc__db_err(a, "COMMIT");
     fsc__db_close(a);
+    if (rc == 0 && a->opts.before_commit != NULL)
+        rc = a->opts.before_commit(a->opts.before_commit_ud, a->out.tmp_path, &sum, &a->err);
     if (rc == 0)
         rc = fsc_outfile_commit(&a->out, &a->err);
     if (rc != 0) {

@@ -337,8 +337,11 @@ static int open_file(fsc_recorder_t *r, const char *path, fsc_err_t *err)
     if (rc != 0)
         return rc;
     r->fd = open(of.tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (r->fd < 0)
-        return fsc_err_set(err, FSC_EIO, "%s: cannot create: %s", path, strerror(errno));
+    if (r->fd < 0) {
+        int e = errno;
+        fsc_outfile_abort(&of);
+        return fsc_err_set(err, FSC_EIO, "%s: cannot create: %s", path, strerror(e));
+    }
     uint8_t *hb = NULL;
     size_t hl = 0;
     rc = fsc__header_encode(&r->hdr.h, &hb, &hl);
@@ -355,7 +358,10 @@ static int open_file(fsc_recorder_t *r, const char *path, fsc_err_t *err)
     }
     free(hb);
     r->bytes_written = hl;
-    return fsc_outfile_commit(&of, err);
+    /* The trace carries its real name from its header on (readable after a
+     * kill) and stays locked while open: a second recorder of the same path
+     * is refused instead of writing over this one. */
+    return fsc_outfile_claim(&of, r->fd, err);
 }
 
 static int init_sync(fsc_recorder_t *r)

@@ -65,6 +65,10 @@ typedef struct job {
     fsc_progress_t prog;
     uint64_t events;
     uint64_t capacity; /* --capacity; 0 = the input's */
+    int no_suggest, suggested;
+    size_t suggestions;
+    int run_complete; /* of the request stream the suggestions replayed */
+    char suggest_warning[FSC_ERR_MSG_MAX];
 } job_t;
 
 /* Keep the analysis's message (it names the event) as the job's error. */
@@ -235,42 +239,47 @@ static int run_snapshot(job_t *j)
     return 0;
 }
 
-/* The database is complete and in place; what-if adds the settings that
- * would have avoided its OOMs (in one transaction of its own). A failure
- * here leaves the database as analyzed and is reported as a warning. */
-static void add_suggestions(const char *in_path, const char *db_path, uint64_t capacity)
+/* The database is complete and closed, still under its temporary name
+ * (fsc_analysis_opts_t.before_commit): what-if adds the settings that would
+ * have avoided its OOMs (in one transaction of its own), and only then is
+ * the file renamed into place. A failure to compute them leaves the
+ * database as analyzed and is reported as a warning; a failure to write
+ * them (the output's disk) fails the command like any other write. */
+static int add_suggestions(void *ud, const char *tmp_db, const fsc_analysis_summary_t *sum,
+                           fsc_err_t *out_err)
 {
+    job_t *j = ud;
+    if (j->no_suggest || sum->num_ooms == 0)
+        return 0;
     fsc_err_t err;
     fsc_err_clear(&err);
     fsc_request_stream_t *rs = NULL;
     size_t rows = 0;
     fsc_request_stream_info_t info;
     memset(&info, 0, sizeof info);
-    int rc = fsc_request_stream_load(in_path, &rs, &err);
+    int rc = fsc_request_stream_load(j->in_path, &rs, &err);
+    int loaded = rc == 0;
     if (rc == 0) {
         fsc_request_stream_info(rs, &info);
-        rc = fsc_whatif_fill_db(db_path, rs, capacity, &rows, &err);
+        rc = fsc_whatif_fill_db(tmp_db, rs, j->capacity, &rows, &err);
     }
     fsc_request_stream_destroy(rs);
+    if (rc != 0 && loaded && (rc == FSC_EIO || rc == FSC_ESQLITE))
+        return fsc_err_set(out_err, rc, "%s: cannot write the what-if suggestions: %s",
+                           j->out_path, fsc_err_msg(&err));
     if (rc != 0) {
-        fprintf(stderr, "fragscope: warning: %s: no what-if suggestions: %s\n", db_path,
-                fsc_err_msg(&err));
-        return;
+        snprintf(j->suggest_warning, sizeof j->suggest_warning, "%s", fsc_err_msg(&err));
+        return 0;
     }
-    if (info.run_complete)
-        printf("what-if: %zu setting%s that would have avoided an OOM or needed less memory "
-               "(fragscope report %s)\n", rows, rows == 1 ? "" : "s", db_path);
-    else
-        printf("what-if: %zu setting%s that would have served the request that failed, or "
-               "needed less memory for the part recorded; the recording ends at an OOM and the "
-               "rest of the run was not recorded (fragscope report %s)\n",
-               rows, rows == 1 ? "" : "s", db_path);
+    j->suggested = 1;
+    j->suggestions = rows;
+    j->run_complete = info.run_complete;
+    return 0;
 }
 
 int fsc_cmd_analyze(int argc, char **argv)
 {
     job_t j;
-    int no_suggest = 0;
     memset(&j, 0, sizeof j);
     fsc_analysis_opts_t def = FSC_ANALYSIS_OPTS_DEFAULT;
     j.opts = def;
@@ -281,7 +290,7 @@ int fsc_cmd_analyze(int argc, char **argv)
         } else if (strcmp(a, "--lenient") == 0) {
             j.opts.lenient = 1;
         } else if (strcmp(a, "--no-suggest") == 0) {
-            no_suggest = 1;
+            j.no_suggest = 1;
         } else if (strcmp(a, "--capacity") == 0 && i + 1 < argc) {
             int rc = fsc_cli_size("analyze", a, argv[++i], &j.capacity);
             if (rc != 0)
@@ -308,6 +317,9 @@ int fsc_cmd_analyze(int argc, char **argv)
     if (j.out_path == NULL)
         return fsc_cli_usage_error("analyze", "no output given (-o RUN.db)");
     j.opts.source_path = j.in_path;
+    j.opts.before_commit = add_suggestions;
+    j.opts.before_commit_ud = &j;
+    fsc_outfile_guard_input(j.in_path);
     fsc_progress_init(&j.prog, "analyze");
 
     int kind = fsc_pytorch_detect(j.in_path);
@@ -349,7 +361,17 @@ int fsc_cmd_analyze(int argc, char **argv)
     if (sum.warnings > 0)
         printf("%llu events contradicted the replay and were skipped (see table warnings)\n",
                (unsigned long long)sum.warnings);
-    if (sum.num_ooms > 0 && !no_suggest)
-        add_suggestions(j.in_path, j.out_path, j.capacity);
+    if (j.suggest_warning[0] != '\0')
+        fprintf(stderr, "fragscope: warning: %s: no what-if suggestions: %s\n", j.out_path,
+                j.suggest_warning);
+    else if (j.suggested && j.run_complete)
+        printf("what-if: %zu setting%s that would have avoided an OOM or needed less memory "
+               "(fragscope report %s)\n", j.suggestions, j.suggestions == 1 ? "" : "s",
+               j.out_path);
+    else if (j.suggested)
+        printf("what-if: %zu setting%s that would have served the request that failed, or "
+               "needed less memory for the part recorded; the recording ends at an OOM and the "
+               "rest of the run was not recorded (fragscope report %s)\n",
+               j.suggestions, j.suggestions == 1 ? "" : "s", j.out_path);
     return FSC_EXIT_OK;
 }

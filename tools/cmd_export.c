@@ -48,6 +48,7 @@ int fsc_cmd_export(int argc, char **argv)
         return fsc_cli_usage_error("export", "no output format given (--pytorch-snapshot FILE)");
     fsc_err_t err = {0};
     fsc_export_stats_t st;
+    fsc_outfile_guard_input(in);
     int rc = fsc_pytorch_export(in, out, &st, &err);
     if (rc != 0) {
         fsc_cli_error("%s", fsc_err_msg(&err));

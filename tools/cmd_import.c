@@ -44,7 +44,44 @@ typedef struct import_ctx {
     int rec_failed; /* the recorder, not the snapshot, failed */
     fsc_err_t rec_err;
     uint64_t capacity; /* --capacity; 0 = unknown */
+    uint64_t cut_markers; /* markers longer than a trace holds */
 } import_ctx_t;
+
+/* The recorder writes the temporary file and names it in its messages; the
+ * user knows only the output's name. */
+static const char *user_msg(const char *msg, const char *tmp, const char *out, char *buf,
+                            size_t cap)
+{
+    size_t n = strlen(tmp), k = 0;
+    const char *p = msg;
+    while (*p != '\0' && k + 1 < cap) {
+        if (strncmp(p, tmp, n) == 0) {
+            k += (size_t)snprintf(buf + k, cap - k, "%s", out);
+            if (k >= cap)
+                k = cap - 1;
+            p += n;
+            /* "OUT: OUT: what" reads as "OUT: what" */
+            size_t m = strlen(out);
+            if (k >= 2 * m + 2 && strncmp(buf + k - 2 * m - 2, out, m) == 0 &&
+                strncmp(buf + k - m - 2, ": ", 2) == 0)
+                k -= m + 2;
+        } else {
+            buf[k++] = *p++;
+        }
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+/* Longest prefix of at most max bytes that does not end inside a UTF-8
+ * sequence. */
+static uint32_t utf8_cut(const char *s, uint32_t max)
+{
+    uint32_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
 
 static int on_header(void *ud, const fsc_trace_header_t *hdr)
 {
@@ -76,6 +113,15 @@ static int on_tag(void *ud, uint32_t parent, const char *name, size_t len, uint3
 static int on_event(void *ud, const fsc_event_t *ev)
 {
     import_ctx_t *c = ud;
+    fsc_event_t cut;
+    if (ev->type == FSC_EV_MARKER && ev->text != NULL && ev->text_len > FSC_TRACE_MAX_TEXT) {
+        /* A snapshot's user_defined text may be longer than a trace holds:
+         * kept cut, and the summary says how many were. */
+        cut = *ev;
+        cut.text_len = utf8_cut(ev->text, FSC_TRACE_MAX_TEXT);
+        ev = &cut;
+        c->cut_markers++;
+    }
     int rc = fsc_recorder_write(c->rec, ev);
     if (rc != 0) {
         c->rec_failed = 1;
@@ -179,6 +225,7 @@ int fsc_cmd_import(int argc, char **argv)
 
     fsc_err_t err = {0};
     fsc_outfile_t of;
+    fsc_outfile_guard_input(in);
     if (fsc_outfile_init(&of, out, &err) != 0)
         return fsc_cli_usage_error("import", "%s", fsc_err_msg(&err));
     import_ctx_t c;
@@ -202,7 +249,12 @@ int fsc_cmd_import(int argc, char **argv)
     if (rc != 0) {
         fsc_outfile_abort(&of);
         if (c.rec_failed) {
-            fsc_cli_error("%s: %s", out, fsc_err_msg(&c.rec_err));
+            char buf[FSC_ERR_MSG_MAX + 4096];
+            const char *m = user_msg(fsc_err_msg(&c.rec_err), of.tmp_path, out, buf, sizeof buf);
+            if (strncmp(m, out, strlen(out)) == 0)
+                fsc_cli_error("%s", m);
+            else
+                fsc_cli_error("%s: %s", out, m);
             return FSC_EXIT_FAILURE;
         }
         fsc_cli_error("%s", fsc_err_msg(&err));
@@ -214,5 +266,10 @@ int fsc_cmd_import(int argc, char **argv)
         return FSC_EXIT_FAILURE;
     }
     print_summary(in, out, &st);
+    if (c.cut_markers > 0)
+        printf("  %llu marker%s longer than %u bytes (user_defined entries) kept their first "
+               "%u bytes; 'fragscope analyze' of the snapshot keeps them whole\n",
+               (unsigned long long)c.cut_markers, c.cut_markers == 1 ? "" : "s",
+               FSC_TRACE_MAX_TEXT, FSC_TRACE_MAX_TEXT);
     return FSC_EXIT_OK;
 }

@@ -167,6 +167,7 @@ int fsc_cmd_record(int argc, char **argv)
     if (pid < 0)
         return fsc_cli_error("cannot start '%s': %s", cmd[0], strerror(errno));
     if (pid == 0) {
+        signal(SIGXFSZ, SIG_DFL); /* ignored by fragscope itself (main.c) */
         execvp(cmd[0], cmd);
         fprintf(stderr, "fragscope record: cannot run '%s': %s\n", cmd[0], strerror(errno));
         _exit(127);

@@ -53,6 +53,7 @@ int fsc_cmd_report(int argc, char **argv)
     if (db == NULL)
         return fsc_cli_usage_error("report", "no run database given");
     fsc_err_t err = {0};
+    fsc_outfile_guard_input(db);
     int rc = out ? fsc_report_write_file(db, fmt, out, &err)
                  : fsc_report_write(db, fmt, stdout, &err);
     if (rc != 0) {

@@ -96,6 +96,7 @@ int fsc_cmd_view(int argc, char **argv)
         out = def;
     }
     fsc_err_t err = {0};
+    fsc_outfile_guard_input(db);
     int rc = fsc_view_write_opts(db, out, &opts, &err);
     if (rc != 0) {
         fsc_cli_error("view: %s", fsc_err_msg(&err));

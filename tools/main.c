@@ -1,9 +1,19 @@
 /*
  * main.c — the fragscope command line: dispatch to the subcommands, global
  * help and version. Each subcommand parses its own options.
+ *
+ * What every command shares is settled here, once: an interrupting signal
+ * (SIGINT, SIGTERM, SIGHUP) removes the temporaries of outputs not yet in
+ * place and exits 128+N with one line; SIGXFSZ is ignored, so that a
+ * file-size limit is an EFBIG write error that the writers report like a
+ * full disk; and standard output is flushed and checked at the end, so that
+ * a result that could not be written is exit 3, not 0.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -46,7 +56,66 @@ static void print_help(FILE *out)
             "Exit codes: 0 success, 1 a check failed, 2 bad input or usage, 3 other failure.\n");
 }
 
-int main(int argc, char **argv)
+static const char *g_cmd = "";
+
+/* Async-signal-safe: write and _exit only, the message built by hand. */
+static void on_interrupt(int sig)
+{
+    const char *out = fsc_outfile_remove_all();
+    char buf[1024];
+    size_t n = 0;
+    const char *parts[8] = {"fragscope", g_cmd[0] ? " " : "", g_cmd, ": interrupted by ",
+                            sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP",
+                            out ? "; not written: " : "", out ? out : "", "\n"};
+    for (size_t i = 0; i < 8; i++)
+        for (const char *p = parts[i]; *p != '\0' && n < sizeof buf - 2; p++)
+            buf[n++] = *p;
+    if (n > 0 && buf[n - 1] != '\n')
+        buf[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, buf, n);
+    (void)w;
+    _exit(128 + sig);
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGHUP);
+    static const int k_sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof k_sigs / sizeof k_sigs[0]; i++) {
+        struct sigaction old;
+        /* A signal ignored by whoever started us (nohup, a background job)
+         * stays ignored. */
+        if (sigaction(k_sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction(k_sigs[i], &sa, NULL);
+    }
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+/* The command's status, or 3 when what it printed did not all reach
+ * standard output (a full disk, a closed descriptor). */
+static int check_stdout(int rc)
+{
+    errno = 0;
+    int bad = fflush(stdout) != 0;
+    int e = errno;
+    if (!bad && !ferror(stdout))
+        return rc;
+    if (rc == FSC_EXIT_OK || rc == FSC_EXIT_CHECK_FAILED) {
+        fprintf(stderr, "fragscope%s%s: cannot write standard output: %s\n", g_cmd[0] ? " " : "",
+                g_cmd, e ? strerror(e) : "write error");
+        return FSC_EXIT_FAILURE;
+    }
+    return rc;
+}
+
+static int run(int argc, char **argv)
 {
     if (argc < 2) {
         print_help(stderr);
@@ -83,5 +152,12 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--") == 0)
             break;
     }
+    g_cmd = c->name;
     return c->run(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+    install_signals();
+    return check_stdout(run(argc, argv));
 }

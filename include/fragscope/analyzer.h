@@ -54,6 +54,8 @@ const char *fsc_oom_cause_name(int cause);
 
 typedef struct fsc_analysis fsc_analysis_t;
 
+struct fsc_analysis_summary;
+
 typedef struct fsc_analysis_opts {
     /* 0: an event that contradicts the replayed state (ALLOC of a block that
      * is not free, FREE of an unknown block, overlapping segments, SPLIT of a
@@ -67,9 +69,18 @@ typedef struct fsc_analysis_opts {
     uint32_t timeline_samples; /* most rows in table timeline; 0 = 2000 */
     const char *source_path;   /* meta.source_path; NULL = "" */
     const char *source_kind;   /* meta.source_kind; NULL = "api" */
+    /* Called by fsc_analysis_finish once the database is complete and
+     * closed, with its temporary name, before it is fsynced and renamed
+     * into place: what a caller derives from the finished database (the
+     * what-if suggestions) goes into the same file, which appears complete
+     * or not at all; sum is what finish will return. A negative return
+     * fails the finish and nothing is put in place. NULL = none. */
+    int (*before_commit)(void *ud, const char *tmp_db_path,
+                         const struct fsc_analysis_summary *sum, fsc_err_t *err);
+    void *before_commit_ud;
 } fsc_analysis_opts_t;
 
-#define FSC_ANALYSIS_OPTS_DEFAULT {0, 0, NULL, NULL}
+#define FSC_ANALYSIS_OPTS_DEFAULT {0, 0, NULL, NULL, NULL, NULL}
 
 /* Headline figures, also stored in table summary. */
 typedef struct fsc_analysis_summary {

@@ -93,20 +93,44 @@ char *fsc_size_format(uint64_t bytes, char *buf, size_t cap);
 
 /* ---- output files ------------------------------------------------------ */
 
-/* Every output file is written under a temporary name in the same directory
- * and renamed over the final path only when complete, so a failure never
- * leaves a half-written file. */
+/* Every output file is written under a temporary name in the same directory,
+ * fsynced, and renamed over the final path only when complete, so a failure
+ * or a signal never leaves a half-written file and never removes the old
+ * one (common/outfile.c says how). */
 typedef struct fsc_outfile {
     char path[4096];     /* final path */
     char tmp_path[4096]; /* "<path>.tmp.<pid>" */
+    int slot;            /* place in the table of live temporaries; 0 = none */
 } fsc_outfile_t;
 
-/* Fill o with the final and temporary names (does not create anything). */
+/* Fill o with the final and temporary names (does not create anything) and
+ * list the temporary for fsc_outfile_remove_all. FSC_EUSAGE when path is the
+ * same file as an input given to fsc_outfile_guard_input. */
 int fsc_outfile_init(fsc_outfile_t *o, const char *path, fsc_err_t *err);
-/* Rename the temporary file over the final path. */
+/* fsync the temporary file, rename it over the final path, fsync the
+ * directory. On failure the temporary is removed. */
 int fsc_outfile_commit(fsc_outfile_t *o, fsc_err_t *err);
 /* Remove the temporary file if it exists. */
 void fsc_outfile_abort(fsc_outfile_t *o);
+/* For a recording, whose file must carry its real name while it is being
+ * written: fd is the open temporary, holding a complete header. Takes an
+ * exclusive flock on it and puts it under the final path, unless a live
+ * recorder holds the file there (FSC_EBUSY, with a message that says so).
+ * The lock lasts as long as fd stays open. */
+int fsc_outfile_claim(fsc_outfile_t *o, int fd, fsc_err_t *err);
+
+/* Remember an input of this process by identity (device and inode): no
+ * output may then be that file, under whatever name. A path that cannot be
+ * stat'ed is ignored (its reader reports it). */
+int fsc_outfile_guard_input(const char *path);
+/* Forget every input given to fsc_outfile_guard_input. */
+void fsc_outfile_guard_clear(void);
+/* FSC_EUSAGE, with a message naming both, when path is a guarded input. */
+int fsc_outfile_check(const char *path, fsc_err_t *err);
+/* Remove every temporary not yet committed or aborted, and return the final
+ * path of one of them (NULL when none). Async-signal-safe: for the handler
+ * of an interrupting signal. */
+const char *fsc_outfile_remove_all(void);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t fsc_now_ns(void);

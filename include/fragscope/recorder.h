@@ -98,10 +98,14 @@ const char *fsc_recorder_last_error(const fsc_recorder_t *r);
  * event: its chunk has been written (write(2)) when the sink returns.
  * Errors (invalid type, out of memory) are kept for fsc_recorder_close. */
 void fsc_recorder_sink(void *ud, const fsc_event_t *ev);
+/* Most bytes of a MARKER's text that a trace holds (the sink cuts longer
+ * text; fsc_recorder_write refuses it). */
+#define FSC_TRACE_MAX_TEXT (1u << 16)
+
 /* Append one event as given (tag, time and thread taken from ev; tag must
  * be 0 or a node from fsc_recorder_tag_node). For producers that know their
  * tags (the importer). FSC_EINVAL for an invalid type, an undefined tag or
- * marker text over 64 KiB; FSC_ESTATE after close. */
+ * marker text over FSC_TRACE_MAX_TEXT; FSC_ESTATE after close. */
 int fsc_recorder_write(fsc_recorder_t *r, const fsc_event_t *ev);
 
 /* Tag nodes for producers that build their own tree (the importer): returns

@@ -148,6 +148,21 @@ static void reserved_add(fsc__pmodel_t *m, uint64_t n)
         m->peak_reserved = m->reserved;
 }
 
+/* A live segment other than self that overlaps [lo, hi), or NULL. The
+ * analyzer refuses a trace whose segments overlap (replay_segments.c), so
+ * neither the import nor the export lets one through. A linear scan, like
+ * fsc__pm_segment_at: segments are few. */
+static const fsc__pseg_t *overlapping(const fsc__pmodel_t *m, uint64_t lo, uint64_t hi,
+                                      const fsc__pseg_t *self)
+{
+    for (const fsc__pseg_t *s = m->segs; s != NULL; s = s->hh.next) {
+        uint64_t end = s->expandable ? s->end : s->base + s->size;
+        if (s != self && s->base < hi && lo < end)
+            return s;
+    }
+    return NULL;
+}
+
 int fsc__pm_segment_alloc(fsc__pmodel_t *m, uint64_t base, uint64_t size, uint64_t stream,
                           fsc_pool_t pool)
 {
@@ -157,6 +172,10 @@ int fsc__pm_segment_alloc(fsc__pmodel_t *m, uint64_t base, uint64_t size, uint64
         return fsc_err_set(m->err, FSC_ESTATE, "segment wraps around the address space");
     if (fsc__pm_segment(m, base) != NULL)
         return fsc_err_set(m->err, FSC_ESTATE, "a live segment already starts there");
+    const fsc__pseg_t *o = overlapping(m, base, base + size, NULL);
+    if (o != NULL)
+        return fsc_err_set(m->err, FSC_ESTATE, "overlaps the segment at 0x%llx",
+                           (unsigned long long)o->base);
     fsc__pseg_t *s = calloc(1, sizeof *s);
     if (s == NULL)
         return fsc_err_set(m->err, FSC_ENOMEM, "out of memory");
@@ -202,6 +221,10 @@ int fsc__pm_map(fsc__pmodel_t *m, uint64_t base, uint64_t addr, uint64_t size,
     fsc__pseg_t *s = fsc__pm_segment(m, base);
     if (s != NULL && !s->expandable)
         return fsc_err_set(m->err, FSC_ESTATE, "maps pages into a segment that is not expandable");
+    const fsc__pseg_t *o = overlapping(m, s != NULL ? addr : base, addr + size, s);
+    if (o != NULL)
+        return fsc_err_set(m->err, FSC_ESTATE, "overlaps the segment at 0x%llx",
+                           (unsigned long long)o->base);
     fsc__pblock_t *after = NULL;
     if (s != NULL) {
         for (fsc__pblock_t *b = s->first; b != NULL; b = b->next) {

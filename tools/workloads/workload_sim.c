@@ -80,8 +80,8 @@ static void op_mark(void *ud, const char *text)
     c->step++;
 }
 
-static int open_recorder(const fsc_sim_opts_t *o, sim_ctx_t *c, fsc_outfile_t *of,
-                         const char *backend, fsc_err_t *err)
+static int open_recorder(const fsc_sim_opts_t *o, sim_ctx_t *c, const char *backend,
+                         fsc_err_t *err)
 {
     char producer[96];
     snprintf(producer, sizeof producer, "fragscope %s %s", FSC_VERSION_STRING,
@@ -97,14 +97,12 @@ static int open_recorder(const fsc_sim_opts_t *o, sim_ctx_t *c, fsc_outfile_t *o
     hdr.pid = (uint32_t)getpid();
     hdr.rank = -1;
     if (o->output != NULL) {
-        int rc = fsc_outfile_init(of, o->output, err);
-        if (rc != 0)
-            return rc;
+        /* A trace is a recording, like one made through FRAGSCOPE_TRACE:
+         * it carries its real name from the start, so that what reached the
+         * disk before a kill or a write error stays readable. */
         fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
-        rc = fsc_recorder_open(of->tmp_path, &hdr, &ro, &c->rec, err);
-        if (rc != 0)
-            fsc_outfile_abort(of);
-        return rc;
+        ro.install_signal_handlers = 1;
+        return fsc_recorder_open(o->output, &hdr, &ro, &c->rec, err);
     }
     if (o->use_env)
         return fsc_recorder_from_env(&hdr, &c->rec, err);
@@ -139,9 +137,7 @@ int fsc_sim_run(const fsc_sim_opts_t *o, fsc_sim_result_t *res, fsc_err_t *err)
     memset(&c, 0, sizeof c);
     c.res = res;
     c.o = o;
-    fsc_outfile_t of;
-    memset(&of, 0, sizeof of);
-    rc = open_recorder(o, &c, &of, res->backend, err);
+    rc = open_recorder(o, &c, res->backend, err);
     if (rc != 0) {
         fsc_backend_destroy(be);
         return rc;
@@ -176,14 +172,15 @@ int fsc_sim_run(const fsc_sim_opts_t *o, fsc_sim_result_t *res, fsc_err_t *err)
      * segments, which is not part of the run. */
     c.closed = 1;
     if (c.rec != NULL && o->output != NULL) {
-        int crc = fsc_recorder_close(c.rec);
+        /* The recorder's own message names the file and the system error. */
+        int crc = fsc_recorder_flush(c.rec);
+        if (crc != 0 && rc == 0)
+            rc = fsc_err_set(err, crc, "%s; the trace keeps the events written before",
+                             fsc_recorder_last_error(c.rec));
+        crc = fsc_recorder_close(c.rec);
         if (crc != 0 && rc == 0)
             rc = fsc_err_set(err, crc, "writing %s: %s", o->output, fsc_strerror(crc));
         c.rec = NULL;
-        if (rc == 0)
-            rc = fsc_outfile_commit(&of, err);
-        else
-            fsc_outfile_abort(&of);
         if (rc == 0)
             res->trace = o->output;
     } else if (c.rec != NULL) {
