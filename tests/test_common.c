@@ -2,8 +2,11 @@
  * test_common.c — the common base: size parsing and formatting, the error
  * model, output files.
  */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fragscope/common.h"
 #include "fragscope/events.h"
@@ -109,6 +112,100 @@ static void test_outfile_commit_and_abort(void)
     CU_ASSERT_EQUAL(fsc_outfile_init(&o2, "", &e), FSC_EINVAL);
 }
 
+/* An input is recognised by identity under every name; others pass. */
+static void test_outfile_guards_inputs(void)
+{
+    fsc_err_t e;
+    const char *in = fsc_test_path("guarded.in");
+    FILE *f = fopen(in, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("input", f);
+    fclose(f);
+    char hard[1100], sym[1100];
+    snprintf(hard, sizeof hard, "%s.hard", in);
+    snprintf(sym, sizeof sym, "%s.sym", in);
+    unlink(hard);
+    unlink(sym);
+    CU_ASSERT_EQUAL_FATAL(link(in, hard), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink(in, sym), 0);
+    fsc_outfile_t o;
+    CU_ASSERT_EQUAL(fsc_outfile_init(&o, in, &e), 0); /* not guarded yet */
+    fsc_outfile_abort(&o);
+    CU_ASSERT_EQUAL(fsc_outfile_guard_input(in), 0);
+    CU_ASSERT_EQUAL(fsc_outfile_init(&o, in, &e), FSC_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "the output is the input"));
+    CU_ASSERT_EQUAL(fsc_outfile_init(&o, hard, &e), FSC_EUSAGE);
+    CU_ASSERT_EQUAL(fsc_outfile_init(&o, sym, &e), FSC_EUSAGE);
+    CU_ASSERT_EQUAL(fsc_outfile_check(fsc_test_path("other.out"), &e), 0);
+    CU_ASSERT_EQUAL(fsc_outfile_guard_input(fsc_test_path("does-not-exist")), 0);
+    fsc_outfile_guard_clear();
+    CU_ASSERT_EQUAL(fsc_outfile_check(in, &e), 0);
+}
+
+/* What an interrupting signal's handler calls: every live temporary goes,
+ * committed outputs stay. */
+static void test_outfile_remove_all(void)
+{
+    fsc_err_t e;
+    fsc_outfile_t a, b, c;
+    CU_ASSERT_EQUAL_FATAL(fsc_outfile_init(&a, fsc_test_path("ra.out"), &e), 0);
+    CU_ASSERT_EQUAL_FATAL(fsc_outfile_init(&b, fsc_test_path("rb.out"), &e), 0);
+    CU_ASSERT_EQUAL_FATAL(fsc_outfile_init(&c, fsc_test_path("rc.out"), &e), 0);
+    const fsc_outfile_t *all[] = {&a, &b, &c};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(all[i]->tmp_path, "w");
+        fputs("x", f);
+        fclose(f);
+    }
+    CU_ASSERT_EQUAL(fsc_outfile_commit(&b, &e), 0);
+    const char *first = fsc_outfile_remove_all();
+    CU_ASSERT_PTR_NOT_NULL(first);
+    CU_ASSERT_FALSE(fsc_test_file_exists(a.tmp_path));
+    CU_ASSERT_FALSE(fsc_test_file_exists(c.tmp_path));
+    CU_ASSERT_TRUE(fsc_test_file_exists(b.path));
+    CU_ASSERT_PTR_NULL(fsc_outfile_remove_all()); /* nothing left */
+    fsc_outfile_abort(&a);
+    fsc_outfile_abort(&c);
+}
+
+/* A recording's file under its name at once, and only one writer. */
+static void test_outfile_claim(void)
+{
+    fsc_err_t e;
+    const char *p = fsc_test_path("claimed.rec");
+    fsc_outfile_t o1, o2, o3;
+    CU_ASSERT_EQUAL_FATAL(fsc_outfile_init(&o1, p, &e), 0);
+    int fd1 = open(o1.tmp_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CU_ASSERT_TRUE_FATAL(fd1 >= 0);
+    CU_ASSERT_EQUAL(write(fd1, "one", 3), 3);
+    CU_ASSERT_EQUAL_FATAL(fsc_outfile_claim(&o1, fd1, &e), 0);
+    CU_ASSERT_TRUE(fsc_test_file_exists(p));
+    CU_ASSERT_FALSE(fsc_test_file_exists(o1.tmp_path));
+
+    CU_ASSERT_EQUAL_FATAL(fsc_outfile_init(&o2, p, &e), 0);
+    int fd2 = open(o2.tmp_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CU_ASSERT_TRUE_FATAL(fd2 >= 0);
+    CU_ASSERT_EQUAL(fsc_outfile_claim(&o2, fd2, &e), FSC_EBUSY);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "another process is recording"));
+    CU_ASSERT_FALSE(fsc_test_file_exists(o2.tmp_path));
+    close(fd2);
+    size_t n = 0;
+    char *txt = fsc_test_slurp(p, &n);
+    CU_ASSERT_TRUE(txt != NULL && n == 3 && memcmp(txt, "one", 3) == 0);
+    free(txt);
+
+    /* once the first writer is gone, the path is free again */
+    close(fd1);
+    CU_ASSERT_EQUAL_FATAL(fsc_outfile_init(&o3, p, &e), 0);
+    int fd3 = open(o3.tmp_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CU_ASSERT_EQUAL(write(fd3, "three", 5), 5);
+    CU_ASSERT_EQUAL(fsc_outfile_claim(&o3, fd3, &e), 0);
+    close(fd3);
+    txt = fsc_test_slurp(p, &n);
+    CU_ASSERT_TRUE(txt != NULL && n == 5 && memcmp(txt, "three", 5) == 0);
+    free(txt);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"size_parse_units", test_size_parse_units},
     {"size_parse_rejects", test_size_parse_rejects},
@@ -116,6 +213,9 @@ static const fsc_test_case_t k_tests[] = {
     {"error_model", test_error_model},
     {"event_names", test_event_names},
     {"outfile_commit_and_abort", test_outfile_commit_and_abort},
+    {"outfile_guards_inputs", test_outfile_guards_inputs},
+    {"outfile_remove_all", test_outfile_remove_all},
+    {"outfile_claim", test_outfile_claim},
     {NULL, NULL},
 };
 

@@ -59,6 +59,13 @@ int fsc_cmd_export(int argc, char **argv)
     if (st.annotations)
         printf(", %llu annotations", (unsigned long long)st.annotations);
     printf("\n");
+    if (st.ring)
+        fprintf(stderr,
+                "fragscope export: note: %s is a ring-mode trace (only the events before each "
+                "write were kept): the history holds the %llu kept events, %llu of them on "
+                "blocks or segments the kept events do not show, and 'segments' only the "
+                "layout they show\n",
+                in, (unsigned long long)st.integrity.events, (unsigned long long)st.untracked);
     if (!st.integrity.clean_close)
         fprintf(stderr,
                 "fragscope export: warning: %s was not closed cleanly; %llu bytes after its "

@@ -56,6 +56,12 @@ int fsc_cmd_report(int argc, char **argv)
     fsc_outfile_guard_input(db);
     int rc = out ? fsc_report_write_file(db, fmt, out, &err)
                  : fsc_report_write(db, fmt, stdout, &err);
+    if (rc != 0 && out == NULL && rc == FSC_EIO && ferror(stdout)) {
+        const char *m = fsc_err_msg(&err), *why = strstr(m, ": ");
+        fprintf(stderr, "fragscope report: cannot write standard output: %s\n",
+                why ? why + 2 : m);
+        return FSC_EXIT_FAILURE;
+    }
     if (rc != 0) {
         fsc_cli_error("%s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);

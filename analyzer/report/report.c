@@ -5,6 +5,7 @@
  * model first so the three printers say the same things.
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,8 +472,9 @@ int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out, fs
         } else {
             print_text(r, out);
         }
-        if (rc == 0 && ferror(out))
-            rc = fsc_err_set(err, FSC_EIO, "cannot write the report");
+        if (rc == 0 && (fflush(out) != 0 || ferror(out)))
+            rc = fsc_err_set(err, FSC_EIO, "cannot write the report: %s",
+                             errno ? strerror(errno) : "write error");
     }
     fsc__report_free(r);
     free(r);
@@ -487,8 +489,11 @@ int fsc_report_write_file(const char *db_path, fsc_report_format_t fmt, const ch
     if (rc != 0)
         return rc;
     FILE *f = fopen(o.tmp_path, "w");
-    if (f == NULL)
-        return fsc_err_set(err, FSC_EIO, "%s: cannot create", out_path);
+    if (f == NULL) {
+        rc = fsc_err_set(err, FSC_EIO, "%s: cannot create: %s", out_path, strerror(errno));
+        fsc_outfile_abort(&o);
+        return rc;
+    }
     rc = fsc_report_write(db_path, fmt, f, err);
     if (fclose(f) != 0 && rc == 0)
         rc = fsc_err_set(err, FSC_EIO, "%s: cannot write", out_path);

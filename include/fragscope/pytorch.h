@@ -104,6 +104,13 @@ typedef struct fsc_export_stats {
     uint64_t entries;     /* history entries written */
     uint64_t segments;    /* segments in the final layout */
     uint64_t annotations; /* external annotations written */
+    int ring;             /* the trace is a ring-mode recording (header flag
+                             FSC_TRACE_F_RING): it keeps only the events
+                             before each write, so it starts mid-run and has
+                             gaps */
+    uint64_t untracked;   /* ring trace: events written to the history whose
+                             block or segment the kept events do not show;
+                             'segments' holds only the layout they show */
     fsc_trace_integrity_t integrity; /* of the trace read (a cut trace exports
                                         what it holds) */
 } fsc_export_stats_t;
@@ -116,7 +123,10 @@ typedef struct fsc_export_stats {
  * config). Tag paths become frames (innermost first): a tag named
  * "file:line:function" becomes that frame, any other tag a frame with
  * filename "" line 0 (which imports back as the plain tag). START/END
- * markers become 'external_annotations'. stats may be NULL. */
+ * markers become 'external_annotations'. A ring-mode trace is exported as
+ * it was kept (PyTorch's own history is a ring too): every kept event is a
+ * history entry, and events the kept ones cannot place are counted in
+ * stats->untracked instead of failing the export. stats may be NULL. */
 int fsc_pytorch_export(const char *trace_path, const char *out_path,
                        fsc_export_stats_t *stats, fsc_err_t *err);
 

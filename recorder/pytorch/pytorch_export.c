@@ -385,13 +385,21 @@ static int export_body(exp_t *x, fsc_export_stats_t *st)
      * reader rebuild it again. */
     int in_history = (h->flags & FSC_TRACE_F_RECONSTRUCTED) == 0;
     size_t mlen = strlen(FSC__HISTORY_MARKER);
+    /* A ring trace starts mid-run and skips what happened between its
+     * writes: an event whose block or segment it does not show is still
+     * history, it only cannot move the final layout. */
+    st->ring = (h->flags & FSC_TRACE_F_RING) != 0;
     while ((rc = fsc_trace_next(x->r, &ev)) == 1) {
         n++;
         fsc_err_clear(&x->merr);
-        if (track(x, &ev) != 0)
-            return fsc_err_set(x->err, FSC_ESTATE, "%s: event %llu (%s at 0x%llx): %s",
-                               x->path, (unsigned long long)n, fsc_event_type_name(ev.type),
-                               (unsigned long long)ev.addr, x->merr.msg);
+        if (track(x, &ev) != 0) {
+            if (!st->ring || x->merr.code == FSC_ENOMEM)
+                return fsc_err_set(x->err, x->merr.code == FSC_ENOMEM ? FSC_ENOMEM : FSC_ESTATE,
+                                   "%s: event %llu (%s at 0x%llx): %s", x->path,
+                                   (unsigned long long)n, fsc_event_type_name(ev.type),
+                                   (unsigned long long)ev.addr, x->merr.msg);
+            st->untracked++;
+        }
         if (ev.type == FSC_EV_MARKER && ev.text_len == mlen &&
             memcmp(ev.text, FSC__HISTORY_MARKER, mlen) == 0)
             in_history = 1;
