@@ -25,8 +25,7 @@ from setuptools.dist import Distribution
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.environ.get("FRAGSCOPE_SOURCE_DIR") or os.path.dirname(HERE))
-SHIM_CANDIDATES = ["tools/torch/fragscope_torch.py", "torch/fragscope_torch.py",
-                   "shim/fragscope_torch.py"]
+SKIP_DIRS = {"python", "tests", "bench", "fuzz", "docs", "sample_traces"}
 
 
 def project_version():
@@ -40,11 +39,18 @@ def project_version():
 
 
 def shim_source():
-    for rel in SHIM_CANDIDATES:
-        path = os.path.join(ROOT, rel)
-        if os.path.isfile(path):
-            return path
-    sys.exit("fragscope: fragscope_torch.py not found under %s" % ROOT)
+    """The shim's one source (tools/torch/fragscope_torch.py today), found
+    wherever it lives in the tree, build folders and this package aside."""
+    found = []
+    for top, dirs, files in os.walk(ROOT):
+        depth = os.path.relpath(top, ROOT).count(os.sep)
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "build")) and
+                         not (top == ROOT and d in SKIP_DIRS) and depth < 3)
+        if "fragscope_torch.py" in files:
+            found.append(os.path.join(top, "fragscope_torch.py"))
+    if len(found) != 1:
+        sys.exit("fragscope: expected one fragscope_torch.py under %s, found %s" % (ROOT, found or "none"))
+    return found[0]
 
 
 def run(cmd):

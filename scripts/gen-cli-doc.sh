@@ -17,8 +17,12 @@ bin=${bin:-build/fragscope}
 commands() { "$bin" --help | awk '/^commands:/{f=1;next} f && NF==0{f=0} f{print $1}'; }
 
 # Help text as roff, kept as preformatted lines: escape backslashes and
-# hyphens, and keep a line that starts with . or ' from reading as a request.
-roff() { sed -e 's/\\/\\e/g' -e 's/-/\\-/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"; }
+# hyphens, keep a line that starts with . or ' from reading as a request,
+# and write characters beyond ASCII as groff's \[uXXXX].
+roff() {
+  sed -e 's/\\/\\e/g' -e 's/-/\\-/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" |
+    perl -CS -pe 's/([^\x00-\x7f])/sprintf("\\[u%04X]", ord($1))/ge'
+}
 
 if [ -n "$man" ]; then
   version=$("$bin" --version | awk '{print $2}')

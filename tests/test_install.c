@@ -77,7 +77,9 @@ static void test_man_page(void)
 {
     if (!step("man"))
         return;
+    /* Every command has its section, and every help line reads as printed. */
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "man page: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, " help lines\n"));
 }
 
 static void test_debian_package(void)

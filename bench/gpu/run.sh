@@ -42,7 +42,7 @@ task_cuda_tests() {
 
 task_bench_alloc() {
   local TP; TP=$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))')
-  g++ -O2 -std=c++17 bench/gpu/bench_vs_torch.cpp -Iinclude -I"$TP/include" \
+  g++ -O2 -std=c++17 bench/gpu/bench_vs_torch.cpp -Iinclude -I"$B/build/include" -I"$TP/include" \
     -I"$TP/include/torch/csrc/api/include" -I/usr/local/cuda/include \
     "$B/build/allocator/libfsc_allocator.a" "$B/build/common/libfsc_common.a" \
     -L"$TP/lib" -lc10_cuda -lc10 -L/usr/local/cuda/lib64 -lcudart -L/usr/local/cuda/lib64/stubs -lcuda \

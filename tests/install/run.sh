@@ -91,7 +91,15 @@ man)
     grep -qx ".SS fragscope $cmd" "$page" || { echo "man page lacks fragscope $cmd"; exit 1; }
     n=$((n + 1))
   done
-  echo "man page: $n commands"
+  # Rendered, the page holds every line of every help text as it is.
+  groff -man -Tutf8 -rLL=300n -P-c -P-b -P-u "$page" 2>/dev/null | sed 's/^       //' > "$tmp/man.txt"
+  lines=0
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    grep -qxF -- "$line" "$tmp/man.txt" || { echo "man page lacks help line: $line"; exit 1; }
+    lines=$((lines + 1))
+  done < <("$build/fragscope" --help; for cmd in $("$build/fragscope" --help | awk '/^commands:/{f=1;next} f && NF==0{f=0} f{print $1}'); do "$build/fragscope" help "$cmd"; done)
+  echo "man page: $n commands, all $lines help lines"
   ;;
 deb)
   need cpack dpkg-deb dpkg-shlibdeps pkg-config cc
