@@ -145,29 +145,56 @@
         if (end[k] < x0 || B.a[k] > x1) continue;
         var st = steps[k], y0 = Y(0), h = y0 - Y(B.size[k]);
         g.fillStyle = PALETTE[k % PALETTE.length];
+        /* Steps narrower than half a pixel are drawn as part of the next one. */
+        var from = null;
         for (var p = 0; p < st.length; p += 2) {
-          var xa = X(Math.max(st[p], x0)), xb = X(Math.min(p + 2 < st.length ? st[p + 2] : end[k], x1));
+          var last = p + 2 >= st.length;
+          var xa = X(Math.max(st[p], x0)), xb = X(Math.min(last ? end[k] : st[p + 2], x1));
+          if (from !== null) xa = from;
           if (xb <= xa) continue;
+          if (!last && xb - xa < 0.5) { from = xa; continue; }
+          from = null;
           var yt = Y(st[p + 1] + B.size[k]);
           g.fillRect(xa, yt, Math.max(0.5, xb - xa), Math.max(0.5, h - 0.4));
         }
       }
-      /* the summed bands, on top */
+      /* the summed bands, on top: one polygon each, stepping at every
+       * sample and at every change of the band allocations below */
       if (S.length) {
         var bounds = xs.filter(function (x, q) { return (q === 0 || x !== xs[q - 1]) && x <= x1; });
+        var px = [], base = [], vals = [];
         for (var q = 0; q < bounds.length; q++) {
           var xa2 = bounds[q], xb2 = q + 1 < bounds.length ? bounds[q + 1] : Math.min(x1, E);
           if (xb2 < x0) continue;
           var j = fsc.lowerBound(S, xa2 + 0.5) - 1;
-          if (j < 0) continue;
-          var base = topAt(xa2), pa = X(Math.max(xa2, x0)), pb = X(Math.min(xb2, x1));
-          for (var a = 0; a < AG.length; a++) {
-            var v = AG[a].v[j];
-            if (v <= 0) continue;
-            g.fillStyle = AGG_COLORS[a % AGG_COLORS.length];
-            g.fillRect(pa, Y(base + v), Math.max(0.5, pb - pa), Y(base) - Y(base + v));
-            base += v;
+          var pa = X(Math.max(xa2, x0)), pb = X(Math.min(xb2, x1)), m = vals.length - 1;
+          if (m >= 0 && pa - px[2 * m] < 0.5) {
+            /* within half a pixel of the previous interval: one interval, the later values */
+            px[2 * m + 1] = pb; base[m] = topAt(xa2); vals[m] = j;
+            continue;
           }
+          px.push(pa, pb);
+          base.push(topAt(xa2));
+          vals.push(j);
+        }
+        var lower = base.slice();
+        for (var a = 0; a < AG.length; a++) {
+          var v = AG[a].v, upper = lower.map(function (b, q) { return vals[q] >= 0 ? b + v[vals[q]] : b; });
+          g.fillStyle = AGG_COLORS[a % AGG_COLORS.length];
+          g.beginPath();
+          for (q = 0; q < upper.length; q++) {
+            var yu = Y(upper[q]);
+            if (q === 0) g.moveTo(px[0], yu); else g.lineTo(px[2 * q], yu);
+            g.lineTo(px[2 * q + 1], yu);
+          }
+          for (q = lower.length - 1; q >= 0; q--) {
+            var yl = Y(lower[q]);
+            g.lineTo(px[2 * q + 1], yl);
+            g.lineTo(px[2 * q], yl);
+          }
+          g.closePath();
+          g.fill();
+          lower = upper;
         }
       }
       /* steps and OOMs */

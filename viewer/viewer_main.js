@@ -9,10 +9,14 @@
  */
 (function (fsc) {
   'use strict';
+  var costs = [];
   function guarded(name, fn) {
+    var t0 = window.performance ? performance.now() : 0;
     try { return fn(); } catch (e) {
       window.fscNoteError(name + ': ' + (e && e.stack ? e.stack : String(e)));
       return null;
+    } finally {
+      if (window.performance) costs.push(name + ' ' + (performance.now() - t0).toFixed(1));
     }
   }
   var state = guarded('state view', function () { return new fsc.StateView(); });
@@ -74,5 +78,15 @@
   fsc.stacks = stacks;
   window.addEventListener('hashchange', function () { guarded('anchor', function () { fsc.route(location.hash); }); });
   guarded('anchor', function () { fsc.route(location.hash); });
+  /* Milliseconds from the start of navigation until everything is drawn
+   * (bench/bench_viewer.sh reads it). */
+  if (window.performance && performance.now) {
+    document.body.setAttribute('data-render-ms', performance.now().toFixed(1));
+    document.body.setAttribute('data-part-ms', costs.join('; '));
+    /* and until the first frame with all of it laid out and painted */
+    if (window.requestAnimationFrame) window.requestAnimationFrame(function () {
+      document.body.setAttribute('data-frame-ms', performance.now().toFixed(1));
+    });
+  }
   document.body.setAttribute('data-rendered', 'yes');
 })(window.fsc);
