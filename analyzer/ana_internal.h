@@ -88,6 +88,9 @@ typedef struct fsc__bucket {
     uint64_t alloc_min, alloc_max, alloc_max_seq;
     uint64_t res_min, res_max, res_max_seq;
     uint64_t resunalloc_max;
+    double ext_max;       /* largest external fragmentation at a step boundary */
+    uint64_t ext_max_seq; /* its event */
+    int has_ext;
     fsc__frag_sample_t frag;
     uint64_t n; /* events in it */
 } fsc__bucket_t;

@@ -8,7 +8,10 @@
  * pairwise and the width doubles, so the row count stays between half the bound and the
  * bound. Besides the figures after its last event, a bucket keeps the min
  * and max of allocated and reserved over all its events, so the peaks and
- * any short spike survive every merge exactly.
+ * any short spike survive every merge exactly. External fragmentation is
+ * taken at every step boundary (never inside a split or a free, where two
+ * free neighbours are not merged yet) and its maximum kept the same way
+ * (table timeline_external).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +57,11 @@ static void merge_into(fsc__bucket_t *b, const fsc__bucket_t *c)
     }
     if (b->resunalloc_max > m.resunalloc_max)
         m.resunalloc_max = b->resunalloc_max;
+    if (b->has_ext && (!m.has_ext || b->ext_max >= m.ext_max)) {
+        m.ext_max = b->ext_max;
+        m.ext_max_seq = b->ext_max_seq;
+        m.has_ext = 1;
+    }
     m.n = b->n + c->n;
     *b = m;
 }
@@ -122,19 +130,60 @@ void fsc__timeline_event(fsc_analysis_t *a, uint64_t time)
     c->n++;
 }
 
+/* External fragmentation right after event seq, a step boundary. */
+static void note_external(fsc_analysis_t *a, uint64_t seq)
+{
+    fsc__bucket_t *c = &a->tl.cur;
+    if (c->n == 0)
+        return;
+    uint64_t free = a->heap[0].bytes + a->heap[1].bytes;
+    double ext = free ? 1.0 - fsc__ratio(fsc__largest_free(a, -1), free) : 0.0;
+    if (!c->has_ext || ext > c->ext_max) {
+        c->ext_max = ext;
+        c->ext_max_seq = seq;
+        c->has_ext = 1;
+    }
+}
+
 void fsc__timeline_before(fsc_analysis_t *a, int type)
 {
     /* A full bucket ends at the next step boundary, so that its end figures
      * never show the inside of a split or a free (see replay.c). */
-    if (a->tl.cur.n >= a->tl.width && !fsc__step_continues(a, type))
+    int boundary = !fsc__step_continues(a, type);
+    if (boundary && a->seq > 0)
+        note_external(a, a->seq - 1);
+    if (a->tl.cur.n >= a->tl.width && boundary)
         close_bucket(a);
+}
+
+/* One timeline_external row per timeline row that saw a step boundary. */
+static int write_external(fsc_analysis_t *a)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(a->db, "INSERT INTO timeline_external VALUES(?,?,?)", -1, &s, NULL) !=
+        SQLITE_OK)
+        return fsc__db_err(a, "cannot prepare a statement");
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < a->tl.n; i++) {
+        const fsc__bucket_t *b = &a->tl.rows[i];
+        if (!b->has_ext)
+            continue;
+        fsc__bind_u64(s, 1, i);
+        sqlite3_bind_double(s, 2, b->ext_max);
+        fsc__bind_u64(s, 3, b->ext_max_seq);
+        rc = fsc__step(a, s, "timeline_external");
+    }
+    sqlite3_finalize(s);
+    return rc;
 }
 
 int fsc__timeline_write(fsc_analysis_t *a)
 {
     fsc__timeline_t *t = &a->tl;
-    if (t->cur.n > 0)
+    if (t->cur.n > 0) {
+        note_external(a, a->seq - 1);
         close_bucket(a); /* the partial last bucket; may merge, never overflows */
+    }
     sqlite3_stmt *s = a->st[FSC__ST_TIMELINE];
     for (size_t i = 0; i < t->n; i++) {
         const fsc__bucket_t *b = &t->rows[i];
@@ -170,5 +219,5 @@ int fsc__timeline_write(fsc_analysis_t *a)
         if (rc != 0)
             return rc;
     }
-    return 0;
+    return write_external(a);
 }

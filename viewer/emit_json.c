@@ -73,7 +73,8 @@ static void emit_timeline(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps
     if (caps->timeline > 0 && n > caps->timeline)
         group = (n + caps->timeline - 1) / caps->timeline;
     static const char *const k_cols[] = {"t", "seq", "seq_last", "allocated", "requested",
-                                         "reserved", "internal", "rbu", "external"};
+                                         "reserved", "internal", "rbu", "external",
+                                         "external_max"};
     fsc__js_obj(js, "timeline");
     fsc__js_int(js, "bucket_events", m->bucket_events * (int64_t)group);
     fsc__js_int(js, "t_end", n ? m->timeline[n - 1].t_last : 0);
@@ -84,8 +85,10 @@ static void emit_timeline(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps
             size_t end = i + group < n ? i + group : n;
             const fsc__vsample_t *first = &m->timeline[i], *last = &m->timeline[end - 1];
             int64_t amax = 0, rmax = 0, umax = 0;
+            double emax = -1;
             for (size_t j = i; j < end; j++) {
                 const fsc__vsample_t *s = &m->timeline[j];
+                emax = s->external_max > emax ? s->external_max : emax;
                 amax = s->allocated > amax ? s->allocated : amax;
                 rmax = s->reserved > rmax ? s->reserved : rmax;
                 umax = s->rbu > umax ? s->rbu : umax;
@@ -99,7 +102,13 @@ static void emit_timeline(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps
             case 5: fsc__js_int(js, NULL, rmax); break;
             case 6: fsc__js_int(js, NULL, last->internal); break;
             case 7: fsc__js_int(js, NULL, umax); break;
-            default: fsc__js_num(js, NULL, last->external); break;
+            case 8: fsc__js_num(js, NULL, last->external); break;
+            default:
+                if (emax >= 0)
+                    fsc__js_num(js, NULL, emax);
+                else
+                    fsc__js_null(js, NULL);
+                break;
             }
         }
         fsc__js_end(js, ']');

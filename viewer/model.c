@@ -127,6 +127,25 @@ static int marker_row(void *ud, const fsc_rundb_marker_t *x)
     return rc;
 }
 
+/* A bucket's external fragmentation maximum goes to the sample holding
+ * the event where it was reached (samples may be folded buckets). */
+static int external_row(void *ud, const fsc_rundb_timeline_external_t *r)
+{
+    fsc__model_t *m = ud;
+    size_t lo = 0, hi = m->ntimeline;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->timeline[mid].seq_last < r->external_frag_max_seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m->ntimeline && m->timeline[lo].seq <= r->external_frag_max_seq &&
+        r->external_frag_max > m->timeline[lo].external_max)
+        m->timeline[lo].external_max = r->external_frag_max;
+    return 0;
+}
+
 static int load_timeline(fsc__loader_t *L, fsc__model_t *m)
 {
     int have = 0, rc = fsc__ld_read(L, fsc_rundb_has_table(L->db, "timeline", &have));
@@ -143,6 +162,10 @@ static int load_timeline(fsc__loader_t *L, fsc__model_t *m)
     if ((rc = fsc__ld_read(L, fsc_rundb_timeline(L->db, sample_row, &th))) != 0)
         return rc;
     m->bucket_events = fsc__model_meta_i(m, "timeline_bucket_events", 1) * (int64_t)th.group;
+    for (size_t i = 0; i < m->ntimeline; i++)
+        m->timeline[i].external_max = -1;
+    if ((rc = fsc__ld_read(L, fsc_rundb_timeline_external(L->db, external_row, m))) != 0)
+        return rc;
 
     if ((rc = fsc__ld_read(L, fsc_rundb_has_table(L->db, "markers", &have))) != 0 || !have)
         return rc;

@@ -40,6 +40,7 @@ typedef struct fsc__vsample {
     int64_t t, t_last, seq, seq_last;
     int64_t allocated, requested, reserved, internal, rbu;
     double external;
+    double external_max; /* largest at a step boundary in the bucket; -1 = unknown */
 } fsc__vsample_t;
 
 typedef struct fsc__vmarker {

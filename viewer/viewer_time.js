@@ -295,15 +295,21 @@
   }
 
   function renderTimeViews() {
+    /* Okabe-Ito colours, told apart with every common colour-vision deficiency. */
     var mem = [
-      seriesDef('reserved', 'reserved', '#9333ea'),
-      seriesDef('allocated', 'allocated', '#2563eb'),
-      seriesDef('requested', 'requested', '#16a34a', false, '5 3')
+      seriesDef('reserved', 'reserved', '#CC79A7'),
+      seriesDef('allocated', 'allocated', '#0072B2'),
+      seriesDef('requested', 'requested', '#009E73', false, '5 3')
     ];
+    /* External fragmentation: the maximum of each bucket where the database
+     * has it (timeline_external), else the value at the end of the bucket. */
+    var hasMax = (TL.external_max || []).some(function (v) { return v !== null; });
+    if (hasMax) TL.external_max = TL.external_max.map(function (v, i) { return v === null ? TL.external[i] : v; });
     var frag = [
-      seriesDef('rbu', 'reserved but unallocated', '#64748b'),
-      seriesDef('internal', 'internal fragmentation', '#ea580c'),
-      seriesDef('external', 'external fragmentation (right axis)', '#0d9488', true)
+      seriesDef('rbu', 'reserved but unallocated (maximum)', '#555555'),
+      seriesDef('internal', 'internal fragmentation', '#E69F00'),
+      hasMax ? seriesDef('external_max', 'external fragmentation, maximum in each bucket (right axis)', '#56B4E9', true)
+        : seriesDef('external', 'external fragmentation (right axis)', '#56B4E9', true)
     ];
     function legendItems(list) {
       var items = list.filter(function (s) { return s.values && s.values.length === N; })

@@ -90,6 +90,10 @@ static const col_t k_layout[] = {
     CI(T, snapshot), CI(T, segment), CI(T, addr), CI(T, size), CI(T, requested), CS(T, state),
     CI(T, stream), CI(T, pool), CI(T, tag), CI(T, alloc_seq), CI(T, age_events), CI(T, age_ns)};
 #undef T
+#define T fsc_rundb_timeline_external_t
+static const col_t k_timeline_external[] = {CI(T, id), CD(T, external_frag_max),
+                                            CI(T, external_frag_max_seq)};
+#undef T
 #define T fsc_rundb_alloc_t
 static const col_t k_allocs[] = {
     CI(T, alloc_seq), CI(T, alloc_time_ns), CI(T, addr), CI(T, size), CI(T, requested),
@@ -241,6 +245,7 @@ ITERATOR(tag_stat, fsc_rundb_tag_stat_t, fsc_rundb_tag_stat_fn)
 ITERATOR(snapshot, fsc_rundb_snapshot_t, fsc_rundb_snapshot_fn)
 ITERATOR(block, fsc_rundb_block_t, fsc_rundb_block_fn)
 ITERATOR(alloc, fsc_rundb_alloc_t, fsc_rundb_alloc_fn)
+ITERATOR(timeline_external, fsc_rundb_timeline_external_t, fsc_rundb_timeline_external_fn)
 ITERATOR(segment, fsc_rundb_segment_t, fsc_rundb_segment_fn)
 ITERATOR(tag, fsc_rundb_tag_t, fsc_rundb_tag_fn)
 ITERATOR(frag_class, fsc_rundb_frag_class_t, fsc_rundb_frag_class_fn)
@@ -343,6 +348,12 @@ int fsc_rundb_layout(fsc_rundb_t *db, const int64_t *snapshots, size_t n, fsc_ru
     int rc = block_run(db, &q, extra, snapshots, n, fn, ud);
     free(extra);
     return rc;
+}
+
+int fsc_rundb_timeline_external(fsc_rundb_t *db, fsc_rundb_timeline_external_fn fn, void *ud)
+{
+    static const query_t q = Q("timeline_external", k_timeline_external, " ORDER BY id");
+    return timeline_external_run(db, &q, NULL, NULL, 0, fn, ud);
 }
 
 int fsc_rundb_allocs(fsc_rundb_t *db, fsc_rundb_alloc_fn fn, void *ud)

@@ -221,6 +221,12 @@ typedef struct fsc_rundb_timeline_frag { /* a row of timeline_frag */
     int64_t id, asking_stream, soft, hard, stream, private_pool, pending;
 } fsc_rundb_timeline_frag_t;
 
+typedef struct fsc_rundb_timeline_external { /* a row of timeline_external */
+    int64_t id;
+    double external_frag_max;
+    int64_t external_frag_max_seq;
+} fsc_rundb_timeline_external_t;
+
 typedef int (*fsc_rundb_kv_fn)(void *ud, const fsc_rundb_kv_t *row);
 typedef int (*fsc_rundb_timeline_fn)(void *ud, const fsc_rundb_timeline_t *row);
 typedef int (*fsc_rundb_marker_fn)(void *ud, const fsc_rundb_marker_t *row);
@@ -233,6 +239,8 @@ typedef int (*fsc_rundb_bin_fn)(void *ud, const fsc_rundb_bin_t *row);
 typedef int (*fsc_rundb_tag_stat_fn)(void *ud, const fsc_rundb_tag_stat_t *row);
 typedef int (*fsc_rundb_snapshot_fn)(void *ud, const fsc_rundb_snapshot_t *row);
 typedef int (*fsc_rundb_block_fn)(void *ud, const fsc_rundb_block_t *row);
+typedef int (*fsc_rundb_timeline_external_fn)(void *ud,
+                                              const fsc_rundb_timeline_external_t *row);
 typedef int (*fsc_rundb_alloc_fn)(void *ud, const fsc_rundb_alloc_t *row);
 typedef int (*fsc_rundb_segment_fn)(void *ud, const fsc_rundb_segment_t *row);
 typedef int (*fsc_rundb_tag_fn)(void *ud, const fsc_rundb_tag_t *row);
@@ -291,6 +299,9 @@ int fsc_rundb_snapshots(fsc_rundb_t *db, fsc_rundb_snapshot_fn fn, void *ud);
 int fsc_rundb_layout(fsc_rundb_t *db, const int64_t *snapshots, size_t n, fsc_rundb_block_fn fn,
                      void *ud);
 
+/* The maximum of external fragmentation in each timeline bucket, by id
+ * (none in a database written before the table existed). */
+int fsc_rundb_timeline_external(fsc_rundb_t *db, fsc_rundb_timeline_external_fn fn, void *ud);
 /* Every allocation lifetime (table blocks), by alloc_seq: one pass over the
  * table, for readers that rebuild the block set at any event. */
 int fsc_rundb_allocs(fsc_rundb_t *db, fsc_rundb_alloc_fn fn, void *ud);
