@@ -163,14 +163,18 @@
       if (S.length) {
         var bounds = xs.filter(function (x, q) { return (q === 0 || x !== xs[q - 1]) && x <= x1; });
         var px = [], base = [], vals = [];
+        var stackAt = function (b, j) { for (var a = 0; a < AG.length && j >= 0; a++) b += AG[a].v[j]; return b; };
         for (var q = 0; q < bounds.length; q++) {
           var xa2 = bounds[q], xb2 = q + 1 < bounds.length ? bounds[q + 1] : Math.min(x1, E);
           if (xb2 < x0) continue;
           var j = fsc.lowerBound(S, xa2 + 0.5) - 1;
           var pa = X(Math.max(xa2, x0)), pb = X(Math.min(xb2, x1)), m = vals.length - 1;
           if (m >= 0 && pa - px[2 * m] < 0.5) {
-            /* within half a pixel of the previous interval: one interval, the later values */
-            px[2 * m + 1] = pb; base[m] = topAt(xa2); vals[m] = j;
+            /* within half a pixel of the previous interval: one interval,
+             * drawn with the higher of the two stacks (a spike stays visible) */
+            px[2 * m + 1] = pb;
+            var b2 = topAt(xa2);
+            if (stackAt(b2, j) > stackAt(base[m], vals[m])) { base[m] = b2; vals[m] = j; }
             continue;
           }
           px.push(pa, pb);

@@ -12,10 +12,12 @@
   /* ---- segment map ----------------------------------------------------- */
 
   var STATE_NAMES = ['free', 'allocated', 'pending free'];
-  var STATE_COLORS = ['#eef1f5', '#2563eb', '#f59e0b'];
-  var PALETTE = ['#2563eb', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#db2777', '#65a30d',
-    '#ca8a04', '#4f46e5', '#0d9488', '#b91c1c', '#7c3aed'];
-  var OTHER_TAG = '#94a3b8';
+  /* Okabe-Ito colours and shades of them: told apart with every common
+   * colour-vision deficiency. */
+  var STATE_COLORS = ['#eef1f5', '#0072B2', '#E69F00'];
+  var PALETTE = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#F0E442',
+    '#004C7A', '#A36F00', '#006B4F', '#8E4F76', '#9B4300'];
+  var OTHER_TAG = '#999999';
 
   /* Block rows: [offset, size, requested, state, tag, age_events, age_ns, count]. */
   function SegmentMap() {

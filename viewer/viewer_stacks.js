@@ -21,6 +21,8 @@
     function node(t) {
       if (t === null || t === undefined || t < 0) return nodes.root;
       if (nodes[t]) return nodes[t];
+      /* the tree's root (tag 0, no name) is the top bar itself */
+      if ((parent[t] === -1 || parent[t] === undefined) && name[t] === '') return nodes.root;
       var p = parent[t], up = node(p !== undefined && p !== null && p >= 0 && p !== t ? p : -1);
       var nm = name[t];
       var me = { key: t, name: nm !== null && nm !== undefined ? (nm === '' ? '(no tag)' : nm) : tagName(t), bytes: 0, kids: {}, self: 0,
@@ -133,6 +135,14 @@
       showTip(tip, wrap, evt, nd.name, rows);
     });
     svg.addEventListener('pointerleave', function () { hideTip(tip); });
+    /* Keyboard: Escape or Backspace zooms out one level, Home to the top. */
+    svg.setAttribute('tabindex', '0');
+    svg.addEventListener('keydown', function (evt) {
+      if ((evt.key === 'Escape' || evt.key === 'Backspace') && focus && focus.parent) { focus = focus.parent; render(); }
+      else if (evt.key === 'Home' && focus !== root) { focus = root; render(); }
+      else return;
+      evt.preventDefault();
+    });
     svg.addEventListener('click', function (evt) {
       var nd = evt.target.__node;
       if (!nd) return;

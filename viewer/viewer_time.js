@@ -161,9 +161,21 @@
       drag = { x: dataX(evt).px, a: view.x0, b: view.x1 };
       capture(svg, evt);
     });
+    var clickTimer = null;
     svg.addEventListener('pointerup', function (evt) {
+      var d = drag;
       drag = null;
       release(svg, evt);
+      /* A click that is not a drag (nor half of a double-click) opens the
+       * allocator state at that moment (the bucket's first event). */
+      if (!d || !fsc.openState || Math.abs(dataX(evt).px - d.x) > 3) return;
+      var x = dataX(evt).x;
+      if (clickTimer) { clearTimeout(clickTimer); clickTimer = null; return; }
+      clickTimer = setTimeout(function () {
+        clickTimer = null;
+        var i = fsc.lowerBound(XS, x + 1e-9) - 1;
+        fsc.openState(i >= 0 ? TL.seq[i] : 0);
+      }, 300);
     });
     svg.addEventListener('pointermove', function (evt) {
       if (!N || !self.scale) return;
