@@ -423,6 +423,59 @@ static void test_report_json(void)
     free(out);
 }
 
+/* The README's CI example: passes on the healthy shared snapshots, fails on
+ * the fragmented OOM runs (the H200 capped run and the demo's run), with
+ * the line that says why. */
+#define CI_EXAMPLE "--max-frag-ratio 0.6 --max-hard 2GiB --max-hard-at-oom 64MiB"
+
+static void test_ci_example(void)
+{
+    static const struct {
+        const char *input;
+        int status;
+        const char *line;
+    } runs[] = {
+        {"pytorch/gpt2_varlen.pickle", 0, "meets 3 thresholds"},
+        {"pytorch/resnet50_varbatch.pickle", 0, "meets 3 thresholds"},
+        {"/sample_traces/gpt2_h200_cap14g.pickle", 1,
+         "1.66 GiB (1782277120 bytes) exceeds --max-hard-at-oom 64.00 MiB"},
+        {"/sample_traces/gpt2_sim_17g_oom.fstrace", 1,
+         "296.83 MiB (311253504 bytes) exceeds --max-hard-at-oom 64.00 MiB"},
+    };
+    char out[8192], in[4096], db[4096];
+    snprintf(db, sizeof db, "%s", fsc_test_path("frag_ci.db"));
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        if (runs[i].input[0] == '/')
+            snprintf(in, sizeof in, "%s%s", FSC_SOURCE_DIR, runs[i].input);
+        else
+            snprintf(in, sizeof in, "%s", fsc_test_data(runs[i].input));
+        sqlite3_close(analyze(in, "frag_ci.db"));
+        int rc = fsc_test_sh(out, sizeof out, "%s check %s " CI_EXAMPLE, fsc_test_fragscope(), db);
+        if (rc != runs[i].status || strstr(out, runs[i].line) == NULL)
+            fprintf(stderr, "\n  %s: status %d: %s\n", runs[i].input, rc, out);
+        CU_ASSERT_EQUAL(rc, runs[i].status);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, runs[i].line));
+    }
+    /* the demo's run: diff against a healthy run shows the split and who pins */
+    char base[4096];
+    snprintf(base, sizeof base, "%s", fsc_test_path("frag_ci_base.db"));
+    sqlite3_close(analyze(fsc_test_data("pytorch/resnet50_varbatch.pickle"), "frag_ci_base.db"));
+    fsc_test_sh(out, sizeof out, "%s diff %s %s", fsc_test_fragscope(), base, db);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  hard (pinned)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "hard at an OOM                          0 B     296.83 MiB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "hard at peak pinned most by (base): "));
+    /* a database without the split: the check says so, exit 2 */
+    sqlite3 *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, "DELETE FROM summary WHERE key = 'max_hard_bytes_at_oom'",
+                                 NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    int rc = fsc_test_sh(out, sizeof out, "%s check %s --max-hard-at-oom 1GiB",
+                         fsc_test_fragscope(), db);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "no summary.max_hard_bytes_at_oom for --max-hard-at-oom"));
+}
+
 int main(void)
 {
     static const fsc_test_case_t tests[] = {
@@ -432,6 +485,7 @@ int main(void)
          test_incremental_matches_layout},
         {"real runs: the classes add up at every reported point", test_real_runs},
         {"report JSON: the split at the peaks and at each OOM", test_report_json},
+        {"check: the README's CI example, diff", test_ci_example},
         {NULL, NULL},
     };
     return fsc_test_run("frag_classes", tests);

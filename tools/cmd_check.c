@@ -10,17 +10,33 @@
 
 const char fsc_cmd_check_summary[] = "fail (exit 1) when a run exceeds memory/fragmentation limits";
 const char fsc_cmd_check_usage[] =
-    "usage: fragscope check RUN.db [--max-peak-reserved SIZE] [--max-external-frag R]\n"
-    "                              [--max-internal-frag R] [--min-utilization R] [--no-oom]\n"
+    "usage: fragscope check RUN.db [--max-frag-ratio R] [--max-hard SIZE]\n"
+    "                              [--max-hard-at-oom SIZE] [--max-stream SIZE]\n"
+    "                              [--max-pending SIZE] [--max-peak-reserved SIZE]\n"
+    "                              [--max-internal-frag R] [--min-utilization R]\n"
+    "                              [--max-free-space-scatter R] [--no-oom]\n"
     "\n"
     "Compares the run's figures with the given thresholds and prints one line per\n"
     "violated threshold. Ratios R are between 0 and 1, or percentages (\"30%\").\n"
+    "Where reserved - allocated sits (soft, hard, stream, pending) is defined in\n"
+    "docs/metrics.md.\n"
     "\n"
+    "  --max-frag-ratio R        (reserved - allocated) / reserved at peak reserved\n"
+    "  --max-hard SIZE           hard bytes at the allocated peak: free bytes in\n"
+    "                            segments pinned by live blocks (e.g. 2GiB)\n"
+    "  --max-hard-at-oom SIZE    hard bytes at any OOM: free memory the failed request's\n"
+    "                            stream held but live blocks kept from being released\n"
+    "                            (0 without an OOM)\n"
+    "  --max-stream SIZE         bytes pinned on other streams at the allocated peak\n"
+    "  --max-pending SIZE        bytes freed but waiting on other streams' work, at the\n"
+    "                            allocated peak\n"
     "  --max-peak-reserved SIZE  peak reserved bytes (e.g. 18GiB)\n"
-    "  --max-external-frag R     external fragmentation at the allocated peak\n"
     "  --max-internal-frag R     internal fragmentation at the peak, as a ratio of\n"
     "                            allocated bytes\n"
     "  --min-utilization R       peak allocated / peak reserved\n"
+    "  --max-free-space-scatter R  1 - largest free block / free bytes at the\n"
+    "                            allocated peak (old name --max-external-frag): how\n"
+    "                            scattered the free bytes are; high on healthy runs\n"
     "  --no-oom                  the run must not have hit an OOM\n"
     "\n"
     "exit status: 0 every threshold met, 1 at least one violated, 2 the file is\n"
@@ -40,7 +56,28 @@ int fsc_cmd_check(int argc, char **argv)
             rc = fsc_cli_size("check", a, v, &lim.max_peak_reserved);
             lim.has_max_peak_reserved = 1;
             i++;
-        } else if (strcmp(a, "--max-external-frag") == 0) {
+        } else if (strcmp(a, "--max-frag-ratio") == 0) {
+            rc = fsc_cli_ratio("check", a, v, &lim.max_frag_ratio);
+            lim.has_max_frag_ratio = 1;
+            i++;
+        } else if (strcmp(a, "--max-hard") == 0) {
+            rc = fsc_cli_size("check", a, v, &lim.max_hard);
+            lim.has_max_hard = 1;
+            i++;
+        } else if (strcmp(a, "--max-hard-at-oom") == 0) {
+            rc = fsc_cli_size("check", a, v, &lim.max_hard_at_oom);
+            lim.has_max_hard_at_oom = 1;
+            i++;
+        } else if (strcmp(a, "--max-stream") == 0) {
+            rc = fsc_cli_size("check", a, v, &lim.max_stream);
+            lim.has_max_stream = 1;
+            i++;
+        } else if (strcmp(a, "--max-pending") == 0) {
+            rc = fsc_cli_size("check", a, v, &lim.max_pending);
+            lim.has_max_pending = 1;
+            i++;
+        } else if (strcmp(a, "--max-free-space-scatter") == 0 ||
+                   strcmp(a, "--max-external-frag") == 0) {
             rc = fsc_cli_ratio("check", a, v, &lim.max_external_frag);
             lim.has_max_external_frag = 1;
             i++;

@@ -6,7 +6,9 @@
  * fragmentation, higher utilization).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fragscope/rundb.h"
@@ -24,8 +26,15 @@ static const metric_t k_metrics[] = {
     {"peak_reserved_bytes", "peak reserved", K_BYTES, -1},
     {"utilization", "utilization", K_RATIO, +1},
     {"internal_frag_ratio_at_peak", "internal frag at peak", K_RATIO, -1},
-    {"external_frag_at_peak", "external frag at peak", K_RATIO, -1},
+    {"frag_ratio_at_peak_reserved", "frag ratio at peak reserved", K_RATIO, -1},
     {"reserved_unallocated_at_peak", "reserved-allocated at peak", K_BYTES, -1},
+    {"soft_bytes_at_peak", "  soft (empty_cache frees)", K_BYTES, 0},
+    {"hard_bytes_at_peak", "  hard (pinned)", K_BYTES, -1},
+    {"stream_bytes_at_peak", "  stream (other streams)", K_BYTES, -1},
+    {"private_pool_bytes_at_peak", "  private pools", K_BYTES, 0},
+    {"pending_bytes_at_peak", "  pending (stream frees)", K_BYTES, 0},
+    {"max_hard_bytes_at_oom", "hard at an OOM", K_BYTES, -1},
+    {"external_frag_at_peak", "free-space scatter at peak", K_RATIO, 0},
     {"peak_inactive_split_bytes", "peak inactive split", K_BYTES, -1},
     {"num_ooms", "OOMs", K_COUNT, -1},
     {"segments_created", "segments created", K_COUNT, 0},
@@ -77,11 +86,40 @@ static int first_oom(fsc_rundb_t *db, char *buf, size_t cap)
 
 #define NMETRICS (sizeof k_metrics / sizeof k_metrics[0])
 
+#define HARD_TAGS 3
+
 /* What the diff shows of one run. */
 typedef struct run_figs {
     double v[NMETRICS];
     char first_oom[96];
+    int has_split;               /* the database holds the split */
+    char hard_tag[HARD_TAGS][72]; /* tags pinning the most hard bytes at the peak */
+    double hard_tag_bytes[HARD_TAGS];
+    int nhard;
 } run_figs_t;
+
+typedef struct hard_ctx {
+    fsc_rundb_t *db;
+    run_figs_t *r;
+} hard_ctx_t;
+
+static int hard_row(void *ud, const fsc_rundb_frag_hard_tag_t *t)
+{
+    hard_ctx_t *c = ud;
+    run_figs_t *r = c->r;
+    if (r->nhard >= HARD_TAGS)
+        return FSC_RUNDB_STOP;
+    char *path = NULL;
+    int rc = fsc_rundb_tag_path(c->db, t->tag, 60, &path);
+    /* a cut path starts at its next frame */
+    const char *p = path && path[0] ? path : "(untagged)", *slash = strchr(p, '/');
+    if (path != NULL && slash != NULL && slash[1] != '\0' && strlen(path) >= 60)
+        p = slash + 1;
+    snprintf(r->hard_tag[r->nhard], sizeof r->hard_tag[0], "%s", p);
+    free(path);
+    r->hard_tag_bytes[r->nhard++] = t->hard_bytes == FSC_RUNDB_NULL ? 0 : (double)t->hard_bytes;
+    return rc;
+}
 
 static int read_run(const char *path, run_figs_t *r, fsc_err_t *err)
 {
@@ -91,6 +129,14 @@ static int read_run(const char *path, run_figs_t *r, fsc_err_t *err)
         rc = fsc_rundb_summary_real(db, k_metrics[i].key, 0.0, &r->v[i]);
     if (rc == 0)
         rc = first_oom(db, r->first_oom, sizeof r->first_oom);
+    int64_t split = INT64_MIN;
+    if (rc == 0)
+        rc = fsc_rundb_summary_int(db, "hard_bytes_at_peak", INT64_MIN, &split);
+    r->has_split = split != INT64_MIN;
+    r->nhard = 0;
+    hard_ctx_t hc = {db, r};
+    if (rc == 0)
+        rc = fsc_rundb_frag_hard_tags(db, FSC_RUNDB_NULL, hard_row, &hc);
     if (rc != 0 && db != NULL)
         fsc_err_copy(err, fsc_rundb_error(db));
     fsc_rundb_close(db);
@@ -128,7 +174,8 @@ static void write_diff(const run_figs_t *a, const run_figs_t *b, FILE *out, int 
         int good = (vb < va) == (m->better < 0);
         char *dst = good ? better : worse;
         size_t len = strlen(dst);
-        snprintf(dst + len, 512 - len, "%s%s %s → %s", len ? ", " : "", m->label, sa, sb);
+        snprintf(dst + len, 512 - len, "%s%s %s → %s", len ? ", " : "",
+                 m->label + strspn(m->label, " "), sa, sb);
         if (good)
             nb++;
         else
@@ -136,6 +183,22 @@ static void write_diff(const run_figs_t *a, const run_figs_t *b, FILE *out, int 
     }
     if (strcmp(oa, "none") != 0 || strcmp(ob, "none") != 0)
         fprintf(out, "%-28s %s → %s\n", "first OOM", oa, ob);
+    if (!a->has_split || !b->has_split)
+        fprintf(out, "the split of reserved − allocated is not in the %s database (written "
+                     "before it existed): its figures read 0 there\n",
+                !a->has_split && !b->has_split ? "base and new" : !a->has_split ? "base" : "new");
+    const run_figs_t *runs[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        if (runs[k]->nhard == 0)
+            continue;
+        fprintf(out, "hard at peak pinned most by (%s):", k ? "new" : "base");
+        for (int i = 0; i < runs[k]->nhard; i++) {
+            char s[32];
+            fsc_size_format((uint64_t)runs[k]->hard_tag_bytes[i], s, sizeof s);
+            fprintf(out, "%s %s %s", i ? "," : "", s, runs[k]->hard_tag[i]);
+        }
+        fputc('\n', out);
+    }
     int v;
     if (nw > 0 && nb > 0) {
         v = 2;

@@ -358,6 +358,18 @@ typedef struct fsc_check_limits {
     int has_min_utilization;
     double min_utilization;         /* summary.utilization */
     int no_oom;                     /* summary.num_ooms must be 0 */
+    /* The split of reserved − allocated (docs/metrics.md); a database
+     * written before the split existed fails these with FSC_EFORMAT. */
+    int has_max_frag_ratio;
+    double max_frag_ratio;          /* summary.frag_ratio_at_peak_reserved */
+    int has_max_hard;
+    uint64_t max_hard;              /* bytes: summary.hard_bytes_at_peak */
+    int has_max_hard_at_oom;
+    uint64_t max_hard_at_oom;       /* bytes: summary.max_hard_bytes_at_oom */
+    int has_max_stream;
+    uint64_t max_stream;            /* bytes: summary.stream_bytes_at_peak */
+    int has_max_pending;
+    uint64_t max_pending;           /* bytes: summary.pending_bytes_at_peak */
 } fsc_check_limits_t;
 
 /* Check db_path against lim: writes one line per violated threshold to out
