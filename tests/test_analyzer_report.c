@@ -242,7 +242,7 @@ static void test_diff(void)
     CU_ASSERT_EQUAL(verdict, 1);
     char *s = fsc_test_slurp(path, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_PTR_NOT_NULL(strstr(s, "verdict: worse — OOMs 0 → 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "verdict: worse — hard at an OOM 0 B → 6.00 MiB, OOMs 0 → 1\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(s, "first OOM                    none → capacity at event 8\n"));
     free(s);
     f = fopen(path, "w");
