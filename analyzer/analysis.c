@@ -1,32 +1,67 @@
 /*
- * analysis.c — the public face of the analysis: create, tag definitions,
- * feed one event, extra meta rows, destroy. Replay lives in replay.c, the
- * derived tables in finish.c.
+ * analysis.c — the public face of the analysis and the driver of its
+ * sequence: for each event, the replay (replay.c) applies it, the rows it
+ * finished are folded (rows.c) and handed to the store (store.c), an OOM is
+ * diagnosed (oom.c) and stored, the timeline (timeline.c) samples the
+ * figures; at the end the derived tables (finish.c) go to the store and the
+ * file is committed. Also here: tag names, meta rows, and the choice
+ * between failing on a contradicting event and keeping it as a warning.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ana_internal.h"
+#include "analysis.h"
 #include "fsc/vec.h"
-#include "writer.h"
 
 #define MAX_TAG_ID (1u << 26)
+#define MAX_WARNINGS_STORED 1000
 
-const char *fsc_oom_cause_name(int cause)
-{
-    switch (cause) {
-#define FSC__OOM_NAME(name, val, str) case val: return str;
-        FSC_OOM_CAUSE_MAP(FSC__OOM_NAME)
-#undef FSC__OOM_NAME
-    default: return "unknown";
-    }
-}
+/* A tag node's name: its full path, "" for the root. */
+typedef struct fsc__tagname {
+    uint32_t parent;
+    uint8_t defined;
+    char *path; /* malloc'd */
+} fsc__tagname_t;
 
-double fsc__ratio(uint64_t num, uint64_t den)
+typedef struct fsc__kv {
+    struct fsc__kv *next;
+    char *key;
+    char *text;          /* NULL: integer */
+    int64_t ival;
+} fsc__kv_t;
+
+struct fsc_analysis {
+    fsc_err_t err;
+    int failed, finished;
+    fsc_analysis_opts_t opts;
+    fsc_outfile_t out;
+    fsc__store_t *store;
+
+    /* run facts */
+    char *producer, *config, *backend, *source_path, *source_kind;
+    fsc_trace_header_t hdr;
+    fsc__oom_run_t run;
+    uint64_t first_time, max_time; /* smallest and largest event time */
+    uint64_t type_count[FSC_EV__COUNT];
+    uint64_t warnings, num_ooms;
+    int first_oom_cause;
+    fsc__tagname_t *names;
+    size_t nnames;                 /* entries allocated in names[] */
+    fsc__kv_t *meta;
+
+    /* the parts */
+    fsc__replay_t rp;
+    fsc__timeline_t tl;
+    fsc__rows_t rows;
+    fsc__outcome_t outcome;        /* of the event being fed */
+    fsc__rowsout_t rowsout;        /* its rows */
+    fsc__oom_t *oom;               /* diagnosis being stored; allocated at the first OOM */
+};
+
+fsc__replay_t *fsc__analysis_replay(fsc_analysis_t *a)
 {
-    return den == 0 ? 0.0 : (double)num / (double)den;
+    return &a->rp;
 }
 
 static char *dup_or_empty(const char *s)
@@ -34,49 +69,53 @@ static char *dup_or_empty(const char *s)
     return strdup(s ? s : "");
 }
 
-int fsc__warn_or_fail(fsc_analysis_t *a, const fsc_event_t *ev, const char *fmt, ...)
+/* Errors of the parts become the analysis' error. */
+static int from_store(fsc_analysis_t *a, int rc)
 {
-    char what[384], msg[FSC_ERR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
+    if (rc != 0)
+        fsc_err_copy(&a->err, fsc__store_err(a->store));
+    return rc;
+}
+
+static int from_replay(fsc_analysis_t *a, int rc)
+{
+    if (rc != 0)
+        fsc_err_copy(&a->err, &a->rp.err);
+    return rc;
+}
+
+/* An event the replay skipped: an error, or in a lenient run a counted
+ * warning stored with the event's number and what contradicted it. */
+static int skipped(fsc_analysis_t *a, const fsc_event_t *ev, const char *why)
+{
+    char msg[FSC_ERR_MSG_MAX];
     const char *tn = fsc_event_type_name(ev->type);
     switch (ev->type) {
     case FSC_EV_OOM:
     case FSC_EV_EMPTY_CACHE:
     case FSC_EV_GC:
     case FSC_EV_MARKER:
-        snprintf(msg, sizeof msg, "event %llu (%s): %s", (unsigned long long)a->seq, tn, what);
+        snprintf(msg, sizeof msg, "event %llu (%s): %s", (unsigned long long)a->rp.seq, tn, why);
         break;
     default:
-        snprintf(msg, sizeof msg, "event %llu (%s at 0x%llx): %s", (unsigned long long)a->seq,
-                 tn, (unsigned long long)ev->addr, what);
+        snprintf(msg, sizeof msg, "event %llu (%s at 0x%llx): %s", (unsigned long long)a->rp.seq,
+                 tn, (unsigned long long)ev->addr, why);
         break;
     }
     if (!a->opts.lenient)
         return fsc_err_set(&a->err, FSC_ESTATE, "%s", msg);
-    if (a->warnings++ < FSC__MAX_WARNINGS_STORED) {
-        int rc = fsc__writer_sync(a);
-        if (rc != 0)
-            return rc;
-        sqlite3_stmt *s = a->st[FSC__ST_WARNING];
-        fsc__bind_u64(s, 1, a->seq);
-        sqlite3_bind_text(s, 2, msg, -1, SQLITE_TRANSIENT);
-        rc = fsc__step(a, s, "warnings");
-        if (rc != 0)
-            return rc;
-    }
-    return 1;
+    if (a->warnings++ < MAX_WARNINGS_STORED)
+        return from_store(a, fsc__store_warning(a->store, a->rp.seq, msg));
+    return 0;
 }
 
-static int tags_grow(fsc_analysis_t *a, uint32_t id)
+static int names_grow(fsc_analysis_t *a, uint32_t id)
 {
-    if (id < a->ntags)
+    if (id < a->nnames)
         return 0;
     if (id >= MAX_TAG_ID)
         return fsc_err_set(&a->err, FSC_ELIMIT, "tag id %u is too large", id);
-    if (fsc__vec_reserve_zero(&a->tags, &a->ntags, (size_t)id + 1, sizeof *a->tags) != 0)
+    if (fsc__vec_reserve_zero(&a->names, &a->nnames, (size_t)id + 1, sizeof *a->names) != 0)
         return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for tags");
     return 0;
 }
@@ -84,7 +123,7 @@ static int tags_grow(fsc_analysis_t *a, uint32_t id)
 static int tag_store(fsc_analysis_t *a, uint32_t node, uint32_t parent, const char *name,
                      size_t len)
 {
-    const char *ppath = node == 0 || a->tags[parent].path == NULL ? "" : a->tags[parent].path;
+    const char *ppath = node == 0 || a->names[parent].path == NULL ? "" : a->names[parent].path;
     size_t plen = strlen(ppath);
     char *path = malloc(plen + len + 2);
     if (path == NULL)
@@ -95,27 +134,19 @@ static int tag_store(fsc_analysis_t *a, uint32_t node, uint32_t parent, const ch
     }
     memcpy(path + plen, name, len);
     path[plen + len] = '\0';
-    fsc__tag_t *t = &a->tags[node];
+    fsc__tagname_t *t = &a->names[node];
     free(t->path);
     t->path = path;
     t->parent = parent;
     t->defined = 1;
-    int rc = fsc__writer_sync(a);
-    if (rc != 0)
-        return rc;
-    sqlite3_stmt *s = a->st[FSC__ST_TAG];
-    fsc__bind_u64(s, 1, node);
-    fsc__bind_opt(s, 2, node != 0, parent);
-    sqlite3_bind_text(s, 3, name, (int)len, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 4, path, -1, SQLITE_STATIC);
-    return fsc__step(a, s, "tags");
+    return from_store(a, fsc__store_tag(a->store, node, parent, name, len, path));
 }
 
-int fsc__tag_ensure(fsc_analysis_t *a, uint32_t tag)
+static int tag_ensure(fsc_analysis_t *a, uint32_t tag)
 {
-    if (tag < a->ntags && a->tags[tag].defined)
+    if (tag < a->nnames && a->names[tag].defined)
         return 0;
-    int rc = tags_grow(a, tag);
+    int rc = names_grow(a, tag);
     if (rc != 0)
         return rc;
     char name[24];
@@ -134,17 +165,17 @@ int fsc_analysis_define_tag(fsc_analysis_t *a, uint32_t node, uint32_t parent,
         return 0; /* the root is fixed */
     if (node == parent)
         return fsc_err_set(&a->err, FSC_EFORMAT, "tag %u is its own parent", node);
-    int rc = tags_grow(a, node > parent ? node : parent);
+    int rc = names_grow(a, node > parent ? node : parent);
     if (rc == 0)
-        rc = fsc__tag_ensure(a, parent);
+        rc = tag_ensure(a, parent);
     if (rc != 0)
         return rc;
     if (name == NULL)
         name = "";
-    fsc__tag_t *t = &a->tags[node];
+    fsc__tagname_t *t = &a->names[node];
     if (t->defined && t->parent == parent) {
         /* same definition again: path = parent's path [+ '/'] + name */
-        const char *pp = a->tags[parent].path;
+        const char *pp = a->names[parent].path;
         size_t plen = parent == 0 ? 0 : strlen(pp);
         size_t tlen = strlen(t->path);
         if (tlen == plen + (plen ? 1 : 0) + len &&
@@ -183,19 +214,16 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
     a->hdr.backend = a->backend;
     a->opts.source_path = a->source_path;
     a->opts.source_kind = a->source_kind;
-    a->capacity_unknown = (hdr->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) || hdr->capacity == 0;
+    a->run.capacity_unknown = (hdr->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) || hdr->capacity == 0;
+    a->run.capacity = hdr->capacity;
+    a->run.device_total = hdr->device_total;
     /* A ring trace keeps only the last events before each write: it starts
      * mid-run and has gaps, so contradictions are expected, not errors. */
-    a->ring = (hdr->flags & FSC_TRACE_F_RING) != 0;
-    if (a->ring)
+    a->run.ring = (hdr->flags & FSC_TRACE_F_RING) != 0;
+    if (a->run.ring)
         a->opts.lenient = 1;
     a->first_oom_cause = -1;
-    a->last_free_bin = -1;
-    fsc__u64map_init(&a->blocks);
-    fsc__u64map_init(&a->segs);
-    fsc__u64map_init(&a->peak_delta);
-    fsc__slab_init(&a->blk_slab, sizeof(fsc__blk_t), 4096);
-    fsc__frag_init(&a->frag);
+    fsc__replay_init(&a->rp);
     int rc = 0;
     if (!a->producer || !a->config || !a->backend || !a->source_path || !a->source_kind)
         rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
@@ -204,13 +232,11 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
     if (rc == 0 && fsc__timeline_init(&a->tl, a->opts.timeline_samples) != 0)
         rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
     if (rc == 0)
-        rc = fsc__db_open(a);
+        rc = fsc__store_open(a->out.tmp_path, a->out.path, &a->store, &a->err);
     if (rc == 0)
-        rc = tags_grow(a, 0);
+        rc = names_grow(a, 0);
     if (rc == 0)
         rc = tag_store(a, 0, 0, "", 0);
-    if (rc == 0)
-        fsc__writer_start(a);
     if (rc != 0) {
         fsc_err_copy(err, &a->err);
         fsc_analysis_destroy(a);
@@ -218,6 +244,48 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
     }
     *out = a;
     return 0;
+}
+
+/* Who pins the hard bytes of a layout, stored. */
+static int frag_pins(fsc_analysis_t *a, const char *point, int64_t oom_id, uint64_t seq,
+                     const fsc__imgvec_t *v, uint64_t ask)
+{
+    fsc__frag_pins_t *p = malloc(sizeof *p);
+    int rc = p == NULL ? FSC_ENOMEM : fsc__frag_pins(v->v, v->n, ask, seq, p);
+    if (rc != 0)
+        rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for the hard pinning blocks");
+    else
+        rc = from_store(a, fsc__store_frag_pins(a->store, point, oom_id, p));
+    free(p);
+    return rc;
+}
+
+/* The OOM event being fed: its diagnosis and, for the first ones, the
+ * layout it happened in. */
+static int diagnose(fsc_analysis_t *a, const fsc_event_t *ev)
+{
+    if (a->oom == NULL && (a->oom = malloc(sizeof *a->oom)) == NULL)
+        return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory diagnosing an OOM");
+    uint64_t id = a->num_ooms++;
+    int rc = fsc__oom_diagnose(&a->rp, &a->run, ev, id, a->oom);
+    if (rc != 0)
+        return fsc_err_set(&a->err, rc, "out of memory diagnosing an OOM");
+    if (id == 0)
+        a->first_oom_cause = a->oom->cause;
+    fsc__imgvec_t cur = {0};
+    if (a->oom->has_snapshot)
+        rc = from_replay(a, fsc__layout_current(&a->rp, &cur));
+    if (rc == 0)
+        rc = from_store(a, fsc__store_oom(a->store, a->oom, &cur));
+    /* where reserved − allocated sat, for the stream that asked */
+    fsc__frag_point_t fp;
+    fsc__frag_oom(&a->rp, ev->stream, ev->time_ns, &fp);
+    if (rc == 0)
+        rc = from_store(a, fsc__store_frag_point(a->store, "oom", (int64_t)id, &fp));
+    if (rc == 0 && a->oom->has_snapshot)
+        rc = frag_pins(a, "oom", (int64_t)id, a->rp.seq, &cur, ev->stream);
+    fsc__imgvec_free(&cur);
+    return rc;
 }
 
 int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev)
@@ -228,38 +296,37 @@ int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev)
         return fsc_err_set(&a->err, FSC_EINVAL, "analysis already ended");
     /* Reconstructed starts of imported runs may sit at time 0 after later
      * events; the duration spans the smallest and largest time seen. */
-    if (a->seq == 0 || ev->time_ns < a->first_time)
+    if (a->rp.seq == 0 || ev->time_ns < a->first_time)
         a->first_time = ev->time_ns;
-    if (a->seq == 0 || ev->time_ns > a->max_time)
+    if (a->rp.seq == 0 || ev->time_ns > a->max_time)
         a->max_time = ev->time_ns;
-    a->last_time = ev->time_ns;
-    int rc = fsc__tag_ensure(a, ev->tag);
-    int applied = 0;
-    fsc__timeline_before(a, ev->type);
-    if (rc == 0)
-        rc = fsc__db_before(a, ev);
-    if (rc == 0)
-        rc = fsc__replay_apply(a, ev, &applied);
-    if (rc == 0)
-        rc = fsc__db_event(a, ev, applied);
-    if (rc == 0 && ev->type == FSC_EV_MARKER)
-        rc = fsc__writer_sync(a);
-    if (rc == 0 && ev->type == FSC_EV_MARKER) {
-        sqlite3_stmt *s = a->st[FSC__ST_MARKER];
-        fsc__bind_u64(s, 1, a->seq);
-        fsc__bind_u64(s, 2, ev->time_ns);
-        sqlite3_bind_text(s, 3, ev->text ? ev->text : "", ev->text ? (int)ev->text_len : 0,
-                          SQLITE_TRANSIENT);
-        rc = fsc__step(a, s, "markers");
+    fsc__outcome_t *o = &a->outcome;
+    a->rowsout.n = 0;
+    int rc = tag_ensure(a, ev->tag);
+    fsc__timeline_before(&a->tl, &a->rp, ev->type);
+    if (rc == 0) {
+        fsc__rows_before(&a->rows, &a->rp, ev, &a->rowsout);
+        rc = from_replay(a, fsc__replay_apply(&a->rp, ev, o));
     }
+    if (rc == 0 && !o->applied)
+        rc = skipped(a, ev, o->why);
+    if (rc == 0 && o->applied && ev->type == FSC_EV_OOM)
+        rc = diagnose(a, ev);
+    if (rc == 0) {
+        fsc__rows_event(&a->rows, &a->rp, ev, o, &a->rowsout);
+        rc = from_store(a, fsc__store_ops(a->store, &a->rowsout));
+    }
+    if (rc == 0 && ev->type == FSC_EV_MARKER)
+        rc = from_store(a, fsc__store_marker(a->store, a->rp.seq, ev->time_ns, ev->text,
+                                             ev->text_len));
     if (rc != 0) {
         a->failed = 1;
         return rc;
     }
     if (ev->type < FSC_EV__COUNT)
         a->type_count[ev->type]++;
-    fsc__timeline_event(a, ev->time_ns);
-    a->seq++;
+    fsc__timeline_event(&a->tl, &a->rp, ev->time_ns);
+    a->rp.seq++;
     return 0;
 }
 
@@ -302,6 +369,125 @@ const char *fsc_analysis_last_error(const fsc_analysis_t *a)
     return a ? fsc_err_msg(&a->err) : "no analysis";
 }
 
+static int write_meta(fsc_analysis_t *a)
+{
+    char buf[64];
+    int rc = 0;
+    const fsc_trace_header_t *h = &a->hdr;
+    fsc__store_t *s = a->store;
+    snprintf(buf, sizeof buf, "%u.%u", h->version_major, h->version_minor);
+#define MT(k, t) if (rc == 0) rc = fsc__store_meta(s, (k), (t), 0)
+#define MI(k, i) if (rc == 0) rc = fsc__store_meta(s, (k), NULL, (int64_t)(i))
+    MI("schema_version", FSC_DB_SCHEMA_VERSION);
+    MT("fragscope_version", FSC_VERSION_STRING);
+    MT("producer", a->producer);
+    MT("config", a->config);
+    MT("backend", a->backend);
+    MI("capacity", a->run.capacity_unknown ? 0 : h->capacity);
+    MI("capacity_inferred", a->run.capacity_unknown);
+    MI("device_total", h->device_total);
+    MI("clock_origin_ns", h->clock_origin_ns);
+    MI("pid", h->pid);
+    MI("rank", h->rank);
+    MI("trace_flags", h->flags);
+    MT("trace_version", buf);
+    MT("source_path", a->source_path);
+    MT("source_kind", a->source_kind);
+    MI("lenient", a->opts.lenient ? 1 : 0);
+    MI("warnings", a->warnings);
+    MI("events_total", a->rp.seq);
+    MI("timeline_bucket_events", a->tl.width);
+    for (int t = 1; t < FSC_EV__COUNT; t++) {
+        if (a->type_count[t] == 0)
+            continue;
+        snprintf(buf, sizeof buf, "events.%s", fsc_event_type_name(t));
+        MI(buf, a->type_count[t]);
+    }
+    for (const fsc__kv_t *kv = a->meta; kv != NULL && rc == 0; kv = kv->next)
+        rc = fsc__store_meta(s, kv->key, kv->text, kv->ival);
+#undef MT
+#undef MI
+    return from_store(a, rc);
+}
+
+static int emit_op(void *ud, const fsc__op_t *op)
+{
+    return fsc__store_op(ud, op);
+}
+
+/* The tables derived once the stream has ended. */
+static int finish_tables(fsc_analysis_t *a, fsc_analysis_summary_t *sum)
+{
+    fsc__replay_t *r = &a->rp;
+    fsc__store_t *s = a->store;
+    fsc__replay_end(r);
+    a->rowsout.n = 0;
+    fsc__rows_flush(&a->rows, &a->rowsout);
+    int rc = from_store(a, fsc__store_ops(s, &a->rowsout));
+    fsc__timeline_end(&a->tl, r);
+    for (size_t i = 0; i < a->tl.n && rc == 0; i++) {
+        fsc__tlrow_t row;
+        fsc__timeline_row(&a->tl, i, &row);
+        rc = from_store(a, fsc__store_timeline(s, &row));
+    }
+    for (size_t i = 0; i < a->tl.n && rc == 0; i++) {
+        fsc__tlrow_t row;
+        fsc__timeline_row(&a->tl, i, &row);
+        rc = from_store(a, fsc__store_timeline_external(s, &row));
+    }
+    if (rc == 0 && r->peak_allocated > 0 && r->peak_tracking)
+        rc = from_replay(a, fsc__peak_materialize(r));
+    fsc__peak_t p;
+    memset(&p, 0, sizeof p);
+    if (rc == 0 && fsc__peak_facts(r, &p) != 0)
+        rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
+    if (rc == 0 && r->peak_allocated > 0)
+        rc = from_store(a, fsc__store_layout(s, "peak_allocated", r->peak_allocated_seq,
+                                             r->peak_allocated_time, -1, r->peak_allocated,
+                                             p.reserved, &r->peak_layout, NULL));
+    fsc__run_counts_t c = {
+        .events = r->seq, .first_time = a->first_time, .max_time = a->max_time,
+        .warnings = a->warnings, .num_ooms = a->num_ooms,
+        .first_oom_cause = a->first_oom_cause, .type_count = a->type_count,
+    };
+    if (rc == 0)
+        rc = from_store(a, fsc__rows_live(r, emit_op, s, &c.leaked_blocks, &c.leaked_bytes));
+    if (rc == 0) {
+        fsc__binrow_t bins[FSC__NBINS];
+        size_t n;
+        fsc__bin_rows(r, &p, bins, &n);
+        for (size_t k = 0; k < n && rc == 0; k++)
+            rc = from_store(a, fsc__store_bin(s, &bins[k]));
+    }
+    for (size_t t = 0; t < r->ntags && rc == 0; t++) {
+        fsc__tagstat_t row;
+        if (fsc__tagstat_row(r, &p, t, &row))
+            rc = from_store(a, fsc__store_tagstat(s, &row));
+    }
+    if (rc == 0) {
+        fsc__sumrow_t rows[FSC__SUMMARY_MAX];
+        size_t n;
+        fsc__summary_rows(r, &p, &c, rows, &n, sum);
+        for (size_t k = 0; k < n && rc == 0; k++)
+            rc = from_store(a, fsc__store_summary(s, &rows[k]));
+    }
+    const fsc__frag_state_t *f = &r->frag;
+    if (rc == 0 && f->peak_alloc.valid) {
+        rc = from_store(a, fsc__store_frag_point(s, "peak_allocated", -1, &f->peak_alloc));
+        if (rc == 0 && r->peak_materialized)
+            rc = frag_pins(a, "peak_allocated", -1, f->peak_alloc.seq, &r->peak_layout,
+                           f->peak_alloc.ask_stream);
+    }
+    if (rc == 0 && f->peak_res.valid)
+        rc = from_store(a, fsc__store_frag_point(s, "peak_reserved", -1, &f->peak_res));
+    for (size_t i = 0; i < a->tl.n && rc == 0; i++)
+        rc = from_store(a, fsc__store_timeline_frag(s, i, &a->tl.rows[i].frag));
+    if (rc == 0)
+        rc = write_meta(a);
+    fsc__peak_free(&p);
+    return rc;
+}
+
 int fsc_analysis_finish(fsc_analysis_t *a, fsc_analysis_summary_t *out)
 {
     if (a == NULL)
@@ -310,12 +496,13 @@ int fsc_analysis_finish(fsc_analysis_t *a, fsc_analysis_summary_t *out)
         return fsc_err_set(&a->err, FSC_EINVAL, "analysis already ended");
     fsc_analysis_summary_t sum;
     memset(&sum, 0, sizeof sum);
-    int rc = fsc__writer_stop(a);
+    int rc = from_store(a, fsc__store_end_bulk(a->store));
     if (rc == 0)
-        rc = fsc__finish_tables(a, &sum);
-    if (rc == 0 && sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = fsc__db_err(a, "COMMIT");
-    fsc__db_close(a);
+        rc = finish_tables(a, &sum);
+    if (rc == 0)
+        rc = from_store(a, fsc__store_commit(a->store));
+    fsc__store_destroy(a->store);
+    a->store = NULL;
     if (rc == 0 && a->opts.before_commit != NULL)
         rc = a->opts.before_commit(a->opts.before_commit_ud, a->out.tmp_path, &sum, &a->err);
     if (rc == 0)
@@ -334,19 +521,15 @@ void fsc_analysis_destroy(fsc_analysis_t *a)
 {
     if (a == NULL)
         return;
-    fsc__writer_stop(a);
-    fsc__db_close(a);
+    fsc__store_destroy(a->store);
     if (!a->finished)
         fsc_outfile_abort(&a->out);
-    fsc__replay_free(a);
+    fsc__replay_free(&a->rp);
     fsc__timeline_free(&a->tl);
-    fsc__frag_free(&a->frag);
-    fsc__u64map_free(&a->peak_delta);
-    fsc__imgvec_free(&a->peak_imgs);
-    fsc__imgvec_free(&a->peak_layout);
-    for (size_t i = 0; i < a->ntags; i++)
-        free(a->tags[i].path);
-    free(a->tags);
+    for (size_t i = 0; i < a->nnames; i++)
+        free(a->names[i].path);
+    free(a->names);
+    free(a->oom);
     while (a->meta != NULL) {
         fsc__kv_t *n = a->meta->next;
         free(a->meta->key);

@@ -1,29 +1,14 @@
 /*
- * finish.c — the tables derived once the stream has ended: what is still
- * live (blocks, segments, leaks), the figures at the allocated peak (from
- * the peak layout), bins, tag statistics, the headline summary and meta.
+ * finish.c — the figures derived once the stream has ended: the state at
+ * the allocated peak (from the peak layout), bins, tag statistics and the
+ * headline summary, handed to the store as rows (finish.h).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ana_internal.h"
+#include "finish.h"
 
-/* Figures at the allocated peak, from its layout. */
-typedef struct peak_facts {
-    uint64_t reserved, internal, free_bytes[2], largest[2];
-    uint64_t inactive_blocks, inactive_bytes;
-    uint64_t *tag_blocks, *tag_bytes; /* [ntags] */
-    uint64_t bin_live_blocks[FSC__NBINS], bin_live_bytes[FSC__NBINS];
-    uint64_t bin_free_blocks[FSC__NBINS], bin_free_bytes[FSC__NBINS];
-} peak_facts_t;
-
-static double ext_frag(uint64_t largest, uint64_t free_bytes)
-{
-    return free_bytes ? 1.0 - fsc__ratio(largest, free_bytes) : 0.0;
-}
-
-static int peak_facts(fsc_analysis_t *a, peak_facts_t *p)
+int fsc__peak_facts(const fsc__replay_t *a, fsc__peak_t *p)
 {
     memset(p, 0, sizeof *p);
     p->tag_blocks = calloc(a->ntags + 1, sizeof *p->tag_blocks);
@@ -37,7 +22,7 @@ static int peak_facts(fsc_analysis_t *a, peak_facts_t *p)
         uint64_t fb = 0, fn = 0;
         while (j < v->n && v->v[j].segment == v->v[i].segment) {
             const fsc__img_t *m = &v->v[j];
-            int k = fsc__bin_of(m->size);
+            int k = fsc_metric_bin(m->size);
             p->reserved += m->size;
             if (m->state == FSC__FREE) {
                 p->free_bytes[m->pool] += m->size;
@@ -67,158 +52,83 @@ static int peak_facts(fsc_analysis_t *a, peak_facts_t *p)
     return 0;
 }
 
-static int put_summary(fsc_analysis_t *a, const char *key, double v, int is_real,
-                       const char *unit)
+void fsc__peak_free(fsc__peak_t *p)
 {
-    sqlite3_stmt *s = a->st[FSC__ST_SUMMARY];
-    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-    if (is_real)
-        sqlite3_bind_double(s, 2, v);
-    else
-        sqlite3_bind_int64(s, 2, (sqlite3_int64)v);
-    sqlite3_bind_text(s, 3, unit, -1, SQLITE_STATIC);
-    return fsc__step(a, s, "summary");
+    free(p->tag_blocks);
+    free(p->tag_bytes);
+    p->tag_blocks = p->tag_bytes = NULL;
 }
 
-#define SUMI(k, v, u) if (rc == 0) rc = put_summary(a, (k), (double)(v), 0, (u))
-#define SUMR(k, v) if (rc == 0) rc = put_summary(a, (k), (v), 1, "ratio")
-
-static int put_meta(fsc_analysis_t *a, const char *key, const char *text, int64_t ival)
+void fsc__bin_rows(const fsc__replay_t *a, const fsc__peak_t *p, fsc__binrow_t *rows, size_t *n)
 {
-    sqlite3_stmt *s = a->st[FSC__ST_META];
-    sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
-    if (text)
-        sqlite3_bind_text(s, 2, text, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_int64(s, 2, ival);
-    return fsc__step(a, s, "meta");
-}
-
-static int write_meta(fsc_analysis_t *a)
-{
-    char buf[64];
-    int rc = 0;
-    const fsc_trace_header_t *h = &a->hdr;
-    snprintf(buf, sizeof buf, "%u.%u", h->version_major, h->version_minor);
-#define MT(k, t) if (rc == 0) rc = put_meta(a, (k), (t), 0)
-#define MI(k, i) if (rc == 0) rc = put_meta(a, (k), NULL, (int64_t)(i))
-    MI("schema_version", FSC_DB_SCHEMA_VERSION);
-    MT("fragscope_version", FSC_VERSION_STRING);
-    MT("producer", a->producer);
-    MT("config", a->config);
-    MT("backend", a->backend);
-    MI("capacity", a->capacity_unknown ? 0 : h->capacity);
-    MI("capacity_inferred", a->capacity_unknown);
-    MI("device_total", h->device_total);
-    MI("clock_origin_ns", h->clock_origin_ns);
-    MI("pid", h->pid);
-    MI("rank", h->rank);
-    MI("trace_flags", h->flags);
-    MT("trace_version", buf);
-    MT("source_path", a->source_path);
-    MT("source_kind", a->source_kind);
-    MI("lenient", a->opts.lenient ? 1 : 0);
-    MI("warnings", a->warnings);
-    MI("events_total", a->seq);
-    MI("timeline_bucket_events", a->tl.width);
-    for (int t = 1; t < FSC_EV__COUNT; t++) {
-        if (a->type_count[t] == 0)
-            continue;
-        snprintf(buf, sizeof buf, "events.%s", fsc_event_type_name(t));
-        MI(buf, a->type_count[t]);
-    }
-    for (const fsc__kv_t *kv = a->meta; kv != NULL && rc == 0; kv = kv->next)
-        rc = put_meta(a, kv->key, kv->text, kv->ival);
-#undef MT
-#undef MI
-    return rc;
-}
-
-static int write_live(fsc_analysis_t *a, uint64_t *leaked_blocks, uint64_t *leaked_bytes)
-{
-    int rc = 0;
-    for (size_t i = 0; i < a->nseg && rc == 0; i++) {
-        const fsc__seg_t *g = a->seg_sorted[i];
-        for (const fsc__blk_t *b = g->head; b != NULL && rc == 0; b = b->next) {
-            if (b->state == FSC__FREE)
-                continue;
-            if (b->state == FSC__ALLOCATED) {
-                (*leaked_blocks)++;
-                *leaked_bytes += b->size;
-            }
-            fsc__brow_t row;
-            fsc__brow_of(b, &row);
-            rc = fsc__db_block_row(a, &row);
-        }
-        if (rc == 0)
-            rc = fsc__db_segment_row(a, g, 0, 0, 0);
-    }
-    return rc;
-}
-
-static int write_bins(fsc_analysis_t *a, const peak_facts_t *p)
-{
-    sqlite3_stmt *s = a->st[FSC__ST_BIN];
     int top = a->max_bin;
     for (int k = 0; k < FSC__NBINS; k++)
         if (p->bin_free_blocks[k] && k > top)
             top = k;
+    *n = 0;
     for (int k = 0; k <= top; k++) {
         const fsc__bin_t *b = &a->bins[k];
-        int c = 1;
-        fsc__bind_u64(s, c++, (uint64_t)k);
-        fsc__bind_u64(s, c++, (uint64_t)512 << k);
-        fsc__bind_u64(s, c++, (uint64_t)512 << (k + 1)); /* k < 48: fits */
-        fsc__bind_u64(s, c++, b->requests);
-        fsc__bind_u64(s, c++, b->requested_bytes);
-        fsc__bind_u64(s, c++, b->allocated_bytes);
-        fsc__bind_u64(s, c++, b->allocated_bytes - b->requested_bytes);
-        fsc__bind_u64(s, c++, b->hits);
-        fsc__bind_u64(s, c++, b->misses);
-        sqlite3_bind_double(s, c++, fsc__ratio(b->hits, b->requests));
-        fsc__bind_u64(s, c++, b->splits);
-        fsc__bind_u64(s, c++, b->merges);
-        fsc__bind_u64(s, c++, b->peak_live_blocks);
-        fsc__bind_u64(s, c++, b->peak_live_bytes);
-        fsc__bind_u64(s, c++, p->bin_live_blocks[k]);
-        fsc__bind_u64(s, c++, p->bin_live_bytes[k]);
-        fsc__bind_u64(s, c++, p->bin_free_blocks[k]);
-        fsc__bind_u64(s, c++, p->bin_free_bytes[k]);
-        int rc = fsc__step(a, s, "bins");
-        if (rc != 0)
-            return rc;
+        fsc__binrow_t *r = &rows[(*n)++];
+        r->bin = k;
+        r->lo = (uint64_t)512 << k;
+        r->hi = (uint64_t)512 << (k + 1); /* k < 48: fits */
+        r->requests = b->requests;
+        r->requested_bytes = b->requested_bytes;
+        r->allocated_bytes = b->allocated_bytes;
+        r->waste = b->allocated_bytes - b->requested_bytes;
+        r->hits = b->hits;
+        r->misses = b->misses;
+        r->hit_rate = fsc_metric_ratio(b->hits, b->requests);
+        r->splits = b->splits;
+        r->merges = b->merges;
+        r->peak_live_blocks = b->peak_live_blocks;
+        r->peak_live_bytes = b->peak_live_bytes;
+        r->live_at_peak_blocks = p->bin_live_blocks[k];
+        r->live_at_peak_bytes = p->bin_live_bytes[k];
+        r->free_at_peak_blocks = p->bin_free_blocks[k];
+        r->free_at_peak_bytes = p->bin_free_bytes[k];
     }
-    return 0;
 }
 
-static int write_tag_stats(fsc_analysis_t *a, const peak_facts_t *p)
+int fsc__tagstat_row(const fsc__replay_t *a, const fsc__peak_t *p, size_t t, fsc__tagstat_t *r)
 {
-    sqlite3_stmt *s = a->st[FSC__ST_TAGSTAT];
-    for (size_t t = 0; t < a->ntags; t++) {
-        const fsc__tag_t *g = &a->tags[t];
-        if (g->allocs == 0)
-            continue;
-        fsc__bind_u64(s, 1, t);
-        fsc__bind_u64(s, 2, g->allocs);
-        fsc__bind_u64(s, 3, g->alloc_bytes);
-        fsc__bind_u64(s, 4, p->tag_blocks[t]);
-        fsc__bind_u64(s, 5, p->tag_bytes[t]);
-        fsc__bind_u64(s, 6, g->live_blocks);
-        fsc__bind_u64(s, 7, g->live_bytes);
-        int rc = fsc__step(a, s, "tag_stats");
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
+    const fsc__tag_t *g = &a->tags[t];
+    if (g->allocs == 0)
+        return 0;
+    r->tag = t;
+    r->allocs = g->allocs;
+    r->alloc_bytes = g->alloc_bytes;
+    r->peak_blocks = p->tag_blocks[t];
+    r->peak_bytes = p->tag_bytes[t];
+    r->live_blocks = g->live_blocks;
+    r->live_bytes = g->live_bytes;
+    return 1;
 }
 
-static int write_summary(fsc_analysis_t *a, const peak_facts_t *p, fsc_analysis_summary_t *o)
+static double ext_frag(uint64_t largest, uint64_t free_bytes)
 {
-    int rc = 0;
+    return fsc_metric_external_frag(largest, free_bytes);
+}
+
+#define SUM(k, v, real, u)                                                          \
+    do {                                                                            \
+        rows[*n].key = (k);                                                         \
+        rows[*n].value = (v);                                                       \
+        rows[*n].is_real = (real);                                                  \
+        rows[*n].unit = (u);                                                        \
+        (*n)++;                                                                     \
+    } while (0)
+#define SUMI(k, v, u) SUM((k), (double)(v), 0, (u))
+#define SUMR(k, v) SUM((k), (v), 1, "ratio")
+
+void fsc__summary_rows(const fsc__replay_t *a, const fsc__peak_t *p, const fsc__run_counts_t *c,
+                       fsc__sumrow_t *rows, size_t *n, fsc_analysis_summary_t *o)
+{
+    *n = 0;
     uint64_t pfree = p->free_bytes[0] + p->free_bytes[1];
     uint64_t plargest = p->largest[0] > p->largest[1] ? p->largest[0] : p->largest[1];
     uint64_t ffree = a->heap[0].bytes + a->heap[1].bytes;
-    o->events = a->seq;
+    o->events = c->events;
     o->peak_allocated = a->peak_allocated;
     o->peak_allocated_seq = a->peak_allocated_seq;
     o->peak_reserved = a->peak_reserved;
@@ -228,16 +138,18 @@ static int write_summary(fsc_analysis_t *a, const peak_facts_t *p, fsc_analysis_
     o->final_allocated = a->allocated;
     o->final_reserved = a->reserved;
     o->internal_frag_at_peak = p->internal;
-    o->internal_frag_ratio_at_peak = fsc__ratio(p->internal, a->peak_allocated);
+    o->internal_frag_ratio_at_peak = fsc_metric_ratio(p->internal, a->peak_allocated);
     o->external_frag_at_peak = ext_frag(plargest, pfree);
-    o->utilization = fsc__ratio(a->peak_allocated, a->peak_reserved);
+    o->utilization = fsc_metric_ratio(a->peak_allocated, a->peak_reserved);
     o->segments_created = a->segments_created;
-    o->num_ooms = a->num_ooms;
-    o->first_oom_cause = a->first_oom_cause;
-    o->warnings = a->warnings;
+    o->num_ooms = c->num_ooms;
+    o->first_oom_cause = c->first_oom_cause;
+    o->warnings = c->warnings;
+    o->leaked_blocks = c->leaked_blocks;
+    o->leaked_bytes = c->leaked_bytes;
 
-    SUMI("events", a->seq, "count");
-    SUMI("duration_ns", a->seq ? a->max_time - a->first_time : 0, "ns");
+    SUMI("events", c->events, "count");
+    SUMI("duration_ns", c->events ? c->max_time - c->first_time : 0, "ns");
     SUMI("peak_allocated_bytes", a->peak_allocated, "bytes");
     SUMI("peak_allocated_seq", a->peak_allocated_seq, "seq");
     SUMI("peak_allocated_time_ns", a->peak_allocated_time, "ns");
@@ -272,55 +184,35 @@ static int write_summary(fsc_analysis_t *a, const peak_facts_t *p, fsc_analysis_
     SUMI("segments_freed", a->segments_freed, "count");
     SUMI("peak_segments", a->peak_segments, "count");
     SUMI("final_segments", a->nseg, "count");
-    SUMI("segment_maps", a->type_count[FSC_EV_SEGMENT_MAP], "count");
-    SUMI("segment_unmaps", a->type_count[FSC_EV_SEGMENT_UNMAP], "count");
+    SUMI("segment_maps", c->type_count[FSC_EV_SEGMENT_MAP], "count");
+    SUMI("segment_unmaps", c->type_count[FSC_EV_SEGMENT_UNMAP], "count");
     SUMI("allocs", a->hits + a->misses, "count");
-    SUMI("frees", a->type_count[FSC_EV_FREE_REQUESTED], "count");
+    SUMI("frees", c->type_count[FSC_EV_FREE_REQUESTED], "count");
     SUMI("cache_hits", a->hits, "count");
     SUMI("cache_misses", a->misses, "count");
-    SUMR("cache_hit_rate", fsc__ratio(a->hits, a->hits + a->misses));
-    SUMI("splits", a->type_count[FSC_EV_SPLIT], "count");
-    SUMI("merges", a->type_count[FSC_EV_MERGE], "count");
-    SUMI("num_ooms", a->num_ooms, "count");
-    SUMI("empty_cache_calls", a->type_count[FSC_EV_EMPTY_CACHE], "count");
-    SUMI("gc_passes", a->type_count[FSC_EV_GC], "count");
-    SUMI("markers", a->type_count[FSC_EV_MARKER], "count");
-    SUMI("leaked_blocks", o->leaked_blocks, "count");
-    SUMI("leaked_bytes", o->leaked_bytes, "bytes");
-    return rc;
+    SUMR("cache_hit_rate", fsc_metric_ratio(a->hits, a->hits + a->misses));
+    SUMI("splits", c->type_count[FSC_EV_SPLIT], "count");
+    SUMI("merges", c->type_count[FSC_EV_MERGE], "count");
+    SUMI("num_ooms", c->num_ooms, "count");
+    SUMI("empty_cache_calls", c->type_count[FSC_EV_EMPTY_CACHE], "count");
+    SUMI("gc_passes", c->type_count[FSC_EV_GC], "count");
+    SUMI("markers", c->type_count[FSC_EV_MARKER], "count");
+    SUMI("leaked_blocks", c->leaked_blocks, "count");
+    SUMI("leaked_bytes", c->leaked_bytes, "bytes");
+
+    /* where reserved − allocated sits (frag_classes.c) */
+    const fsc__frag_state_t *f = &a->frag;
+    const fsc__frag_t *fc = &f->peak_alloc.cls[FSC__FRAG_ALL];
+    const fsc__frag_point_t *fr = &f->peak_res;
+    uint64_t rr = fr->reserved[FSC__FRAG_ALL], ra = fr->allocated[FSC__FRAG_ALL];
+    SUMI("soft_bytes_at_peak", fc->soft, "bytes");
+    SUMI("hard_bytes_at_peak", fc->hard, "bytes");
+    SUMI("stream_bytes_at_peak", fc->stream, "bytes");
+    SUMI("private_pool_bytes_at_peak", fc->private_pool, "bytes");
+    SUMI("pending_bytes_at_peak", fc->pending, "bytes");
+    SUMI("max_hard_bytes_at_oom", f->max_hard_oom, "bytes");
+    SUMI("allocated_at_peak_reserved", ra, "bytes");
+    SUMI("reserved_unallocated_at_peak_reserved", rr - ra, "bytes");
+    SUMR("frag_ratio_at_peak_reserved", fsc_metric_ratio(rr - ra, rr));
 }
 
-int fsc__finish_tables(fsc_analysis_t *a, fsc_analysis_summary_t *sum)
-{
-    peak_facts_t p;
-    fsc__replay_end(a);
-    int rc = fsc__db_flush_pending(a);
-    if (rc == 0)
-        rc = fsc__timeline_write(a);
-    if (rc == 0 && a->peak_allocated > 0) {
-        if (a->peak_tracking)
-            rc = fsc__peak_materialize(a);
-    }
-    memset(&p, 0, sizeof p);
-    if (rc == 0 && peak_facts(a, &p) != 0)
-        rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
-    if (rc == 0 && a->peak_allocated > 0)
-        rc = fsc__layout_write(a, "peak_allocated", a->peak_allocated_seq,
-                               a->peak_allocated_time, -1, a->peak_allocated, p.reserved,
-                               &a->peak_layout, NULL);
-    if (rc == 0)
-        rc = write_live(a, &sum->leaked_blocks, &sum->leaked_bytes);
-    if (rc == 0)
-        rc = write_bins(a, &p);
-    if (rc == 0)
-        rc = write_tag_stats(a, &p);
-    if (rc == 0)
-        rc = write_summary(a, &p, sum);
-    if (rc == 0)
-        rc = fsc__frag_finish(a);
-    if (rc == 0)
-        rc = write_meta(a);
-    free(p.tag_blocks);
-    free(p.tag_bytes);
-    return rc;
-}

@@ -15,20 +15,17 @@
  * worked out from a block layout, and the hard bytes of every segment are
  * attributed to the live blocks pinning them (whole segments: in proportion
  * to the blocks' sizes; expandable segments: the partial pages to the live
- * block sharing them), which gives the tables frag_hard_blocks and
- * frag_hard_tags.
+ * block sharing them), which gives the rows of frag_hard_blocks and
+ * frag_hard_tags. The store writes all of it (store.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ana_internal.h"
 #include "fsc/vec.h"
-#include "writer.h"
+#include "replay.h"
 
-#define TOP_TAGS 20
-#define TOP_BLOCKS 10
-
-static const char *const k_pool_name[FSC__FRAG_NPOOLS] = {"small", "large", "all"};
+#define TOP_TAGS FSC__FRAG_TOP_TAGS
+#define TOP_BLOCKS FSC__FRAG_TOP_BLOCKS
 
 void fsc__frag_init(fsc__frag_state_t *f)
 {
@@ -104,7 +101,7 @@ static uint64_t slot_of(const fsc__frag_state_t *f, uint64_t stream)
     return fsc__u64map_get(&f->stream_idx, stream, &i) ? i : 0;
 }
 
-int fsc__frag_seg_new(fsc_analysis_t *a, fsc__seg_t *s)
+int fsc__frag_seg_new(fsc__replay_t *a, fsc__seg_t *s)
 {
     fsc__frag_state_t *f = &a->frag;
     uint64_t i = slot_of(f, s->stream);
@@ -133,7 +130,7 @@ void fsc__frag_free_sub(fsc__seg_t *s, const fsc__blk_t *b)
     s->paged_free -= fsc__frag_paged(s, b->addr, b->size);
 }
 
-static void apply(fsc_analysis_t *a, const fsc__seg_t *s, int add)
+static void apply(fsc__replay_t *a, const fsc__seg_t *s, int add)
 {
     fsc__frag_state_t *f = &a->frag;
     fsc__frag_parts_t p;
@@ -151,17 +148,17 @@ static void apply(fsc_analysis_t *a, const fsc__seg_t *s, int add)
 #undef MOVE
 }
 
-void fsc__frag_seg_out(fsc_analysis_t *a, const fsc__seg_t *s)
+void fsc__frag_seg_out(fsc__replay_t *a, const fsc__seg_t *s)
 {
     apply(a, s, 0);
 }
 
-void fsc__frag_seg_in(fsc_analysis_t *a, const fsc__seg_t *s)
+void fsc__frag_seg_in(fsc__replay_t *a, const fsc__seg_t *s)
 {
     apply(a, s, 1);
 }
 
-void fsc__frag_pending_add(fsc_analysis_t *a, fsc__seg_t *s, uint64_t size)
+void fsc__frag_pending_add(fsc__replay_t *a, fsc__seg_t *s, uint64_t size)
 {
     apply(a, s, 0);
     s->pending_bytes += size;
@@ -174,7 +171,7 @@ static uint64_t pinned_of(const fsc__frag_state_t *f, uint64_t stream, int k)
     return i ? f->streams[i - 1].pinned[k] : 0;
 }
 
-void fsc__frag_now(const fsc_analysis_t *a, uint64_t ask_stream, fsc__frag_point_t *out)
+void fsc__frag_now(const fsc__replay_t *a, uint64_t ask_stream, fsc__frag_point_t *out)
 {
     const fsc__frag_state_t *f = &a->frag;
     memset(out, 0, sizeof *out);
@@ -206,7 +203,7 @@ void fsc__frag_now(const fsc_analysis_t *a, uint64_t ask_stream, fsc__frag_point
     out->valid = 1;
 }
 
-void fsc__frag_sample(const fsc_analysis_t *a, fsc__frag_sample_t *out)
+void fsc__frag_sample(const fsc__replay_t *a, fsc__frag_sample_t *out)
 {
     fsc__frag_point_t p;
     fsc__frag_now(a, a->frag.ask_stream, &p);
@@ -214,7 +211,7 @@ void fsc__frag_sample(const fsc_analysis_t *a, fsc__frag_sample_t *out)
     out->cls = p.cls[FSC__FRAG_ALL];
 }
 
-void fsc__frag_event(fsc_analysis_t *a, int type, uint64_t stream, uint64_t addr)
+void fsc__frag_event(fsc__replay_t *a, int type, uint64_t stream, uint64_t addr)
 {
     fsc__frag_state_t *f = &a->frag;
     if (type == FSC_EV_ALLOC)
@@ -412,42 +409,7 @@ void fsc__frag_of_layout(const fsc__img_t *v, size_t n, uint64_t ask_stream,
     walk(v, n, ask_stream, out, NULL);
 }
 
-/* ---- database ------------------------------------------------------------ */
-
-static int prep(fsc_analysis_t *a, const char *sql, sqlite3_stmt **st)
-{
-    if (sqlite3_prepare_v2(a->db, sql, -1, st, NULL) != SQLITE_OK)
-        return fsc__db_err(a, "cannot prepare a statement");
-    return 0;
-}
-
-static int write_point(fsc_analysis_t *a, const char *point, int64_t oom_id,
-                       const fsc__frag_point_t *p)
-{
-    sqlite3_stmt *s;
-    int rc = prep(a, "INSERT INTO frag_classes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
-    for (int k = FSC__FRAG_NPOOLS - 1; rc == 0 && k >= 0; k--) {
-        const fsc__frag_t *c = &p->cls[k];
-        int i = 1;
-        sqlite3_bind_text(s, i++, point, -1, SQLITE_STATIC);
-        fsc__bind_opt(s, i++, oom_id >= 0, (uint64_t)oom_id);
-        sqlite3_bind_text(s, i++, k_pool_name[k], -1, SQLITE_STATIC);
-        fsc__bind_u64(s, i++, p->seq);
-        fsc__bind_u64(s, i++, p->time);
-        fsc__bind_u64(s, i++, p->ask_stream);
-        fsc__bind_u64(s, i++, p->reserved[k]);
-        fsc__bind_u64(s, i++, p->allocated[k]);
-        fsc__bind_u64(s, i++, p->reserved[k] - p->allocated[k]);
-        fsc__bind_u64(s, i++, c->soft);
-        fsc__bind_u64(s, i++, c->hard);
-        fsc__bind_u64(s, i++, c->stream);
-        fsc__bind_u64(s, i++, c->private_pool);
-        fsc__bind_u64(s, i++, c->pending);
-        rc = fsc__step(a, s, "frag_classes");
-    }
-    sqlite3_finalize(s);
-    return rc;
-}
+/* ---- who pins the hard bytes, as rows ------------------------------------ */
 
 typedef struct tagsum {
     uint32_t tag;
@@ -477,46 +439,37 @@ static int cmp_tag_hard(const void *x, const void *y)
 }
 
 /* The blocks and tags pinning the hard bytes of a layout. */
-static int write_pins(fsc_analysis_t *a, const char *point, int64_t oom_id, uint64_t seq,
-                      const fsc__img_t *v, size_t n, uint64_t ask)
+int fsc__frag_pins(const fsc__img_t *v, size_t n, uint64_t ask, uint64_t seq, fsc__frag_pins_t *out)
 {
     shares_t sh = {0};
     fsc__frag_point_t pt;
     walk(v, n, ask, &pt, &sh);
     tagsum_t *tags = NULL;
-    sqlite3_stmt *s = NULL;
     int rc = 0;
+    out->nblocks = out->ntags = 0;
     if (sh.failed)
-        rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for the hard pinning blocks");
+        rc = FSC_ENOMEM;
     if (rc == 0 && sh.n > 0) {
         qsort(sh.v, sh.n, sizeof *sh.v, cmp_share_hard);
-        rc = prep(a, "INSERT INTO frag_hard_blocks VALUES(?,?,?,?,?,?,?,?,?,?,?)", &s);
-        for (size_t r = 0; rc == 0 && r < sh.n && r < TOP_BLOCKS; r++) {
+        for (size_t r = 0; r < sh.n && r < TOP_BLOCKS; r++) {
             const fsc__img_t *m = &v[sh.v[r].img];
-            int i = 1;
-            sqlite3_bind_text(s, i++, point, -1, SQLITE_STATIC);
-            fsc__bind_opt(s, i++, oom_id >= 0, (uint64_t)oom_id);
-            fsc__bind_u64(s, i++, r);
-            fsc__bind_u64(s, i++, m->segment);
-            fsc__bind_u64(s, i++, m->addr);
-            fsc__bind_u64(s, i++, m->size);
-            sqlite3_bind_text(s, i++, m->state == FSC__PENDING ? "pending" : "allocated", -1,
-                              SQLITE_STATIC);
-            fsc__bind_u64(s, i++, m->tag);
-            fsc__bind_u64(s, i++, sh.v[r].hard);
-            fsc__bind_u64(s, i++, m->alloc_seq);
-            fsc__bind_u64(s, i++, seq >= m->alloc_seq ? seq - m->alloc_seq : 0);
-            rc = fsc__step(a, s, "frag_hard_blocks");
+            fsc__frag_pinblk_t *b = &out->blocks[out->nblocks++];
+            b->segment = m->segment;
+            b->addr = m->addr;
+            b->size = m->size;
+            b->pending = m->state == FSC__PENDING;
+            b->tag = m->tag;
+            b->hard = sh.v[r].hard;
+            b->alloc_seq = m->alloc_seq;
+            b->age_events = seq >= m->alloc_seq ? seq - m->alloc_seq : 0;
         }
-        sqlite3_finalize(s);
-        s = NULL;
     }
     size_t nt = 0;
     if (rc == 0 && sh.n > 0) {
         qsort(sh.v, sh.n, sizeof *sh.v, cmp_share_tag);
         tags = malloc(sh.n * sizeof *tags);
         if (tags == NULL)
-            rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for the hard pinning tags");
+            rc = FSC_ENOMEM;
         for (size_t r = 0; rc == 0 && r < sh.n; r++) {
             const fsc__img_t *m = &v[sh.v[r].img];
             if (nt == 0 || tags[nt - 1].tag != m->tag) {
@@ -530,113 +483,23 @@ static int write_pins(fsc_analysis_t *a, const char *point, int64_t oom_id, uint
     }
     if (rc == 0 && nt > 0) {
         qsort(tags, nt, sizeof *tags, cmp_tag_hard);
-        rc = prep(a, "INSERT INTO frag_hard_tags VALUES(?,?,?,?,?,?,?)", &s);
-        for (size_t r = 0; rc == 0 && r < nt && r < TOP_TAGS; r++) {
-            int i = 1;
-            sqlite3_bind_text(s, i++, point, -1, SQLITE_STATIC);
-            fsc__bind_opt(s, i++, oom_id >= 0, (uint64_t)oom_id);
-            fsc__bind_u64(s, i++, r);
-            fsc__bind_u64(s, i++, tags[r].tag);
-            fsc__bind_u64(s, i++, tags[r].hard);
-            fsc__bind_u64(s, i++, tags[r].blocks);
-            fsc__bind_u64(s, i++, tags[r].bytes);
-            rc = fsc__step(a, s, "frag_hard_tags");
+        for (size_t r = 0; r < nt && r < TOP_TAGS; r++) {
+            fsc__frag_pintag_t *t = &out->tags[out->ntags++];
+            t->tag = tags[r].tag;
+            t->hard = tags[r].hard;
+            t->blocks = tags[r].blocks;
+            t->bytes = tags[r].bytes;
         }
-        sqlite3_finalize(s);
     }
     free(tags);
     free(sh.v);
     return rc;
 }
 
-int fsc__frag_oom(fsc_analysis_t *a, uint64_t oom_id, uint64_t ask_stream, uint64_t time)
+void fsc__frag_oom(fsc__replay_t *a, uint64_t ask_stream, uint64_t time, fsc__frag_point_t *p)
 {
-    fsc__frag_point_t p;
-    fsc__frag_now(a, ask_stream, &p);
-    p.time = time;
-    if (p.cls[FSC__FRAG_ALL].hard > a->frag.max_hard_oom)
-        a->frag.max_hard_oom = p.cls[FSC__FRAG_ALL].hard;
-    int rc = write_point(a, "oom", (int64_t)oom_id, &p);
-    if (rc != 0 || oom_id >= FSC__OOM_LAYOUTS)
-        return rc;
-    fsc__imgvec_t cur = {0};
-    rc = fsc__layout_current(a, &cur);
-    if (rc == 0)
-        rc = write_pins(a, "oom", (int64_t)oom_id, a->seq, cur.v, cur.n, ask_stream);
-    fsc__imgvec_free(&cur);
-    return rc;
-}
-
-static int write_timeline(fsc_analysis_t *a)
-{
-    sqlite3_stmt *s;
-    int rc = prep(a, "INSERT INTO timeline_frag VALUES(?,?,?,?,?,?,?)", &s);
-    for (size_t r = 0; rc == 0 && r < a->tl.n; r++) {
-        const fsc__frag_sample_t *x = &a->tl.rows[r].frag;
-        int i = 1;
-        fsc__bind_u64(s, i++, r);
-        fsc__bind_u64(s, i++, x->ask_stream);
-        fsc__bind_u64(s, i++, x->cls.soft);
-        fsc__bind_u64(s, i++, x->cls.hard);
-        fsc__bind_u64(s, i++, x->cls.stream);
-        fsc__bind_u64(s, i++, x->cls.private_pool);
-        fsc__bind_u64(s, i++, x->cls.pending);
-        rc = fsc__step(a, s, "timeline_frag");
-    }
-    sqlite3_finalize(s);
-    return rc;
-}
-
-static int put(fsc_analysis_t *a, const char *key, double v, int is_real, const char *unit)
-{
-    sqlite3_stmt *s = a->st[FSC__ST_SUMMARY];
-    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-    if (is_real)
-        sqlite3_bind_double(s, 2, v);
-    else
-        sqlite3_bind_int64(s, 2, (sqlite3_int64)v);
-    sqlite3_bind_text(s, 3, unit, -1, SQLITE_STATIC);
-    return fsc__step(a, s, "summary");
-}
-
-static int write_summary(fsc_analysis_t *a)
-{
-    const fsc__frag_state_t *f = &a->frag;
-    const fsc__frag_t *c = &f->peak_alloc.cls[FSC__FRAG_ALL];
-    const fsc__frag_point_t *r = &f->peak_res;
-    uint64_t rr = r->reserved[FSC__FRAG_ALL], ra = r->allocated[FSC__FRAG_ALL];
-    int rc = 0;
-#define PI(k, v) if (rc == 0) rc = put(a, (k), (double)(v), 0, "bytes")
-#define PR(k, v) if (rc == 0) rc = put(a, (k), (v), 1, "ratio")
-    PI("soft_bytes_at_peak", c->soft);
-    PI("hard_bytes_at_peak", c->hard);
-    PI("stream_bytes_at_peak", c->stream);
-    PI("private_pool_bytes_at_peak", c->private_pool);
-    PI("pending_bytes_at_peak", c->pending);
-    PI("max_hard_bytes_at_oom", f->max_hard_oom);
-    PI("allocated_at_peak_reserved", ra);
-    PI("reserved_unallocated_at_peak_reserved", rr - ra);
-    PR("frag_ratio_at_peak_reserved", fsc__ratio(rr - ra, rr));
-#undef PI
-#undef PR
-    return rc;
-}
-
-int fsc__frag_finish(fsc_analysis_t *a)
-{
-    fsc__frag_state_t *f = &a->frag;
-    int rc = 0;
-    if (f->peak_alloc.valid) {
-        rc = write_point(a, "peak_allocated", -1, &f->peak_alloc);
-        if (rc == 0 && a->peak_materialized)
-            rc = write_pins(a, "peak_allocated", -1, f->peak_alloc.seq, a->peak_layout.v,
-                            a->peak_layout.n, f->peak_alloc.ask_stream);
-    }
-    if (rc == 0 && f->peak_res.valid)
-        rc = write_point(a, "peak_reserved", -1, &f->peak_res);
-    if (rc == 0)
-        rc = write_timeline(a);
-    if (rc == 0)
-        rc = write_summary(a);
-    return rc;
+    fsc__frag_now(a, ask_stream, p);
+    p->time = time;
+    if (p->cls[FSC__FRAG_ALL].hard > a->frag.max_hard_oom)
+        a->frag.max_hard_oom = p->cls[FSC__FRAG_ALL].hard;
 }

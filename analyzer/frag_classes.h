@@ -76,7 +76,29 @@ typedef struct fsc__frag_state {
     uint64_t max_hard_oom;      /* largest hard figure at an OOM */
 } fsc__frag_state_t;
 
-typedef struct fsc_analysis fsc_analysis_t;
+#define FSC__FRAG_TOP_TAGS 20
+#define FSC__FRAG_TOP_BLOCKS 10
+
+/* Who pins the hard bytes of a layout: rows of frag_hard_blocks and
+ * frag_hard_tags, by hard bytes. */
+typedef struct fsc__frag_pinblk {
+    uint64_t segment, addr, size, hard, alloc_seq, age_events;
+    uint32_t tag;
+    int pending;
+} fsc__frag_pinblk_t;
+
+typedef struct fsc__frag_pintag {
+    uint32_t tag;
+    uint64_t hard, blocks, bytes;
+} fsc__frag_pintag_t;
+
+typedef struct fsc__frag_pins {
+    size_t nblocks, ntags;
+    fsc__frag_pinblk_t blocks[FSC__FRAG_TOP_BLOCKS];
+    fsc__frag_pintag_t tags[FSC__FRAG_TOP_TAGS];
+} fsc__frag_pins_t;
+
+typedef struct fsc__replay fsc__replay_t;
 struct fsc__seg;
 struct fsc__img;
 struct fsc__blk;
@@ -85,7 +107,7 @@ void fsc__frag_init(fsc__frag_state_t *f);
 void fsc__frag_free(fsc__frag_state_t *f);
 
 /* A new segment: find or add its stream (FSC_ENOMEM). */
-int fsc__frag_seg_new(fsc_analysis_t *a, struct fsc__seg *s);
+int fsc__frag_seg_new(fsc__replay_t *a, struct fsc__seg *s);
 /* Page-aligned bytes of [addr, addr+size) inside segment s (0 unless s is
  * expandable): what empty_cache() unmaps of a free block there. */
 uint64_t fsc__frag_paged(const struct fsc__seg *s, uint64_t addr, uint64_t size);
@@ -93,24 +115,27 @@ uint64_t fsc__frag_paged(const struct fsc__seg *s, uint64_t addr, uint64_t size)
 void fsc__frag_free_add(struct fsc__seg *s, const struct fsc__blk *b);
 void fsc__frag_free_sub(struct fsc__seg *s, const struct fsc__blk *b);
 /* Before / after any change to a segment's blocks. */
-void fsc__frag_seg_out(fsc_analysis_t *a, const struct fsc__seg *s);
-void fsc__frag_seg_in(fsc_analysis_t *a, const struct fsc__seg *s);
+void fsc__frag_seg_out(fsc__replay_t *a, const struct fsc__seg *s);
+void fsc__frag_seg_in(fsc__replay_t *a, const struct fsc__seg *s);
 /* A block of s became pending (FREE_REQUESTED). */
-void fsc__frag_pending_add(fsc_analysis_t *a, struct fsc__seg *s, uint64_t size);
+void fsc__frag_pending_add(fsc__replay_t *a, struct fsc__seg *s, uint64_t size);
 /* After an applied event (asking stream, peaks). */
-void fsc__frag_event(fsc_analysis_t *a, int type, uint64_t stream, uint64_t addr);
+void fsc__frag_event(fsc__replay_t *a, int type, uint64_t stream, uint64_t addr);
 /* The current split, overall, for the timeline. */
-void fsc__frag_sample(const fsc_analysis_t *a, fsc__frag_sample_t *out);
+void fsc__frag_sample(const fsc__replay_t *a, fsc__frag_sample_t *out);
 /* The current split for an asking stream. */
-void fsc__frag_now(const fsc_analysis_t *a, uint64_t ask_stream, fsc__frag_point_t *out);
+void fsc__frag_now(const fsc__replay_t *a, uint64_t ask_stream, fsc__frag_point_t *out);
 /* The same split worked out from a block layout (address order, segments
  * contiguous); tests compare it with fsc__frag_now. */
 void fsc__frag_of_layout(const struct fsc__img *v, size_t n, uint64_t ask_stream,
                          fsc__frag_point_t *out);
 
-/* Database: the split and the hard pinning at an OOM (after its row). */
-int fsc__frag_oom(fsc_analysis_t *a, uint64_t oom_id, uint64_t ask_stream, uint64_t time);
-/* At the end: the peaks, the timeline rows, the summary keys. */
-int fsc__frag_finish(fsc_analysis_t *a);
+/* The split at an OOM for its asking stream (and the largest hard figure
+ * at an OOM so far). */
+void fsc__frag_oom(fsc__replay_t *r, uint64_t ask_stream, uint64_t time, fsc__frag_point_t *out);
+/* Who pins the hard bytes of a layout (seq: the moment, for the ages).
+ * Returns 0 or FSC_ENOMEM. */
+int fsc__frag_pins(const struct fsc__img *v, size_t n, uint64_t ask_stream, uint64_t seq,
+                   fsc__frag_pins_t *out);
 
 #endif

@@ -6,8 +6,8 @@
  */
 #include <stdlib.h>
 
-#include "ana_internal.h"
 #include "fsc/vec.h"
+#include "replay.h"
 
 static inline void place(fsc__heap_t *h, size_t i, fsc__blk_t *b)
 {
@@ -87,4 +87,13 @@ void fsc__heap_free(fsc__heap_t *h)
     h->v = NULL;
     h->n = h->cap = 0;
     h->bytes = 0;
+}
+
+uint64_t fsc__largest_free(const fsc__replay_t *r, int pool)
+{
+    uint64_t m = 0;
+    for (int p = 0; p < 2; p++)
+        if ((pool < 0 || pool == p) && r->heap[p].n > 0 && r->heap[p].v[0]->size > m)
+            m = r->heap[p].v[0]->size;
+    return m;
 }

@@ -1,6 +1,6 @@
 /*
- * layout.c — block layout snapshots: the current layout (at each OOM) and
- * the layout at the allocated peak.
+ * layout.c — block layout images: the current layout (at each OOM) and
+ * the layout at the allocated peak. The store writes them (store.c).
  *
  * The peak is only known to be the peak once the run is over, and copying
  * the whole layout at every new maximum would cost O(live) per event while
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ana_internal.h"
 #include "fsc/vec.h"
+#include "replay.h"
 
 int fsc__imgvec_push(fsc__imgvec_t *v, const fsc__img_t *img)
 {
@@ -48,21 +48,21 @@ static void image_of(const fsc__blk_t *b, fsc__img_t *img)
     img->present = 1;
 }
 
-static void delta_clear(fsc_analysis_t *a)
+static void delta_clear(fsc__replay_t *a)
 {
     for (size_t i = 0; i < a->peak_imgs.n; i++)
         fsc__u64map_delp(&a->peak_delta, a->peak_imgs.v[i].addr);
     a->peak_imgs.n = 0;
 }
 
-void fsc__peak_new(fsc_analysis_t *a)
+void fsc__peak_new(fsc__replay_t *a)
 {
     delta_clear(a);
     a->peak_tracking = 1;
     a->peak_materialized = 0;
 }
 
-int fsc__peak_touch(fsc_analysis_t *a, const fsc__blk_t *b, int existed)
+int fsc__peak_touch(fsc__replay_t *a, const fsc__blk_t *b, int existed)
 {
     if (!a->peak_tracking || fsc__u64map_getp(&a->peak_delta, b->addr) != NULL)
         return 0;
@@ -87,7 +87,7 @@ static int cmp_img(const void *x, const void *y)
     return p->addr < q->addr ? -1 : p->addr > q->addr;
 }
 
-int fsc__layout_current(fsc_analysis_t *a, fsc__imgvec_t *out)
+int fsc__layout_current(fsc__replay_t *a, fsc__imgvec_t *out)
 {
     out->n = 0;
     for (size_t i = 0; i < a->nseg; i++) {
@@ -101,7 +101,7 @@ int fsc__layout_current(fsc_analysis_t *a, fsc__imgvec_t *out)
     return 0;
 }
 
-int fsc__peak_materialize(fsc_analysis_t *a)
+int fsc__peak_materialize(fsc__replay_t *a)
 {
     if (!a->peak_tracking)
         return 0;
@@ -124,50 +124,5 @@ int fsc__peak_materialize(fsc_analysis_t *a)
     delta_clear(a);
     a->peak_tracking = 0;
     a->peak_materialized = 1;
-    return 0;
-}
-
-static const char *state_name(int s)
-{
-    return s == FSC__ALLOCATED ? "allocated" : s == FSC__PENDING ? "pending" : "free";
-}
-
-int fsc__layout_write(fsc_analysis_t *a, const char *kind, uint64_t seq, uint64_t time,
-                      int64_t oom_id, uint64_t allocated, uint64_t reserved,
-                      const fsc__imgvec_t *v, uint64_t *id)
-{
-    uint64_t sid = a->snapshots++;
-    sqlite3_stmt *s = a->st[FSC__ST_SNAP];
-    fsc__bind_u64(s, 1, sid);
-    sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
-    fsc__bind_u64(s, 3, seq);
-    fsc__bind_u64(s, 4, time);
-    fsc__bind_opt(s, 5, oom_id >= 0, (uint64_t)oom_id);
-    fsc__bind_u64(s, 6, allocated);
-    fsc__bind_u64(s, 7, reserved);
-    int rc = fsc__step(a, s, "layout_snapshots");
-    if (rc != 0)
-        return rc;
-    s = a->st[FSC__ST_LAYOUT];
-    for (size_t i = 0; i < v->n; i++) {
-        const fsc__img_t *m = &v->v[i];
-        int live = m->state != FSC__FREE;
-        fsc__bind_u64(s, 1, sid);
-        fsc__bind_u64(s, 2, m->segment);
-        fsc__bind_u64(s, 3, m->addr);
-        fsc__bind_u64(s, 4, m->size);
-        fsc__bind_opt(s, 5, live, m->requested);
-        sqlite3_bind_text(s, 6, state_name(m->state), -1, SQLITE_STATIC);
-        fsc__bind_u64(s, 7, m->stream);
-        fsc__bind_u64(s, 8, m->pool);
-        fsc__bind_opt(s, 9, live, m->tag);
-        fsc__bind_opt(s, 10, live, m->alloc_seq);
-        fsc__bind_opt(s, 11, live, seq - m->alloc_seq);
-        fsc__bind_opt(s, 12, live, time >= m->alloc_time ? time - m->alloc_time : 0);
-        if ((rc = fsc__step(a, s, "layout")) != 0)
-            return rc;
-    }
-    if (id)
-        *id = sid;
     return 0;
 }

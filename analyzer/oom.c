@@ -11,31 +11,29 @@
  * figure ever reached, below reserved-at-OOM + the failing segment; only the
  * lower bound may prove fragmentation.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ana_internal.h"
 #include "fragscope/allocator.h"
-#include "writer.h"
+#include "oom.h"
 
-#define TOP_SEGMENTS 10
-#define TOP_PINNING 20
-#define TOP_TAGS 20
+#define TOP_TAGS FSC__OOM_TOP_TAGS
 
-typedef struct oom_facts {
-    uint64_t requested, rounded, allocated, reserved, segment_size;
-    uint64_t capacity, lower, upper, device_free, device_total;
-    int known, inferred, device_free_known;
-    uint64_t free_in_reserved, largest_free, largest_usable;
-    int cause;
-    uint64_t threshold; /* undetermined: the cap at which a perfect allocator
-                           starts to serve the request (allocated + rounded) */
-} oom_facts_t;
+const char *fsc_oom_cause_name(int cause)
+{
+    switch (cause) {
+#define FSC__OOM_NAME(name, val, str) case val: return str;
+        FSC_OOM_CAUSE_MAP(FSC__OOM_NAME)
+#undef FSC__OOM_NAME
+    default: return "unknown";
+    }
+}
 
 #define SZ(i, v) fsc_size_format((v), buf[i], sizeof buf[i])
 
-static void explain(const oom_facts_t *f, char *out, size_t cap)
+static void explain(const fsc__oom_t *f, char *out, size_t cap)
 {
     char buf[9][32];
     size_t n = 0;
@@ -112,7 +110,7 @@ static void explain(const oom_facts_t *f, char *out, size_t cap)
                  SZ(0, f->lower), SZ(1, f->upper), SZ(2, f->segment_size));
 }
 
-static int classify(oom_facts_t *f)
+static int classify(fsc__oom_t *f)
 {
     uint64_t limit = f->known ? f->capacity : f->device_total;
     if ((limit != 0 && f->rounded > limit) ||
@@ -155,28 +153,29 @@ static int cmp_blk_size(const void *x, const void *y)
     return p->addr < q->addr ? -1 : p->addr > q->addr;
 }
 
-static int write_segments(fsc_analysis_t *a, uint64_t id, const fsc_event_t *ev)
+static int collect_segments(const fsc__replay_t *a, const fsc_event_t *ev, fsc__oom_t *f)
 {
     size_t n = 0;
     fsc__seg_t **v = malloc((a->nseg + 1) * sizeof *v);
     fsc__blk_t **live = NULL;
-    int rc = 0;
     if (v == NULL)
-        return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory diagnosing an OOM");
+        return FSC_ENOMEM;
     for (size_t i = 0; i < a->nseg; i++)
         if (a->seg_sorted[i]->free_bytes > 0)
             v[n++] = a->seg_sorted[i];
     qsort(v, n, sizeof *v, cmp_seg_free);
-    if (n > TOP_SEGMENTS)
-        n = TOP_SEGMENTS;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    if (n > FSC__OOM_TOP_SEGMENTS)
+        n = FSC__OOM_TOP_SEGMENTS;
+    int rc = 0;
+    f->nsegs = 0;
+    for (size_t i = 0; i < n; i++) {
         fsc__seg_t *g = v[i];
         size_t nl = 0;
         uint64_t largest = 0, live_bytes = 0;
         free(live);
         live = malloc((g->nblocks + 1) * sizeof *live);
         if (live == NULL) {
-            rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory diagnosing an OOM");
+            rc = FSC_ENOMEM;
             break;
         }
         for (fsc__blk_t *b = g->head; b != NULL; b = b->next) {
@@ -188,36 +187,29 @@ static int write_segments(fsc_analysis_t *a, uint64_t id, const fsc_event_t *ev)
                 live_bytes += b->size;
             }
         }
-        sqlite3_stmt *s = a->st[FSC__ST_OOM_SEG];
-        fsc__bind_u64(s, 1, id);
-        fsc__bind_u64(s, 2, i);
-        fsc__bind_u64(s, 3, g->base);
-        fsc__bind_u64(s, 4, g->size);
-        fsc__bind_u64(s, 5, g->pool);
-        fsc__bind_u64(s, 6, g->stream);
-        fsc__bind_u64(s, 7, g->free_bytes);
-        fsc__bind_u64(s, 8, largest);
-        fsc__bind_u64(s, 9, g->nfree);
-        fsc__bind_u64(s, 10, nl);
-        fsc__bind_u64(s, 11, live_bytes);
-        if ((rc = fsc__step(a, s, "oom_segments")) != 0)
-            break;
+        fsc__oom_seg_t *o = &f->segs[f->nsegs++];
+        o->base = g->base;
+        o->size = g->size;
+        o->pool = g->pool;
+        o->stream = g->stream;
+        o->free_bytes = g->free_bytes;
+        o->largest_free = largest;
+        o->nfree = g->nfree;
+        o->nlive = nl;
+        o->live_bytes = live_bytes;
         qsort(live, nl, sizeof *live, cmp_blk_size);
-        s = a->st[FSC__ST_OOM_PIN];
-        for (size_t j = 0; j < nl && j < TOP_PINNING && rc == 0; j++) {
+        o->npins = 0;
+        for (size_t j = 0; j < nl && j < FSC__OOM_TOP_PINNING; j++) {
             const fsc__blk_t *b = live[j];
-            fsc__bind_u64(s, 1, id);
-            fsc__bind_u64(s, 2, g->base);
-            fsc__bind_u64(s, 3, b->addr);
-            fsc__bind_u64(s, 4, b->size);
-            fsc__bind_u64(s, 5, b->requested);
-            sqlite3_bind_text(s, 6, b->state == FSC__PENDING ? "pending" : "allocated", -1,
-                              SQLITE_STATIC);
-            fsc__bind_u64(s, 7, b->alloc_seq);
-            fsc__bind_u64(s, 8, a->seq - b->alloc_seq);
-            fsc__bind_u64(s, 9, ev->time_ns >= b->alloc_time ? ev->time_ns - b->alloc_time : 0);
-            fsc__bind_u64(s, 10, b->tag);
-            rc = fsc__step(a, s, "oom_pinning_blocks");
+            fsc__oom_pin_t *p = &o->pins[o->npins++];
+            p->addr = b->addr;
+            p->size = b->size;
+            p->requested = b->requested;
+            p->pending = b->state == FSC__PENDING;
+            p->alloc_seq = b->alloc_seq;
+            p->age_events = a->seq - b->alloc_seq;
+            p->age_ns = ev->time_ns >= b->alloc_time ? ev->time_ns - b->alloc_time : 0;
+            p->tag = b->tag;
         }
     }
     free(live);
@@ -225,7 +217,7 @@ static int write_segments(fsc_analysis_t *a, uint64_t id, const fsc_event_t *ev)
     return rc;
 }
 
-static int write_tags(fsc_analysis_t *a, uint64_t id)
+static void collect_tags(const fsc__replay_t *a, fsc__oom_t *f)
 {
     uint32_t top[TOP_TAGS];
     size_t n = 0;
@@ -248,111 +240,61 @@ static int write_tags(fsc_analysis_t *a, uint64_t id)
         }
         top[i] = (uint32_t)t;
     }
-    sqlite3_stmt *s = a->st[FSC__ST_OOM_TAG];
+    f->ntags = n;
     for (size_t i = 0; i < n; i++) {
-        fsc__bind_u64(s, 1, id);
-        fsc__bind_u64(s, 2, i);
-        fsc__bind_u64(s, 3, top[i]);
-        fsc__bind_u64(s, 4, a->tags[top[i]].live_bytes);
-        fsc__bind_u64(s, 5, a->tags[top[i]].live_blocks);
-        int rc = fsc__step(a, s, "oom_tags");
-        if (rc != 0)
-            return rc;
+        f->tags[i].tag = top[i];
+        f->tags[i].live_bytes = a->tags[top[i]].live_bytes;
+        f->tags[i].live_blocks = a->tags[top[i]].live_blocks;
     }
-    return 0;
 }
 
-int fsc__oom_diagnose(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__oom_diagnose(const fsc__replay_t *a, const fsc__oom_run_t *run, const fsc_event_t *ev,
+                      uint64_t id, fsc__oom_t *out)
 {
-    int rc = fsc__writer_sync(a); /* the diagnosis writes its own tables */
-    if (rc != 0)
-        return rc;
-    oom_facts_t f;
-    memset(&f, 0, sizeof f);
-    uint64_t id = a->num_ooms++;
-    f.requested = ev->requested;
-    f.rounded = ev->size ? ev->size : ev->requested;
-    f.allocated = a->allocated;
-    f.reserved = a->reserved;
-    if (a->ring && ev->oom.reserved != 0) {
+    fsc__oom_t *f = out;
+    memset(f, 0, offsetof(fsc__oom_t, text));
+    f->id = id;
+    f->seq = a->seq;
+    f->time = ev->time_ns;
+    f->stream = ev->stream;
+    f->pool = ev->pool;
+    f->tag = ev->tag;
+    f->requested = ev->requested;
+    f->rounded = ev->size ? ev->size : ev->requested;
+    f->allocated = f->allocated_now = a->allocated;
+    f->reserved = f->reserved_now = a->reserved;
+    if (run->ring && ev->oom.reserved != 0) {
         /* the replay of a ring trace misses what came before its window; the
          * allocator's own figures are the ones to trust */
-        f.allocated = ev->oom.allocated;
-        f.reserved = ev->oom.reserved;
+        f->allocated = ev->oom.allocated;
+        f->reserved = ev->oom.reserved;
     }
-    f.segment_size = ev->oom.segment_size ? ev->oom.segment_size
-                                          : fsc_alloc_segment_size(f.rounded);
-    f.device_total = ev->oom.device_total ? ev->oom.device_total : a->hdr.device_total;
-    f.device_free_known = ev->oom.device_free != UINT64_MAX;
-    f.device_free = ev->oom.device_free;
-    f.capacity = ev->oom.capacity ? ev->oom.capacity : a->hdr.capacity;
-    f.known = !a->capacity_unknown && f.capacity != 0;
-    if (f.known) {
-        f.lower = f.upper = f.capacity;
+    f->segment_size = ev->oom.segment_size ? ev->oom.segment_size
+                                          : fsc_alloc_segment_size(f->rounded);
+    f->device_total = ev->oom.device_total ? ev->oom.device_total : run->device_total;
+    f->device_free_known = ev->oom.device_free != UINT64_MAX;
+    f->device_free = ev->oom.device_free;
+    f->capacity = ev->oom.capacity ? ev->oom.capacity : run->capacity;
+    f->known = !run->capacity_unknown && f->capacity != 0;
+    if (f->known) {
+        f->lower = f->upper = f->capacity;
     } else {
-        f.inferred = 1;
-        f.lower = a->peak_reserved;
-        f.upper = f.reserved + f.segment_size;
-        f.capacity = f.lower;
+        f->inferred = 1;
+        f->lower = a->peak_reserved;
+        f->upper = f->reserved + f->segment_size;
+        f->capacity = f->lower;
     }
-    f.free_in_reserved = a->heap[0].bytes + a->heap[1].bytes;
-    f.largest_free = fsc__largest_free(a, -1);
+    f->free_in_reserved = a->heap[0].bytes + a->heap[1].bytes;
+    f->largest_free = fsc__largest_free(a, -1);
     const fsc__heap_t *h = &a->heap[ev->pool ? 1 : 0];
     for (size_t i = 0; i < h->n; i++)
-        if (h->v[i]->seg->stream == ev->stream && h->v[i]->size > f.largest_usable)
-            f.largest_usable = h->v[i]->size;
-    f.cause = classify(&f);
-    if (id == 0)
-        a->first_oom_cause = f.cause;
-
-    char text[1536];
-    explain(&f, text, sizeof text);
-
-    uint64_t snap = 0;
-    int have_snap = id < FSC__OOM_LAYOUTS;
-    if (have_snap) {
-        fsc__imgvec_t cur = {0};
-        rc = fsc__layout_current(a, &cur);
-        if (rc == 0)
-            rc = fsc__layout_write(a, "oom", a->seq, ev->time_ns, (int64_t)id, a->allocated,
-                                   a->reserved, &cur, &snap);
-        fsc__imgvec_free(&cur);
-        if (rc != 0)
-            return rc;
-    }
-    sqlite3_stmt *s = a->st[FSC__ST_OOM];
-    int k = 1;
-    fsc__bind_u64(s, k++, id);
-    fsc__bind_u64(s, k++, a->seq);
-    fsc__bind_u64(s, k++, ev->time_ns);
-    fsc__bind_u64(s, k++, f.requested);
-    fsc__bind_u64(s, k++, f.rounded);
-    fsc__bind_u64(s, k++, ev->stream);
-    fsc__bind_u64(s, k++, ev->pool);
-    fsc__bind_u64(s, k++, ev->tag);
-    fsc__bind_u64(s, k++, f.allocated);
-    fsc__bind_u64(s, k++, f.reserved);
-    fsc__bind_u64(s, k++, f.capacity);
-    sqlite3_bind_int(s, k++, f.inferred);
-    fsc__bind_u64(s, k++, f.lower);
-    fsc__bind_u64(s, k++, f.upper);
-    fsc__bind_u64(s, k++, f.segment_size);
-    fsc__bind_opt(s, k++, f.device_free_known, f.device_free);
-    fsc__bind_opt(s, k++, f.device_total != 0, f.device_total);
-    fsc__bind_u64(s, k++, f.free_in_reserved);
-    fsc__bind_u64(s, k++, f.largest_free);
-    fsc__bind_u64(s, k++, f.largest_usable);
-    sqlite3_bind_double(s, k++, f.free_in_reserved
-                                    ? 1.0 - fsc__ratio(f.largest_free, f.free_in_reserved)
-                                    : 0.0);
-    sqlite3_bind_text(s, k++, fsc_oom_cause_name(f.cause), -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, k++, text, -1, SQLITE_TRANSIENT);
-    fsc__bind_opt(s, k++, have_snap, snap);
-    if ((rc = fsc__step(a, s, "ooms")) != 0)
-        return rc;
-    if ((rc = write_segments(a, id, ev)) != 0)
-        return rc;
-    if ((rc = write_tags(a, id)) != 0)
-        return rc;
-    return fsc__frag_oom(a, id, ev->stream, ev->time_ns);
+        if (h->v[i]->seg->stream == ev->stream && h->v[i]->size > f->largest_usable)
+            f->largest_usable = h->v[i]->size;
+    f->external_frag = fsc_metric_external_frag(f->largest_free, f->free_in_reserved);
+    f->cause = classify(f);
+    explain(f, f->text, sizeof f->text);
+    f->has_snapshot = id < FSC__OOM_LAYOUTS;
+    f->snapshot = 0;
+    collect_tags(a, f);
+    return collect_segments(a, ev, f);
 }

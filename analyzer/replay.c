@@ -7,18 +7,21 @@
  *
  * The replay does not re-run allocator policy: SPLIT, MERGE and the segment
  * events say exactly what changed, so each handler validates the event
- * against the state and applies it. An inconsistent event is reported
- * through fsc__warn_or_fail before anything is changed, so in lenient mode a
- * skipped event leaves the state as it was.
+ * against the state and applies it. An inconsistent event is skipped
+ * through fsc__skip before anything is changed, so a skipped event leaves
+ * the state as it was; whether a skip is an error is the caller's choice.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
+#include "fsc/vec.h"
+#include "replay_internal.h"
 
 /* ---- block structs: from a slab (fsc/slab.h), recycled ----------------- */
 
-static fsc__blk_t *blk_new(fsc_analysis_t *a)
+static fsc__blk_t *blk_new(fsc__replay_t *a)
 {
     fsc__blk_t *b = fsc__slab_alloc(&a->blk_slab);
     if (b != NULL)
@@ -26,26 +29,68 @@ static fsc__blk_t *blk_new(fsc_analysis_t *a)
     return b;
 }
 
-static void blk_release(fsc_analysis_t *a, fsc__blk_t *b)
+static void blk_release(fsc__replay_t *a, fsc__blk_t *b)
 {
     fsc__slab_release(&a->blk_slab, b);
 }
 
-int fsc__bin_of(uint64_t size)
+int fsc__skip(fsc__replay_t *a, const char *fmt, ...)
 {
-    int k = 0;
-    for (uint64_t s = size >> 10; s != 0 && k < FSC__NBINS - 1; s >>= 1)
-        k++;
-    return k;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->out->why, sizeof a->out->why, fmt, ap);
+    va_end(ap);
+    return 1;
 }
 
-uint64_t fsc__largest_free(const fsc_analysis_t *a, int pool)
+fsc__outcome_t *fsc__outcome(fsc__replay_t *a)
 {
-    uint64_t m = 0;
-    for (int p = 0; p < 2; p++)
-        if ((pool < 0 || pool == p) && a->heap[p].n > 0 && a->heap[p].v[0]->size > m)
-            m = a->heap[p].v[0]->size;
-    return m;
+    return a->out;
+}
+
+int fsc__tag_reserve(fsc__replay_t *a, uint32_t tag)
+{
+    if (tag < a->ntags)
+        return 0;
+    return fsc__vec_reserve_zero(&a->tags, &a->ntags, (size_t)tag + 1, sizeof *a->tags);
+}
+
+fsc__blk_t *fsc__replay_block(const fsc__replay_t *a, uint64_t addr)
+{
+    return fsc__u64map_getp(&a->blocks, addr);
+}
+
+void fsc__brow_of(const fsc__blk_t *b, fsc__brow_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->alloc_seq = b->alloc_seq;
+    r->alloc_time = b->alloc_time;
+    r->addr = b->addr;
+    r->size = b->size;
+    r->requested = b->requested;
+    r->stream = b->seg->stream;
+    r->segment = b->seg->base;
+    r->pool = b->seg->pool;
+    r->tag = b->tag;
+    r->cache_hit = b->cache_hit;
+    r->freed = b->state == FSC__PENDING;
+    r->freereq_seq = b->freereq_seq;
+    r->freereq_time = b->freereq_time;
+    r->free_tag = b->free_tag;
+    r->split_size = b->split_size;
+    r->split_time = b->split_time;
+    r->valid = 1;
+}
+
+void fsc__replay_init(fsc__replay_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->last_free_bin = -1;
+    fsc__u64map_init(&a->blocks);
+    fsc__u64map_init(&a->segs);
+    fsc__u64map_init(&a->peak_delta);
+    fsc__slab_init(&a->blk_slab, sizeof(fsc__blk_t), 4096);
+    fsc__frag_init(&a->frag);
 }
 
 /* ---- segment bookkeeping ----------------------------------------------- */
@@ -53,7 +98,7 @@ uint64_t fsc__largest_free(const fsc_analysis_t *a, int pool)
 /* inactive_split counts the free blocks of segments that hold more than one
  * block; bracket every change to a segment's blocks with begin/end so the
  * totals follow. */
-void fsc__seg_begin(fsc_analysis_t *a, fsc__seg_t *s)
+void fsc__seg_begin(fsc__replay_t *a, fsc__seg_t *s)
 {
     fsc__frag_seg_out(a, s);
     if (s->nblocks > 1) {
@@ -62,7 +107,7 @@ void fsc__seg_begin(fsc_analysis_t *a, fsc__seg_t *s)
     }
 }
 
-void fsc__seg_end(fsc_analysis_t *a, fsc__seg_t *s)
+void fsc__seg_end(fsc__replay_t *a, fsc__seg_t *s)
 {
     if (s->nblocks > 1) {
         a->inactive_split_bytes += s->free_bytes;
@@ -71,7 +116,7 @@ void fsc__seg_end(fsc_analysis_t *a, fsc__seg_t *s)
     fsc__frag_seg_in(a, s);
 }
 
-int fsc__free_insert(fsc_analysis_t *a, fsc__blk_t *b)
+int fsc__free_insert(fsc__replay_t *a, fsc__blk_t *b)
 {
     if (b->state == FSC__PENDING)
         b->seg->pending_bytes -= b->size;
@@ -82,7 +127,7 @@ int fsc__free_insert(fsc_analysis_t *a, fsc__blk_t *b)
     return fsc__heap_push(&a->heap[b->seg->pool], b);
 }
 
-void fsc__free_remove(fsc_analysis_t *a, fsc__blk_t *b)
+void fsc__free_remove(fsc__replay_t *a, fsc__blk_t *b)
 {
     b->seg->nfree--;
     b->seg->free_bytes -= b->size;
@@ -91,7 +136,7 @@ void fsc__free_remove(fsc_analysis_t *a, fsc__blk_t *b)
 }
 
 /* A new free block [addr, addr+size) of s, linked after prev (NULL = first). */
-int fsc__blk_create_free(fsc_analysis_t *a, fsc__seg_t *s, fsc__blk_t *prev, uint64_t addr,
+int fsc__blk_create_free(fsc__replay_t *a, fsc__seg_t *s, fsc__blk_t *prev, uint64_t addr,
                            uint64_t size, fsc__blk_t **out)
 {
     fsc__blk_t *b = blk_new(a);
@@ -126,7 +171,7 @@ int fsc__blk_create_free(fsc_analysis_t *a, fsc__seg_t *s, fsc__blk_t *prev, uin
 }
 
 /* Remove a free block from everything and recycle it. */
-int fsc__blk_destroy_free(fsc_analysis_t *a, fsc__blk_t *b)
+int fsc__blk_destroy_free(fsc__replay_t *a, fsc__blk_t *b)
 {
     int rc = fsc__peak_touch(a, b, 1);
     if (rc != 0)
@@ -144,7 +189,7 @@ int fsc__blk_destroy_free(fsc_analysis_t *a, fsc__blk_t *b)
     return 0;
 }
 
-void fsc__blk_resize_free(fsc_analysis_t *a, fsc__blk_t *b, uint64_t nsize)
+void fsc__blk_resize_free(fsc__replay_t *a, fsc__blk_t *b, uint64_t nsize)
 {
     uint64_t old = b->size;
     b->seg->free_bytes = b->seg->free_bytes - old + nsize;
@@ -155,7 +200,7 @@ void fsc__blk_resize_free(fsc_analysis_t *a, fsc__blk_t *b, uint64_t nsize)
 }
 
 /* Index of the first live segment with base >= addr. */
-void fsc__reserved_add(fsc_analysis_t *a, uint64_t n)
+void fsc__reserved_add(fsc__replay_t *a, uint64_t n)
 {
     a->reserved += n;
     if (a->reserved > a->peak_reserved) {
@@ -165,28 +210,32 @@ void fsc__reserved_add(fsc_analysis_t *a, uint64_t n)
     }
 }
 
-int fsc__step_continues(const fsc_analysis_t *a, int type)
+int fsc__step_continues(const fsc__replay_t *a, int type)
 {
     return (a->last_type == FSC_EV_SPLIT && type == FSC_EV_ALLOC) ||
            ((a->last_type == FSC_EV_FREE_COMPLETED || a->last_type == FSC_EV_MERGE) &&
             type == FSC_EV_MERGE);
 }
 
-static void inactive_split_step(fsc_analysis_t *a, int type)
+static void inactive_split_step(fsc__replay_t *a, int type)
 {
     int continues = fsc__step_continues(a, type);
     if (!continues && a->inactive_split_pending > a->peak_inactive_split)
         a->peak_inactive_split = a->inactive_split_pending;
 }
 
-void fsc__replay_end(fsc_analysis_t *a)
+void fsc__replay_end(fsc__replay_t *a)
 {
     inactive_split_step(a, 0);
 }
 
-int fsc__replay_apply(fsc_analysis_t *a, const fsc_event_t *ev, int *applied)
+int fsc__replay_apply(fsc__replay_t *a, const fsc_event_t *ev, fsc__outcome_t *out)
 {
     int rc;
+    a->last_time = ev->time_ns;
+    out->has_row = 0;
+    out->has_seg = 0;
+    a->out = out;
     inactive_split_step(a, ev->type);
     switch (ev->type) {
     case FSC_EV_SEGMENT_ALLOC: rc = fsc__on_segment_alloc(a, ev); break;
@@ -198,11 +247,11 @@ int fsc__replay_apply(fsc_analysis_t *a, const fsc_event_t *ev, int *applied)
     case FSC_EV_FREE_COMPLETED: rc = fsc__on_free_completed(a, ev); break;
     case FSC_EV_SPLIT: rc = fsc__on_split(a, ev); break;
     case FSC_EV_MERGE: rc = fsc__on_merge(a, ev); break;
-    case FSC_EV_OOM: rc = fsc__oom_diagnose(a, ev); break;
+    case FSC_EV_OOM: /* changes nothing; diagnosed by the caller (oom.c) */
     case FSC_EV_EMPTY_CACHE:
     case FSC_EV_GC:
     case FSC_EV_MARKER: rc = 0; break;
-    default: rc = fsc__warn_or_fail(a, ev, "unknown event type %d", ev->type); break;
+    default: rc = fsc__skip(a, "unknown event type %d", ev->type); break;
     }
     /* A miss is an ALLOC right after its segment appeared, with at most a
      * SPLIT of that segment in between; anything else ends the window. */
@@ -231,11 +280,12 @@ int fsc__replay_apply(fsc_analysis_t *a, const fsc_event_t *ev, int *applied)
         a->last_type = ev->type;
         a->inactive_split_pending = a->inactive_split_bytes;
     }
-    *applied = rc == 0;
+    out->applied = rc == 0;
+    a->out = NULL;
     return 0;
 }
 
-void fsc__replay_free(fsc_analysis_t *a)
+void fsc__replay_free(fsc__replay_t *a)
 {
     for (size_t i = 0; i < a->nseg; i++)
         free(a->seg_sorted[i]);
@@ -245,6 +295,13 @@ void fsc__replay_free(fsc_analysis_t *a)
     fsc__slab_free(&a->blk_slab);
     fsc__u64map_free(&a->blocks);
     fsc__u64map_free(&a->segs);
+    fsc__u64map_free(&a->peak_delta);
     fsc__heap_free(&a->heap[0]);
     fsc__heap_free(&a->heap[1]);
+    fsc__imgvec_free(&a->peak_imgs);
+    fsc__imgvec_free(&a->peak_layout);
+    free(a->tags);
+    a->tags = NULL;
+    a->ntags = 0;
+    fsc__frag_free(&a->frag);
 }

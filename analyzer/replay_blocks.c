@@ -5,20 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
+#include "replay_internal.h"
 
-int fsc__on_split(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__on_split(fsc__replay_t *a, const fsc_event_t *ev)
 {
     fsc__blk_t *b = fsc__u64map_getp(&a->blocks, ev->addr);
     if (b == NULL)
-        return fsc__warn_or_fail(a, ev, "no block at this address");
+        return fsc__skip(a, "no block at this address");
     if (b->state != FSC__FREE)
-        return fsc__warn_or_fail(a, ev, "the block is not free");
+        return fsc__skip(a, "the block is not free");
     if (ev->size != b->size)
-        return fsc__warn_or_fail(a, ev, "split of %llu bytes but the free block has %llu",
+        return fsc__skip(a, "split of %llu bytes but the free block has %llu",
                                  U(ev->size), U(b->size));
     if (ev->requested == 0 || ev->requested >= b->size)
-        return fsc__warn_or_fail(a, ev, "split point %llu is outside the block",
+        return fsc__skip(a, "split point %llu is outside the block",
                                  U(ev->requested));
     fsc__seg_t *s = b->seg;
     fsc__seg_begin(a, s);
@@ -31,7 +31,7 @@ int fsc__on_split(fsc_analysis_t *a, const fsc_event_t *ev)
     fsc__seg_end(a, s);
     if (rc != 0)
         return rc < 0 ? rc : ENOMEM_OUT();
-    int k = fsc__bin_of(ev->requested);
+    int k = fsc_metric_bin(ev->requested);
     a->bins[k].splits++;
     if (k > a->max_bin)
         a->max_bin = k;
@@ -40,21 +40,21 @@ int fsc__on_split(fsc_analysis_t *a, const fsc_event_t *ev)
     return 0;
 }
 
-int fsc__on_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__on_alloc(fsc__replay_t *a, const fsc_event_t *ev)
 {
     fsc__blk_t *b = fsc__u64map_getp(&a->blocks, ev->addr);
     if (b == NULL)
-        return fsc__warn_or_fail(a, ev, "no free block at this address");
+        return fsc__skip(a, "no free block at this address");
     if (b->state != FSC__FREE)
-        return fsc__warn_or_fail(a, ev, "the block is %s",
+        return fsc__skip(a, "the block is %s",
                                  b->state == FSC__ALLOCATED ? "already allocated" : "pending free");
     if (ev->size != b->size)
-        return fsc__warn_or_fail(a, ev, "alloc of %llu bytes but the free block has %llu",
+        return fsc__skip(a, "alloc of %llu bytes but the free block has %llu",
                                  U(ev->size), U(b->size));
     if (ev->requested > ev->size)
-        return fsc__warn_or_fail(a, ev, "requested %llu bytes exceed the block size",
+        return fsc__skip(a, "requested %llu bytes exceed the block size",
                                  U(ev->requested));
-    if (fsc__tag_ensure(a, ev->tag) != 0)
+    if (fsc__tag_reserve(a, ev->tag) != 0)
         return ENOMEM_OUT();
     if (fsc__peak_touch(a, b, 1) != 0)
         return ENOMEM_OUT();
@@ -78,7 +78,7 @@ int fsc__on_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
     else
         a->misses++;
 
-    int k = fsc__bin_of(b->size);
+    int k = fsc_metric_bin(b->size);
     fsc__bin_t *bn = &a->bins[k];
     if (k > a->max_bin)
         a->max_bin = k;
@@ -104,17 +104,17 @@ int fsc__on_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
     return 0;
 }
 
-int fsc__on_free_requested(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__on_free_requested(fsc__replay_t *a, const fsc_event_t *ev)
 {
     fsc__blk_t *b = fsc__u64map_getp(&a->blocks, ev->addr);
     if (b == NULL || b->state == FSC__FREE)
-        return fsc__warn_or_fail(a, ev, "no live block at this address");
+        return fsc__skip(a, "no live block at this address");
     if (b->state == FSC__PENDING)
-        return fsc__warn_or_fail(a, ev, "the block was already freed");
+        return fsc__skip(a, "the block was already freed");
     if (ev->size != 0 && ev->size != b->size)
-        return fsc__warn_or_fail(a, ev, "free of %llu bytes but the block has %llu",
+        return fsc__skip(a, "free of %llu bytes but the block has %llu",
                                  U(ev->size), U(b->size));
-    if (fsc__tag_ensure(a, ev->tag) != 0 || fsc__peak_touch(a, b, 1) != 0)
+    if (fsc__peak_touch(a, b, 1) != 0)
         return ENOMEM_OUT();
     b->state = FSC__PENDING;
     fsc__frag_pending_add(a, b->seg, b->size);
@@ -124,7 +124,7 @@ int fsc__on_free_requested(fsc_analysis_t *a, const fsc_event_t *ev)
     a->allocated -= b->size;
     a->internal -= b->size - b->requested;
     a->live_blocks--;
-    fsc__bin_t *bn = &a->bins[fsc__bin_of(b->size)];
+    fsc__bin_t *bn = &a->bins[fsc_metric_bin(b->size)];
     bn->live_blocks--;
     bn->live_bytes -= b->size;
     fsc__tag_t *t = &a->tags[b->tag];
@@ -133,21 +133,24 @@ int fsc__on_free_requested(fsc_analysis_t *a, const fsc_event_t *ev)
     return 0;
 }
 
-int fsc__on_free_completed(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__on_free_completed(fsc__replay_t *a, const fsc_event_t *ev)
 {
     fsc__blk_t *b = fsc__u64map_getp(&a->blocks, ev->addr);
     if (b == NULL || b->state == FSC__FREE)
-        return fsc__warn_or_fail(a, ev, "no block waiting for its free at this address");
+        return fsc__skip(a, "no block waiting for its free at this address");
     if (b->state == FSC__ALLOCATED)
-        return fsc__warn_or_fail(a, ev, "the block's free was never requested");
+        return fsc__skip(a, "the block's free was never requested");
     int rc = fsc__peak_touch(a, b, 1);
     if (rc != 0)
         return ENOMEM_OUT();
-    /* The row waits for the MERGEs that follow (fsc__db_event). */
-    fsc__brow_of(b, &a->row_pending);
-    a->row_pending.fc_seq = a->seq;
-    a->row_pending.fc_time = ev->time_ns;
-    a->row_pending.completed = 1;
+    /* The finished row goes out; it waits for the MERGEs that follow
+     * (rows.c). */
+    fsc__outcome_t *out = fsc__outcome(a);
+    fsc__brow_of(b, &out->row);
+    out->row.fc_seq = a->seq;
+    out->row.fc_time = ev->time_ns;
+    out->row.completed = 1;
+    out->has_row = 1;
     fsc__seg_begin(a, b->seg);
     rc = fsc__free_insert(a, b);
     fsc__seg_end(a, b->seg);
@@ -156,29 +159,29 @@ int fsc__on_free_completed(fsc_analysis_t *a, const fsc_event_t *ev)
     /* PyTorch's requested_bytes, like active, drops when the free completes */
     a->active -= b->size;
     a->requested -= b->requested;
-    a->last_free_bin = fsc__bin_of(b->size);
+    a->last_free_bin = fsc_metric_bin(b->size);
     return 0;
 }
 
-int fsc__on_merge(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__on_merge(fsc__replay_t *a, const fsc_event_t *ev)
 {
     fsc__blk_t *lo = fsc__u64map_getp(&a->blocks, ev->addr);
     if (lo == NULL)
-        return fsc__warn_or_fail(a, ev, "no block at this address");
+        return fsc__skip(a, "no block at this address");
     if (lo->state != FSC__FREE)
-        return fsc__warn_or_fail(a, ev, "the block is not free");
+        return fsc__skip(a, "the block is not free");
     fsc__blk_t *hi = fsc__u64map_getp(&a->blocks, ev->other);
     if (hi == NULL && lo->size == ev->size && ev->other > lo->addr &&
         ev->other < lo->addr + lo->size)
         return 0; /* already coalesced when its pages were mapped */
     if (hi == NULL)
-        return fsc__warn_or_fail(a, ev, "no block at 0x%llx to absorb", U(ev->other));
+        return fsc__skip(a, "no block at 0x%llx to absorb", U(ev->other));
     if (hi->state != FSC__FREE)
-        return fsc__warn_or_fail(a, ev, "the absorbed block 0x%llx is not free", U(hi->addr));
+        return fsc__skip(a, "the absorbed block 0x%llx is not free", U(hi->addr));
     if (hi->seg != lo->seg || lo->addr + lo->size != hi->addr)
-        return fsc__warn_or_fail(a, ev, "0x%llx is not the next block", U(hi->addr));
+        return fsc__skip(a, "0x%llx is not the next block", U(hi->addr));
     if (ev->size != 0 && lo->size + hi->size != ev->size)
-        return fsc__warn_or_fail(a, ev, "merged size %llu is not %llu + %llu", U(ev->size),
+        return fsc__skip(a, "merged size %llu is not %llu + %llu", U(ev->size),
                                  U(lo->size), U(hi->size));
     fsc__seg_t *s = lo->seg;
     fsc__seg_begin(a, s);
@@ -191,7 +194,7 @@ int fsc__on_merge(fsc_analysis_t *a, const fsc_event_t *ev)
     fsc__seg_end(a, s);
     if (rc != 0)
         return rc;
-    int k = a->last_free_bin >= 0 ? a->last_free_bin : fsc__bin_of(lo->size);
+    int k = a->last_free_bin >= 0 ? a->last_free_bin : fsc_metric_bin(lo->size);
     a->bins[k].merges++;
     if (k > a->max_bin)
         a->max_bin = k;

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
 #include "fsc/vec.h"
+#include "replay_internal.h"
 
-static size_t seg_lower_bound(const fsc_analysis_t *a, uint64_t addr)
+static size_t seg_lower_bound(const fsc__replay_t *a, uint64_t addr)
 {
     size_t lo = 0, hi = a->nseg;
     while (lo < hi) {
@@ -30,7 +30,7 @@ static size_t seg_lower_bound(const fsc_analysis_t *a, uint64_t addr)
 }
 
 /* A segment other than self that overlaps [lo, hi), or NULL. */
-static fsc__seg_t *seg_overlap(const fsc_analysis_t *a, uint64_t lo, uint64_t hi,
+static fsc__seg_t *seg_overlap(const fsc__replay_t *a, uint64_t lo, uint64_t hi,
                                const fsc__seg_t *self)
 {
     size_t i = seg_lower_bound(a, lo);
@@ -44,7 +44,7 @@ static fsc__seg_t *seg_overlap(const fsc_analysis_t *a, uint64_t lo, uint64_t hi
     return NULL;
 }
 
-static fsc__seg_t *seg_create(fsc_analysis_t *a, const fsc_event_t *ev, uint64_t base,
+static fsc__seg_t *seg_create(fsc__replay_t *a, const fsc_event_t *ev, uint64_t base,
                               int expandable)
 {
     fsc__seg_t *s = calloc(1, sizeof *s);
@@ -79,7 +79,7 @@ static fsc__seg_t *seg_create(fsc_analysis_t *a, const fsc_event_t *ev, uint64_t
     return s;
 }
 
-static void seg_destroy(fsc_analysis_t *a, fsc__seg_t *s)
+static void seg_destroy(fsc__replay_t *a, fsc__seg_t *s)
 {
     size_t i = seg_lower_bound(a, s->base);
     memmove(&a->seg_sorted[i], &a->seg_sorted[i + 1], (a->nseg - i - 1) * sizeof *a->seg_sorted);
@@ -90,15 +90,15 @@ static void seg_destroy(fsc_analysis_t *a, fsc__seg_t *s)
 
 /* ---- handlers: each returns 0 applied, >0 skipped (lenient), <0 error -- */
 
-int fsc__on_segment_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__on_segment_alloc(fsc__replay_t *a, const fsc_event_t *ev)
 {
     if (ev->addr == 0 || ev->size == 0)
-        return fsc__warn_or_fail(a, ev, "segment with a zero address or size");
+        return fsc__skip(a, "segment with a zero address or size");
     if (fsc__u64map_getp(&a->segs, ev->addr) != NULL)
-        return fsc__warn_or_fail(a, ev, "a segment already exists at this address");
+        return fsc__skip(a, "a segment already exists at this address");
     fsc__seg_t *o = seg_overlap(a, ev->addr, ev->addr + ev->size, NULL);
     if (o != NULL)
-        return fsc__warn_or_fail(a, ev, "overlaps the segment at 0x%llx", U(o->base));
+        return fsc__skip(a, "overlaps the segment at 0x%llx", U(o->base));
     fsc__seg_t *s = seg_create(a, ev, ev->addr, 0);
     if (s == NULL)
         return ENOMEM_OUT();
@@ -113,18 +113,18 @@ int fsc__on_segment_alloc(fsc_analysis_t *a, const fsc_event_t *ev)
     return 0;
 }
 
-int fsc__on_segment_free(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__on_segment_free(fsc__replay_t *a, const fsc_event_t *ev)
 {
     fsc__seg_t *s = fsc__u64map_getp(&a->segs, ev->addr);
     if (s == NULL)
-        return fsc__warn_or_fail(a, ev, "no segment at this address");
+        return fsc__skip(a, "no segment at this address");
     fsc__blk_t *b = s->head;
     if (s->nblocks != 1 || b->state != FSC__FREE || b->size != s->size)
-        return fsc__warn_or_fail(a, ev, "segment still holds %s",
+        return fsc__skip(a, "segment still holds %s",
                                  s->nblocks == 0 ? "no mapped pages" :
                                  s->nblocks > 1 ? "more than one block" : "a live block");
     if (ev->size != 0 && ev->size != s->size)
-        return fsc__warn_or_fail(a, ev, "size %llu differs from the segment's %llu",
+        return fsc__skip(a, "size %llu differs from the segment's %llu",
                                  U(ev->size), U(s->size));
     fsc__seg_begin(a, s);
     int rc = fsc__blk_destroy_free(a, b);
@@ -132,14 +132,19 @@ int fsc__on_segment_free(fsc_analysis_t *a, const fsc_event_t *ev)
     if (rc != 0)
         return rc;
     a->reserved -= s->size;
-    rc = fsc__db_segment_row(a, s, 1, a->seq, ev->time_ns);
+    fsc__outcome_t *out = fsc__outcome(a);
+    out->seg.seg = *s;
+    out->seg.freed = 1;
+    out->seg.freed_seq = a->seq;
+    out->seg.freed_time = ev->time_ns;
+    out->has_seg = 1;
     a->segments_freed++;
     seg_destroy(a, s);
-    return rc;
+    return 0;
 }
 
 /* Segment that an expandable-segment event refers to. */
-static fsc__seg_t *seg_of_event(fsc_analysis_t *a, const fsc_event_t *ev)
+static fsc__seg_t *seg_of_event(fsc__replay_t *a, const fsc_event_t *ev)
 {
     if (ev->segment != 0)
         return fsc__u64map_getp(&a->segs, ev->segment);
@@ -150,21 +155,21 @@ static fsc__seg_t *seg_of_event(fsc_analysis_t *a, const fsc_event_t *ev)
     return ev->addr < s->base + (s->extent > s->size ? s->extent : s->size) ? s : NULL;
 }
 
-int fsc__on_segment_map(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__on_segment_map(fsc__replay_t *a, const fsc_event_t *ev)
 {
     uint64_t base = ev->segment ? ev->segment : ev->addr;
     uint64_t lo = ev->addr, hi = ev->addr + ev->size;
     if (ev->addr == 0 || ev->size == 0)
-        return fsc__warn_or_fail(a, ev, "mapping with a zero address or size");
+        return fsc__skip(a, "mapping with a zero address or size");
     if (lo < base)
-        return fsc__warn_or_fail(a, ev, "pages below their segment base 0x%llx", U(base));
+        return fsc__skip(a, "pages below their segment base 0x%llx", U(base));
     fsc__seg_t *s = fsc__u64map_getp(&a->segs, base);
     if (s != NULL && !s->expandable)
-        return fsc__warn_or_fail(a, ev, "segment_map into the non-expandable segment 0x%llx",
+        return fsc__skip(a, "segment_map into the non-expandable segment 0x%llx",
                                  U(base));
     fsc__seg_t *o = seg_overlap(a, s ? lo : base, hi, s);
     if (o != NULL)
-        return fsc__warn_or_fail(a, ev, "overlaps the segment at 0x%llx", U(o->base));
+        return fsc__skip(a, "overlaps the segment at 0x%llx", U(o->base));
     /* Insertion point among the mapped blocks. */
     fsc__blk_t *prev = NULL, *next = s ? s->head : NULL;
     while (next != NULL && next->addr < lo) {
@@ -172,7 +177,7 @@ int fsc__on_segment_map(fsc_analysis_t *a, const fsc_event_t *ev)
         next = next->next;
     }
     if ((prev && prev->addr + prev->size > lo) || (next && next->addr < hi))
-        return fsc__warn_or_fail(a, ev, "pages already mapped");
+        return fsc__skip(a, "pages already mapped");
     if (s == NULL) {
         s = seg_create(a, ev, base, 1);
         if (s == NULL)
@@ -206,12 +211,12 @@ out:
     return rc;
 }
 
-int fsc__on_segment_unmap(fsc_analysis_t *a, const fsc_event_t *ev)
+int fsc__on_segment_unmap(fsc__replay_t *a, const fsc_event_t *ev)
 {
     uint64_t lo = ev->addr, hi = ev->addr + ev->size;
     fsc__seg_t *s = seg_of_event(a, ev);
     if (s == NULL || ev->size == 0)
-        return fsc__warn_or_fail(a, ev, "no mapped segment here");
+        return fsc__skip(a, "no mapped segment here");
     /* Validate: [lo, hi) covered, without gaps, by free blocks. */
     fsc__blk_t *first = s->head;
     while (first != NULL && first->addr + first->size <= lo)
@@ -221,11 +226,11 @@ int fsc__on_segment_unmap(fsc_analysis_t *a, const fsc_event_t *ev)
         if (b->addr > at)
             break;
         if (b->state != FSC__FREE)
-            return fsc__warn_or_fail(a, ev, "pages hold the live block 0x%llx", U(b->addr));
+            return fsc__skip(a, "pages hold the live block 0x%llx", U(b->addr));
         at = b->addr + b->size;
     }
     if (at < hi)
-        return fsc__warn_or_fail(a, ev, "pages at 0x%llx are not mapped", U(at));
+        return fsc__skip(a, "pages at 0x%llx are not mapped", U(at));
     fsc__seg_begin(a, s);
     int rc = 0;
     fsc__blk_t *b = first;

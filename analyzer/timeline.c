@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ana_internal.h"
+#include "timeline.h"
 
 int fsc__timeline_init(fsc__timeline_t *t, uint32_t samples)
 {
@@ -66,9 +66,8 @@ static void merge_into(fsc__bucket_t *b, const fsc__bucket_t *c)
     *b = m;
 }
 
-static void close_bucket(fsc_analysis_t *a)
+static void close_bucket(fsc__timeline_t *t, const fsc__replay_t *a)
 {
-    fsc__timeline_t *t = &a->tl;
     fsc__bucket_t *c = &t->cur;
     c->allocated = a->allocated;
     c->requested = a->requested;
@@ -95,12 +94,11 @@ static void close_bucket(fsc_analysis_t *a)
     }
 }
 
-void fsc__timeline_event(fsc_analysis_t *a, uint64_t time)
+void fsc__timeline_event(fsc__timeline_t *t, const fsc__replay_t *a, uint64_t time)
 {
-    fsc__timeline_t *t = &a->tl;
     fsc__bucket_t *c = &t->cur;
     uint64_t al = a->allocated, re = a->reserved;
-    uint64_t ru = re >= al ? re - al : 0;
+    uint64_t ru = fsc_metric_unallocated(re, al);
     if (c->n == 0) {
         c->seq_first = a->seq;
         c->time_first = time;
@@ -131,13 +129,13 @@ void fsc__timeline_event(fsc_analysis_t *a, uint64_t time)
 }
 
 /* External fragmentation right after event seq, a step boundary. */
-static void note_external(fsc_analysis_t *a, uint64_t seq)
+static void note_external(fsc__timeline_t *t, const fsc__replay_t *a, uint64_t seq)
 {
-    fsc__bucket_t *c = &a->tl.cur;
+    fsc__bucket_t *c = &t->cur;
     if (c->n == 0)
         return;
     uint64_t free = a->heap[0].bytes + a->heap[1].bytes;
-    double ext = free ? 1.0 - fsc__ratio(fsc__largest_free(a, -1), free) : 0.0;
+    double ext = fsc_metric_external_frag(fsc__largest_free(a, -1), free);
     if (!c->has_ext || ext > c->ext_max) {
         c->ext_max = ext;
         c->ext_max_seq = seq;
@@ -145,79 +143,31 @@ static void note_external(fsc_analysis_t *a, uint64_t seq)
     }
 }
 
-void fsc__timeline_before(fsc_analysis_t *a, int type)
+void fsc__timeline_before(fsc__timeline_t *t, const fsc__replay_t *a, int type)
 {
     /* A full bucket ends at the next step boundary, so that its end figures
      * never show the inside of a split or a free (see replay.c). */
     int boundary = !fsc__step_continues(a, type);
     if (boundary && a->seq > 0)
-        note_external(a, a->seq - 1);
-    if (a->tl.cur.n >= a->tl.width && boundary)
-        close_bucket(a);
+        note_external(t, a, a->seq - 1);
+    if (t->cur.n >= t->width && boundary)
+        close_bucket(t, a);
 }
 
-/* One timeline_external row per timeline row that saw a step boundary. */
-static int write_external(fsc_analysis_t *a)
+void fsc__timeline_end(fsc__timeline_t *t, const fsc__replay_t *a)
 {
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(a->db, "INSERT INTO timeline_external VALUES(?,?,?)", -1, &s, NULL) !=
-        SQLITE_OK)
-        return fsc__db_err(a, "cannot prepare a statement");
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < a->tl.n; i++) {
-        const fsc__bucket_t *b = &a->tl.rows[i];
-        if (!b->has_ext)
-            continue;
-        fsc__bind_u64(s, 1, i);
-        sqlite3_bind_double(s, 2, b->ext_max);
-        fsc__bind_u64(s, 3, b->ext_max_seq);
-        rc = fsc__step(a, s, "timeline_external");
-    }
-    sqlite3_finalize(s);
-    return rc;
-}
-
-int fsc__timeline_write(fsc_analysis_t *a)
-{
-    fsc__timeline_t *t = &a->tl;
     if (t->cur.n > 0) {
-        note_external(a, a->seq - 1);
-        close_bucket(a); /* the partial last bucket; may merge, never overflows */
+        note_external(t, a, a->seq - 1);
+        close_bucket(t, a); /* the partial last bucket; may merge, never overflows */
     }
-    sqlite3_stmt *s = a->st[FSC__ST_TIMELINE];
-    for (size_t i = 0; i < t->n; i++) {
-        const fsc__bucket_t *b = &t->rows[i];
-        uint64_t internal = b->internal;
-        int k = 1;
-        fsc__bind_u64(s, k++, i);
-        fsc__bind_u64(s, k++, b->seq_first);
-        fsc__bind_u64(s, k++, b->seq_last);
-        fsc__bind_u64(s, k++, b->time_first);
-        fsc__bind_u64(s, k++, b->time_last);
-        fsc__bind_u64(s, k++, b->allocated);
-        fsc__bind_u64(s, k++, b->requested);
-        fsc__bind_u64(s, k++, b->active);
-        fsc__bind_u64(s, k++, b->reserved);
-        fsc__bind_u64(s, k++, internal);
-        sqlite3_bind_double(s, k++, fsc__ratio(internal, b->allocated));
-        fsc__bind_u64(s, k++, b->free_in_reserved);
-        fsc__bind_u64(s, k++, b->largest_free);
-        sqlite3_bind_double(s, k++, b->free_in_reserved ?
-                            1.0 - fsc__ratio(b->largest_free, b->free_in_reserved) : 0.0);
-        fsc__bind_u64(s, k++, b->reserved >= b->allocated ? b->reserved - b->allocated : 0);
-        fsc__bind_u64(s, k++, b->inactive_split_bytes);
-        fsc__bind_u64(s, k++, b->segments);
-        fsc__bind_u64(s, k++, b->live_blocks);
-        fsc__bind_u64(s, k++, b->alloc_min);
-        fsc__bind_u64(s, k++, b->alloc_max);
-        fsc__bind_u64(s, k++, b->alloc_max_seq);
-        fsc__bind_u64(s, k++, b->res_min);
-        fsc__bind_u64(s, k++, b->res_max);
-        fsc__bind_u64(s, k++, b->res_max_seq);
-        fsc__bind_u64(s, k++, b->resunalloc_max);
-        int rc = fsc__step(a, s, "timeline");
-        if (rc != 0)
-            return rc;
-    }
-    return write_external(a);
+}
+
+void fsc__timeline_row(const fsc__timeline_t *t, size_t i, fsc__tlrow_t *row)
+{
+    const fsc__bucket_t *b = &t->rows[i];
+    row->index = i;
+    row->b = b;
+    row->internal_ratio = fsc_metric_ratio(b->internal, b->allocated);
+    row->external_frag = fsc_metric_external_frag(b->largest_free, b->free_in_reserved);
+    row->reserved_unallocated = fsc_metric_unallocated(b->reserved, b->allocated);
 }

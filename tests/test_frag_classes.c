@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ana_internal.h"
+#include "analysis.h"
 #include "fsc_test.h"
 #include "test_pytorch_common.h"
 
@@ -93,6 +93,7 @@ static void test_hand_built(void)
     fsc_analysis_t *a = NULL;
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL_FATAL(fsc_analysis_create(path, &h, NULL, &a, &err), 0);
+    fsc__replay_t *r = fsc__analysis_replay(a);
     for (uint32_t t = 1; t <= 6; t++) {
         char name[8];
         snprintf(name, sizeof name, "t%c", 'A' + (int)t - 1);
@@ -108,11 +109,11 @@ static void test_hand_built(void)
     /* E belongs to a private pool: set as an importer sets it at creation */
     feed(a, &seq, (fsc_event_t){.type = FSC_EV_SEGMENT_ALLOC, .pool = 1, .addr = E,
                                 .size = 20 * MiB});
-    fsc__seg_t *e = fsc__u64map_getp(&a->segs, E);
+    fsc__seg_t *e = fsc__u64map_getp(&r->segs, E);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    fsc__frag_seg_out(a, e);
+    fsc__frag_seg_out(r, e);
     e->pool_id = 5;
-    fsc__frag_seg_in(a, e);
+    fsc__frag_seg_in(r, e);
     feed(a, &seq, (fsc_event_t){.type = FSC_EV_SPLIT, .pool = 1, .addr = E, .size = 20 * MiB,
                                 .requested = 10 * MiB, .segment = E});
     feed(a, &seq, (fsc_event_t){.type = FSC_EV_ALLOC, .pool = 1, .addr = E, .size = 10 * MiB,
@@ -124,7 +125,7 @@ static void test_hand_built(void)
     feed(a, &seq, (fsc_event_t){.type = FSC_EV_ALLOC, .pool = 1, .addr = F, .size = 1 * MiB,
                                 .requested = 1 * MiB, .segment = F, .tag = 6});
     fsc__frag_point_t now, lay;
-    fsc__frag_now(a, 0, &now);
+    fsc__frag_now(r, 0, &now);
     check_point(&now, 22 * MiB, 45 * MiB, 16 * MiB, 10 * MiB, 0);
     CU_ASSERT_EQUAL(now.reserved[FSC__FRAG_ALL], 122 * MiB);
     CU_ASSERT_EQUAL(now.allocated[FSC__FRAG_ALL], 29 * MiB);
@@ -132,12 +133,12 @@ static void test_hand_built(void)
     CU_ASSERT_EQUAL(now.reserved[FSC__FRAG_SMALL], 2 * MiB);
     feed(a, &seq, (fsc_event_t){.type = FSC_EV_FREE_REQUESTED, .pool = 1, .addr = D,
                                 .size = 6 * MiB, .segment = D});
-    fsc__frag_now(a, 0, &now);
+    fsc__frag_now(r, 0, &now);
     check_point(&now, 22 * MiB, 45 * MiB, 16 * MiB, 10 * MiB, 6 * MiB);
     CU_ASSERT_EQUAL(now.allocated[FSC__FRAG_ALL], 23 * MiB);
-    CU_ASSERT_EQUAL(a->allocated, 23 * MiB);
+    CU_ASSERT_EQUAL(r->allocated, 23 * MiB);
     fsc__imgvec_t cur = {0};
-    CU_ASSERT_EQUAL(fsc__layout_current(a, &cur), 0);
+    CU_ASSERT_EQUAL(fsc__layout_current(r, &cur), 0);
     fsc__frag_of_layout(cur.v, cur.n, 0, &lay);
     check_point(&lay, 22 * MiB, 45 * MiB, 16 * MiB, 10 * MiB, 6 * MiB);
     fsc__frag_of_layout(cur.v, cur.n, 7, &lay);
@@ -217,12 +218,13 @@ static long g_mismatch;
 
 static void compare(fsc_analysis_t *a)
 {
+    fsc__replay_t *r = fsc__analysis_replay(a);
     fsc__imgvec_t cur = {0};
     fsc__frag_point_t now, lay;
-    CU_ASSERT_EQUAL_FATAL(fsc__layout_current(a, &cur), 0);
-    uint64_t asks[2] = {a->frag.ask_stream, 0};
+    CU_ASSERT_EQUAL_FATAL(fsc__layout_current(r, &cur), 0);
+    uint64_t asks[2] = {r->frag.ask_stream, 0};
     for (int i = 0; i < 2; i++) {
-        fsc__frag_now(a, asks[i], &now);
+        fsc__frag_now(r, asks[i], &now);
         fsc__frag_of_layout(cur.v, cur.n, asks[i], &lay);
         for (int k = 0; k < FSC__FRAG_NPOOLS; k++)
             if (memcmp(&now.cls[k], &lay.cls[k], sizeof now.cls[k]) != 0 ||
@@ -230,8 +232,8 @@ static void compare(fsc_analysis_t *a)
                 g_mismatch++;
     }
     const fsc__frag_t *c = &now.cls[FSC__FRAG_ALL];
-    if (now.reserved[FSC__FRAG_ALL] != a->reserved || now.allocated[FSC__FRAG_ALL] != a->allocated ||
-        c->soft + c->hard + c->stream + c->private_pool + c->pending != a->reserved - a->allocated)
+    if (now.reserved[FSC__FRAG_ALL] != r->reserved || now.allocated[FSC__FRAG_ALL] != r->allocated ||
+        c->soft + c->hard + c->stream + c->private_pool + c->pending != r->reserved - r->allocated)
         g_mismatch++;
     fsc__imgvec_free(&cur);
 }

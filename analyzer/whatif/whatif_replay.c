@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fragscope/analyzer.h"
 #include "whatif_internal.h"
 
 /* Stream ids standing for "the other streams a block was used on": one per
@@ -214,8 +215,7 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
             c->new_peak = 0;
             frag_acc_t f = {0, 0};
             fsc_allocator_walk(a, frag_visit, &f);
-            out->external_frag_at_peak =
-                f.free_bytes ? 1.0 - (double)f.largest / (double)f.free_bytes : 0.0;
+            out->external_frag_at_peak = fsc_metric_external_frag(f.largest, f.free_bytes);
         }
         if (out->oom && stop_at_oom) {
             i++;

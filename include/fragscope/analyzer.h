@@ -50,6 +50,20 @@ typedef enum fsc_oom_cause {
 /* "capacity", ...; "unknown" for anything else. */
 const char *fsc_oom_cause_name(int cause);
 
+/* ---- metric formulas (docs/metrics.md) ------------------------------- */
+
+/* num / den; 0 when den is 0. */
+double fsc_metric_ratio(uint64_t num, uint64_t den);
+/* External fragmentation: 1 − largest free block / free bytes, over the
+ * free blocks of reserved segments; 0 when nothing is free. */
+double fsc_metric_external_frag(uint64_t largest_free, uint64_t free_bytes);
+/* Reserved bytes not allocated (0 if allocated exceeds reserved). */
+uint64_t fsc_metric_unallocated(uint64_t reserved, uint64_t allocated);
+/* Size bin of table bins: bin k > 0 holds [512·2^k, 512·2^(k+1)), bin 0
+ * everything below 1 KiB, the last bin everything above. */
+#define FSC_METRIC_BINS 48 /* 512 B · 2^47 covers any 64-bit size */
+int fsc_metric_bin(uint64_t size);
+
 /* ---- analysis: events in, database out --------------------------------- */
 
 typedef struct fsc_analysis fsc_analysis_t;

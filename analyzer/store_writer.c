@@ -1,5 +1,5 @@
 /*
- * writer.c — the row-writing thread (see writer.h).
+ * store_writer.c — the row-writing thread (see store_internal.h).
  *
  * SQLite's per-row cost is most of an analysis, and the replay does not
  * need the rows back, so the two run side by side: the replay fills a local
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "writer.h"
+#include "store_internal.h"
 
 #define RING_OPS 8192  /* ~1.7 MiB of rows in flight */
 #define BATCH_OPS 256
@@ -53,7 +53,7 @@ static void *run(void *arg)
         int rc = SQLITE_DONE, kind = 0;
         for (size_t i = h; i < t && !failed; i++) {
             const fsc__op_t *op = &w->ring[i % RING_OPS];
-            rc = fsc__db_exec_op(w->st, op);
+            rc = fsc__store_exec_op(w->st, op);
             if (rc != SQLITE_DONE) {
                 kind = op->kind;
                 failed = 1;
@@ -74,7 +74,7 @@ static void *run(void *arg)
     return NULL;
 }
 
-void fsc__writer_start(fsc_analysis_t *a)
+void fsc__writer_start(fsc__store_t *a)
 {
     fsc__writer_t *w = calloc(1, sizeof *w);
     if (w == NULL)
@@ -82,7 +82,7 @@ void fsc__writer_start(fsc_analysis_t *a)
     w->ring = malloc(RING_OPS * sizeof *w->ring);
     w->st = a->st;
     w->db = a->db;
-    w->path = a->out.path;
+    w->path = a->path;
     if (w->ring == NULL) {
         free(w);
         return;
@@ -103,14 +103,14 @@ void fsc__writer_start(fsc_analysis_t *a)
     a->writer = w;
 }
 
-static int failure(fsc_analysis_t *a, fsc__writer_t *w)
+static int failure(fsc__store_t *a, fsc__writer_t *w)
 {
     /* called with w->mu held */
     return fsc_err_copy(&a->err, &w->err);
 }
 
 /* Hand the local batch over to the ring. */
-static int flush_batch(fsc_analysis_t *a)
+static int flush_batch(fsc__store_t *a)
 {
     fsc__writer_t *w = a->writer;
     size_t n = w->nbatch;
@@ -133,14 +133,14 @@ static int flush_batch(fsc_analysis_t *a)
     return 0;
 }
 
-int fsc__writer_push(fsc_analysis_t *a, const fsc__op_t *op)
+int fsc__writer_push(fsc__store_t *a, const fsc__op_t *op)
 {
     fsc__writer_t *w = a->writer;
     w->batch[w->nbatch++] = *op;
     return w->nbatch == BATCH_OPS ? flush_batch(a) : 0;
 }
 
-int fsc__writer_sync(fsc_analysis_t *a)
+int fsc__writer_sync(fsc__store_t *a)
 {
     fsc__writer_t *w = a->writer;
     if (w == NULL)
@@ -156,7 +156,7 @@ int fsc__writer_sync(fsc_analysis_t *a)
     return rc;
 }
 
-int fsc__writer_stop(fsc_analysis_t *a)
+int fsc__writer_stop(fsc__store_t *a)
 {
     fsc__writer_t *w = a->writer;
     if (w == NULL)
