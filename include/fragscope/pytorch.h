@@ -65,9 +65,12 @@ typedef struct fsc_import_opts {
      * the entries replayed so far and their total (may be NULL). */
     void (*progress)(void *ud, uint64_t done, uint64_t total);
     void *progress_ud;
+    /* Called every few MiB read with the bytes read so far over all of
+     * the import's passes and their total (may be NULL; same ud). */
+    void (*progress_bytes)(void *ud, uint64_t done, uint64_t total);
 } fsc_import_opts_t;
 
-#define FSC_IMPORT_OPTS_DEFAULT {-1, 0, NULL, NULL}
+#define FSC_IMPORT_OPTS_DEFAULT {-1, 0, NULL, NULL, NULL}
 
 typedef struct fsc_import_stats {
     int format;              /* FSC_SNAP_* */

@@ -15,22 +15,43 @@
 
 #include "fsc/vec.h"
 
-/* ---- arena ------------------------------------------------------------- */
+/* ---- arenas ------------------------------------------------------------ */
 
+/* A bump allocator over a list of chunks. 'pos' counts every byte handed
+ * out since the arena began (chunk tails skipped included), so a position
+ * taken earlier can be returned to: everything allocated after it is freed
+ * at once (the streaming parser does this after each batch of history
+ * entries; nothing else may point there, see fsc__pickle_stream). */
 typedef struct fsc__achunk {
     struct fsc__achunk *next;
     size_t used, cap;
+    uint64_t start; /* arena position of data[0] */
     max_align_t data[];
 } fsc__achunk_t;
 
+typedef struct fsc__arena {
+    fsc__achunk_t *chunks; /* newest first */
+    fsc__achunk_t *spare;  /* one freed chunk kept for reuse */
+    uint64_t pos;
+} fsc__arena_t;
+
 struct fsc__pdoc {
-    fsc__achunk_t *chunks;
-    size_t mem;        /* bytes allocated (arena + parser stacks) */
+    fsc__arena_t keep; /* nodes that stay: the tree, memo entries referenced again */
+    fsc__arena_t tmp;  /* streaming: nodes of the batch being read */
+    size_t mem;        /* bytes allocated (arenas + parser stacks) */
     size_t budget;     /* 0 = unlimited (documents built by hand) */
-    char *input;       /* copy of the parsed bytes (strings point into it) */
+    char *input;       /* copy of the parsed bytes (strings point into it); NULL if borrowed */
     const fsc__pv_t *root;
     fsc__pv_t none, yes, no;
 };
+
+/* Flags in fsc__pv_t.sealed. */
+#define F_SEALED 1u   /* placed inside another container */
+#define F_KEY 2u      /* dict: a key waits for its value */
+#define F_KEEP 4u     /* in the 'keep' arena: outlives a streamed batch */
+#define F_OWNTEXT 8u  /* STR: bytes decoded into the arena, not the input */
+#define F_ROLE_SHIFT 4 /* 2 bits: list role for streaming (R_*) */
+enum { R_UNKNOWN = 0, R_OTHER = 1, R_TRACES = 2, R_DEVLIST = 3 };
 
 #define FSC__ACHUNK_MIN (64u * 1024u)
 
@@ -42,25 +63,61 @@ static int budget_take(fsc__pdoc_t *d, size_t n)
     return 0;
 }
 
-static void *arena_alloc(fsc__pdoc_t *d, size_t n)
+static void *arena_alloc(fsc__pdoc_t *d, fsc__arena_t *a, size_t n)
 {
     n = (n + 7u) & ~(size_t)7u;
-    fsc__achunk_t *c = d->chunks;
+    fsc__achunk_t *c = a->chunks;
     if (c == NULL || c->cap - c->used < n) {
+        if (c != NULL)
+            a->pos = c->start + c->used;
         size_t cap = n > FSC__ACHUNK_MIN ? n : FSC__ACHUNK_MIN;
-        if (budget_take(d, cap) != 0)
-            return NULL;
-        c = malloc(sizeof *c + cap);
-        if (c == NULL)
-            return NULL;
+        if (a->spare != NULL && a->spare->cap >= cap) {
+            c = a->spare;
+            a->spare = NULL;
+        } else {
+            if (budget_take(d, cap) != 0)
+                return NULL;
+            c = malloc(sizeof *c + cap);
+            if (c == NULL)
+                return NULL;
+            c->cap = cap;
+        }
         c->used = 0;
-        c->cap = cap;
-        c->next = d->chunks;
-        d->chunks = c;
+        c->start = a->pos;
+        c->next = a->chunks;
+        a->chunks = c;
     }
     void *p = (char *)c->data + c->used;
     c->used += n;
+    a->pos = c->start + c->used;
     return p;
+}
+
+static void arena_reset(fsc__pdoc_t *d, fsc__arena_t *a, uint64_t pos)
+{
+    while (a->chunks != NULL && a->chunks->start > pos) {
+        fsc__achunk_t *c = a->chunks;
+        a->chunks = c->next;
+        if (a->spare == NULL && c->cap == FSC__ACHUNK_MIN) {
+            a->spare = c;
+        } else {
+            d->mem -= c->cap;
+            free(c);
+        }
+    }
+    if (a->chunks != NULL && pos - a->chunks->start <= a->chunks->used)
+        a->chunks->used = (size_t)(pos - a->chunks->start);
+    a->pos = pos;
+}
+
+static void arena_free(fsc__arena_t *a)
+{
+    for (fsc__achunk_t *c = a->chunks, *n; c != NULL; c = n) {
+        n = c->next;
+        free(c);
+    }
+    free(a->spare);
+    memset(a, 0, sizeof *a);
 }
 
 int fsc__pdoc_new(fsc__pdoc_t **out)
@@ -72,6 +129,7 @@ int fsc__pdoc_new(fsc__pdoc_t **out)
     d->yes.kind = d->no.kind = FSC__PV_BOOL;
     d->yes.u.i = 1;
     d->none.depth = d->yes.depth = d->no.depth = 1;
+    d->none.sealed = d->yes.sealed = d->no.sealed = F_KEEP;
     *out = d;
     return 0;
 }
@@ -80,10 +138,8 @@ void fsc__pdoc_free(fsc__pdoc_t *d)
 {
     if (d == NULL)
         return;
-    for (fsc__achunk_t *c = d->chunks, *n; c != NULL; c = n) {
-        n = c->next;
-        free(c);
-    }
+    arena_free(&d->keep);
+    arena_free(&d->tmp);
     free(d->input);
     free(d);
 }
@@ -92,15 +148,22 @@ const fsc__pv_t *fsc__pdoc_root(const fsc__pdoc_t *d) { return d ? d->root : NUL
 size_t fsc__pdoc_mem(const fsc__pdoc_t *d) { return d ? d->mem : 0; }
 void fsc__pdoc_set_root(fsc__pdoc_t *d, const fsc__pv_t *root) { d->root = root; }
 
-fsc__pv_t *fsc__pdoc_scalar(fsc__pdoc_t *d, fsc__pv_kind_t kind)
+static fsc__pv_t *node_in(fsc__pdoc_t *d, fsc__arena_t *a, fsc__pv_kind_t kind)
 {
-    fsc__pv_t *v = arena_alloc(d, sizeof *v);
+    fsc__pv_t *v = arena_alloc(d, a, sizeof *v);
     if (v != NULL) {
         memset(v, 0, sizeof *v);
         v->kind = (uint8_t)kind;
         v->depth = 1;
+        if (a == &d->keep)
+            v->sealed = F_KEEP;
     }
     return v;
+}
+
+fsc__pv_t *fsc__pdoc_scalar(fsc__pdoc_t *d, fsc__pv_kind_t kind)
+{
+    return node_in(d, &d->keep, kind);
 }
 
 fsc__pv_t *fsc__pdoc_str(fsc__pdoc_t *d, const char *s, size_t len)
@@ -108,30 +171,36 @@ fsc__pv_t *fsc__pdoc_str(fsc__pdoc_t *d, const char *s, size_t len)
     if (len > UINT32_MAX)
         return NULL;
     fsc__pv_t *v = fsc__pdoc_scalar(d, FSC__PV_STR);
-    char *copy = arena_alloc(d, len + 1);
+    char *copy = arena_alloc(d, &d->keep, len + 1);
     if (v == NULL || copy == NULL)
         return NULL;
     memcpy(copy, s, len);
     copy[len] = '\0';
     v->u.s = copy;
     v->len = (uint32_t)len;
+    v->sealed |= F_OWNTEXT;
     return v;
 }
 
-fsc__pv_t *fsc__pdoc_container(fsc__pdoc_t *d, fsc__pv_kind_t kind, uint32_t cap)
+static fsc__pv_t *container_in(fsc__pdoc_t *d, fsc__arena_t *a, fsc__pv_kind_t kind, uint32_t cap)
 {
-    fsc__pv_t *v = fsc__pdoc_scalar(d, kind);
+    fsc__pv_t *v = node_in(d, a, kind);
     if (v == NULL)
         return NULL;
     if (cap > 0) {
         if (kind == FSC__PV_DICT)
             cap *= 2;
-        v->u.items = arena_alloc(d, (size_t)cap * sizeof(fsc__pv_t *));
+        v->u.items = arena_alloc(d, a, (size_t)cap * sizeof(fsc__pv_t *));
         if (v->u.items == NULL)
             return NULL;
         v->cap = cap;
     }
     return v;
+}
+
+fsc__pv_t *fsc__pdoc_container(fsc__pdoc_t *d, fsc__pv_kind_t kind, uint32_t cap)
+{
+    return container_in(d, &d->keep, kind, cap);
 }
 
 static int is_container(const fsc__pv_t *v)
@@ -140,14 +209,16 @@ static int is_container(const fsc__pv_t *v)
 }
 
 /* Append one item; for dicts the caller pushes key and value, and len counts
- * pairs (a pending key is kept in slot 2*len until its value arrives). */
+ * pairs (a pending key is kept in slot 2*len until its value arrives). The
+ * items array lives in the container's arena. */
 static int push_raw(fsc__pdoc_t *d, fsc__pv_t *c, fsc__pv_t *item, uint32_t slot)
 {
     if (slot >= c->cap) {
         if (c->cap >= (UINT32_MAX / 2))
             return FSC_ELIMIT;
         uint32_t ncap = c->cap < 4 ? 4 : c->cap * 2;
-        fsc__pv_t **ni = arena_alloc(d, (size_t)ncap * sizeof *ni);
+        fsc__pv_t **ni =
+            arena_alloc(d, (c->sealed & F_KEEP) ? &d->keep : &d->tmp, (size_t)ncap * sizeof *ni);
         if (ni == NULL)
             return FSC_ELIMIT;
         if (c->cap > 0)
@@ -159,7 +230,7 @@ static int push_raw(fsc__pdoc_t *d, fsc__pv_t *c, fsc__pv_t *item, uint32_t slot
     if (item->depth + 1 > c->depth)
         c->depth = (uint16_t)(item->depth + 1);
     if (is_container(item))
-        item->sealed |= 1u;
+        item->sealed |= F_SEALED;
     return 0;
 }
 
@@ -168,18 +239,17 @@ int fsc__pdoc_push(fsc__pdoc_t *d, fsc__pv_t *c, fsc__pv_t *item)
     if (item->depth + 1 > FSC__PICKLE_MAX_DEPTH)
         return FSC_ELIMIT;
     if (c->kind == FSC__PV_DICT) {
-        /* Bit 1 of 'sealed' marks a key waiting for its value. */
-        if (c->sealed & 2u) {
+        if (c->sealed & F_KEY) {
             int rc = push_raw(d, c, item, c->len * 2 + 1);
             if (rc == 0) {
                 c->len++;
-                c->sealed &= (uint8_t)~2u;
+                c->sealed &= (uint8_t)~F_KEY;
             }
             return rc;
         }
         int rc = push_raw(d, c, item, c->len * 2);
         if (rc == 0)
-            c->sealed |= 2u;
+            c->sealed |= F_KEY;
         return rc;
     }
     int rc = push_raw(d, c, item, c->len);
@@ -252,20 +322,205 @@ uint32_t fsc__pv_seq(const fsc__pv_t *v, fsc__pv_t *const **items)
     return v->len;
 }
 
+uint64_t fsc__pv_count(const fsc__pv_t *v)
+{
+    if (v == NULL || (v->kind != FSC__PV_LIST && v->kind != FSC__PV_TUPLE))
+        return 0;
+    return (uint64_t)v->len + v->aux;
+}
+
+int fsc__pv_stable(const fsc__pv_t *v) { return v != NULL && (v->sealed & F_KEEP) != 0; }
+
+static uint64_t rd_le(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* ---- first scan: which memo entries are referenced again --------------- */
+
+struct fsc__pscan {
+    uint64_t *bits; /* bit i: memo index i is read by a GET */
+    uint32_t *rank; /* rank[w]: bits set in bits[0..w) */
+    size_t words;
+    size_t refs;    /* bits set */
+};
+
+static int scan_ref(fsc__pscan_t *sc, uint64_t idx, size_t len)
+{
+    if (idx >= len)
+        return 0; /* out of range: the parser reports it */
+    size_t w = (size_t)(idx >> 6);
+    if (w >= sc->words) {
+        size_t nw = sc->words ? sc->words : 1024;
+        while (nw <= w)
+            nw *= 2;
+        uint64_t *nb = realloc(sc->bits, nw * sizeof *nb);
+        if (nb == NULL)
+            return FSC_ENOMEM;
+        memset(nb + sc->words, 0, (nw - sc->words) * sizeof *nb);
+        sc->bits = nb;
+        sc->words = nw;
+    }
+    sc->bits[w] |= 1ull << (idx & 63);
+    return 0;
+}
+
+static size_t text_end(const uint8_t *p, size_t len, size_t pos)
+{
+    const uint8_t *nl = memchr(p + pos, '\n', len - pos);
+    return nl == NULL ? SIZE_MAX : (size_t)(nl - p) + 1;
+}
+
+int fsc__pickle_scan(const void *data, size_t len, fsc__pscan_t **out)
+{
+    const uint8_t *p = data;
+    fsc__pscan_t *sc = calloc(1, sizeof *sc);
+    if (sc == NULL)
+        return FSC_ENOMEM;
+    size_t pos = 0;
+    int rc = 0;
+    /* Walks the opcodes as the parser does and stops quietly wherever the
+     * parser will stop with an error (or at STOP): references past that
+     * point are never resolved. */
+    while (rc == 0 && pos < len) {
+        uint8_t op = p[pos++];
+        size_t fixed = 0, lenbytes = 0;
+        switch (op) {
+        case '.': pos = len; continue;
+        case 0x80: case 'K': case 'q': case 'U': case 'C': case 0x8a: case 0x8c: fixed = 1; break;
+        case 'M': fixed = 2; break;
+        case 'J': case 'r': case 'X': case 'T': case 'B': case 0x8b: fixed = 4; break;
+        case 'G': case 0x95: case 0x8d: case 0x8e: case 0x96: fixed = 8; break;
+        case 'h':
+            if (pos + 1 > len)
+                pos = len;
+            else
+                rc = scan_ref(sc, p[pos++], len);
+            continue;
+        case 'j':
+            if (pos + 4 > len)
+                pos = len;
+            else {
+                rc = scan_ref(sc, rd_le(p + pos, 4), len);
+                pos += 4;
+            }
+            continue;
+        case 'I': case 'L': case 'F': case 'V': case 'S': case 'p': case 'g': {
+            size_t e = text_end(p, len, pos);
+            if (e == SIZE_MAX) {
+                pos = len;
+                continue;
+            }
+            if (op == 'g') {
+                uint64_t v = 0;
+                size_t i = pos;
+                for (; i + 1 < e && p[i] >= '0' && p[i] <= '9' && v < len; i++)
+                    v = v * 10 + (uint64_t)(p[i] - '0');
+                if (i + 1 == e && i > pos)
+                    rc = scan_ref(sc, v, len);
+            }
+            pos = e;
+            continue;
+        }
+        case '}': case ']': case ')': case 'N': case 0x88: case 0x89: case '(': case '0':
+        case '1': case '2': case 's': case 'u': case 'a': case 'e': case 't': case 0x85:
+        case 0x86: case 0x87: case 'd': case 'l': case 0x94:
+            continue;
+        default: pos = len; continue; /* unsupported: the parser stops here */
+        }
+        /* opcodes with a fixed argument, some of them a length */
+        if (op == 0x8a || op == 0x8b || op == 0x8c || op == 'X' || op == 0x8d || op == 'U' ||
+            op == 'T' || op == 'C' || op == 'B' || op == 0x8e || op == 0x96)
+            lenbytes = fixed;
+        if (len - pos < fixed) {
+            pos = len;
+            continue;
+        }
+        if (lenbytes) {
+            uint64_t n = rd_le(p + pos, lenbytes);
+            pos += lenbytes;
+            if (n > len - pos)
+                pos = len;
+            else
+                pos += (size_t)n;
+        } else {
+            pos += fixed;
+        }
+    }
+    if (rc == 0 && sc->words > 0 && (sc->rank = malloc(sc->words * sizeof *sc->rank)) == NULL)
+        rc = FSC_ENOMEM;
+    if (rc != 0) {
+        fsc__pscan_free(sc);
+        return rc;
+    }
+    size_t n = 0;
+    for (size_t w = 0; w < sc->words; w++) {
+        sc->rank[w] = (uint32_t)n;
+        n += (size_t)__builtin_popcountll(sc->bits[w]);
+    }
+    sc->refs = n;
+    *out = sc;
+    return 0;
+}
+
+void fsc__pscan_free(fsc__pscan_t *sc)
+{
+    if (sc == NULL)
+        return;
+    free(sc->bits);
+    free(sc->rank);
+    free(sc);
+}
+
+size_t fsc__pscan_refs(const fsc__pscan_t *sc) { return sc ? sc->refs : 0; }
+
+/* Slot of a referenced memo index, or SIZE_MAX when it is never read. */
+static size_t scan_slot(const fsc__pscan_t *sc, uint64_t idx)
+{
+    size_t w = (size_t)(idx >> 6);
+    if (w >= sc->words)
+        return SIZE_MAX;
+    uint64_t b = sc->bits[w], bit = 1ull << (idx & 63);
+    if (!(b & bit))
+        return SIZE_MAX;
+    return sc->rank[w] + (size_t)__builtin_popcountll(b & (bit - 1));
+}
+
 /* ---- parser ------------------------------------------------------------ */
+
+/* A list of device_traces found while streaming: where its entries go. */
+typedef struct fsc__pdev {
+    const fsc__pv_t *list, *outer;
+    uint32_t dev;
+} fsc__pdev_t;
+
+#define FSC__PICKLE_MAX_DEVLISTS 1024
 
 typedef struct fsc__pparse {
     fsc__pdoc_t *d;
+    fsc__arena_t *a; /* where new nodes go: tmp when streaming, else keep */
     const uint8_t *p;
     size_t len, pos, op_pos;
     const char *name;
     fsc_err_t *err;
     fsc__pv_t **stack;
-    size_t sp, scap;
+    uint64_t *wm; /* tmp arena position after each stack slot was pushed */
+    size_t sp, scap, wcap;
     size_t *marks;
     size_t mp, mcap;
     fsc__pv_t **memo;
     size_t memo_n, memo_cap;
+    /* streaming */
+    const fsc__pscan_t *scan;
+    const fsc__pstream_t *cb;
+    int cb_rc; /* the callback's failure, returned as is */
+    fsc__pdev_t devs[16];
+    fsc__pdev_t *devv; /* all devlists (devs while few) */
+    size_t ndev, devcap;
+    size_t next_progress;
 } fsc__pparse_t;
 
 static int perr(fsc__pparse_t *ps, int code, const char *fmt, ...)
@@ -298,16 +553,80 @@ static int grow(fsc__pparse_t *ps, void *arr, size_t *cap, size_t need, size_t e
     return 0;
 }
 
+static int nomem(fsc__pparse_t *ps)
+{
+    return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input", ps->len);
+}
+
 static int push(fsc__pparse_t *ps, fsc__pv_t *v)
 {
     if (v == NULL)
-        return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input",
-                    ps->len);
-    int rc = grow(ps, &ps->stack, &ps->scap, ps->sp + 1, sizeof *ps->stack);
-    if (rc != 0)
-        return rc;
+        return nomem(ps);
+    if (ps->sp >= ps->scap) {
+        int rc = grow(ps, &ps->stack, &ps->scap, ps->sp + 1, sizeof *ps->stack);
+        if (rc == 0 && ps->scan != NULL)
+            rc = grow(ps, &ps->wm, &ps->wcap, ps->scap, sizeof *ps->wm);
+        if (rc != 0)
+            return rc;
+    }
+    if (ps->scan != NULL)
+        ps->wm[ps->sp] = ps->d->tmp.pos;
     ps->stack[ps->sp++] = v;
     return 0;
+}
+
+static fsc__pv_t *pnode(fsc__pparse_t *ps, fsc__pv_kind_t kind) { return node_in(ps->d, ps->a, kind); }
+
+static fsc__pv_t *pcont(fsc__pparse_t *ps, fsc__pv_kind_t kind, uint32_t cap)
+{
+    return container_in(ps->d, ps->a, kind, cap);
+}
+
+static fsc__pdev_t *dev_of(fsc__pparse_t *ps, const fsc__pv_t *list)
+{
+    for (size_t i = ps->ndev; i-- > 0;)
+        if (ps->devv[i].list == list)
+            return &ps->devv[i];
+    return NULL;
+}
+
+/* A copy of v in the keep arena (v itself when it is there): what a memo
+ * entry that is read again, or an item of such a container, must be. Depth
+ * is bounded, so is the recursion. */
+static fsc__pv_t *persist(fsc__pparse_t *ps, fsc__pv_t *v)
+{
+    if (v->sealed & F_KEEP)
+        return v;
+    fsc__pdoc_t *d = ps->d;
+    fsc__pv_t *c = arena_alloc(d, &d->keep, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    *c = *v;
+    c->sealed |= F_KEEP;
+    if (is_container(v)) {
+        uint32_t n = v->kind == FSC__PV_DICT ? 2 * v->len + ((v->sealed & F_KEY) ? 1u : 0u) : v->len;
+        c->cap = n;
+        c->u.items = NULL;
+        if (n > 0 && (c->u.items = arena_alloc(d, &d->keep, (size_t)n * sizeof *c->u.items)) == NULL)
+            return NULL;
+        for (uint32_t i = 0; i < n; i++)
+            if ((c->u.items[i] = persist(ps, v->u.items[i])) == NULL)
+                return NULL;
+        fsc__pdev_t *dv = ((v->sealed >> F_ROLE_SHIFT) & 3u) == R_DEVLIST ? dev_of(ps, v) : NULL;
+        if (dv != NULL)
+            dv->list = c;
+        for (size_t i = 0; i < ps->ndev; i++)
+            if (ps->devv[i].outer == v)
+                ps->devv[i].outer = c;
+    } else if (v->sealed & F_OWNTEXT) {
+        char *t = arena_alloc(d, &d->keep, (size_t)v->len + 1);
+        if (t == NULL)
+            return NULL;
+        memcpy(t, v->u.s, v->len);
+        t[v->len] = '\0';
+        c->u.s = t;
+    }
+    return c;
 }
 
 static int need(fsc__pparse_t *ps, size_t n, const char *op)
@@ -316,14 +635,6 @@ static int need(fsc__pparse_t *ps, size_t n, const char *op)
         return perr(ps, FSC_EFORMAT, "truncated: %s needs %zu more bytes, %zu left", op, n,
                     ps->len - ps->pos);
     return 0;
-}
-
-static uint64_t rd_le(const uint8_t *p, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
 }
 
 static int top_mark(fsc__pparse_t *ps, const char *op, size_t *base)
@@ -345,18 +656,132 @@ static int pop_one(fsc__pparse_t *ps, const char *op, fsc__pv_t **out)
 
 static int add_item(fsc__pparse_t *ps, fsc__pv_t *c, fsc__pv_t *item, const char *op)
 {
-    if (c->sealed & 1u)
+    if (c->sealed & F_SEALED)
         return perr(ps, FSC_EFORMAT,
                     "%s modifies a container already nested in another one (unsupported)", op);
     if (item == c)
         return perr(ps, FSC_EFORMAT, "%s puts a container inside itself", op);
-    int rc = fsc__pdoc_push(ps->d, c, item);
-    if (rc == FSC_ELIMIT && item->depth + 1 > FSC__PICKLE_MAX_DEPTH)
+    if (item->depth + 1 > FSC__PICKLE_MAX_DEPTH)
         return perr(ps, FSC_ELIMIT, "nesting deeper than %d levels", FSC__PICKLE_MAX_DEPTH);
-    if (rc != 0)
-        return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input",
-                    ps->len);
+    /* A kept container holds only kept values. */
+    if ((c->sealed & F_KEEP) && !(item->sealed & F_KEEP) && (item = persist(ps, item)) == NULL)
+        return nomem(ps);
+    if (fsc__pdoc_push(ps->d, c, item) != 0)
+        return nomem(ps);
     return 0;
+}
+
+/* ---- streaming: which list is device_traces[d] ------------------------- */
+
+static unsigned role_get(const fsc__pv_t *v) { return (v->sealed >> F_ROLE_SHIFT) & 3u; }
+static void role_set(fsc__pv_t *v, unsigned r)
+{
+    v->sealed = (uint8_t)((v->sealed & ~(3u << F_ROLE_SHIFT)) | (r << F_ROLE_SHIFT));
+}
+
+/* The list at stack[i] is the value of a 'device_traces' key: the key is
+ * the value right below it (Python's pickler writes key, value in order). */
+static int is_traces(fsc__pparse_t *ps, size_t i)
+{
+    fsc__pv_t *v = ps->stack[i];
+    if (v->kind != FSC__PV_LIST)
+        return 0;
+    unsigned r = role_get(v);
+    if (r == R_UNKNOWN && i >= 1 && fsc__pv_is_str(ps->stack[i - 1], "device_traces")) {
+        role_set(v, R_TRACES);
+        r = R_TRACES;
+    }
+    return r == R_TRACES;
+}
+
+/* Role of the list at stack[i], decided the first time items are placed in
+ * it. A list is device_traces[d] when the list below it is the history list
+ * (one item, APPEND) or when it follows a MARK above the history list with
+ * only lists (the earlier devices) in between (APPENDS). Its index is what
+ * the history list already holds plus its position above the MARK. The
+ * guess is checked at STOP. */
+static unsigned list_role(fsc__pparse_t *ps, size_t i)
+{
+    fsc__pv_t *v = ps->stack[i];
+    unsigned r = role_get(v);
+    if (r != R_UNKNOWN)
+        return r;
+    if (is_traces(ps, i))
+        return R_TRACES;
+    r = R_OTHER;
+    size_t outer = SIZE_MAX, dev = 0;
+    if (i >= 1 && is_traces(ps, i - 1)) {
+        outer = i - 1;
+    } else {
+        size_t k = ps->mp;
+        while (k > 0 && ps->marks[k - 1] > i)
+            k--;
+        size_t h = k > 0 ? ps->marks[k - 1] : 0;
+        if (h >= 1 && i - h < 64 && is_traces(ps, h - 1)) {
+            int siblings = 1;
+            for (size_t j = h; j < i && siblings; j++)
+                siblings = ps->stack[j]->kind == FSC__PV_LIST;
+            if (siblings) {
+                outer = h - 1;
+                dev = i - h;
+            }
+        }
+    }
+    if (outer != SIZE_MAX && ps->ndev < FSC__PICKLE_MAX_DEVLISTS) {
+        if (ps->ndev == ps->devcap) {
+            size_t nc = ps->devcap * 2;
+            fsc__pdev_t *nv = ps->devv == ps->devs ? malloc(nc * sizeof *nv)
+                                                    : realloc(ps->devv, nc * sizeof *nv);
+            if (nv == NULL)
+                return R_OTHER;
+            if (ps->devv == ps->devs)
+                memcpy(nv, ps->devs, sizeof ps->devs);
+            ps->devv = nv;
+            ps->devcap = nc;
+        }
+        const fsc__pv_t *o = ps->stack[outer];
+        ps->devv[ps->ndev++] = (fsc__pdev_t){v, o, (uint32_t)(o->len + dev)};
+        r = R_DEVLIST;
+    }
+    role_set(v, r);
+    return r;
+}
+
+/* Hand the items stack[base..sp) of the history list at stack[ci] to the
+ * callback instead of storing them, then free everything the tmp arena
+ * gave out since that list was pushed: only these items (and what they
+ * hold) can have been allocated there since, and nothing kept points to
+ * them (kept values hold kept values only). */
+static int stream_items(fsc__pparse_t *ps, size_t ci, size_t base)
+{
+    fsc__pv_t *c = ps->stack[ci];
+    if (c->sealed & F_SEALED)
+        return perr(ps, FSC_EFORMAT,
+                    "APPEND modifies a container already nested in another one (unsupported)");
+    const fsc__pdev_t *dv = dev_of(ps, c);
+    for (size_t i = base; i < ps->sp; i++) {
+        if (ps->stack[i] == c)
+            return perr(ps, FSC_EFORMAT, "APPEND puts a container inside itself");
+        if (ps->cb->entry != NULL) {
+            int rc = ps->cb->entry(ps->cb->ud, dv->dev, (uint64_t)c->len + c->aux, ps->stack[i]);
+            if (rc != 0) {
+                ps->cb_rc = rc;
+                return rc;
+            }
+        }
+        if (c->aux == UINT32_MAX)
+            return perr(ps, FSC_ELIMIT, "more than %u history entries in one list", UINT32_MAX);
+        c->aux++;
+    }
+    ps->sp = base;
+    arena_reset(ps->d, &ps->d->tmp, ps->wm[ci]);
+    return 0;
+}
+
+static int streams(fsc__pparse_t *ps, size_t ci)
+{
+    return ps->scan != NULL && ps->stack[ci]->kind == FSC__PV_LIST &&
+           list_role(ps, ci) == R_DEVLIST;
 }
 
 /* Items stack[base..sp) into the container below them. */
@@ -370,6 +795,8 @@ static int fill_from(fsc__pparse_t *ps, size_t base, fsc__pv_kind_t want, const 
                     want == FSC__PV_DICT ? "dict" : "list");
     if (want == FSC__PV_DICT && ((ps->sp - base) & 1u))
         return perr(ps, FSC_EFORMAT, "%s with an odd number of items", op);
+    if (want == FSC__PV_LIST && ps->sp > base && streams(ps, base - 1))
+        return stream_items(ps, base - 1, base);
     for (size_t i = base; i < ps->sp; i++) {
         int rc = add_item(ps, c, ps->stack[i], op);
         if (rc != 0)
@@ -379,13 +806,29 @@ static int fill_from(fsc__pparse_t *ps, size_t base, fsc__pv_kind_t want, const 
     return 0;
 }
 
+/* At STOP: every list streamed as device_traces[d] is the d-th item of the
+ * root dict's 'device_traces'. */
+static int check_streamed(fsc__pparse_t *ps, const fsc__pv_t *root)
+{
+    const fsc__pv_t *traces = fsc__pv_get(root, "device_traces");
+    for (size_t i = 0; i < ps->ndev; i++) {
+        const fsc__pdev_t *dv = &ps->devv[i];
+        if (dv->outer != traces || dv->dev >= traces->len ||
+            traces->u.items[dv->dev] != dv->list)
+            return perr(ps, FSC_EFORMAT,
+                        "a list of history entries is not where a memory snapshot keeps "
+                        "them (device_traces[%u])",
+                        dv->dev);
+    }
+    return 0;
+}
+
 static int make_tuple(fsc__pparse_t *ps, size_t base, const char *op)
 {
     size_t n = ps->sp - base;
-    fsc__pv_t *t = fsc__pdoc_container(ps->d, FSC__PV_TUPLE, (uint32_t)(n ? n : 0));
+    fsc__pv_t *t = pcont(ps, FSC__PV_TUPLE, (uint32_t)(n ? n : 0));
     if (t == NULL)
-        return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input",
-                    ps->len);
+        return nomem(ps);
     for (size_t i = base; i < ps->sp; i++) {
         int rc = add_item(ps, t, ps->stack[i], op);
         if (rc != 0)
@@ -403,6 +846,20 @@ static int memo_put(fsc__pparse_t *ps, uint64_t idx, const char *op)
      * can exceed the input size. */
     if (idx >= ps->len)
         return perr(ps, FSC_EFORMAT, "%s index %llu out of range", op, (unsigned long long)idx);
+    if (ps->scan != NULL) {
+        /* Streaming: only entries read again are kept, in the keep arena. */
+        if (idx >= ps->memo_n)
+            ps->memo_n = idx + 1;
+        size_t slot = scan_slot(ps->scan, idx);
+        if (slot == SIZE_MAX)
+            return 0;
+        fsc__pv_t *v = persist(ps, ps->stack[ps->sp - 1]);
+        if (v == NULL)
+            return nomem(ps);
+        ps->stack[ps->sp - 1] = v;
+        ps->memo[slot] = v;
+        return 0;
+    }
     if (idx >= ps->memo_n) {
         size_t old = ps->memo_cap;
         int rc = grow(ps, &ps->memo, &ps->memo_cap, idx + 1, sizeof *ps->memo);
@@ -418,15 +875,22 @@ static int memo_put(fsc__pparse_t *ps, uint64_t idx, const char *op)
 
 static int memo_get(fsc__pparse_t *ps, uint64_t idx, const char *op)
 {
-    if (idx >= ps->memo_n || ps->memo[idx] == NULL)
+    fsc__pv_t *v = NULL;
+    if (ps->scan != NULL) {
+        size_t slot = idx < ps->memo_n ? scan_slot(ps->scan, idx) : SIZE_MAX;
+        v = slot == SIZE_MAX ? NULL : ps->memo[slot];
+    } else if (idx < ps->memo_n) {
+        v = ps->memo[idx];
+    }
+    if (v == NULL)
         return perr(ps, FSC_EFORMAT, "%s: memo reference %llu out of range (%zu stored)", op,
                     (unsigned long long)idx, ps->memo_n);
-    return push(ps, ps->memo[idx]);
+    return push(ps, v);
 }
 
 static int push_str_at(fsc__pparse_t *ps, const uint8_t *at, size_t n)
 {
-    fsc__pv_t *v = fsc__pdoc_scalar(ps->d, FSC__PV_STR);
+    fsc__pv_t *v = pnode(ps, FSC__PV_STR);
     if (v != NULL) {
         v->u.s = (const char *)at;
         v->len = (uint32_t)n;
@@ -446,9 +910,9 @@ static int push_str(fsc__pparse_t *ps, size_t lenbytes, fsc__pv_kind_t kind, con
                     (unsigned long long)n, ps->len - ps->pos);
     if (n > UINT32_MAX)
         return perr(ps, FSC_ELIMIT, "%s length %llu too large", op, (unsigned long long)n);
-    fsc__pv_t *v = fsc__pdoc_scalar(ps->d, kind);
+    fsc__pv_t *v = pnode(ps, kind);
     if (v != NULL) {
-        v->u.s = ps->d->input + ps->pos;
+        v->u.s = (const char *)ps->p + ps->pos;
         v->len = (uint32_t)n;
     }
     ps->pos += (size_t)n;
@@ -457,7 +921,7 @@ static int push_str(fsc__pparse_t *ps, size_t lenbytes, fsc__pv_kind_t kind, con
 
 static int push_int(fsc__pparse_t *ps, int64_t i)
 {
-    fsc__pv_t *v = fsc__pdoc_scalar(ps->d, FSC__PV_INT);
+    fsc__pv_t *v = pnode(ps, FSC__PV_INT);
     if (v != NULL)
         v->u.i = i;
     return push(ps, v);
@@ -467,7 +931,7 @@ static int push_bigint(fsc__pparse_t *ps, const uint8_t *at, size_t n)
 {
     if (n > UINT32_MAX)
         return perr(ps, FSC_ELIMIT, "integer of %zu bytes too large", n);
-    fsc__pv_t *v = fsc__pdoc_scalar(ps->d, FSC__PV_BIGINT);
+    fsc__pv_t *v = pnode(ps, FSC__PV_BIGINT);
     if (v != NULL) {
         v->u.s = (const char *)at;
         v->len = (uint32_t)n;
@@ -576,7 +1040,7 @@ static int push_text_float(fsc__pparse_t *ps)
     double x = strtod(buf, &end);
     if (end != buf + n)
         return perr(ps, FSC_EFORMAT, "FLOAT argument is not a number");
-    fsc__pv_t *v = fsc__pdoc_scalar(ps->d, FSC__PV_FLOAT);
+    fsc__pv_t *v = pnode(ps, FSC__PV_FLOAT);
     if (v != NULL)
         v->u.f = x;
     return push(ps, v);
@@ -653,7 +1117,7 @@ static int push_text_str(fsc__pparse_t *ps, int quoted, const char *op)
         return push_str_at(ps, s, n);
     if (n > (SIZE_MAX - 1) / 4)
         return perr(ps, FSC_ELIMIT, "%s argument too long", op);
-    char *o = arena_alloc(ps->d, n * 4 + 1);
+    char *o = arena_alloc(ps->d, ps->a, n * 4 + 1);
     if (o == NULL)
         return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input",
                     ps->len);
@@ -687,7 +1151,10 @@ static int push_text_str(fsc__pparse_t *ps, int quoted, const char *op)
         w += put_utf8(o + w, c);
     }
     o[w] = '\0';
-    return push_str_at(ps, (const uint8_t *)o, w);
+    int prc = push_str_at(ps, (const uint8_t *)o, w);
+    if (prc == 0)
+        ps->stack[ps->sp - 1]->sealed |= F_OWNTEXT;
+    return prc;
 }
 
 static int text_index(fsc__pparse_t *ps, const char *op, uint64_t *idx)
@@ -715,7 +1182,7 @@ static int make_from_mark(fsc__pparse_t *ps, fsc__pv_kind_t kind, const char *op
     size_t n = ps->sp - base;
     if (kind == FSC__PV_DICT && (n & 1u))
         return perr(ps, FSC_EFORMAT, "%s with an odd number of items", op);
-    fsc__pv_t *c = fsc__pdoc_container(ps->d, kind, 0);
+    fsc__pv_t *c = pcont(ps, kind, 0);
     if (c == NULL)
         return perr(ps, FSC_ELIMIT, "needs more memory than allowed for a %zu-byte input",
                     ps->len);
@@ -755,11 +1222,13 @@ static int step(fsc__pparse_t *ps)
         if (ps->sp != 1 || ps->mp != 0)
             return perr(ps, FSC_EFORMAT, "STOP with %zu values and %zu marks on the stack",
                         ps->sp, ps->mp);
+        if (ps->ndev > 0 && (rc = check_streamed(ps, ps->stack[0])) != 0)
+            return rc;
         ps->d->root = ps->stack[0];
         return 1;
-    case '}': return push(ps, fsc__pdoc_container(ps->d, FSC__PV_DICT, 0));
-    case ']': return push(ps, fsc__pdoc_container(ps->d, FSC__PV_LIST, 0));
-    case ')': return push(ps, fsc__pdoc_container(ps->d, FSC__PV_TUPLE, 0));
+    case '}': return push(ps, pcont(ps, FSC__PV_DICT, 0));
+    case ']': return push(ps, pcont(ps, FSC__PV_LIST, 0));
+    case ')': return push(ps, pcont(ps, FSC__PV_TUPLE, 0));
     case 'N': return push(ps, &ps->d->none);
     case 0x88: return push(ps, &ps->d->yes);
     case 0x89: return push(ps, &ps->d->no);
@@ -782,6 +1251,12 @@ static int step(fsc__pparse_t *ps)
     case '2': /* DUP */
         if (ps->sp == 0)
             return perr(ps, FSC_EFORMAT, "DUP on an empty stack");
+        if (ps->scan != NULL) { /* two references: the value must be kept */
+            fsc__pv_t *k = persist(ps, ps->stack[ps->sp - 1]);
+            if (k == NULL)
+                return nomem(ps);
+            ps->stack[ps->sp - 1] = k;
+        }
         return push(ps, ps->stack[ps->sp - 1]);
     case 's': { /* SETITEM */
         fsc__pv_t *k = NULL, *v = NULL;
@@ -805,6 +1280,10 @@ static int step(fsc__pparse_t *ps)
         size_t floor = ps->mp > 0 ? ps->marks[ps->mp - 1] : 0;
         if (ps->sp <= floor || ps->stack[ps->sp - 1]->kind != FSC__PV_LIST)
             return perr(ps, FSC_EFORMAT, "APPEND on a value that is not a list");
+        if (streams(ps, ps->sp - 1)) {
+            ps->sp++; /* v is still in its slot */
+            return stream_items(ps, ps->sp - 2, ps->sp - 1);
+        }
         return add_item(ps, ps->stack[ps->sp - 1], v, "APPEND");
     }
     case 'e': /* APPENDS */
@@ -847,7 +1326,7 @@ static int step(fsc__pparse_t *ps)
         for (int i = 0; i < 8; i++)
             bits = (bits << 8) | ps->p[ps->pos + i];
         ps->pos += 8;
-        fsc__pv_t *v = fsc__pdoc_scalar(ps->d, FSC__PV_FLOAT);
+        fsc__pv_t *v = pnode(ps, FSC__PV_FLOAT);
         if (v != NULL)
             memcpy(&v->u.f, &bits, sizeof bits);
         return push(ps, v);
@@ -905,6 +1384,32 @@ static int step(fsc__pparse_t *ps)
     }
 }
 
+static int run_parser(fsc__pparse_t *ps)
+{
+    int rc = 0;
+    size_t every = (size_t)4 << 20;
+    ps->next_progress = every;
+    while (rc == 0) {
+        if (ps->pos >= ps->len) {
+            ps->op_pos = ps->pos;
+            rc = perr(ps, FSC_EFORMAT, "truncated: the pickle ends without a STOP opcode");
+            break;
+        }
+        rc = step(ps);
+        if (ps->pos >= ps->next_progress && ps->cb != NULL && ps->cb->progress != NULL) {
+            ps->cb->progress(ps->cb->ud, ps->pos, ps->len);
+            ps->next_progress = ps->pos + every;
+        }
+    }
+    free(ps->stack);
+    free(ps->wm);
+    free(ps->marks);
+    free(ps->memo);
+    if (ps->devv != ps->devs)
+        free(ps->devv);
+    return rc < 0 ? rc : 0;
+}
+
 int fsc__pickle_parse(const void *data, size_t len, const char *name, fsc__pdoc_t **out,
                       fsc_err_t *err)
 {
@@ -920,23 +1425,43 @@ int fsc__pickle_parse(const void *data, size_t len, const char *name, fsc__pdoc_
     }
     if (len > 0)
         memcpy(d->input, data, len);
-    fsc__pparse_t ps = {.d = d, .p = (const uint8_t *)d->input, .len = len, .name = name,
-                        .err = err};
-    int rc = 0;
-    while (rc == 0) {
-        if (ps.pos >= ps.len) {
-            ps.op_pos = ps.pos;
-            rc = perr(&ps, FSC_EFORMAT, "truncated: the pickle ends without a STOP opcode");
-            break;
-        }
-        rc = step(&ps);
-    }
-    free(ps.stack);
-    free(ps.marks);
-    free(ps.memo);
+    fsc__pparse_t ps = {.d = d, .a = &d->keep, .p = (const uint8_t *)d->input, .len = len,
+                        .name = name, .err = err};
+    int rc = run_parser(&ps);
     if (rc < 0) {
         fsc__pdoc_free(d);
         return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+int fsc__pickle_stream(const void *data, size_t len, const char *name, const fsc__pscan_t *scan,
+                       const fsc__pstream_t *cb, fsc__pdoc_t **out, fsc_err_t *err)
+{
+    *out = NULL;
+    fsc__pdoc_t *d = NULL;
+    if (fsc__pdoc_new(&d) != 0)
+        return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
+    d->budget = len * FSC__PICKLE_MEM_FACTOR + (1u << 20);
+    fsc__pparse_t ps = {.d = d, .a = &d->tmp, .p = data, .len = len, .name = name, .err = err,
+                        .scan = scan, .cb = cb, .devv = NULL, .devcap = 16};
+    ps.devv = ps.devs;
+    int rc = 0;
+    if (scan->refs > 0) {
+        ps.memo_cap = scan->refs;
+        if (budget_take(d, scan->refs * sizeof *ps.memo) != 0)
+            rc = nomem(&ps);
+        else if ((ps.memo = calloc(scan->refs, sizeof *ps.memo)) == NULL)
+            rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
+    }
+    if (rc == 0)
+        rc = run_parser(&ps);
+    else
+        free(ps.memo);
+    if (rc < 0) {
+        fsc__pdoc_free(d);
+        return ps.cb_rc != 0 ? ps.cb_rc : rc;
     }
     *out = d;
     return 0;

@@ -50,6 +50,7 @@ struct fsc__pv {
     uint16_t depth;    /* 1 for scalars, 1 + deepest child for containers */
     uint32_t len;      /* STR/BYTES: bytes; LIST/TUPLE: items; DICT: pairs */
     uint32_t cap;      /* capacity of items (in pointers) */
+    uint32_t aux;      /* streamed history lists: entries handed out, not stored */
     union {
         int64_t i;          /* INT, BOOL */
         double f;           /* FLOAT */
@@ -73,6 +74,47 @@ void fsc__pdoc_free(fsc__pdoc_t *d); /* NULL ok */
 const fsc__pv_t *fsc__pdoc_root(const fsc__pdoc_t *d);
 /* Bytes of arena in use (for tests of the memory bound). */
 size_t fsc__pdoc_mem(const fsc__pdoc_t *d);
+
+/* ---- streaming ----------------------------------------------------------
+ *
+ * fsc__pickle_stream reads a snapshot without building its whole tree. A
+ * first pass, fsc__pickle_scan, walks the opcodes and notes which memo
+ * entries are read again (the frame lists and frame dicts PyTorch shares
+ * between entries, repeated strings). The parse then builds new values in a
+ * scratch arena; only memo entries that are read again move to the kept
+ * arena (with what they hold). Each entry of a device_traces[d] list is
+ * handed to the callback as soon as its batch of APPENDS is complete, and
+ * the scratch arena is rewound: memory is what the stack holds plus the
+ * shared values, whatever the history's length. Everything else (segments,
+ * settings, annotations) is kept as a tree whose device_traces lists are
+ * empty but count their entries (fsc__pv_count).
+ *
+ * Which list is device_traces[d] is read from the stack layout that
+ * Python's pickler writes (the key 'device_traces' right below the history
+ * list, each device's list above it), and checked at STOP: a file laid out
+ * otherwise fails with a message rather than being misread. The input is
+ * borrowed (strings point into it) and must outlive the document. */
+typedef struct fsc__pscan fsc__pscan_t;
+int fsc__pickle_scan(const void *data, size_t len, fsc__pscan_t **out); /* only FSC_ENOMEM */
+void fsc__pscan_free(fsc__pscan_t *sc); /* NULL ok */
+size_t fsc__pscan_refs(const fsc__pscan_t *sc); /* memo entries read again */
+
+typedef struct fsc__pstream {
+    void *ud;
+    /* device_traces[dev][idx]. v and what it holds are valid during the
+     * call only, except values for which fsc__pv_stable is true. A nonzero
+     * return stops the parse, which returns it (the callback sets err). */
+    int (*entry)(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v);
+    /* Every few MiB of input (may be NULL). */
+    void (*progress)(void *ud, size_t done, size_t total);
+} fsc__pstream_t;
+
+int fsc__pickle_stream(const void *data, size_t len, const char *name, const fsc__pscan_t *scan,
+                       const fsc__pstream_t *cb, fsc__pdoc_t **out, fsc_err_t *err);
+/* Items of a list including those streamed. */
+uint64_t fsc__pv_count(const fsc__pv_t *v);
+/* The value lives as long as its document (not only during a callback). */
+int fsc__pv_stable(const fsc__pv_t *v);
 
 /* A document built by other means (JSON): an empty arena to fill with the
  * constructors below, and the root set once built. */

@@ -179,49 +179,57 @@ static int emit_annotations(fsc__imp_t *im, uint64_t time_us)
     return 0;
 }
 
-static int replay(fsc__imp_t *im)
+/* History entry i, replayed (annotations up to its time first). */
+int fsc__imp_replay_one(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e)
 {
-    fsc__entry_t e;
-    for (uint32_t i = 0; i < im->n_ents; i++) {
-        int rc = fsc__imp_read_entry(im, i, &e);
-        if (rc != 0)
-            return rc;
-        if ((rc = emit_annotations(im, e.time_us)) != 0)
-            return rc;
-        if (im->opts.progress != NULL && (i & 4095u) == 0)
-            im->opts.progress(im->opts.progress_ud, i, im->n_ents);
-        im->st->entries++;
-        im->m.time_ns = e.time_us > im->t0_us ? (e.time_us - im->t0_us) * 1000u : 0;
-        fsc_err_clear(&im->merr);
-        rc = replay_entry(im, &e);
-        if (rc == 0)
-            continue;
-        if (im->merr.code == 0)
-            return rc; /* already described in im->err */
-        char what[160];
-        snprintf(what, sizeof what, "device_traces[%d][%u] (%.*s at 0x%llx, %llu bytes)",
-                 im->device, i, (int)(e.action->len > 32 ? 32 : e.action->len), e.action->u.s,
-                 (unsigned long long)e.addr, (unsigned long long)e.size);
-        if (im->opts.lenient && rc == FSC_ESTATE) {
-            fsc__imp_warn(im, "%s: %s", what, im->merr.msg);
-            continue;
-        }
-        return fsc__imp_model_error(im, what);
+    int rc = emit_annotations(im, e->time_us);
+    if (rc != 0)
+        return rc;
+    if (im->opts.progress != NULL && (i & 4095u) == 0)
+        im->opts.progress(im->opts.progress_ud, i, im->n_ents);
+    im->st->entries++;
+    im->m.time_ns = e->time_us > im->t0_us ? (e->time_us - im->t0_us) * 1000u : 0;
+    fsc_err_clear(&im->merr);
+    rc = replay_entry(im, e);
+    if (rc == 0)
+        return 0;
+    if (im->merr.code == 0)
+        return rc; /* already described in im->err */
+    char what[160];
+    snprintf(what, sizeof what, "device_traces[%d][%llu] (%.*s at 0x%llx, %llu bytes)", im->device,
+             (unsigned long long)i, (int)(e->action->len > 32 ? 32 : e->action->len),
+             e->action->u.s, (unsigned long long)e->addr, (unsigned long long)e->size);
+    if (im->opts.lenient && rc == FSC_ESTATE) {
+        fsc__imp_warn(im, "%s: %s", what, im->merr.msg);
+        return 0;
     }
+    return fsc__imp_model_error(im, what);
+}
+
+int fsc__imp_end(fsc__imp_t *im)
+{
     if (im->opts.progress != NULL)
         im->opts.progress(im->opts.progress_ud, im->n_ents, im->n_ents);
-    return emit_annotations(im, UINT64_MAX);
+    int rc = emit_annotations(im, UINT64_MAX);
+    if (rc != 0)
+        return rc;
+    im->st->peak_allocated = im->m.peak_allocated;
+    im->st->peak_reserved = im->m.peak_reserved;
+    im->st->splits = im->m.splits;
+    im->st->merges = im->m.merges;
+    return 0;
 }
 
 /* ---- entry point ---------------------------------------------------------- */
 
-static void imp_free(fsc__imp_t *im)
+void fsc__imp_free(fsc__imp_t *im)
 {
     fsc__pm_free(&im->m);
     free(im->finals);
     free(im->pre);
     free(im->live);
     free(im->ann);
+    free(im->segev);
     fsc__addr_info_t *a, *at;
     HASH_ITER (hh, im->addrs, a, at) {
         HASH_DEL(im->addrs, a);
@@ -244,7 +252,10 @@ static void imp_free(fsc__imp_t *im)
     }
 }
 
-static int run(fsc__imp_t *im, const fsc__pv_t *root)
+/* Device, settings, final segments, annotations, the start time (the first
+ * entry's, given when the history is streamed), the starting state, the
+ * header and the rebuilt state. */
+int fsc__imp_begin(fsc__imp_t *im, const fsc__pv_t *root, uint64_t t0_us, int has_t0)
 {
     const fsc__pv_t *segs = NULL;
     int rc;
@@ -269,12 +280,23 @@ static int run(fsc__imp_t *im, const fsc__pv_t *root)
         return rc;
     if (root->kind == FSC__PV_DICT && (rc = fsc__imp_read_annotations(im, root)) != 0)
         return rc;
+    /* Streamed: the first pass read another device's entries. */
+    if (im->ents == NULL && im->n_ents > 0 && im->pass_dev != im->device &&
+        im->history_pass != NULL && (rc = im->history_pass(im)) != 0)
+        return rc;
     if (im->n_ents > 0) {
-        fsc__entry_t e;
-        if ((rc = fsc__imp_read_entry(im, 0, &e)) != 0)
-            return rc;
-        im->t0_us = e.time_us;
-        im->st->first_time_us = e.time_us;
+        if (im->ents != NULL) {
+            fsc__entry_t e;
+            if ((rc = fsc__imp_read_entry(im, im->ents[0], 0, &e)) != 0)
+                return rc;
+            t0_us = e.time_us;
+        } else if (im->entry_rc != 0) {
+            return fsc_err_set(im->err, im->entry_rc, "%s", im->entry_err.msg);
+        } else if (!has_t0) {
+            return fsc__imp_bad(im, "the history was not read"); /* not reached */
+        }
+        im->t0_us = t0_us;
+        im->st->first_time_us = t0_us;
     } else if (im->n_ann > 0) {
         im->t0_us = im->ann[0].time_us;
     }
@@ -304,13 +326,20 @@ static int run(fsc__imp_t *im, const fsc__pv_t *root)
     if (im->st->reconstructed && im->n_ents > 0 &&
         (rc = marker(im, FSC__HISTORY_MARKER, strlen(FSC__HISTORY_MARKER), 0)) != 0)
         return fsc_err_set(im->err, rc, "%s: %s", im->path, im->merr.msg);
-    if ((rc = replay(im)) != 0)
-        return rc;
-    im->st->peak_allocated = im->m.peak_allocated;
-    im->st->peak_reserved = im->m.peak_reserved;
-    im->st->splits = im->m.splits;
-    im->st->merges = im->m.merges;
     return 0;
+}
+
+/* The history as a tree (JSON). */
+static int run_tree(fsc__imp_t *im, const fsc__pv_t *root)
+{
+    int rc = fsc__imp_begin(im, root, 0, 0);
+    fsc__entry_t e;
+    for (uint64_t i = 0; rc == 0 && i < im->n_ents; i++) {
+        rc = fsc__imp_read_entry(im, im->ents[i], i, &e);
+        if (rc == 0)
+            rc = fsc__imp_replay_one(im, i, &e);
+    }
+    return rc != 0 ? rc : fsc__imp_end(im);
 }
 
 int fsc_pytorch_import(const char *path, const fsc_import_opts_t *opts,
@@ -327,11 +356,21 @@ int fsc_pytorch_import(const char *path, const fsc_import_opts_t *opts,
     im.err = err;
     memset(im.st, 0, sizeof *im.st);
 
-    fsc__pdoc_t *doc = NULL;
-    int rc = fsc__snap_load(path, &doc, &im.st->format, err);
-    if (rc == 0)
-        rc = run(&im, fsc__pdoc_root(doc));
-    imp_free(&im);
-    fsc__pdoc_free(doc);
+    fsc__snap_t snap;
+    int rc = fsc__snap_open(path, &snap, err);
+    if (rc == 0) {
+        im.st->format = snap.format;
+        if (snap.format == FSC_SNAP_PICKLE) {
+            rc = fsc__imp_stream(&im, &snap);
+        } else {
+            fsc__pdoc_t *doc = NULL;
+            rc = fsc__snap_load_json(&snap, &doc, err);
+            if (rc == 0)
+                rc = run_tree(&im, fsc__pdoc_root(doc));
+            fsc__pdoc_free(doc);
+        }
+        fsc__snap_close(&snap);
+    }
+    fsc__imp_free(&im);
     return rc;
 }

@@ -77,6 +77,14 @@ typedef struct fsc__frame_cache {
     uint32_t node;
 } fsc__frame_cache_t;
 
+/* A segment entry of the history, kept in order by the first pass: which
+ * segments existed before the first entry is decided once the final
+ * segments are known (they may follow the history in the file). */
+typedef struct fsc__seg_entry {
+    uint64_t addr, size, stream;
+    int act;
+} fsc__seg_entry_t;
+
 /* A block live before the first entry. */
 typedef struct fsc__prelive {
     uint64_t addr, size, requested;
@@ -103,8 +111,8 @@ typedef struct fsc__imp {
     fsc_alloc_config_t cfg;
     char config[1024];
     int device;
-    fsc__pv_t *const *ents;
-    uint32_t n_ents;
+    fsc__pv_t *const *ents; /* the history as a tree (JSON); NULL when streamed */
+    uint64_t n_ents;
     fsc__final_seg_t *finals; /* this device's final segments, sorted by base */
     size_t n_finals;
     fsc__final_seg_t *pre; /* segments that existed before the first entry */
@@ -117,6 +125,17 @@ typedef struct fsc__imp {
     fsc__frame_cache_t *frame_tags;
     fsc__annotation_t *ann;
     size_t n_ann, next_ann;
+    fsc__seg_entry_t *segev;
+    size_t n_segev, cap_segev;
+    /* streaming (pytorch_stream.c): the device whose entries a pass reads,
+     * the first error met in them (reported after the snapshot's other
+     * parts are checked, as when the history is read as a tree) */
+    int pass_dev;
+    uint64_t pass_entries;
+    int (*history_pass)(struct fsc__imp *im); /* reads pass_dev = device again */
+    void *stream;
+    int entry_rc;
+    fsc_err_t entry_err;
     uint64_t t0_us;
     char namebuf[4096];
 } fsc__imp_t;
@@ -144,11 +163,14 @@ int fsc__imp_read_finals(fsc__imp_t *im, const fsc__pv_t *segs);
 const fsc__final_seg_t *fsc__imp_final_at(const fsc__final_seg_t *arr, size_t n, uint64_t addr,
                                           int exact);
 int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t *segs);
-int fsc__imp_read_entry(fsc__imp_t *im, uint32_t i, fsc__entry_t *e);
+/* History entry i of the device (the value d, a dict). */
+int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__entry_t *e);
 int fsc__imp_read_annotations(fsc__imp_t *im, const fsc__pv_t *root);
 
 /* ---- pytorch_rebuild.c --------------------------------------------------- */
 
+/* One history entry, in order, then the rest once all are seen. */
+int fsc__imp_start_entry(fsc__imp_t *im, const fsc__entry_t *e);
 int fsc__imp_find_start_state(fsc__imp_t *im);
 int fsc__imp_emit_start_state(fsc__imp_t *im);
 
@@ -158,5 +180,18 @@ int fsc__imp_emit_start_state(fsc__imp_t *im);
 int fsc__imp_on_event(void *ud, const fsc_event_t *ev);
 /* The model's message in im->merr wrapped as "PATH: what: message". */
 int fsc__imp_model_error(fsc__imp_t *im, const char *what);
+/* Everything before the first history entry: device, settings, final
+ * segments, annotations, start time, the header and the rebuilt state. */
+int fsc__imp_begin(fsc__imp_t *im, const fsc__pv_t *root, uint64_t t0_us, int has_t0);
+/* History entry i of the device, replayed. */
+int fsc__imp_replay_one(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e);
+/* After the last entry. */
+int fsc__imp_end(fsc__imp_t *im);
+void fsc__imp_free(fsc__imp_t *im);
+
+/* ---- pytorch_stream.c ---------------------------------------------------- */
+
+/* The import of a pickle without its whole tree (see the file). */
+int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap);
 
 #endif

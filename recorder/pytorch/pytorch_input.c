@@ -75,8 +75,12 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
     uint32_t n = fsc__pv_seq(frames, &fr);
     if (n == 0 || im->sink == NULL || im->sink->tag == NULL)
         return 0;
+    /* Caches are keyed by node address: only nodes that outlive a streamed
+     * batch qualify (the others' addresses are reused). */
+    int stable = fsc__pv_stable(frames);
     fsc__tag_cache_t *c = NULL;
-    HASH_FIND_PTR(im->tags, &frames, c);
+    if (stable)
+        HASH_FIND_PTR(im->tags, &frames, c);
     if (c != NULL) {
         *out = c->node;
         return 0;
@@ -89,7 +93,9 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
         fk.frame = f;
         fk.parent = node;
         fsc__frame_cache_t *fc = NULL;
-        HASH_FIND(hh, im->frame_tags, &fk, sizeof fk, fc);
+        int fstable = fsc__pv_stable(f);
+        if (fstable)
+            HASH_FIND(hh, im->frame_tags, &fk, sizeof fk, fc);
         if (fc != NULL) {
             node = fc->node;
             continue;
@@ -125,13 +131,18 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
         if (rc != 0)
             return fsc_err_set(im->err, rc, "%s: the tag consumer failed (%s)", im->path,
                                fsc_err_name(rc));
+        node = child;
+        if (!fstable)
+            continue;
         if ((fc = malloc(sizeof *fc)) == NULL)
             return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
         fc->key = fk;
         fc->node = child;
         HASH_ADD(hh, im->frame_tags, key, sizeof fk, fc);
-        node = child;
     }
+    *out = node;
+    if (!stable)
+        return 0;
     c = malloc(sizeof *c);
     if (c == NULL)
         return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
@@ -292,8 +303,7 @@ static int device_list(const fsc__pv_t *traces, char *buf, size_t cap, uint32_t 
     *count = 0;
     buf[0] = '\0';
     for (uint32_t i = 0; i < n; i++) {
-        fsc__pv_t *const *e;
-        if (fsc__pv_seq(t[i], &e) == 0)
+        if (fsc__pv_count(t[i]) == 0)
             continue;
         (*count)++;
         *only = (int)i;
@@ -359,19 +369,21 @@ int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t 
     if ((uint32_t)im->device < nt) {
         if (t[im->device]->kind != FSC__PV_LIST)
             return fsc__imp_bad(im, "device_traces[%d] is not a list", im->device);
-        im->n_ents = fsc__pv_seq(t[im->device], &im->ents);
+        im->n_ents = fsc__pv_count(t[im->device]);
+        if (fsc__pv_seq(t[im->device], &im->ents) < im->n_ents)
+            im->ents = NULL; /* streamed */
     }
     return 0;
 }
 
 /* ---- history entries ---------------------------------------------------- */
 
-int fsc__imp_read_entry(fsc__imp_t *im, uint32_t i, fsc__entry_t *e)
+int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__entry_t *e)
 {
-    const fsc__pv_t *d = im->ents[i];
     memset(e, 0, sizeof *e);
     if (!fsc__imp_dict_ok(d))
-        return fsc__imp_bad(im, "device_traces[%d][%u] is not a dict", im->device, i);
+        return fsc__imp_bad(im, "device_traces[%d][%llu] is not a dict", im->device,
+                            (unsigned long long)i);
     /* One pass over the keys (the hot path of an import); a later
      * duplicate key wins, as in Python. */
     const fsc__pv_t *addr = NULL, *size = NULL, *stream = NULL, *time = NULL, *dfree = NULL;
@@ -399,7 +411,8 @@ int fsc__imp_read_entry(fsc__imp_t *im, uint32_t i, fsc__entry_t *e)
 #undef KEY_IS
     }
     if (e->action == NULL || e->action->kind != FSC__PV_STR)
-        return fsc__imp_bad(im, "device_traces[%d][%u] has no 'action'", im->device, i);
+        return fsc__imp_bad(im, "device_traces[%d][%llu] has no 'action'", im->device,
+                            (unsigned long long)i);
     e->act = FSC__ACT_OTHER;
     for (size_t k = 0; k < sizeof k_actions / sizeof k_actions[0]; k++)
         if (fsc__pv_is_str(e->action, k_actions[k].name))
@@ -420,12 +433,14 @@ int fsc__imp_read_entry(fsc__imp_t *im, uint32_t i, fsc__entry_t *e)
                      e->act != FSC__ACT_USER_DEFINED;
     if (needs_addr && (!e->has_addr || !has_size))
         return fsc__imp_bad(
-            im, "device_traces[%d][%u] (%.*s) lacks a non-negative 'addr' or 'size'", im->device, i,
+            im, "device_traces[%d][%llu] (%.*s) lacks a non-negative 'addr' or 'size'", im->device,
+            (unsigned long long)i,
             (int)(e->action->len > 32 ? 32 : e->action->len), e->action->u.s);
     if (e->size >= FSC__IMP_MAX_SIZE || e->addr >= UINT64_MAX - FSC__IMP_MAX_SIZE)
         return fsc__imp_bad(
-            im, "device_traces[%d][%u]: address 0x%llx or size %llu is not plausible", im->device,
-            i, (unsigned long long)e->addr, (unsigned long long)e->size);
+            im, "device_traces[%d][%llu]: address 0x%llx or size %llu is not plausible",
+            im->device, (unsigned long long)i, (unsigned long long)e->addr,
+            (unsigned long long)e->size);
     return 0;
 }
 

@@ -16,9 +16,24 @@
 
 /* ---- loading ----------------------------------------------------------- */
 
-/* Read path, detect its format and parse it (pickle directly, JSON through
- * cJSON into the same value tree). *format receives FSC_SNAP_*. */
-int fsc__snap_load(const char *path, fsc__pdoc_t **out, int *format, fsc_err_t *err);
+/* A snapshot file mapped into memory, its format detected (FSC_SNAP_*). */
+typedef struct fsc__snap {
+    const char *path;
+    const uint8_t *data;
+    size_t len;
+    int format;
+    size_t dropped; /* bytes before this were handed back to the kernel */
+    int owned;      /* data is a malloc'd copy (not a regular file), not a mapping */
+} fsc__snap_t;
+
+int fsc__snap_open(const char *path, fsc__snap_t *s, fsc_err_t *err);
+/* Done with the bytes before pos for now: let the kernel drop their pages
+ * from this process (they read back from the file if touched again), so a
+ * large snapshot does not stay resident as it is read. */
+void fsc__snap_done_before(fsc__snap_t *s, size_t pos);
+void fsc__snap_close(fsc__snap_t *s);
+/* A JSON snapshot into the value tree (through cJSON). */
+int fsc__snap_load_json(const fsc__snap_t *s, fsc__pdoc_t **out, fsc_err_t *err);
 
 /* Text of the MARKER the importer writes between a rebuilt starting state
  * and the first history entry; the exporter leaves out what precedes it,

@@ -62,53 +62,82 @@ static int cmp_live(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static int add_segev(fsc__imp_t *im, const fsc__entry_t *e)
+{
+    if (grow_arr((void **)&im->segev, &im->cap_segev, im->n_segev + 1, sizeof *im->segev) != 0)
+        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    im->segev[im->n_segev++] = (fsc__seg_entry_t){e->addr, e->size, e->stream, e->act};
+    return 0;
+}
+
+/* What one history entry says about the state before the first one.
+ * Addresses are settled at once; segment entries wait (in order) for the
+ * final segments. */
+int fsc__imp_start_entry(fsc__imp_t *im, const fsc__entry_t *e)
+{
+    fsc__addr_info_t *a = NULL;
+    switch (e->act) {
+    case FSC__ACT_ALLOC:
+        if ((a = addr_get(im, e->addr)) == NULL)
+            goto oom;
+        a->seen = 1;
+        break;
+    case FSC__ACT_FREE_REQUESTED:
+    case FSC__ACT_FREE_COMPLETED:
+    case FSC__ACT_FREE:
+        if ((a = addr_get(im, e->addr)) == NULL)
+            goto oom;
+        if (!a->seen) {
+            a->prelive = 1;
+            a->requested = e->size;
+            a->pending = e->act == FSC__ACT_FREE_COMPLETED;
+        }
+        a->seen = 1;
+        break;
+    case FSC__ACT_SEGMENT_ALLOC:
+    case FSC__ACT_SEGMENT_FREE:
+    case FSC__ACT_SEGMENT_MAP: return add_segev(im, e);
+    default: break;
+    }
+    return 0;
+oom:
+    return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+}
+
 /* Which segments and blocks existed before the first entry. */
 int fsc__imp_find_start_state(fsc__imp_t *im)
 {
     fsc__entry_t e;
-    for (uint32_t i = 0; i < im->n_ents; i++) {
-        int rc = fsc__imp_read_entry(im, i, &e);
+    for (uint64_t i = 0; im->ents != NULL && i < im->n_ents; i++) {
+        int rc = fsc__imp_read_entry(im, im->ents[i], i, &e);
+        if (rc == 0)
+            rc = fsc__imp_start_entry(im, &e);
         if (rc != 0)
             return rc;
-        fsc__addr_info_t *a = NULL;
+    }
+    for (size_t i = 0; i < im->n_segev; i++) {
+        const fsc__seg_entry_t *g = &im->segev[i];
         fsc__seg_info_t *s = NULL;
-        switch (e.act) {
-        case FSC__ACT_ALLOC:
-            if ((a = addr_get(im, e.addr)) == NULL)
-                goto oom;
-            a->seen = 1;
-            break;
-        case FSC__ACT_FREE_REQUESTED:
-        case FSC__ACT_FREE_COMPLETED:
-        case FSC__ACT_FREE:
-            if ((a = addr_get(im, e.addr)) == NULL)
-                goto oom;
-            if (!a->seen) {
-                a->prelive = 1;
-                a->requested = e.size;
-                a->pending = e.act == FSC__ACT_FREE_COMPLETED;
-            }
-            a->seen = 1;
-            break;
+        switch (g->act) {
         case FSC__ACT_SEGMENT_ALLOC:
-            if ((s = seg_get(im, e.addr)) == NULL)
+            if ((s = seg_get(im, g->addr)) == NULL)
                 goto oom;
             s->created = 1;
             break;
         case FSC__ACT_SEGMENT_FREE:
-            if ((s = seg_get(im, e.addr)) == NULL)
+            if ((s = seg_get(im, g->addr)) == NULL)
                 goto oom;
             if (!s->created && !s->pre) {
                 s->pre = 1;
-                s->size = e.size;
-                s->stream = e.stream;
+                s->size = g->size;
+                s->stream = g->stream;
             }
             break;
         case FSC__ACT_SEGMENT_MAP:
             /* An expandable segment that grows in the history is not
              * rebuilt from its final size. */
             {
-                const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, e.addr, 0);
+                const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, g->addr, 0);
                 if (f != NULL && (s = seg_get(im, f->base)) != NULL)
                     s->created = 1;
             }

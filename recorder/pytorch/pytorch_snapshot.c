@@ -7,6 +7,10 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,42 +45,6 @@ int fsc_pytorch_detect(const char *path)
     if (bad)
         return FSC_EIO;
     return detect_bytes(b, n);
-}
-
-static int slurp(const char *path, char **out, size_t *len, fsc_err_t *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return fsc_err_set(err, errno == ENOENT ? FSC_ENOENT : FSC_EIO, "%s: %s", path,
-                           strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf != NULL) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        char *nb = realloc(buf, cap * 2 + 1);
-        if (nb == NULL) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (buf == NULL)
-        return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory reading the file", path);
-    if (bad) {
-        free(buf);
-        return fsc_err_set(err, FSC_EIO, "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
 }
 
 /* cJSON item → value node; depth is checked against the pickle limit. Each
@@ -136,19 +104,18 @@ static fsc__pv_t *from_json(fsc__pdoc_t *d, cJSON *j, int depth, int *rc)
     return v;
 }
 
-/* Parses and frees *buf (the text is not needed once cJSON holds it). */
-static int load_json(const char *path, char **buf, size_t len, fsc__pdoc_t **out,
-                     fsc_err_t *err)
+int fsc__snap_load_json(const fsc__snap_t *s, fsc__pdoc_t **out, fsc_err_t *err)
 {
+    const char *path = s->path, *buf = (const char *)s->data;
+    size_t len = s->len;
+    *out = NULL;
     const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(*buf, len, &end, 0);
+    cJSON *j = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
     if (j == NULL) {
         const char *at = cJSON_GetErrorPtr();
-        size_t off = (at != NULL && at >= *buf && at <= *buf + len) ? (size_t)(at - *buf) : 0;
+        size_t off = (at != NULL && at >= buf && at <= buf + len) ? (size_t)(at - buf) : 0;
         return fsc_err_set(err, FSC_EFORMAT, "%s: offset %zu: invalid JSON", path, off);
     }
-    free(*buf);
-    *buf = NULL;
     fsc__pdoc_t *d = NULL;
     int rc = fsc__pdoc_new(&d);
     fsc__pv_t *root = NULL;
@@ -168,20 +135,71 @@ static int load_json(const char *path, char **buf, size_t len, fsc__pdoc_t **out
     return 0;
 }
 
-int fsc__snap_load(const char *path, fsc__pdoc_t **out, int *format, fsc_err_t *err)
+int fsc__snap_open(const char *path, fsc__snap_t *s, fsc_err_t *err)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    *out = NULL;
-    int rc = slurp(path, &buf, &len, err);
-    if (rc != 0)
-        return rc;
-    int fmt = detect_bytes((const unsigned char *)buf, len);
-    if (fmt == FSC_SNAP_PICKLE)
-        rc = fsc__pickle_parse(buf, len, path, out, err);
-    else if (fmt == FSC_SNAP_JSON)
-        rc = load_json(path, &buf, len, out, err);
-    else if (len >= 4 && memcmp(buf, "PK\x03\x04", 4) == 0)
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return fsc_err_set(err, errno == ENOENT ? FSC_ENOENT : FSC_EIO, "%s: %s", path,
+                           strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return fsc_err_set(err, FSC_EIO, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) { /* a pipe: read it whole */
+        size_t cap = 1 << 16, n = 0;
+        uint8_t *buf = malloc(cap);
+        for (ssize_t got = 1; buf != NULL && got > 0;) {
+            if (n == cap) {
+                uint8_t *nb = realloc(buf, cap * 2);
+                if (nb == NULL) {
+                    free(buf);
+                    buf = NULL;
+                    break;
+                }
+                buf = nb;
+                cap *= 2;
+            }
+            got = read(fd, buf + n, cap - n);
+            if (got < 0) {
+                free(buf);
+                close(fd);
+                return fsc_err_set(err, FSC_EIO, "%s: read error", path);
+            }
+            n += (size_t)got;
+        }
+        close(fd);
+        if (buf == NULL)
+            return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory reading the file", path);
+        s->data = buf;
+        s->len = n;
+        s->owned = 1;
+    } else if ((s->len = (size_t)sb.st_size) > 0) {
+        void *m = mmap(NULL, s->len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return fsc_err_set(err, e == ENOMEM ? FSC_ENOMEM : FSC_EIO, "%s: cannot map: %s",
+                               path, strerror(e));
+        }
+        madvise(m, s->len, MADV_SEQUENTIAL);
+        s->data = m;
+        close(fd);
+    } else {
+        s->data = (const uint8_t *)"";
+        close(fd);
+    }
+    const uint8_t *buf = s->data;
+    size_t len = s->len;
+    int fmt = detect_bytes(buf, len);
+    s->format = fmt;
+    if (fmt != 0)
+        return 0;
+    int rc;
+    if (len >= 4 && memcmp(buf, "PK\x03\x04", 4) == 0)
         rc = fsc_err_set(err, FSC_EFORMAT,
                          "%s: a zip archive (torch.save?), not a memory snapshot: save it with "
                          "pickle.dump(torch.cuda.memory._snapshot(), f)",
@@ -191,7 +209,29 @@ int fsc__snap_load(const char *path, fsc__pdoc_t **out, int *format, fsc_err_t *
                          "%s: not a PyTorch memory snapshot (neither a pickle of protocol 0 "
                          "to 5 nor JSON)",
                          path);
-    free(buf);
-    *format = fmt;
+    fsc__snap_close(s);
     return rc;
+}
+
+void fsc__snap_done_before(fsc__snap_t *s, size_t pos)
+{
+    size_t page = 4096;
+    size_t keep = (size_t)8 << 20; /* some slack behind the reader */
+    if (s->len == 0 || s->owned || pos < keep)
+        return;
+    size_t upto = (pos - keep) & ~(page - 1);
+    if (upto <= s->dropped)
+        return;
+    madvise((void *)(s->data + s->dropped), upto - s->dropped, MADV_DONTNEED);
+    s->dropped = upto;
+}
+
+void fsc__snap_close(fsc__snap_t *s)
+{
+    if (s->owned)
+        free((void *)s->data);
+    else if (s->len > 0 && s->data != NULL)
+        munmap((void *)s->data, s->len);
+    s->data = NULL;
+    s->len = 0;
 }

@@ -1,0 +1,168 @@
+/*
+ * pytorch_stream.c — the import of a pickled snapshot without its whole
+ * tree, in bounded memory whatever the length of the history.
+ *
+ * The history cannot be replayed in one pass: the allocator settings and
+ * the annotations follow it in the file, and the state before the first
+ * entry depends on what the whole history does (addresses freed before
+ * they are allocated). So the file, mapped, is read three times, each pass
+ * keeping only what the next needs:
+ *
+ *   scan     the opcodes only: which memo entries are read again
+ *            (fsc__pickle_scan), so the parses keep those and no others;
+ *   pass 1   the snapshot's tree without its history (segments, settings,
+ *            annotations, each device's entry count), and for the first
+ *            device with history what the starting state needs (per
+ *            address: freed before allocated; segment entries in order);
+ *   pass 2   only when another device is imported: pass 1's bookkeeping
+ *            for that device;
+ *   pass 3   the history replayed entry by entry through the block model.
+ *
+ * An entry's values live until its batch of entries has been handed over;
+ * frame lists and frame dicts shared between entries are kept (they are
+ * the memo entries read again), so tags are still built once per distinct
+ * frame. Errors in the entries found by pass 1 are reported after the
+ * snapshot's other parts are checked, in the order the tree reader checks
+ * them. Pages of the file already read are handed back to the kernel as
+ * the passes go (fsc__snap_done_before).
+ */
+#include "pytorch_import.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct stream_ctx {
+    fsc__imp_t *im;
+    fsc__snap_t *snap;
+    fsc__pscan_t *scan;
+    uint64_t t0_us;
+    int has_t0;
+    int pass;          /* 1..3 */
+    uint64_t total;    /* bytes of all passes, for progress */
+} stream_ctx_t;
+
+static void on_progress(void *ud, size_t done, size_t total)
+{
+    stream_ctx_t *c = ud;
+    fsc__snap_done_before(c->snap, done);
+    fsc__imp_t *im = c->im;
+    if (im->opts.progress_bytes != NULL) {
+        uint64_t base = (uint64_t)(c->pass == 3 ? 2 : c->pass - 1) * total;
+        im->opts.progress_bytes(im->opts.progress_ud, base + done, c->total);
+    }
+}
+
+/* Passes 1 and 2: what the starting state needs, for pass_dev. */
+static int on_entry_start(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v)
+{
+    stream_ctx_t *c = ud;
+    fsc__imp_t *im = c->im;
+    if (im->pass_dev < 0)
+        im->pass_dev = (int)dev;
+    if ((int)dev != im->pass_dev || im->entry_rc != 0)
+        return 0;
+    int device = im->device;
+    im->device = (int)dev; /* for messages */
+    fsc__entry_t e;
+    int rc = fsc__imp_read_entry(im, v, idx, &e);
+    if (rc == 0 && idx == 0) {
+        c->t0_us = e.time_us;
+        c->has_t0 = 1;
+    }
+    if (rc == 0)
+        rc = fsc__imp_start_entry(im, &e);
+    im->device = device;
+    if (rc == FSC_ENOMEM)
+        return rc;
+    if (rc != 0) {
+        im->entry_rc = rc;
+        im->entry_err = *im->err;
+        fsc_err_clear(im->err);
+    }
+    return 0;
+}
+
+/* Pass 3: the replay of the imported device's history. */
+static int on_entry_replay(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v)
+{
+    stream_ctx_t *c = ud;
+    fsc__imp_t *im = c->im;
+    if ((int)dev != im->device)
+        return 0;
+    fsc__entry_t e;
+    int rc = fsc__imp_read_entry(im, v, idx, &e);
+    return rc != 0 ? rc : fsc__imp_replay_one(im, idx, &e);
+}
+
+static int parse(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
+{
+    fsc__imp_t *im = c->im;
+    c->pass = pass;
+    fsc__pstream_t cb = {c, pass == 3 ? on_entry_replay : on_entry_start, on_progress};
+    c->snap->dropped = 0;
+    int rc = fsc__pickle_stream(c->snap->data, c->snap->len, im->path, c->scan, &cb, doc, im->err);
+    fsc__snap_done_before(c->snap, c->snap->len + ((size_t)8 << 20));
+    return rc;
+}
+
+static void forget_start_state(fsc__imp_t *im)
+{
+    fsc__addr_info_t *a, *at;
+    HASH_ITER (hh, im->addrs, a, at) {
+        HASH_DEL(im->addrs, a);
+        free(a);
+    }
+    im->n_segev = 0;
+    im->entry_rc = 0;
+    fsc_err_clear(&im->entry_err);
+}
+
+static int pass2(fsc__imp_t *im)
+{
+    stream_ctx_t *c = im->stream;
+    forget_start_state(im);
+    im->pass_dev = im->device;
+    c->has_t0 = 0;
+    fsc__pdoc_t *doc = NULL;
+    int rc = parse(c, 2, &doc);
+    fsc__pdoc_free(doc);
+    return rc;
+}
+
+int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
+{
+    stream_ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.im = im;
+    c.snap = snap;
+    c.total = 3 * (uint64_t)snap->len;
+    if (fsc__pickle_scan(snap->data, snap->len, &c.scan) != 0)
+        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    fsc__snap_done_before(snap, snap->len + ((size_t)8 << 20));
+    im->stream = &c;
+    im->history_pass = pass2;
+    im->pass_dev = -1;
+    fsc__pdoc_t *doc = NULL, *doc3 = NULL;
+    int rc = parse(&c, 1, &doc);
+    if (rc == 0)
+        rc = fsc__imp_begin(im, fsc__pdoc_root(doc), c.t0_us, c.has_t0);
+    if (rc == 0 && im->ents != NULL) {
+        /* The history was not streamed (a layout the stream reader does
+         * not recognise as device_traces): it is in the tree. */
+        fsc__entry_t e;
+        for (uint64_t i = 0; rc == 0 && i < im->n_ents; i++) {
+            rc = fsc__imp_read_entry(im, im->ents[i], i, &e);
+            if (rc == 0)
+                rc = fsc__imp_replay_one(im, i, &e);
+        }
+    } else if (rc == 0 && im->n_ents > 0) {
+        rc = parse(&c, 3, &doc3);
+    }
+    if (rc == 0)
+        rc = fsc__imp_end(im);
+    fsc__pdoc_free(doc3);
+    fsc__pdoc_free(doc);
+    fsc__pscan_free(c.scan);
+    im->stream = NULL;
+    return rc;
+}
