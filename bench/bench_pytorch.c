@@ -4,7 +4,9 @@
  * Baseline: parsing the snapshot's pickle into a value tree (the least any
  * import must do). Then the full import into a sink that only counts, the
  * import into a trace file through the recorder (what `fragscope import`
- * does), and the export of that trace back to a snapshot pickle. Each line
+ * does), the export of that trace back to a snapshot pickle, and the two
+ * parts of the streaming reader (fsc__pickle_scan, one fsc__pickle_stream
+ * parse without a consumer; an import makes one scan and two parses). Each line
  * prints the best of --reps runs and its ratio to the parse.
  *
  *   bench_pytorch [SNAPSHOT] [--reps N]   (default tests/data/pytorch/gpt2_varlen.pickle)
@@ -108,7 +110,7 @@ int main(int argc, char **argv)
     snprintf(trace, sizeof trace, "/tmp/bench_pytorch.%d.fstrace", (int)getpid());
     snprintf(out, sizeof out, "/tmp/bench_pytorch.%d.pickle", (int)getpid());
 
-    double best[4] = {1e30, 1e30, 1e30, 1e30};
+    double best[6] = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30};
     size_t mem = 0;
     fsc_import_stats_t st;
     for (int r = 0; r < reps; r++) {
@@ -146,8 +148,22 @@ int main(int argc, char **argv)
             return 2;
         }
         uint64_t t5 = fsc_now_ns();
-        double ms[4] = {(t1 - t0) / 1e6, (t3 - t2) / 1e6, (t4 - t3) / 1e6, (t5 - t4) / 1e6};
-        for (int k = 0; k < 4; k++)
+        /* the streaming reader's own passes: the memo scan, one parse */
+        fsc__pscan_t *sc = NULL;
+        if (fsc__pickle_scan(data, len, &sc) != 0)
+            return 2;
+        uint64_t t6 = fsc_now_ns();
+        fsc__pstream_t cb = {NULL, NULL, NULL};
+        if (fsc__pickle_stream(data, len, snap, sc, &cb, &d, &err) != 0) {
+            fprintf(stderr, "bench_pytorch: %s\n", err.msg);
+            return 2;
+        }
+        uint64_t t7 = fsc_now_ns();
+        fsc__pdoc_free(d);
+        fsc__pscan_free(sc);
+        double ms[6] = {(t1 - t0) / 1e6, (t3 - t2) / 1e6, (t4 - t3) / 1e6,
+                        (t5 - t4) / 1e6, (t6 - t5) / 1e6, (t7 - t6) / 1e6};
+        for (int k = 0; k < 6; k++)
             if (ms[k] < best[k])
                 best[k] = ms[k];
     }
@@ -158,9 +174,10 @@ int main(int argc, char **argv)
     printf("snapshot: %s (%.1f MB, %llu history entries -> %llu events), best of %d\n", snap,
            len / 1e6, (unsigned long long)st.entries, (unsigned long long)g_events, reps);
     printf("%-34s %9s %12s %10s\n", "phase", "ms", "events/s", "vs parse");
-    static const char *names[4] = {"pickle parse (baseline)", "import, counting sink",
-                                   "import into a trace (recorder)", "export trace -> pickle"};
-    for (int k = 0; k < 4; k++)
+    static const char *names[6] = {"pickle parse (baseline)", "import, counting sink",
+                                   "import into a trace (recorder)", "export trace -> pickle",
+                                   "stream: memo scan", "stream: one parse, no consumer"};
+    for (int k = 0; k < 6; k++)
         printf("%-34s %9.1f %11.2fM %9.2fx\n", names[k], best[k],
                (double)g_events / (best[k] / 1e3) / 1e6, best[k] / best[0]);
     printf("value tree: %.1f MB (%.1f bytes per input byte)\n", mem / 1e6, (double)mem / len);

@@ -358,7 +358,115 @@ static void test_writer_roundtrip(void)
     CU_ASSERT_STRING_EQUAL(out, "18446744073709551615\n");
 }
 
+/* ---- streaming ------------------------------------------------------------ */
+
+typedef struct stream_check {
+    const fsc__pv_t *const *want; /* the tree reader's entries */
+    uint64_t n, seen, bad;
+} stream_check_t;
+
+static int same_value(const fsc__pv_t *a, const fsc__pv_t *b)
+{
+    if (a->kind != b->kind || a->len != b->len)
+        return 0;
+    switch (a->kind) {
+    case FSC__PV_INT:
+    case FSC__PV_BOOL: return a->u.i == b->u.i;
+    case FSC__PV_FLOAT: return a->u.f == b->u.f;
+    case FSC__PV_STR:
+    case FSC__PV_BYTES:
+    case FSC__PV_BIGINT: return memcmp(a->u.s, b->u.s, a->len) == 0;
+    case FSC__PV_LIST:
+    case FSC__PV_TUPLE:
+        for (uint32_t i = 0; i < a->len; i++)
+            if (!same_value(a->u.items[i], b->u.items[i]))
+                return 0;
+        return 1;
+    case FSC__PV_DICT:
+        for (uint32_t i = 0; i < 2 * a->len; i++)
+            if (!same_value(a->u.items[i], b->u.items[i]))
+                return 0;
+        return 1;
+    default: return 1;
+    }
+}
+
+static int on_stream_entry(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v)
+{
+    stream_check_t *c = ud;
+    if (dev != 0 || idx != c->seen || idx >= c->n || !same_value(v, c->want[idx]))
+        c->bad++;
+    c->seen++;
+    return 0;
+}
+
+/* The streaming reader hands over every history entry, in order, with the
+ * values the tree reader gives (whichever of its paths read it), and keeps
+ * a fraction of the tree's memory. */
+static void test_stream_matches_tree(void)
+{
+    static const char *files[] = {"pytorch/gpt2_varlen.pickle", "pytorch/compile_ro.pickle",
+                                  "pytorch/tiny.p0.pickle",     "pytorch/tiny.p1.pickle",
+                                  "pytorch/tiny.p2.pickle",     "pytorch/tiny.p5.pickle",
+                                  "pytorch/frames_bomb.pickle"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        size_t len = 0;
+        char *data = fsc_test_slurp(fsc_test_data(files[f]), &len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+        fsc__pdoc_t *tree = NULL, *d = NULL;
+        fsc_err_t err = {0};
+        CU_ASSERT_EQUAL_FATAL(fsc__pickle_parse(data, len, files[f], &tree, &err), 0);
+        fsc__pv_t *const *tr;
+        fsc__pv_seq(fsc__pv_get(fsc__pdoc_root(tree), "device_traces"), &tr);
+        stream_check_t c = {NULL, 0, 0, 0};
+        c.n = fsc__pv_seq(tr[0], (fsc__pv_t *const **)&c.want);
+        fsc__pscan_t *sc = NULL;
+        CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, &sc), 0);
+        fsc__pstream_t cb = {&c, on_stream_entry, NULL};
+        int rc = fsc__pickle_stream(data, len, files[f], sc, &cb, &d, &err);
+        if (rc != 0)
+            fprintf(stderr, "\n%s\n", err.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT_EQUAL(c.seen, c.n);
+        CU_ASSERT_EQUAL(c.bad, 0);
+        fsc__pv_t *const *st;
+        fsc__pv_seq(fsc__pv_get(fsc__pdoc_root(d), "device_traces"), &st);
+        CU_ASSERT_EQUAL(fsc__pv_count(st[0]), c.n);
+        CU_ASSERT_EQUAL(st[0]->len, 0); /* none stored */
+        /* the rest of the tree is there */
+        CU_ASSERT(same_value(fsc__pv_get(fsc__pdoc_root(d), "segments"),
+                             fsc__pv_get(fsc__pdoc_root(tree), "segments")));
+        if (len > 1000000)
+            CU_ASSERT(fsc__pdoc_mem(d) * 4 < fsc__pdoc_mem(tree));
+        fsc__pdoc_free(d);
+        fsc__pdoc_free(tree);
+        fsc__pscan_free(sc);
+        free(data);
+    }
+}
+
+/* A list after a 'device_traces' string that is not the dict's value:
+ * streamed on the layout's evidence, then refused at STOP. */
+static void test_stream_checks_layout(void)
+{
+    static const unsigned char p[] =
+        "\x80\x04\x95\x2f\x00\x00\x00\x00\x00\x00\x00]\x94(\x8c\x0d" "device_traces"
+        "\x94]\x94]\x94}\x94\x8c\x06" "action\x94\x8c\x05" "alloc\x94saae.";
+    fsc__pscan_t *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p, sizeof p - 1, &sc), 0);
+    stream_check_t c = {NULL, 0, 0, 0};
+    fsc__pstream_t cb = {&c, NULL, NULL};
+    fsc__pdoc_t *d = NULL;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL(fsc__pickle_stream(p, sizeof p - 1, "mem", sc, &cb, &d, &err), FSC_EFORMAT);
+    CU_ASSERT_PTR_NULL(d);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not where a memory snapshot keeps them"));
+    fsc__pscan_free(sc);
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"streaming: same entries as the tree, less memory", test_stream_matches_tree},
+    {"streaming: the history's place is checked", test_stream_checks_layout},
     {"scalars of every opcode", test_scalars},
     {"snapshot structure, protocols 2/4/5", test_snapshot_structure},
     {"memo references are shared, memory bounded", test_memo_is_shared},

@@ -339,6 +339,16 @@ static uint64_t rd_le(const uint8_t *p, size_t n)
     return v;
 }
 
+/* Bits set in x (portable: the build does not assume a popcount
+ * instruction, and libgcc's fallback is slower than this). */
+static inline unsigned popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
 /* ---- first scan: which memo entries are referenced again --------------- */
 
 struct fsc__pscan {
@@ -459,7 +469,7 @@ int fsc__pickle_scan(const void *data, size_t len, fsc__pscan_t **out)
     size_t n = 0;
     for (size_t w = 0; w < sc->words; w++) {
         sc->rank[w] = (uint32_t)n;
-        n += (size_t)__builtin_popcountll(sc->bits[w]);
+        n += popcount64(sc->bits[w]);
     }
     sc->refs = n;
     *out = sc;
@@ -486,7 +496,7 @@ static size_t scan_slot(const fsc__pscan_t *sc, uint64_t idx)
     uint64_t b = sc->bits[w], bit = 1ull << (idx & 63);
     if (!(b & bit))
         return SIZE_MAX;
-    return sc->rank[w] + (size_t)__builtin_popcountll(b & (bit - 1));
+    return sc->rank[w] + popcount64(b & (bit - 1));
 }
 
 /* ---- parser ------------------------------------------------------------ */
@@ -498,6 +508,7 @@ typedef struct fsc__pdev {
 } fsc__pdev_t;
 
 #define FSC__PICKLE_MAX_DEVLISTS 1024
+#define FSC__FAST_PAIRS 64
 
 typedef struct fsc__pparse {
     fsc__pdoc_t *d;
@@ -521,7 +532,33 @@ typedef struct fsc__pparse {
     fsc__pdev_t *devv; /* all devlists (devs while few) */
     size_t ndev, devcap;
     size_t next_progress;
+    /* streaming: memo reads by index, direct-mapped (keys and action
+     * strings are read again and again: this spares the rank lookup) */
+    struct {
+        uint64_t idx;
+        fsc__pv_t *v;
+    } mcache[256];
+    /* fast path: one history entry decoded without allocating */
+    fsc__pv_t fe_vals[FSC__FAST_PAIRS];
+    fsc__pv_t *fe_items[2 * FSC__FAST_PAIRS];
+    fsc__pv_t fe_dict;
 } fsc__pparse_t;
+
+/* The kept value of memo index idx, or NULL (streaming). */
+static inline fsc__pv_t *memo_at(fsc__pparse_t *ps, uint64_t idx, size_t memo_n)
+{
+    size_t h = (size_t)(idx & 255u);
+    if (ps->mcache[h].v != NULL && ps->mcache[h].idx == idx)
+        return ps->mcache[h].v;
+    size_t slot = idx < memo_n ? scan_slot(ps->scan, idx) : SIZE_MAX;
+    fsc__pv_t *v = slot == SIZE_MAX ? NULL : ps->memo[slot];
+    if (v != NULL) {
+        ps->mcache[h].idx = idx;
+        ps->mcache[h].v = v;
+    }
+    return v;
+}
+
 
 static int perr(fsc__pparse_t *ps, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -797,6 +834,19 @@ static int fill_from(fsc__pparse_t *ps, size_t base, fsc__pv_kind_t want, const 
         return perr(ps, FSC_EFORMAT, "%s with an odd number of items", op);
     if (want == FSC__PV_LIST && ps->sp > base && streams(ps, base - 1))
         return stream_items(ps, base - 1, base);
+    /* room for all the items at once */
+    size_t slots = (want == FSC__PV_DICT ? 2u * c->len + ((c->sealed & F_KEY) ? 1u : 0u) : c->len) +
+                   (ps->sp - base);
+    if (slots > c->cap && slots < UINT32_MAX / 2 && !(c->sealed & F_SEALED)) {
+        fsc__pv_t **ni = arena_alloc(ps->d, (c->sealed & F_KEEP) ? &ps->d->keep : &ps->d->tmp,
+                                     slots * sizeof *ni);
+        if (ni == NULL)
+            return nomem(ps);
+        if (c->cap > 0)
+            memcpy(ni, c->u.items, (size_t)c->cap * sizeof *ni);
+        c->u.items = ni;
+        c->cap = (uint32_t)slots;
+    }
     for (size_t i = base; i < ps->sp; i++) {
         int rc = add_item(ps, c, ps->stack[i], op);
         if (rc != 0)
@@ -858,6 +908,7 @@ static int memo_put(fsc__pparse_t *ps, uint64_t idx, const char *op)
             return nomem(ps);
         ps->stack[ps->sp - 1] = v;
         ps->memo[slot] = v;
+        ps->mcache[idx & 255u].v = NULL;
         return 0;
     }
     if (idx >= ps->memo_n) {
@@ -877,8 +928,7 @@ static int memo_get(fsc__pparse_t *ps, uint64_t idx, const char *op)
 {
     fsc__pv_t *v = NULL;
     if (ps->scan != NULL) {
-        size_t slot = idx < ps->memo_n ? scan_slot(ps->scan, idx) : SIZE_MAX;
-        v = slot == SIZE_MAX ? NULL : ps->memo[slot];
+        v = memo_at(ps, idx, ps->memo_n);
     } else if (idx < ps->memo_n) {
         v = ps->memo[idx];
     }
@@ -1193,6 +1243,246 @@ static int make_from_mark(fsc__pparse_t *ps, fsc__pv_kind_t kind, const char *op
     return push(ps, c);
 }
 
+/* ---- streaming fast path: a history entry without the generic machinery
+ *
+ * Nearly all of a snapshot is history entries of one shape: a dict of a
+ * dozen keys read from the memo, with integers, memoized strings and memo
+ * references (the shared frame lists) as values. When such a dict starts
+ * right where the next entry of a history list goes, it is decoded here in
+ * one loop into nodes of the parser itself and handed to the callback: no
+ * stack traffic, no allocation. Anything else (a value that is a new
+ * container, a dict that is itself read again, an unusual next opcode)
+ * rewinds and leaves the dict to the generic parser, which gives the same
+ * values; errors are always reported by the generic parser. */
+
+/* Skips FRAME opcodes (their lengths checked as step does); 0 if bad. */
+static int fe_skip_frames(fsc__pparse_t *ps, size_t *pos)
+{
+    while (*pos < ps->len && ps->p[*pos] == 0x95) {
+        if (ps->len - *pos < 9 || rd_le(ps->p + *pos + 1, 8) > ps->len - *pos - 9)
+            return 0;
+        *pos += 9;
+    }
+    return *pos < ps->len;
+}
+
+/* An optional memo store after a value; the value must not be one that is
+ * read again (*referenced then says so). Returns 0 on a bad index. */
+static int fe_memo(fsc__pparse_t *ps, size_t *pos, int *referenced, uint64_t *idx_out,
+                   size_t *memo_n)
+{
+    *referenced = 0;
+    if (!fe_skip_frames(ps, pos))
+        return 0;
+    uint8_t op = ps->p[*pos];
+    uint64_t idx;
+    if (op == 0x94) {
+        idx = *memo_n;
+        *pos += 1;
+    } else if (op == 'q' && ps->len - *pos >= 2) {
+        idx = ps->p[*pos + 1];
+        *pos += 2;
+    } else if (op == 'r' && ps->len - *pos >= 5) {
+        idx = rd_le(ps->p + *pos + 1, 4);
+        *pos += 5;
+    } else {
+        return 1; /* no memo store */
+    }
+    if (idx >= ps->len)
+        return 0;
+    if (idx >= *memo_n)
+        *memo_n = idx + 1;
+    *referenced = scan_slot(ps->scan, idx) != SIZE_MAX;
+    *idx_out = idx;
+    return 1;
+}
+
+/* One value at *pos into *out (a node of ours or a memo entry). */
+static int fe_value(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t **out,
+                    size_t *memo_n, int is_key)
+{
+    if (!fe_skip_frames(ps, pos))
+        return 0;
+    const uint8_t *p = ps->p;
+    size_t left = ps->len - *pos - 1, at = *pos + 1;
+    uint8_t op = p[*pos];
+    uint64_t idx = 0;
+    switch (op) {
+    case 'h':
+    case 'j': {
+        size_t n = op == 'h' ? 1 : 4;
+        if (left < n)
+            return 0;
+        idx = rd_le(p + at, n);
+        if ((*out = memo_at(ps, idx, *memo_n)) == NULL)
+            return 0;
+        *pos = at + n;
+        return !is_key || (*out)->kind == FSC__PV_STR;
+    }
+    case 0x8c:
+    case 'X': {
+        size_t n = op == 0x8c ? 1 : 4;
+        if (left < n)
+            return 0;
+        uint64_t len = rd_le(p + at, n);
+        if (len > left - n)
+            return 0;
+        memset(mine, 0, sizeof *mine);
+        mine->kind = FSC__PV_STR;
+        mine->depth = 1;
+        mine->u.s = (const char *)p + at + n;
+        mine->len = (uint32_t)len;
+        *pos = at + n + (size_t)len;
+        int ref = 0;
+        if (!fe_memo(ps, pos, &ref, &idx, memo_n) || ref)
+            return 0; /* a string read again: the generic path keeps it */
+        *out = mine;
+        return 1;
+    }
+    default: break;
+    }
+    if (is_key)
+        return 0;
+    memset(mine, 0, sizeof *mine);
+    mine->depth = 1;
+    mine->kind = FSC__PV_INT;
+    switch (op) {
+    case 'K':
+        if (left < 1)
+            return 0;
+        mine->u.i = p[at];
+        *pos = at + 1;
+        break;
+    case 'M':
+        if (left < 2)
+            return 0;
+        mine->u.i = (int64_t)rd_le(p + at, 2);
+        *pos = at + 2;
+        break;
+    case 'J':
+        if (left < 4)
+            return 0;
+        mine->u.i = (int32_t)(uint32_t)rd_le(p + at, 4);
+        *pos = at + 4;
+        break;
+    case 0x8a: {
+        if (left < 1 || p[at] > 8 || left - 1 < p[at])
+            return 0;
+        size_t n = p[at];
+        uint64_t v = rd_le(p + at + 1, n);
+        if (n > 0 && n < 8 && (p[at + n] & 0x80u))
+            v |= ~0ull << (8 * n);
+        mine->u.i = (int64_t)v;
+        *pos = at + 1 + n;
+        break;
+    }
+    case 'N': *out = &ps->d->none; *pos = at; return 1;
+    case 0x88: *out = &ps->d->yes; *pos = at; return 1;
+    case 0x89: *out = &ps->d->no; *pos = at; return 1;
+    case ']': {
+        /* an empty list (frames of an entry without a stack) */
+        mine->kind = FSC__PV_LIST;
+        *pos = at;
+        int ref = 0;
+        if (!fe_memo(ps, pos, &ref, &idx, memo_n) || ref)
+            return 0;
+        if (*pos < ps->len && (p[*pos] == '(' || p[*pos] == 'a'))
+            return 0; /* items follow */
+        break;
+    }
+    default: return 0;
+    }
+    *out = mine;
+    return 1;
+}
+
+/* Try the entry starting at ps->pos (its '}' already read at op_pos).
+ * Returns 1 when handed over, 0 to let the generic parser read it, or a
+ * negative code from the callback. */
+static int fast_entry(fsc__pparse_t *ps)
+{
+    size_t c_at;
+    int single;
+    if (ps->sp == 0)
+        return 0;
+    if (ps->mp > 0 && ps->marks[ps->mp - 1] == ps->sp) {
+        single = 0;
+    } else if (ps->mp == 0 || ps->marks[ps->mp - 1] < ps->sp) {
+        single = 1;
+    } else {
+        return 0;
+    }
+    c_at = ps->sp - 1;
+    fsc__pv_t *c = ps->stack[c_at];
+    if (c->kind != FSC__PV_LIST || (c->sealed & F_SEALED) || list_role(ps, c_at) != R_DEVLIST)
+        return 0;
+    size_t pos = ps->pos, memo_n = ps->memo_n;
+    uint64_t idx;
+    int ref = 0;
+    if (!fe_memo(ps, &pos, &ref, &idx, &memo_n) || ref)
+        return 0;
+    if (!fe_skip_frames(ps, &pos) || ps->p[pos] != '(')
+        return 0;
+    pos++;
+    uint32_t n = 0;
+    for (;;) {
+        if (!fe_skip_frames(ps, &pos))
+            return 0;
+        if (ps->p[pos] == 'u')
+            break;
+        if (n == FSC__FAST_PAIRS)
+            return 0;
+        fsc__pv_t *k = NULL, *v = NULL;
+        fsc__pv_t kbuf;
+        if (!fe_value(ps, &pos, &kbuf, &k, &memo_n, 1))
+            return 0;
+        if (k == &kbuf) { /* a key string that is not memoized again */
+            ps->fe_vals[n] = kbuf;
+            k = &ps->fe_vals[n];
+            if (!fe_value(ps, &pos, &kbuf, &v, &memo_n, 0) || v == &kbuf)
+                return 0; /* two nodes of ours in one pair: rare, generic */
+        } else if (!fe_value(ps, &pos, &ps->fe_vals[n], &v, &memo_n, 0)) {
+            return 0;
+        }
+        ps->fe_items[2 * n] = k;
+        ps->fe_items[2 * n + 1] = v;
+        n++;
+    }
+    pos++; /* 'u' */
+    size_t after = pos;
+    if (!fe_skip_frames(ps, &after))
+        return 0;
+    uint8_t next = ps->p[after];
+    if (single ? next != 'a' : (next != '}' && next != 'e'))
+        return 0;
+    fsc__pv_t *e = &ps->fe_dict;
+    memset(e, 0, sizeof *e);
+    e->kind = FSC__PV_DICT;
+    e->depth = 2;
+    e->len = n;
+    e->cap = 2 * n;
+    e->u.items = ps->fe_items;
+    for (uint32_t i = 0; i < 2 * n; i++)
+        if (ps->fe_items[i]->depth + 1 > e->depth)
+            e->depth = (uint16_t)(ps->fe_items[i]->depth + 1);
+    if (e->depth > FSC__PICKLE_MAX_DEPTH)
+        return 0;
+    if (c->aux == UINT32_MAX)
+        return 0;
+    ps->memo_n = memo_n;
+    ps->pos = single ? after + 1 : pos;
+    if (ps->cb->entry != NULL) {
+        const fsc__pdev_t *dv = dev_of(ps, c);
+        int rc = ps->cb->entry(ps->cb->ud, dv->dev, (uint64_t)c->len + c->aux, e);
+        if (rc != 0) {
+            ps->cb_rc = rc;
+            return rc;
+        }
+    }
+    c->aux++;
+    return 1;
+}
+
 /* One opcode. Returns 0 to continue, 1 at STOP, negative on error. */
 static int step(fsc__pparse_t *ps)
 {
@@ -1226,7 +1516,10 @@ static int step(fsc__pparse_t *ps)
             return rc;
         ps->d->root = ps->stack[0];
         return 1;
-    case '}': return push(ps, pcont(ps, FSC__PV_DICT, 0));
+    case '}':
+        if (ps->scan != NULL && (rc = fast_entry(ps)) != 0)
+            return rc < 0 ? rc : 0;
+        return push(ps, pcont(ps, FSC__PV_DICT, 0));
     case ']': return push(ps, pcont(ps, FSC__PV_LIST, 0));
     case ')': return push(ps, pcont(ps, FSC__PV_TUPLE, 0));
     case 'N': return push(ps, &ps->d->none);

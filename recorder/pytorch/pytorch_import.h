@@ -100,6 +100,8 @@ typedef struct fsc__annotation {
     const fsc__pv_t *stage, *name;
 } fsc__annotation_t;
 
+#define FSC__IMP_FCACHE 1024
+
 typedef struct fsc__imp {
     const char *path;
     fsc_import_opts_t opts;
@@ -123,6 +125,10 @@ typedef struct fsc__imp {
     fsc__seg_info_t *segs;
     fsc__tag_cache_t *tags;
     fsc__frame_cache_t *frame_tags;
+    struct {
+        const fsc__pv_t *frames;
+        uint32_t node;
+    } fcache[FSC__IMP_FCACHE]; /* in front of tags: the same lists recur */
     fsc__annotation_t *ann;
     size_t n_ann, next_ann;
     fsc__seg_entry_t *segev;

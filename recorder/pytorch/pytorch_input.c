@@ -13,23 +13,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ACT(name, act) {name, sizeof(name) - 1, act}
 static const struct {
     const char *name;
+    uint32_t len;
     int act;
 } k_actions[] = {
-    {"alloc", FSC__ACT_ALLOC},
-    {"free_requested", FSC__ACT_FREE_REQUESTED},
-    {"free_completed", FSC__ACT_FREE_COMPLETED},
-    {"free", FSC__ACT_FREE},
-    {"segment_alloc", FSC__ACT_SEGMENT_ALLOC},
-    {"segment_free", FSC__ACT_SEGMENT_FREE},
-    {"segment_map", FSC__ACT_SEGMENT_MAP},
-    {"segment_unmap", FSC__ACT_SEGMENT_UNMAP},
-    {"oom", FSC__ACT_OOM},
-    {"snapshot", FSC__ACT_SNAPSHOT},
-    {"empty_cache", FSC__ACT_EMPTY_CACHE},
-    {"user_defined", FSC__ACT_USER_DEFINED},
+    ACT("alloc", FSC__ACT_ALLOC),
+    ACT("free_requested", FSC__ACT_FREE_REQUESTED),
+    ACT("free_completed", FSC__ACT_FREE_COMPLETED),
+    ACT("free", FSC__ACT_FREE),
+    ACT("segment_alloc", FSC__ACT_SEGMENT_ALLOC),
+    ACT("segment_free", FSC__ACT_SEGMENT_FREE),
+    ACT("segment_map", FSC__ACT_SEGMENT_MAP),
+    ACT("segment_unmap", FSC__ACT_SEGMENT_UNMAP),
+    ACT("oom", FSC__ACT_OOM),
+    ACT("snapshot", FSC__ACT_SNAPSHOT),
+    ACT("empty_cache", FSC__ACT_EMPTY_CACHE),
+    ACT("user_defined", FSC__ACT_USER_DEFINED),
 };
+#undef ACT
 
 int fsc__imp_bad(fsc__imp_t *im, const char *fmt, ...)
 {
@@ -78,10 +81,17 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
     /* Caches are keyed by node address: only nodes that outlive a streamed
      * batch qualify (the others' addresses are reused). */
     int stable = fsc__pv_stable(frames);
+    size_t h = ((uintptr_t)frames >> 4) & (FSC__IMP_FCACHE - 1);
+    if (stable && im->fcache[h].frames == frames) {
+        *out = im->fcache[h].node;
+        return 0;
+    }
     fsc__tag_cache_t *c = NULL;
     if (stable)
         HASH_FIND_PTR(im->tags, &frames, c);
     if (c != NULL) {
+        im->fcache[h].frames = frames;
+        im->fcache[h].node = c->node;
         *out = c->node;
         return 0;
     }
@@ -415,7 +425,8 @@ int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__ent
                             (unsigned long long)i);
     e->act = FSC__ACT_OTHER;
     for (size_t k = 0; k < sizeof k_actions / sizeof k_actions[0]; k++)
-        if (fsc__pv_is_str(e->action, k_actions[k].name))
+        if (e->action->len == k_actions[k].len &&
+            memcmp(e->action->u.s, k_actions[k].name, k_actions[k].len) == 0)
             e->act = k_actions[k].act;
     int64_t v;
     e->has_addr = fsc__pv_int(addr, &v) && v >= 0;
