@@ -150,7 +150,7 @@ int main(int argc, char **argv)
         uint64_t t5 = fsc_now_ns();
         /* the streaming reader's own passes: the memo scan, one parse */
         fsc__pscan_t *sc = NULL;
-        if (fsc__pickle_scan(data, len, &sc) != 0)
+        if (fsc__pickle_scan(data, len, NULL, &sc) != 0)
             return 2;
         uint64_t t6 = fsc_now_ns();
         fsc__pstream_t cb = {NULL, NULL, NULL};

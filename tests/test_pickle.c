@@ -421,7 +421,7 @@ static void test_stream_matches_tree(void)
         stream_check_t c = {NULL, 0, 0, 0};
         c.n = fsc__pv_seq(tr[0], (fsc__pv_t *const **)&c.want);
         fsc__pscan_t *sc = NULL;
-        CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, &sc), 0);
+        CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, NULL, &sc), 0);
         fsc__pstream_t cb = {&c, on_stream_entry, NULL};
         int rc = fsc__pickle_stream(data, len, files[f], sc, &cb, &d, &err);
         if (rc != 0)
@@ -453,7 +453,7 @@ static void test_stream_checks_layout(void)
         "\x80\x04\x95\x2f\x00\x00\x00\x00\x00\x00\x00]\x94(\x8c\x0d" "device_traces"
         "\x94]\x94]\x94}\x94\x8c\x06" "action\x94\x8c\x05" "alloc\x94saae.";
     fsc__pscan_t *sc = NULL;
-    CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p, sizeof p - 1, &sc), 0);
+    CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p, sizeof p - 1, NULL, &sc), 0);
     stream_check_t c = {NULL, 0, 0, 0};
     fsc__pstream_t cb = {&c, NULL, NULL};
     fsc__pdoc_t *d = NULL;

@@ -384,7 +384,7 @@ static size_t text_end(const uint8_t *p, size_t len, size_t pos)
     return nl == NULL ? SIZE_MAX : (size_t)(nl - p) + 1;
 }
 
-int fsc__pickle_scan(const void *data, size_t len, fsc__pscan_t **out)
+int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc__pscan_t **out)
 {
     const uint8_t *p = data;
     fsc__pscan_t *sc = calloc(1, sizeof *sc);
@@ -395,7 +395,12 @@ int fsc__pickle_scan(const void *data, size_t len, fsc__pscan_t **out)
     /* Walks the opcodes as the parser does and stops quietly wherever the
      * parser will stop with an error (or at STOP): references past that
      * point are never resolved. */
+    size_t every = (size_t)4 << 20, next_progress = every;
     while (rc == 0 && pos < len) {
+        if (pos >= next_progress && cb != NULL && cb->progress != NULL) {
+            cb->progress(cb->ud, pos, len);
+            next_progress = pos + every;
+        }
         uint8_t op = p[pos++];
         size_t fixed = 0, lenbytes = 0;
         switch (op) {

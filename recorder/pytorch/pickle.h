@@ -95,11 +95,11 @@ size_t fsc__pdoc_mem(const fsc__pdoc_t *d);
  * otherwise fails with a message rather than being misread. The input is
  * borrowed (strings point into it) and must outlive the document. */
 typedef struct fsc__pscan fsc__pscan_t;
-int fsc__pickle_scan(const void *data, size_t len, fsc__pscan_t **out); /* only FSC_ENOMEM */
+typedef struct fsc__pstream fsc__pstream_t;
 void fsc__pscan_free(fsc__pscan_t *sc); /* NULL ok */
 size_t fsc__pscan_refs(const fsc__pscan_t *sc); /* memo entries read again */
 
-typedef struct fsc__pstream {
+struct fsc__pstream {
     void *ud;
     /* device_traces[dev][idx]. v and what it holds are valid during the
      * call only, except values for which fsc__pv_stable is true. A nonzero
@@ -107,7 +107,10 @@ typedef struct fsc__pstream {
     int (*entry)(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v);
     /* Every few MiB of input (may be NULL). */
     void (*progress)(void *ud, size_t done, size_t total);
-} fsc__pstream_t;
+};
+
+/* Fails only with FSC_ENOMEM; cb (may be NULL) gets progress only. */
+int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc__pscan_t **out);
 
 int fsc__pickle_stream(const void *data, size_t len, const char *name, const fsc__pscan_t *scan,
                        const fsc__pstream_t *cb, fsc__pdoc_t **out, fsc_err_t *err);

@@ -47,6 +47,7 @@ static void on_progress(void *ud, size_t done, size_t total)
     fsc__snap_done_before(c->snap, done);
     fsc__imp_t *im = c->im;
     if (im->opts.progress_bytes != NULL) {
+        /* scan and pass 1 as the first third, pass 2 (if any) the second */
         uint64_t base = (uint64_t)(c->pass == 3 ? 2 : c->pass - 1) * total;
         im->opts.progress_bytes(im->opts.progress_ud, base + done, c->total);
     }
@@ -136,7 +137,9 @@ int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
     c.im = im;
     c.snap = snap;
     c.total = 3 * (uint64_t)snap->len;
-    if (fsc__pickle_scan(snap->data, snap->len, &c.scan) != 0)
+    fsc__pstream_t scb = {&c, NULL, on_progress};
+    c.pass = 1;
+    if (fsc__pickle_scan(snap->data, snap->len, &scb, &c.scan) != 0)
         return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
     fsc__snap_done_before(snap, snap->len + ((size_t)8 << 20));
     im->stream = &c;
