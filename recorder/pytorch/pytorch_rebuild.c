@@ -64,7 +64,7 @@ static int cmp_live(const void *a, const void *b)
 
 static int add_segev(fsc__imp_t *im, const fsc__entry_t *e)
 {
-    if (grow_arr((void **)&im->segev, &im->cap_segev, im->n_segev + 1, sizeof *im->segev) != 0)
+    if (FSC__VEC_RESERVE(im->segev, im->cap_segev, im->n_segev + 1) != 0)
         return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
     im->segev[im->n_segev++] = (fsc__seg_entry_t){e->addr, e->size, e->stream, e->act};
     return 0;
