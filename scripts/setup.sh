@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs="build-essential cmake pkg-config libzstd-dev libsqlite3-dev libcjson-dev libcunit1-dev libbsd-dev uthash-dev sqlite3 python3 chromium"
-# Packaging and the install tests: cpack -G DEB (dpkg-dev), the man page
+# Packaging and the install tests: cpack -G DEB (dpkg-dev, file), the man page
 # (groff-base), the Python package built offline (venv, pip, setuptools, wheel).
-pkgs="$pkgs dpkg-dev groff-base python3-venv python3-pip python3-setuptools python3-wheel"
+pkgs="$pkgs dpkg-dev file groff-base python3-venv python3-pip python3-setuptools python3-wheel"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

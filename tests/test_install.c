@@ -54,8 +54,13 @@ static void test_install_prefix(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "symbols, all fsc_* declared in include/fragscope/"));
     /* PyTorch looks up fsc_torch_malloc and fsc_torch_free; the shim's module
      * calls six more. Nothing else leaves the library. */
-    if (fsc_test_file_exists(FSC_BINARY_DIR "/libfragscope_torch.so"))
+    if (fsc_test_file_exists(FSC_BINARY_DIR "/libfragscope_torch.so")) {
         CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "PyTorch shim installed, exporting 8 fsc_torch_* symbols"));
+#ifndef __SANITIZE_ADDRESS__
+        /* The installed module finds the library installed beside it. */
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "recording available (PREFIX/lib/fragscope/python/libfragscope_torch.so)"));
+#endif
+    }
 }
 
 static void test_find_package(void)

@@ -62,6 +62,9 @@ prefix)
     other=$(echo "$torch_syms" | grep -v '^fsc_torch_' || true)
     [ -z "$other" ] || { echo "libfragscope_torch.so exports more than fsc_torch_*:" $other; exit 1; }
     echo "PyTorch shim installed, exporting $(echo "$torch_syms" | wc -w) fsc_torch_* symbols"
+    if ! grep -q '^FSC_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" && command -v python3 >/dev/null; then
+      (cd "$tmp" && PYTHONPATH=$prefix/lib/fragscope/python python3 -m fragscope_torch --check) | sed "s|$prefix|PREFIX|"
+    fi
   fi
   "$prefix/bin/fragscope" --version
   check_exports "$prefix/lib/libfragscope.so" "$prefix/include/fragscope"
@@ -102,7 +105,7 @@ man)
   echo "man page: $n commands, all $lines help lines"
   ;;
 deb)
-  need cpack dpkg-deb dpkg-shlibdeps pkg-config cc
+  need cpack dpkg-deb dpkg-shlibdeps file pkg-config cc
   rm -rf "$tmp/deb" "$tmp/root"
   (cd "$build" && cpack -G DEB -B "$tmp/deb") >"$tmp/deb.log" 2>&1 || { cat "$tmp/deb.log"; exit 1; }
   deb=$(ls "$tmp"/deb/fragscope_*.deb)
@@ -149,7 +152,8 @@ python)
     # The system's pip serves the venv (ensurepip would add seconds per venv).
     "$py" -m venv --system-site-packages --without-pip "$tmp/py"
     FRAGSCOPE_SOURCE_DIR=$src FRAGSCOPE_BUILD_DIR=$build FRAGSCOPE_CUDA=$mode \
-      "$tmp/py/bin/python" -m pip install -q --no-build-isolation --no-index "$tmp/pysrc" >"$tmp/pip.log" 2>&1 ||
+      "$tmp/py/bin/python" -m pip install -q --no-build-isolation --no-index \
+        --no-cache-dir --disable-pip-version-check "$tmp/pysrc" >"$tmp/pip.log" 2>&1 ||
       { cat "$tmp/pip.log"; exit 1; }
     "$tmp/py/bin/fragscope" --version
     help=$(cd "$tmp" && "$tmp/py/bin/python" -m fragscope_torch --help)
