@@ -478,6 +478,42 @@ static void test_ci_example(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "no summary.max_hard_bytes_at_oom for --max-hard-at-oom"));
 }
 
+/* The HTML page's section, and its note for a database without the split. */
+static void test_view_section(void)
+{
+    char in[4096], db[4096], html[4096], out[4096];
+    snprintf(in, sizeof in, "%s/sample_traces/gpt2_h200_cap14g.pickle", FSC_SOURCE_DIR);
+    sqlite3_close(analyze(in, "frag_view.db"));
+    snprintf(db, sizeof db, "%s", fsc_test_path("frag_view.db"));
+    snprintf(html, sizeof html, "%s", fsc_test_path("frag_view.html"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s view %s -o %s", fsc_test_fragscope(), db,
+                                html), 0);
+    char *s = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    const char *sec = strstr(s, "<section id=\"split\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
+    const char *end = strstr(sec, "</section>");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    const char *peak = strstr(sec, "allocated peak"), *oom = strstr(sec, "OOM 0</a>");
+    CU_ASSERT(peak != NULL && oom != NULL && peak < oom && oom < end);
+    /* OOM 0: 1.66 GiB, all of it hard, pinned most by the activations */
+    CU_ASSERT_PTR_NOT_NULL(strstr(oom, "<td>1.66 GiB</td><td>13.46 GiB</td><td>0 B</td>"
+                                       "<td>1.66 GiB</td>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(oom, "577.86 MiB &hellip;"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(oom, "activations.py:66:forward"));
+    free(s);
+    sqlite3 *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, "DROP TABLE frag_classes", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s view %s -o %s", fsc_test_fragscope(), db,
+                                html), 0);
+    s = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "Not recorded: this database was written before"));
+    free(s);
+}
+
 int main(void)
 {
     static const fsc_test_case_t tests[] = {
@@ -488,6 +524,7 @@ int main(void)
         {"real runs: the classes add up at every reported point", test_real_runs},
         {"report JSON: the split at the peaks and at each OOM", test_report_json},
         {"check: the README's CI example, diff", test_ci_example},
+        {"view: the split's section", test_view_section},
         {NULL, NULL},
     };
     return fsc_test_run("frag_classes", tests);

@@ -9,6 +9,7 @@
  * in model_load.c.
  */
 #include "model_load.h"
+#include "split_view.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -297,6 +298,8 @@ int fsc__model_load_opts(const char *db_path, size_t bands, fsc__model_t *m, fsc
     if (rc == 0)
         rc = fsc__model_load_state(&L, m, bands);
     if (rc == 0)
+        rc = fsc__model_load_split(&L, m);
+    if (rc == 0)
         rc = load_tag_paths(&L, m);
     free(L.tag_ids);
     fsc_rundb_close(L.db);
@@ -320,6 +323,7 @@ void fsc__model_free(fsc__model_t *m)
         return;
     free(m->db_name);
     fsc__model_free_state(m->state);
+    fsc__model_free_split(m);
     free_kvs(m->meta, m->nmeta);
     free_kvs(m->summary, m->nsummary);
     free(m->timeline);

@@ -136,6 +136,8 @@ typedef struct fsc__model {
     fsc__vtag_t *tags;       /* only the tags referenced above, sorted by id */
     size_t ntags;
     struct fsc__vstate *state; /* the state at any event and the bands (state.h) */
+    struct fsc__vsplit *split; /* where reserved − allocated sits (split_view.h) */
+    size_t nsplit;
 } fsc__model_t;
 
 /* Open db_path with the run database reader (which checks it) and load the

@@ -15,6 +15,7 @@
 
 #include "emit.h"
 #include "fragscope/viewer.h"
+#include "split_view.h"
 
 /* Generated from the template files by embed.cmake. */
 extern const unsigned char fsc__asset_template_html[];
@@ -61,6 +62,8 @@ static void fill(fsc__sb_t *sb, const char *name, size_t len, const fsc__model_t
         fsc__emit_json(sb, m, caps);
     } else if (IS("SUMMARY")) {
         fsc__emit_summary(sb, m, caps);
+    } else if (IS("SPLIT")) {
+        fsc__emit_split(sb, m, caps);
     } else if (IS("TITLE") || IS("H1")) {
         if (opts->title != NULL)
             fsc__sb_html(sb, opts->title, 200);
