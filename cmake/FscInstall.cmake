@@ -15,7 +15,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 # The parts of libfragscope, users of a part before the part.
-set(FSC_LIB_PARTS fsc_viewer fsc_whatif fsc_analyzer fsc_report fsc_pytorch
+set(FSC_LIB_PARTS fsc_viewer fsc_whatif fsc_analyzer fsc_report fsc_source fsc_pytorch
     fsc_recorder fsc_allocator fsc_common)
 set(FSC_INSTALL_PYTHONDIR "${CMAKE_INSTALL_LIBDIR}/fragscope/python" CACHE STRING
     "Where the PyTorch shim (fragscope_torch.py, libfragscope_torch.so) is installed, under the prefix")

@@ -63,7 +63,22 @@ void fsc_err_clear(fsc_err_t *e)
     if (e != NULL) {
         e->code = 0;
         e->msg[0] = '\0';
+        }
+}
+
+int fsc_err_name_file(fsc_err_t *e, const char *path)
+{
+    if (e == NULL)
+        return 0;
+    if (path == NULL || path[0] == '\0')
+        return e->code;
+    size_t n = strlen(path);
+    if (strncmp(e->msg, path, n) != 0) {
+        char m[FSC_ERR_MSG_MAX];
+        snprintf(m, sizeof m, "%s: %s", path, fsc_err_msg(e));
+        memcpy(e->msg, m, sizeof m);
     }
+    return e->code;
 }
 
 const char *fsc_err_msg(const fsc_err_t *e)

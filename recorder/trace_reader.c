@@ -44,6 +44,27 @@ static int read_at(fsc_trace_reader_t *r, uint64_t off, void *buf, size_t n)
 
 /* ---- open --------------------------------------------------------------- */
 
+/* The first 8 bytes of a trace: the header frame's magic and a length the
+ * file can hold. */
+static int header_frame_ok(const uint8_t fh[8], uint64_t file_bytes)
+{
+    return fsc__get_le32(fh) == FSC__SKIP_HEADER && fsc__get_le32(fh + 4) <= FSC__MAX_HEADER_BYTES &&
+           fsc__get_le32(fh + 4) <= file_bytes - 8;
+}
+
+int fsc_trace_detect(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? FSC_ENOENT : FSC_EIO;
+    struct stat st;
+    uint8_t fh[8];
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 8 &&
+             pread(fd, fh, 8, 0) == 8 && header_frame_ok(fh, (uint64_t)st.st_size);
+    close(fd);
+    return ok;
+}
+
 int fsc_trace_open(const char *path, fsc_trace_reader_t **out, fsc_err_t *err)
 {
     if (path == NULL || out == NULL)
@@ -69,9 +90,7 @@ int fsc_trace_open(const char *path, fsc_trace_reader_t **out, fsc_err_t *err)
     }
     r->file_bytes = (uint64_t)st.st_size;
     uint8_t fh[8];
-    if (r->file_bytes < 8 || read_at(r, 0, fh, 8) != 0 ||
-        fsc__get_le32(fh) != FSC__SKIP_HEADER || fsc__get_le32(fh + 4) > FSC__MAX_HEADER_BYTES ||
-        fsc__get_le32(fh + 4) > r->file_bytes - 8) {
+    if (r->file_bytes < 8 || read_at(r, 0, fh, 8) != 0 || !header_frame_ok(fh, r->file_bytes)) {
         rc = fsc_err_set(err, FSC_EFORMAT, "%s: not a fragscope trace", path);
         goto fail;
     }

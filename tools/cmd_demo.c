@@ -49,82 +49,6 @@ static void on_step(void *ud, int step, int steps)
     fsc_progress_update(ud, (uint64_t)step, (uint64_t)steps);
 }
 
-/* Define node and its ancestors in the analysis, parents first. */
-static int define_tag(fsc_analysis_t *an, fsc_trace_reader_t *r, uint32_t node,
-                      unsigned char **defined, size_t *cap)
-{
-    if (node == 0)
-        return 0;
-    if (node < *cap && (*defined)[node])
-        return 0;
-    const char *name;
-    size_t len;
-    uint32_t parent;
-    int rc = fsc_trace_tag(r, node, &name, &len, &parent);
-    if (rc != 0)
-        return 0; /* unknown: the analysis gives it a placeholder */
-    if (parent == node)
-        parent = 0;
-    if (parent != 0 && (rc = define_tag(an, r, parent, defined, cap)) != 0)
-        return rc;
-    if ((rc = fsc_analysis_define_tag(an, node, parent, name, len)) != 0)
-        return rc;
-    if (node >= *cap) {
-        size_t ncap = *cap ? *cap : 256;
-        while (ncap <= node)
-            ncap *= 2;
-        unsigned char *d = realloc(*defined, ncap);
-        if (d == NULL)
-            return FSC_ENOMEM;
-        memset(d + *cap, 0, ncap - *cap);
-        *defined = d;
-        *cap = ncap;
-    }
-    (*defined)[node] = 1;
-    return 0;
-}
-
-/* Replay the trace into the database. */
-static int analyze(const char *trace, const char *db, fsc_analysis_summary_t *sum, fsc_err_t *err)
-{
-    fsc_trace_reader_t *r = NULL;
-    int rc = fsc_trace_open(trace, &r, err);
-    if (rc != 0)
-        return rc;
-    fsc_analysis_opts_t ao = FSC_ANALYSIS_OPTS_DEFAULT;
-    ao.source_path = trace;
-    ao.source_kind = "trace";
-    fsc_analysis_t *an = NULL;
-    rc = fsc_analysis_create(db, fsc_trace_header(r), &ao, &an, err);
-    unsigned char *defined = NULL;
-    size_t cap = 0;
-    fsc_event_t ev;
-    int got = 0;
-    while (rc == 0 && (got = fsc_trace_next(r, &ev)) == 1) {
-        if ((rc = define_tag(an, r, ev.tag, &defined, &cap)) == 0)
-            rc = fsc_analysis_feed(an, &ev);
-        if (rc != 0)
-            fsc_err_set(err, rc, "analyzing %s: %s", trace, fsc_analysis_last_error(an));
-    }
-    if (rc == 0 && got < 0)
-        rc = fsc_err_set(err, got, "reading %s: %s", trace, fsc_trace_last_error(r));
-    fsc_trace_integrity_t in;
-    if (rc == 0 && fsc_trace_get_integrity(r, &in) == 0) {
-        fsc_analysis_set_meta_int(an, "integrity.clean_close", in.clean_close);
-        fsc_analysis_set_meta_int(an, "integrity.chunks", (int64_t)in.chunks);
-        fsc_analysis_set_meta_int(an, "integrity.file_bytes", (int64_t)in.file_bytes);
-        fsc_analysis_set_meta_int(an, "integrity.bytes_lost", (int64_t)in.bytes_lost);
-        fsc_analysis_set_meta_int(an, "integrity.events_lost", (int64_t)in.events_lost);
-        fsc_analysis_set_meta_int(an, "integrity.events_lost_known", in.events_lost_known);
-    }
-    if (rc == 0 && (rc = fsc_analysis_finish(an, sum)) != 0)
-        fsc_err_set(err, rc, "writing %s: %s", db, fsc_analysis_last_error(an));
-    fsc_analysis_destroy(an);
-    fsc_trace_close(r);
-    free(defined);
-    return rc;
-}
-
 /* The first OOM's cause and explanation, and the settings that avoid it. */
 static int first_oom(void *ud, const fsc_rundb_oom_t *o)
 {
@@ -258,8 +182,8 @@ int fsc_cmd_demo(int argc, char **argv)
         return demo_fail("simulation failed: %s", fsc_err_msg(&err));
 
     fsc_analysis_summary_t sum;
-    if ((rc = analyze(trace, db, &sum, &err)) != 0)
-        return demo_fail("%s", fsc_err_msg(&err));
+    if ((rc = fsc_analyze_file(trace, db, NULL, &sum, NULL, &err)) != 0)
+        return demo_fail("%s", fsc_err_msg(&err)); /* names the trace or the database */
     fsc_request_stream_t *rs = NULL;
     size_t rows = 0;
     if ((rc = fsc_request_stream_load(trace, &rs, &err)) == 0)

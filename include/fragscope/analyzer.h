@@ -147,6 +147,28 @@ int fsc_analysis_finish(fsc_analysis_t *a, fsc_analysis_summary_t *out);
  * NULL is a no-op. */
 void fsc_analysis_destroy(fsc_analysis_t *a);
 
+/* ---- a file in, a database out ----------------------------------------- */
+
+/* A zeroed struct holds the defaults. */
+typedef struct fsc_analyze_opts {
+    fsc_analysis_opts_t analysis; /* source_path and source_kind come from the file */
+    uint64_t capacity;            /* the bytes the run was allowed to reserve, for
+                                     inputs that do not record it; 0 = the input's */
+    void (*progress)(void *ud, uint64_t done, uint64_t total); /* fragscope/source.h */
+    void *progress_ud;
+} fsc_analyze_opts_t;
+
+struct fsc_source_info;
+
+/* Read the trace or snapshot at in_path (fragscope/source.h) into a new run
+ * database at out_path: what `fragscope analyze` does. A trace's integrity
+ * and a snapshot's import figures go into meta. *sum and *info (either may
+ * be NULL) get the headline figures and what reading found. Every error's
+ * message starts with the file it is about, info->error_file: the input,
+ * or the output when writing it failed. */
+int fsc_analyze_file(const char *in_path, const char *out_path, const fsc_analyze_opts_t *opts,
+                     fsc_analysis_summary_t *sum, struct fsc_source_info *info, fsc_err_t *err);
+
 const char *fsc_analysis_last_error(const fsc_analysis_t *a);
 
 #ifdef __cplusplus

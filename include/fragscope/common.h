@@ -71,6 +71,9 @@ int fsc_err_vset(fsc_err_t *e, int code, const char *fmt, va_list ap);
 /* Copy src into dst (both may be NULL); returns src->code (0 if src NULL). */
 int fsc_err_copy(fsc_err_t *dst, const fsc_err_t *src);
 void fsc_err_clear(fsc_err_t *e);
+/* Say that e is about the file `path`: its message gets "PATH: " in front
+ * unless it already starts with it. Returns e->code. */
+int fsc_err_name_file(fsc_err_t *e, const char *path);
 /* The message, or the generic message of the code when none was set. */
 const char *fsc_err_msg(const fsc_err_t *e);
 

@@ -174,6 +174,10 @@ typedef struct fsc_trace_integrity {
  * file. Memory stays bounded whatever the file holds (one chunk at a time,
  * every size checked against fixed limits and the file's size). */
 int fsc_trace_open(const char *path, fsc_trace_reader_t **out, fsc_err_t *err);
+/* 1 when the file begins as a fragscope trace does (the header frame that
+ * fsc_trace_open checks first), 0 when it does not, FSC_ENOENT or FSC_EIO
+ * when it cannot be read. */
+int fsc_trace_detect(const char *path);
 void fsc_trace_close(fsc_trace_reader_t *r); /* NULL ok */
 const fsc_trace_header_t *fsc_trace_header(const fsc_trace_reader_t *r);
 
