@@ -1,0 +1,166 @@
+/*
+ * test_source.c — the one way in from a file (fragscope/source.h) and
+ * fsc_analyze_file: detection by content, tags defined before the events
+ * that carry them (parents first), the same counts through the source as
+ * the database records, and errors that name the file they are about.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fragscope/analyzer.h"
+#include "fragscope/source.h"
+#include "fsc_test.h"
+
+typedef struct seen {
+    int headers;
+    uint64_t events, tags, bad_order;
+    uint8_t defined[4096];
+} seen_t;
+
+static int on_header(void *ud, const fsc_trace_header_t *hdr, fsc_err_t *err)
+{
+    (void)hdr;
+    (void)err;
+    ((seen_t *)ud)->headers++;
+    return 0;
+}
+
+static int on_tag(void *ud, uint32_t node, uint32_t parent, const char *name, size_t len,
+                  fsc_err_t *err)
+{
+    (void)name;
+    (void)len;
+    (void)err;
+    seen_t *s = ud;
+    s->tags++;
+    if (node == 0 || node >= sizeof s->defined || s->defined[node] ||
+        (parent != 0 && (parent >= sizeof s->defined || !s->defined[parent])))
+        s->bad_order++;
+    else
+        s->defined[node] = 1;
+    return 0;
+}
+
+static int on_event(void *ud, const fsc_event_t *ev, fsc_err_t *err)
+{
+    (void)err;
+    seen_t *s = ud;
+    s->events++;
+    if (ev->tag != 0 && (ev->tag >= sizeof s->defined || !s->defined[ev->tag]))
+        s->bad_order++;
+    return 0;
+}
+
+static void read_all(const char *path, int kind, seen_t *s, fsc_source_info_t *info)
+{
+    memset(s, 0, sizeof *s);
+    fsc_source_t *src = NULL;
+    fsc_err_t err;
+    fsc_err_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(fsc_source_open(path, NULL, &src, &err), 0);
+    CU_ASSERT_EQUAL(fsc_source_kind(src), kind);
+    fsc_source_sink_t sink = {s, on_header, on_tag, on_event};
+    CU_ASSERT_EQUAL(fsc_source_run(src, &sink, &err), 0);
+    CU_ASSERT_NOT_EQUAL(fsc_source_run(src, &sink, &err), 0); /* once only */
+    fsc_source_info(src, info);
+    fsc_source_close(src);
+}
+
+static void test_detect(void)
+{
+    CU_ASSERT_EQUAL(fsc_source_detect(fsc_test_data("recorder_golden.fstrace")), FSC_SOURCE_TRACE);
+    CU_ASSERT_EQUAL(fsc_source_detect(fsc_test_data("pytorch/tiny.json")), FSC_SOURCE_SNAPSHOT);
+    CU_ASSERT_EQUAL(fsc_source_detect(fsc_test_data("pytorch/tiny.p0.pickle")),
+                    FSC_SOURCE_SNAPSHOT);
+    CU_ASSERT_EQUAL(fsc_source_detect(fsc_test_data("make_fixtures.py")), FSC_SOURCE_UNKNOWN);
+    CU_ASSERT_EQUAL(fsc_source_detect(fsc_test_path("no-such-file")), FSC_ENOENT);
+}
+
+static void test_snapshot_tags_first(void)
+{
+    seen_t s;
+    fsc_source_info_t info;
+    read_all(fsc_test_data("pytorch/tiny.json"), FSC_SOURCE_SNAPSHOT, &s, &info);
+    CU_ASSERT_EQUAL(s.headers, 1);
+    CU_ASSERT_EQUAL(s.events, 21); /* meta.events_total of its run database */
+    CU_ASSERT_EQUAL(info.events, 21);
+    CU_ASSERT_EQUAL(info.import.events, 21);
+    CU_ASSERT_TRUE(s.tags >= 3);
+    CU_ASSERT_EQUAL(s.bad_order, 0);
+    CU_ASSERT_FALSE(info.have_integrity);
+    CU_ASSERT_PTR_NULL(info.error_file);
+}
+
+static void test_trace_tags_first(void)
+{
+    seen_t s;
+    fsc_source_info_t info;
+    read_all(fsc_test_data("recorder_golden.fstrace"), FSC_SOURCE_TRACE, &s, &info);
+    CU_ASSERT_EQUAL(s.headers, 1);
+    CU_ASSERT_TRUE(s.events > 0);
+    CU_ASSERT_EQUAL(s.bad_order, 0);
+    CU_ASSERT_TRUE(info.have_integrity);
+    CU_ASSERT_EQUAL(info.integrity.events, s.events);
+}
+
+static void test_errors_name_the_file(void)
+{
+    const char *missing = fsc_test_path("missing.fstrace");
+    fsc_source_t *src = NULL;
+    fsc_err_t err;
+    fsc_err_clear(&err);
+    CU_ASSERT_EQUAL(fsc_source_open(missing, NULL, &src, &err), FSC_ENOENT);
+    CU_ASSERT_PTR_NULL(src);
+    CU_ASSERT_EQUAL(strncmp(fsc_err_msg(&err), missing, strlen(missing)), 0);
+
+    /* through the analysis: the input, then the output */
+    fsc_analysis_summary_t sum;
+    fsc_source_info_t info;
+    fsc_err_clear(&err);
+    CU_ASSERT_EQUAL(fsc_analyze_file(missing, fsc_test_path("x.db"), NULL, &sum, &info, &err),
+                    FSC_ENOENT);
+    CU_ASSERT_PTR_EQUAL(info.error_file, missing);
+    const char *bad_out = fsc_test_path("no-such-dir/run.db");
+    const char *in = fsc_test_data("pytorch/tiny.json");
+    fsc_err_clear(&err);
+    CU_ASSERT_NOT_EQUAL(fsc_analyze_file(in, bad_out, NULL, &sum, &info, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(info.error_file);
+    CU_ASSERT_EQUAL(strncmp(fsc_err_msg(&err), info.error_file, strlen(info.error_file)), 0);
+
+    /* a contradicting event names the input and the event */
+    fsc_err_clear(&err);
+    const char *strict = fsc_test_data("recorder_golden_v1.fstrace");
+    CU_ASSERT_EQUAL(fsc_analyze_file(strict, fsc_test_path("y.db"), NULL, &sum, &info, &err),
+                    FSC_ESTATE);
+    CU_ASSERT_PTR_EQUAL(info.error_file, strict);
+    CU_ASSERT_EQUAL(strncmp(fsc_err_msg(&err), strict, strlen(strict)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&err), ": event 1 (segment_map"));
+}
+
+static void test_analyze_file(void)
+{
+    fsc_analyze_opts_t o;
+    memset(&o, 0, sizeof o);
+    fsc_analysis_summary_t sum;
+    fsc_source_info_t info;
+    fsc_err_t err;
+    fsc_err_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(fsc_analyze_file(fsc_test_data("pytorch/tiny.json"),
+                                           fsc_test_path("tiny.db"), &o, &sum, &info, &err),
+                          0);
+    CU_ASSERT_EQUAL(sum.events, 21);
+    CU_ASSERT_EQUAL(info.kind, FSC_SOURCE_SNAPSHOT);
+    CU_ASSERT_TRUE(fsc_test_file_exists(fsc_test_path("tiny.db")));
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"detect", test_detect},
+    {"snapshot_tags_first", test_snapshot_tags_first},
+    {"trace_tags_first", test_trace_tags_first},
+    {"errors_name_the_file", test_errors_name_the_file},
+    {"analyze_file", test_analyze_file},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("source", k_tests)
