@@ -18,6 +18,10 @@ const char fsc_cmd_export_usage[] =
     "at the end of the trace, with its blocks) and 'allocator_settings' (from the\n"
     "trace's configuration). Tags become Python frames. The file opens with\n"
     "pickle.load and in PyTorch's memory viewer (pytorch.org/memory_viz).\n"
+    "A ring-mode trace (record --ring N) starts mid-run and has gaps, as PyTorch's\n"
+    "own history does: every kept event becomes an entry, and 'segments' holds the\n"
+    "layout the kept events show (a note on stderr says how many events fall\n"
+    "outside it). The output may not be the trace itself.\n"
     "\n"
     "options:\n"
     "  --pytorch-snapshot FILE   the pickle to write (required)\n"
@@ -62,7 +66,7 @@ int fsc_cmd_export(int argc, char **argv)
     if (st.ring)
         fprintf(stderr,
                 "fragscope export: note: %s is a ring-mode trace (only the events before each "
-                "write were kept): the history holds the %llu kept events, %llu of them on "
+                "write were kept): the history is made of its %llu kept events, %llu of them on "
                 "blocks or segments the kept events do not show, and 'segments' only the "
                 "layout they show\n",
                 in, (unsigned long long)st.integrity.events, (unsigned long long)st.untracked);
