@@ -8,7 +8,7 @@
  *   the directory is fsynced after the rename.
  * - Temporaries not yet committed are listed in a fixed table that an
  *   interrupting signal's handler walks (fsc_outfile_remove_all): unlink is
- *   async-signal-safe, and the table's slots are atomic pointers.
+ *   async-signal-safe, and each slot is published by an atomic flag.
  * - An output that is the same file as one of the process's inputs is
  *   refused before anything is written: identity is the device and inode
  *   (so another name, a symlink or a hard link of the input is caught).
@@ -33,15 +33,29 @@
 
 /* ---- temporaries not yet committed ------------------------------------- */
 
+/* Copies of the names, not pointers to the callers' structs: a caller that
+ * forgets to commit or abort leaves a name here, never a dangling pointer
+ * for the handler to follow. A slot is claimed by its flag, filled, then
+ * published (state 2); the handler reads only published slots. */
 #define MAX_LIVE 32
-static _Atomic(fsc_outfile_t *) g_live[MAX_LIVE];
+typedef struct live {
+    atomic_int state; /* 0 free, 1 being filled, 2 published */
+    char tmp[sizeof ((fsc_outfile_t *)0)->tmp_path];
+    char shown[512]; /* the final path, for the handler's message */
+} live_t;
+static live_t g_live[MAX_LIVE];
 
 static void live_add(fsc_outfile_t *o)
 {
     o->slot = 0;
     for (int i = 0; i < MAX_LIVE; i++) {
-        fsc_outfile_t *expected = NULL;
-        if (atomic_compare_exchange_strong(&g_live[i], &expected, o)) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&g_live[i].state, &expected, 1)) {
+            snprintf(g_live[i].tmp, sizeof g_live[i].tmp, "%s", o->tmp_path);
+            size_t n = strnlen(o->path, sizeof g_live[i].shown - 1);
+            memcpy(g_live[i].shown, o->path, n); /* a long name is shown cut */
+            g_live[i].shown[n] = '\0';
+            atomic_store(&g_live[i].state, 2);
             o->slot = i + 1;
             return;
         }
@@ -52,10 +66,8 @@ static void live_add(fsc_outfile_t *o)
 
 static void live_remove(fsc_outfile_t *o)
 {
-    if (o->slot > 0 && o->slot <= MAX_LIVE) {
-        fsc_outfile_t *expected = o;
-        atomic_compare_exchange_strong(&g_live[o->slot - 1], &expected, NULL);
-    }
+    if (o->slot > 0 && o->slot <= MAX_LIVE)
+        atomic_store(&g_live[o->slot - 1].state, 0);
     o->slot = 0;
 }
 
@@ -81,12 +93,14 @@ const char *fsc_outfile_remove_all(void)
 {
     const char *first = NULL;
     for (int i = 0; i < MAX_LIVE; i++) {
-        fsc_outfile_t *o = atomic_exchange(&g_live[i], NULL);
-        if (o == NULL)
+        int expected = 2;
+        /* 3: removed, name kept readable for the message; never reused by
+         * this process after a signal (it exits). */
+        if (!atomic_compare_exchange_strong(&g_live[i].state, &expected, 3))
             continue;
-        unlink_tmp(o->tmp_path);
+        unlink_tmp(g_live[i].tmp);
         if (first == NULL)
-            first = o->path;
+            first = g_live[i].shown;
     }
     return first;
 }

@@ -162,11 +162,14 @@ int fsc_view_write_opts(const char *db_path, const char *out_html, const fsc_vie
     char *html = NULL;
     size_t len = 0;
     /* Render fully before creating anything, so bad input leaves no file. */
-    if ((rc = fsc_view_render(db_path, opts, &html, &len, err)) != 0)
+    if ((rc = fsc_view_render(db_path, opts, &html, &len, err)) != 0) {
+        fsc_outfile_abort(&of);
         return rc;
+    }
     FILE *f = fopen(of.tmp_path, "wb");
     if (f == NULL) {
         rc = fsc_err_set(err, FSC_EIO, "%s: cannot create: %s", out_html, strerror(errno));
+        fsc_outfile_abort(&of);
         free(html);
         return rc;
     }

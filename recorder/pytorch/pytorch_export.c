@@ -450,6 +450,7 @@ int fsc_pytorch_export(const char *trace_path, const char *out_path,
     f = fopen(of.tmp_path, "wb");
     if (f == NULL) {
         rc = fsc_err_set(err, FSC_EIO, "%s: %s", out_path, strerror(errno));
+        fsc_outfile_abort(&of);
         fsc_trace_close(x.r);
         return rc;
     }
