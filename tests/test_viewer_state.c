@@ -469,7 +469,58 @@ static void test_long_run_windows(void)
     sqlite3_close(h);
 }
 
+/* The other real snapshots (expandable segments, a history that had
+ * wrapped, frees of unknown blocks, segments only) draw every view without
+ * a script error or a blocked request, and the state view at the peak
+ * draws exactly the database's live blocks. */
+static void test_other_snapshots(void)
+{
+    static const char *const k_snaps[] = {"resnet50_varbatch", "expandable", "midrun",
+                                          "unknown_free", "segments_only"};
+    for (size_t i = 0; i < sizeof k_snaps / sizeof *k_snaps; i++) {
+        char in[512], out[4096];
+        snprintf(in, sizeof in, "%s/pytorch/%s.pickle", FSC_TEST_DATA, k_snaps[i]);
+        const char *db = fsc_test_path(k_snaps[i]);
+        char dbp[600];
+        snprintf(dbp, sizeof dbp, "%s.db", db);
+        int rc = fsc_test_sh(out, sizeof out,
+                             "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s -o %s --lenient --no-suggest",
+                             fsc_test_fragscope(), in, dbp);
+        if (rc != 0) {
+            fprintf(stderr, "\n%s: %s\n", k_snaps[i], out);
+            CU_FAIL("analyze");
+            continue;
+        }
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s view %s -o %s.html",
+                                          fsc_test_fragscope(), dbp, db), 0);
+        sqlite3 *h;
+        CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(dbp, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        long long peak = db_int(h, "SELECT value FROM summary WHERE key = 'peak_allocated_seq'");
+        long long nblocks = db_int(h, "SELECT count(*) FROM blocks");
+        char js[128];
+        snprintf(js, sizeof js, "window.FSC_PROBE_EVENTS=[%lld];window.FSC_PROBE_BANDS=[0];", peak);
+        char *dom = load(k_snaps[i], js, NULL);
+        if (dom == NULL) {
+            sqlite3_close(h);
+            return;
+        }
+        CU_ASSERT_PTR_NOT_NULL(strstr(dom, "data-rendered=\"yes\""));
+        CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<ul id=\"csp-violations\" class=\"diag\"></ul>"));
+        if (strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>") == NULL) {
+            char *e = part(dom, "<pre id=\"js-errors\"", "</pre>");
+            fprintf(stderr, "\n%s: %.2000s\n", k_snaps[i], e ? e : "?");
+            free(e);
+        }
+        if (nblocks > 0 && peak >= 0)
+            check_events(dom, h, &peak, 1, 1);
+        free(dom);
+        sqlite3_close(h);
+    }
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"the other real snapshots draw cleanly", test_other_snapshots},
     {"state at 20 events of a real snapshot matches the blocks table", test_snapshot_state},
     {"each OOM has its anchor and its drawing", test_oom_anchor},
     {"a long run: carried windows exact, other events marked", test_long_run_windows},

@@ -65,7 +65,7 @@
   function Bands() {
     var B = D.bands, self = this;
     var canvas = byId('bands'), wrap = canvas.parentNode, tip = byId('tip-bands'), info = byId('bands-info');
-    if (!B || !B.a) {
+    if (!B || !B.a || !B.allocations) {
       info.textContent = 'This database has no block lifetimes (table blocks): no allocation timeline.';
       canvas.height = 20;
       return;

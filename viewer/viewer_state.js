@@ -103,7 +103,7 @@
     this.resolved = null;
     legend(byId('legend-state'), [0, 1, 2].map(function (s) { return { label: STATE_NAMES[s], color: STATE_COLORS[s] }; }));
     if (!M || M.omitted || !M.windows.length) {
-      note.textContent = !M ? 'This database has no block lifetimes (table blocks), so the state at any event cannot be shown.'
+      note.textContent = !M || !M.blocksTotal ? 'This database has no block lifetimes (table blocks), so the state at any event cannot be shown.'
         : 'The block lifetimes did not fit the page\u2019s size bound; see the segment map at the peak and OOMs below.';
       svg.setAttribute('viewBox', '0 0 100 10');
       svg.setAttribute('height', '10');
