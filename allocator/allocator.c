@@ -39,10 +39,11 @@ int fsc_allocator_create(const fsc_allocator_opts_t *opts, fsc_allocator_t **out
     a->gc_armed = a->set_fraction && c->garbage_collection_threshold > 0.0;
     a->sink = opts->sink;
     a->sink_ud = opts->sink_ud;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < FSC__NPOOLS; i++) {
         RB_INIT(&a->pools[i].blocks);
         RB_INIT(&a->pools[i].unmapped);
-        a->pools[i].id = (uint8_t)i;
+        a->pools[i].id = (uint8_t)(i & 1);
+        a->pools[i].index = (uint8_t)i;
     }
     *out = a;
     return 0;
@@ -154,7 +155,15 @@ static int find_or_create(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, u
     return fsc__alloc_block(a, p, stream, rounded, alloc_size, 1, out);
 }
 
+static int private_slot(fsc_allocator_t *a, uint64_t pool_id);
+
 int fsc_allocator_malloc(fsc_allocator_t *a, uint64_t size, uint64_t stream, uint64_t *addr)
+{
+    return fsc_allocator_malloc_pool(a, size, stream, 0, addr);
+}
+
+int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream,
+                              uint64_t pool_id, uint64_t *addr)
 {
     if (a == NULL || addr == NULL)
         return FSC_EINVAL;
@@ -176,7 +185,13 @@ int fsc_allocator_malloc(fsc_allocator_t *a, uint64_t size, uint64_t stream, uin
         goto out;
     }
     uint64_t rounded = fsc_alloc_round_size(&a->cfg, size);
-    fsc__pool_t *p = &a->pools[fsc_alloc_pool_of(rounded)];
+    int slot = pool_id == 0 ? 0 : private_slot(a, pool_id);
+    if (slot < 0) {
+        rc = fsc_err_set(&a->err, FSC_ELIMIT, "allocator: more than %d private pools",
+                         FSC__MAX_PRIVATE_POOLS);
+        goto out;
+    }
+    fsc__pool_t *p = &a->pools[2 * slot + (int)fsc_alloc_pool_of(rounded)];
     uint64_t alloc_size = fsc_alloc_segment_size(rounded);
     fsc__block_t *b;
     rc = find_or_create(a, p, stream, rounded, alloc_size, &b);
@@ -367,7 +382,8 @@ int fsc_allocator_walk(fsc_allocator_t *a, fsc_block_visit_fn fn, void *ud)
                 .size = b->size,
                 .requested = b->requested,
                 .stream = b->stream,
-                .pool = b->pool,
+                .pool = b->pool & 1,
+                .pool_id = fsc__pool_id_of(a, b->pool),
                 .allocated = b->allocated,
                 .pending_free = !b->allocated && b->event_count > 0,
                 .expandable = s->expandable,
@@ -376,6 +392,39 @@ int fsc_allocator_walk(fsc_allocator_t *a, fsc_block_visit_fn fn, void *ud)
         }
     }
     free(v);
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+}
+
+/* ---- private pools ---------------------------------------------------------- */
+
+uint64_t fsc__pool_id_of(const fsc_allocator_t *a, uint8_t index)
+{
+    size_t slot = index / 2;
+    return slot == 0 || slot > a->nprivate ? 0 : a->private_ids[slot - 1];
+}
+
+/* The slot of pool_id (created on first use); -1 when the table is full. */
+static int private_slot(fsc_allocator_t *a, uint64_t pool_id)
+{
+    for (size_t i = 0; i < a->nprivate; i++)
+        if (a->private_ids[i] == pool_id)
+            return (int)i + 1;
+    if (a->nprivate == FSC__MAX_PRIVATE_POOLS)
+        return -1;
+    a->private_ids[a->nprivate] = pool_id;
+    a->private_released[a->nprivate] = 0;
+    return (int)++a->nprivate;
+}
+
+int fsc_allocator_release_pool(fsc_allocator_t *a, uint64_t pool_id)
+{
+    if (a == NULL || pool_id == 0)
+        return FSC_EINVAL;
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < a->nprivate; i++)
+        if (a->private_ids[i] == pool_id)
+            a->private_released[i] = 1;
     pthread_mutex_unlock(&a->mu);
     return 0;
 }

@@ -19,7 +19,8 @@ void fsc__emit_event(fsc_allocator_t *a, int type, const fsc__block_t *b, uint64
     ev.requested = requested;
     ev.other = other;
     if (b != NULL) {
-        ev.pool = b->pool;
+        ev.pool = b->pool & 1;
+        ev.pool_id = fsc__pool_id_of(a, b->pool);
         ev.stream = b->stream;
         ev.segment = b->seg != NULL ? b->seg->base : 0;
     }
@@ -101,13 +102,13 @@ int fsc__alloc_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64
     s->base = addr;
     s->size = alloc_size;
     s->stream = stream;
-    s->pool = p->id;
+    s->pool = p->index;
     s->head = b;
     fsc__segment_link(a, s);
     b->addr = addr;
     b->size = alloc_size;
     b->stream = stream;
-    b->pool = p->id;
+    b->pool = p->index;
     b->seg = s;
 
     a->reserved += alloc_size;

@@ -45,14 +45,14 @@ static int new_segment(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, fsc_
     s->size = va;
     s->page = page;
     s->stream = stream;
-    s->pool = p->id;
+    s->pool = p->index;
     s->expandable = 1;
     s->head = b;
     fsc__segment_link(a, s);
     b->addr = s->base;
     b->size = va;
     b->stream = stream;
-    b->pool = p->id;
+    b->pool = p->index;
     b->seg = s;
     b->mapped = 0;
     fsc__unmapped_insert(p, b);

@@ -67,8 +67,16 @@ typedef struct fsc__pool {
     struct fsc__free_tree blocks;
     struct fsc__unmapped_tree unmapped;
     int64_t lookups; /* get_free_block calls while GC is armed */
-    uint8_t id;      /* fsc_pool_t */
+    uint8_t id;      /* fsc_pool_t: small or large */
+    uint8_t index;   /* in fsc_allocator.pools: 2 * slot + id; slot 0 = default */
 } fsc__pool_t;
+
+/* Private pools (CUDA graph pools, MemPools) an allocator keeps apart from
+ * its default pool: each has its own small and large pool, blocks never
+ * move between them, and their segments stay until the pool is released.
+ * Block and segment `pool` fields hold the pool's index; & 1 is its kind. */
+#define FSC__MAX_PRIVATE_POOLS 15
+#define FSC__NPOOLS (2 * (FSC__MAX_PRIVATE_POOLS + 1))
 
 /* A free whose block was used on other streams, waiting for them. */
 typedef struct fsc__pending {
@@ -89,7 +97,10 @@ struct fsc_allocator {
     fsc_event_sink_fn sink;
     void *sink_ud;
 
-    fsc__pool_t pools[2];
+    fsc__pool_t pools[FSC__NPOOLS];
+    uint64_t private_ids[FSC__MAX_PRIVATE_POOLS]; /* slot - 1 -> pool id */
+    uint8_t private_released[FSC__MAX_PRIVATE_POOLS];
+    size_t nprivate;
     fsc__u64map_t live;      /* live block address -> fsc__block_t * */
     fsc__segment_t *segments;
     uint64_t reserved; /* PyTorch's total_allocated_memory */
@@ -102,6 +113,9 @@ struct fsc_allocator {
 
     fsc_err_t err;
 };
+
+/* allocator.c: the private pool id of a pool index (0 = default). */
+uint64_t fsc__pool_id_of(const fsc_allocator_t *a, uint8_t index);
 
 /* blocks.c */
 fsc__block_t *fsc__block_new(fsc_allocator_t *a);
@@ -177,13 +191,13 @@ static inline void fsc__stat_dec(fsc_stat_t *s, int64_t amount)
 static inline void fsc__stat2_inc(fsc_stat_t *arr, int pool, int64_t amount)
 {
     fsc__stat_inc(&arr[FSC_STAT_ALL], amount);
-    fsc__stat_inc(&arr[pool == FSC_POOL_SMALL ? FSC_STAT_SMALL : FSC_STAT_LARGE], amount);
+    fsc__stat_inc(&arr[(pool & 1) == FSC_POOL_SMALL ? FSC_STAT_SMALL : FSC_STAT_LARGE], amount);
 }
 
 static inline void fsc__stat2_dec(fsc_stat_t *arr, int pool, int64_t amount)
 {
     fsc__stat_dec(&arr[FSC_STAT_ALL], amount);
-    fsc__stat_dec(&arr[pool == FSC_POOL_SMALL ? FSC_STAT_SMALL : FSC_STAT_LARGE], amount);
+    fsc__stat_dec(&arr[(pool & 1) == FSC_POOL_SMALL ? FSC_STAT_SMALL : FSC_STAT_LARGE], amount);
 }
 
 #endif

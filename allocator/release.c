@@ -153,6 +153,14 @@ void fsc__release_cached_blocks(fsc_allocator_t *a)
     fsc__sync_and_free_events(a);
     release_blocks(a, &a->pools[FSC_POOL_LARGE]);
     release_blocks(a, &a->pools[FSC_POOL_SMALL]);
+    /* A private pool keeps its segments while it is in use (a CUDA graph
+     * may replay into them); once released, they go like any others. */
+    for (size_t i = 0; i < a->nprivate; i++) {
+        if (!a->private_released[i])
+            continue;
+        release_blocks(a, &a->pools[2 * (i + 1) + FSC_POOL_LARGE]);
+        release_blocks(a, &a->pools[2 * (i + 1) + FSC_POOL_SMALL]);
+    }
 }
 
 /* ---- frees that wait on other streams ---------------------------------- */

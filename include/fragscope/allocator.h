@@ -141,6 +141,15 @@ void fsc_allocator_destroy(fsc_allocator_t *a); /* frees every segment; NULL ok 
 int fsc_allocator_malloc(fsc_allocator_t *a, uint64_t size, uint64_t stream,
                          uint64_t *addr);
 /* FSC_EINVAL for an address that is not a live block. */
+/* The same into private pool pool_id (a CUDA graph pool or MemPool; 0 =
+ * the default pool): its blocks serve only its own requests and its
+ * segments stay cached (empty_cache and the OOM retry leave them) until
+ * fsc_allocator_release_pool. At most 15 private pools: FSC_ELIMIT. */
+int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream,
+                              uint64_t pool_id, uint64_t *addr);
+/* The program released the pool (releasePool): later cache releases free
+ * its unused segments too. */
+int fsc_allocator_release_pool(fsc_allocator_t *a, uint64_t pool_id);
 int fsc_allocator_free(fsc_allocator_t *a, uint64_t addr);
 /* The block at addr is in use on `stream` too: its free completes only after
  * fsc_allocator_stream_done(stream) (sim) or the recorded CUDA event. */
@@ -200,6 +209,7 @@ const char *fsc_allocator_last_error(const fsc_allocator_t *a);
 typedef struct fsc_block_info {
     uint64_t segment, segment_size, addr, size, requested, stream;
     uint8_t pool, allocated, pending_free, expandable;
+    uint64_t pool_id; /* private pool; 0 = the default pool */
 } fsc_block_info_t;
 typedef void (*fsc_block_visit_fn)(void *ud, const fsc_block_info_t *b);
 int fsc_allocator_walk(fsc_allocator_t *a, fsc_block_visit_fn fn, void *ud);

@@ -120,6 +120,11 @@ typedef struct fsc_event {
     const char *text;    /* MARKER: text, not NUL-terminated necessarily;
                             valid only for the duration of the call/iteration */
     fsc_oom_state_t oom; /* OOM only */
+    /* Private pool (CUDA graph pool, MemPool) of the segment or block; 0 =
+     * the default pool. PyTorch's segment_pool_id (a, b) is a << 32 | b.
+     * Not stored in .fstrace files yet: known to consumers of the importer
+     * and of the allocator's sink. */
+    uint64_t pool_id;
 } fsc_event_t;
 
 /* Callback through which a producer (allocator, importer) hands events to a
