@@ -41,7 +41,7 @@ enum {
 typedef struct fsc__wop {
     uint8_t kind;
     uint8_t flags;
-    uint16_t pad;
+    uint16_t pool; /* ALLOC: index + 1 in pool_ids of its private pool; 0 = default */
     uint32_t tag;
     uint64_t arg;
     uint64_t stream;
@@ -74,6 +74,8 @@ struct fsc_request_stream {
     size_t nsegs, cap_segs;
     uint64_t *script_addrs, *script_sizes; /* SEGMENT_ALLOCs only */
     size_t nscript, cap_script, cap_script_sizes;
+    uint64_t *pool_ids; /* distinct private pools of the allocations */
+    size_t npools, cap_pools;
     uint64_t *va_bases; /* distinct SEGMENT_MAP bases, first seen first */
     size_t nva, cap_va;
 

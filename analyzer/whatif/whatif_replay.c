@@ -150,7 +150,8 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
         switch (op->kind) {
         case FSC__WOP_ALLOC: {
             uint64_t addr = 0;
-            rc = fsc_allocator_malloc(a, op->arg, op->stream, &addr);
+            rc = fsc_allocator_malloc_pool(a, op->arg, op->stream,
+                                           op->pool ? rs->pool_ids[op->pool - 1] : 0, &addr);
             if (rc == FSC_EOOM) {
                 rc = 0;
                 if (!out->oom)

@@ -55,6 +55,7 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
     free(rs->script_addrs);
     free(rs->script_sizes);
     free(rs->va_bases);
+    free(rs->pool_ids);
     free(rs->streams);
     free(rs->config);
     fsc__u64map_free(&rs->live);
@@ -207,6 +208,18 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
         return FSC_ENOMEM;
     op->stream = ev->stream;
     op->tag = ev->tag;
+    if (ev->pool_id != 0) {
+        size_t k = 0;
+        while (k < rs->npools && rs->pool_ids[k] != ev->pool_id)
+            k++;
+        if (k == rs->npools) {
+            if (k >= UINT16_MAX ||
+                FSC__VEC_RESERVE(rs->pool_ids, rs->cap_pools, rs->npools + 1) != 0)
+                return FSC_ENOMEM;
+            rs->pool_ids[rs->npools++] = ev->pool_id;
+        }
+        op->pool = (uint16_t)(k + 1);
+    }
     rs->alloc_addr[id] = recorded_oom ? 0 : ev->addr;
     rs->live_req[id] = recorded_oom ? 0 : ev->requested;
     rs->nallocs++;

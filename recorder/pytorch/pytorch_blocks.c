@@ -72,6 +72,7 @@ static int emit(fsc__pmodel_t *m, uint8_t type, const fsc__pblock_t *b, uint64_t
     ev.type = type;
     ev.time_ns = m->time_ns;
     ev.pool = b->seg->pool;
+    ev.pool_id = b->seg->pool_id;
     ev.stream = b->seg->stream;
     ev.segment = b->seg->base;
     ev.addr = b->addr;
@@ -91,6 +92,7 @@ static int emit_segment(fsc__pmodel_t *m, uint8_t type, const fsc__pseg_t *s, ui
     ev.time_ns = m->time_ns;
     ev.tag = m->tag;
     ev.pool = s->pool;
+    ev.pool_id = s->pool_id;
     ev.stream = s->stream;
     ev.segment = s->base;
     ev.addr = addr;
@@ -184,6 +186,7 @@ int fsc__pm_segment_alloc(fsc__pmodel_t *m, uint64_t base, uint64_t size, uint64
     s->end = base + size;
     s->stream = stream;
     s->pool = (uint8_t)pool;
+    s->pool_id = m->new_pool_id;
     fsc__pblock_t *b = new_block(m, s, base, size);
     if (b == NULL) {
         free(s);
@@ -240,6 +243,7 @@ int fsc__pm_map(fsc__pmodel_t *m, uint64_t base, uint64_t addr, uint64_t size,
         s->base = base;
         s->stream = stream;
         s->pool = (uint8_t)pool;
+        s->pool_id = m->new_pool_id;
         s->expandable = 1;
         HASH_ADD(hh, m->segs, base, sizeof s->base, s);
     }

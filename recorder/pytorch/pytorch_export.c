@@ -233,9 +233,11 @@ static int track(exp_t *x, const fsc_event_t *ev)
     fsc__pseg_t *s;
     switch (ev->type) {
     case FSC_EV_SEGMENT_ALLOC:
+        m->new_pool_id = ev->pool_id;
         return fsc__pm_segment_alloc(m, ev->addr, ev->size, ev->stream, (fsc_pool_t)ev->pool);
     case FSC_EV_SEGMENT_FREE: return fsc__pm_segment_free(m, ev->addr, ev->size);
     case FSC_EV_SEGMENT_MAP:
+        m->new_pool_id = ev->pool_id;
         return fsc__pm_map(m, ev->segment ? ev->segment : ev->addr, ev->addr, ev->size,
                            ev->stream, (fsc_pool_t)ev->pool);
     case FSC_EV_SEGMENT_UNMAP: return fsc__pm_unmap(m, ev->addr, ev->size);
@@ -283,8 +285,8 @@ static void write_segment(exp_t *x, const fsc__pseg_t *s, fsc__pblock_t *first,
     kv_str(x, "segment_type", s->pool == FSC_POOL_SMALL ? "small" : "large");
     fsc__pw_cstr(x->w, "segment_pool_id");
     fsc__pw_tuple_open(x->w);
-    fsc__pw_int(x->w, 0);
-    fsc__pw_int(x->w, 0);
+    fsc__pw_int(x->w, (int64_t)(s->pool_id >> 32));
+    fsc__pw_int(x->w, (int64_t)(s->pool_id & 0xffffffffu));
     fsc__pw_tuple_close(x->w);
     fsc__pw_cstr(x->w, "is_expandable");
     fsc__pw_bool(x->w, s->expandable);

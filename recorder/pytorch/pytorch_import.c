@@ -52,6 +52,19 @@ static fsc_pool_t pool_for_new_segment(fsc__imp_t *im, uint64_t base, uint64_t s
     return size == 2 * FSC_MiB ? FSC_POOL_SMALL : FSC_POOL_LARGE;
 }
 
+/* The private pool of a segment the history creates: known from the final
+ * segments when it is still there at the end; a segment freed before the
+ * snapshot was taken is taken to be the default pool's. */
+static uint64_t pool_id_of(fsc__imp_t *im, uint64_t base, uint64_t size, uint64_t stream,
+                           int expandable)
+{
+    const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, base, !expandable);
+    /* An address is reused by later segments: only the same segment counts. */
+    if (f == NULL || f->stream != stream || (!expandable && f->size != size))
+        return 0;
+    return f->pool_id;
+}
+
 /* Base of the expandable segment a mapping at addr belongs to: the final
  * segment holding it, else a segment of the model whose mapped range it
  * extends or falls into, else addr itself (a new segment). */
@@ -97,6 +110,7 @@ static int replay_entry(fsc__imp_t *im, const fsc__entry_t *e)
     case FSC__ACT_FREE_COMPLETED: return fsc__pm_free_completed(m, e->addr, tag);
     case FSC__ACT_FREE: return fsc__pm_free_completed(m, e->addr, tag);
     case FSC__ACT_SEGMENT_ALLOC:
+        m->new_pool_id = pool_id_of(im, e->addr, e->size, e->stream, 0);
         return fsc__pm_segment_alloc(m, e->addr, e->size, e->stream,
                                      pool_for_new_segment(im, e->addr, e->size, 0));
     case FSC__ACT_SEGMENT_FREE: return fsc__pm_segment_free(m, e->addr, e->size);
@@ -104,6 +118,7 @@ static int replay_entry(fsc__imp_t *im, const fsc__entry_t *e)
         uint64_t base = expandable_base(im, e->addr);
         fsc__pseg_t *s = fsc__pm_segment(m, base);
         fsc_pool_t pool = s ? (fsc_pool_t)s->pool : pool_for_new_segment(im, base, e->size, 1);
+        m->new_pool_id = pool_id_of(im, base, e->size, e->stream, 1);
         return fsc__pm_map(m, base, e->addr, e->size, e->stream, pool);
     }
     case FSC__ACT_SEGMENT_UNMAP: return fsc__pm_unmap(m, e->addr, e->size);

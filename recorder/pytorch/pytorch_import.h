@@ -42,6 +42,7 @@ typedef struct fsc__final_seg {
     uint64_t base, size, stream;
     uint8_t pool, expandable, pool_known;
     const fsc__pv_t *blocks;
+    uint64_t pool_id; /* segment_pool_id (a, b) as a << 32 | b; 0 = default */
 } fsc__final_seg_t;
 
 typedef struct fsc__addr_info {

@@ -278,6 +278,14 @@ int fsc__imp_read_finals(fsc__imp_t *im, const fsc__pv_t *segs)
                   : f->size == 2 * FSC_MiB      ? FSC_POOL_SMALL
                                                 : FSC_POOL_LARGE;
         f->blocks = fsc__pv_get(s, "blocks");
+        /* A private pool's id, (graph or MemPool id, 0) or (0, id): one
+         * number, split again by the exporter. */
+        fsc__pv_t *const *pid;
+        int64_t pa = 0, pb = 0;
+        if (fsc__pv_seq(fsc__pv_get(s, "segment_pool_id"), &pid) == 2 &&
+            fsc__pv_int(pid[0], &pa) && fsc__pv_int(pid[1], &pb) && pa >= 0 && pb >= 0 &&
+            pa <= 0xffffffffll && pb <= 0xffffffffll)
+            f->pool_id = (uint64_t)pa << 32 | (uint64_t)pb;
         im->n_finals++;
     }
     if (im->n_finals > 1)

@@ -66,6 +66,7 @@ struct fsc__pseg {
     uint64_t end;      /* expandable: highest mapped end so far */
     uint64_t stream;
     uint8_t pool, expandable;
+    uint64_t pool_id; /* private pool (segment_pool_id a << 32 | b); 0 = default */
     fsc__pblock_t *first, *last;
 };
 
@@ -84,6 +85,7 @@ typedef struct fsc__pmodel {
     uint64_t time_ns; /* time stamped on emitted events */
     uint32_t tag;     /* tag of the entry being replayed: stamped on events
                          that have no block tag of their own */
+    uint64_t new_pool_id; /* private pool of the next segment created */
 } fsc__pmodel_t;
 
 void fsc__pm_init(fsc__pmodel_t *m, const fsc_alloc_config_t *cfg, fsc__pm_emit_fn emit,

@@ -152,9 +152,11 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
         const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, s->base, 1);
         fsc__final_seg_t pre = {
             s->base, s->size, s->stream, s->size == 2 * FSC_MiB ? FSC_POOL_SMALL : FSC_POOL_LARGE,
-            0,       0,       NULL};
+            0,       0,       NULL,    0};
         if (f != NULL && f->size == s->size && f->pool_known)
             pre.pool = f->pool;
+        if (f != NULL && f->size == s->size)
+            pre.pool_id = f->pool_id;
         if (add_pre(im, &pre) != 0)
             return FSC_ENOMEM;
     }
@@ -250,6 +252,7 @@ int fsc__imp_emit_start_state(fsc__imp_t *im)
     size_t li = 0;
     for (size_t i = 0; i < im->n_pre; i++) {
         const fsc__final_seg_t *f = &im->pre[i];
+        im->m.new_pool_id = f->pool_id;
         int rc = f->expandable
                      ? fsc__pm_map(&im->m, f->base, f->base, f->size, f->stream, f->pool)
                      : fsc__pm_segment_alloc(&im->m, f->base, f->size, f->stream, f->pool);
