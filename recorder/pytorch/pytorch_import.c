@@ -55,15 +55,53 @@ static fsc_pool_t pool_for_new_segment(fsc__imp_t *im, uint64_t base, uint64_t s
 /* The private pool of a segment the history creates: known from the final
  * segments when it is still there at the end; a segment freed before the
  * snapshot was taken is taken to be the default pool's. */
+struct fsc__last_seg {
+    UT_hash_handle hh;
+    uint64_t base;
+    uint32_t total, seen; /* segment_alloc entries at base: all, replayed so far */
+};
+
+static int index_last_segments(fsc__imp_t *im)
+{
+    for (size_t i = 0; i < im->n_segev; i++) {
+        if (im->segev[i].act != FSC__ACT_SEGMENT_ALLOC)
+            continue;
+        uint64_t base = im->segev[i].addr;
+        struct fsc__last_seg *l = NULL;
+        HASH_FIND(hh, im->last_seg, &base, sizeof base, l);
+        if (l == NULL) {
+            if ((l = calloc(1, sizeof *l)) == NULL)
+                return FSC_ENOMEM;
+            l->base = base;
+            HASH_ADD(hh, im->last_seg, base, sizeof l->base, l);
+        }
+        l->total++;
+    }
+    im->cur_entry = 1; /* indexed */
+    return 0;
+}
+
 static uint64_t pool_id_of(fsc__imp_t *im, uint64_t base, uint64_t size, uint64_t stream,
                            int expandable)
 {
+    if (im->cur_entry == 0 && index_last_segments(im) != 0)
+        return 0;
     const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, base, !expandable);
-    /* An address is reused by later segments: only the same segment counts. */
+    struct fsc__last_seg *l = NULL;
+    if (!expandable) {
+        HASH_FIND(hh, im->last_seg, &base, sizeof base, l);
+        if (l != NULL)
+            l->seen++;
+    }
+    /* An address is reused by later segments: only the same segment, the
+     * last one created there, is the final one. */
     if (f == NULL || f->stream != stream || (!expandable && f->size != size))
+        return 0;
+    if (l != NULL && l->seen != l->total)
         return 0;
     return f->pool_id;
 }
+
 
 /* Base of the expandable segment a mapping at addr belongs to: the final
  * segment holding it, else a segment of the model whose mapped range it
@@ -259,6 +297,11 @@ void fsc__imp_free(fsc__imp_t *im)
     HASH_ITER (hh, im->tags, c, ct) {
         HASH_DEL(im->tags, c);
         free(c);
+    }
+    struct fsc__last_seg *ls, *lt;
+    HASH_ITER (hh, im->last_seg, ls, lt) {
+        HASH_DEL(im->last_seg, ls);
+        free(ls);
     }
     fsc__frame_cache_t *f, *ft;
     HASH_ITER (hh, im->frame_tags, f, ft) {

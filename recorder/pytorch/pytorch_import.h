@@ -145,6 +145,10 @@ typedef struct fsc__imp {
     fsc_err_t entry_err;
     uint64_t t0_us;
     char namebuf[4096];
+    /* pytorch_import.c: segment_alloc entries per base (only the last one
+     * can be a final segment); cur_entry 1 once counted */
+    struct fsc__last_seg *last_seg;
+    uint32_t cur_entry;
 } fsc__imp_t;
 
 /* No device has 2^56 bytes (64 PiB): larger sizes are corrupt data, and
