@@ -53,6 +53,7 @@ static fsc__seg_t *seg_create(fsc__replay_t *a, const fsc_event_t *ev, uint64_t 
     s->base = base;
     s->stream = ev->stream;
     s->pool = ev->pool ? 1 : 0;
+    s->pool_id = ev->pool_id; /* private pool; 0 = the default pool */
     s->expandable = (uint8_t)expandable;
     s->id = a->segments_created++;
     s->created_seq = a->seq;

@@ -19,7 +19,7 @@ static const char *const k_stmts[FSC__ST_COUNT] = {
     [FSC__ST_OTHER] = "INSERT INTO events_other VALUES(?,?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_BLOCK] = "INSERT INTO blocks VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
                       "?,?,?,?)",
-    [FSC__ST_SEGMENT] = "INSERT INTO segments VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_SEGMENT] = "INSERT INTO segments VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_TAG] = "INSERT OR REPLACE INTO tags VALUES(?,?,?,?)",
     [FSC__ST_MARKER] = "INSERT OR REPLACE INTO markers VALUES(?,?,?)",
     [FSC__ST_WARNING] = "INSERT INTO warnings VALUES(?,?)",
@@ -211,6 +211,7 @@ static void bind_segment_row(sqlite3_stmt *s, const fsc__segrow_t *r)
     bind_opt(s, 9, freed, r->freed_seq);
     bind_opt(s, 10, freed, r->freed_time);
     bind_u64(s, 11, g->tag);
+    bind_u64(s, 12, g->pool_id);
 }
 
 /* Which columns an event type fills (events.h's table). */

@@ -371,7 +371,9 @@ static void test_real_runs(void)
         {"/sample_traces/gpt2_sim_17g_oom.fstrace", 1, 528482304, 311252480, 0, 0},
         {"gpu/gpt2_emptycache.pickle", 0, 419430400, 135598592, 0, 0},
         {"gpu/side_stream.pickle", 0, 2097152, 69206016, 12582912, 100663296},
-        {"gpu/graphed.pickle", 0, 20971520, 12550144, 23034880, 0},
+        /* 19890176 of the free bytes at the peak lie in the CUDA graph's
+         * private pool (segment_pool_id (0, 1)): private_pool, not stream */
+        {"gpu/graphed.pickle", 0, 20971520, 12550144, 3144704, 0},
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
         sums_of(&runs[i]);

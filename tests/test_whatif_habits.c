@@ -1,6 +1,6 @@
 /*
  * test_whatif_habits.c — what-if on real H200 recordings of common habits
- * (tests/data/pytorch/h200, from bench/gpu/results/2026-12-01): empty_cache()
+ * (tests/data/gpu, from bench/gpu/results/2026-12-01): empty_cache()
  * every 3 steps with and without expandable segments, a side stream with
  * record_stream, an OOM under a cap and the same job uncapped. Each replay
  * is checked against PyTorch's own figures (NAME.stats.json: memory_stats()
@@ -20,7 +20,7 @@
 static cJSON *stats(const char *name)
 {
     char path[256];
-    snprintf(path, sizeof path, "pytorch/h200/%s.stats.json", name);
+    snprintf(path, sizeof path, "gpu/%s.stats.json", name);
     char *s = fsc_test_slurp(fsc_test_data(path), NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     cJSON *j = cJSON_Parse(s);
@@ -39,7 +39,7 @@ static uint64_t stat_u64(cJSON *j, const char *key)
 static fsc_request_stream_t *load(const char *name)
 {
     char path[256];
-    snprintf(path, sizeof path, "pytorch/h200/%s.pickle", name);
+    snprintf(path, sizeof path, "gpu/%s.pickle", name);
     fsc_request_stream_t *rs = NULL;
     fsc_err_t err = {0, ""};
     int rc = fsc_request_stream_load(fsc_test_data(path), &rs, &err);
@@ -106,6 +106,31 @@ static void test_side_stream(void)
 static void test_uncapped(void)
 {
     verify_exact("gpt2_uncapped", 0);
+}
+
+/* make_graphed_callables: the capture allocates into the graph's private
+ * pool (segment_pool_id (0, 1)), whose segments serve only it and stay
+ * through the empty_cache() that torch.cuda.graph() calls. */
+static void test_graph_pool(void)
+{
+    verify_exact("graphed", 0);
+}
+
+/* torch.compile(mode="reduce-overhead"): CUDA graph trees in a private pool. */
+static void test_compile_reduce_overhead(void)
+{
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_request_stream_load(fsc_test_data("pytorch/compile_ro.pickle"), &rs, &err), 0);
+    fsc_whatif_verify_t v;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+    CU_ASSERT(v.match);
+    CU_ASSERT_EQUAL(v.alloc_addr_matches, 426);
+    CU_ASSERT_EQUAL(v.allocs_compared, 426);
+    CU_ASSERT_EQUAL(v.peak_reserved_got, 201326592);  /* reserved_bytes.all.peak */
+    CU_ASSERT_EQUAL(v.peak_allocated_got, 134763520); /* allocated_bytes.all.peak */
+    fsc_request_stream_destroy(rs);
 }
 
 /* A snapshot that ends at an OOM under a cap it does not record: the
@@ -289,11 +314,53 @@ static void test_margin(void)
     fsc_request_stream_destroy(rs);
 }
 
+/* Private pools in the allocator: a pool's free blocks never serve the
+ * default pool and the other way round; empty_cache() leaves a pool's
+ * segments until the pool is released. */
+static void test_pool_rules(void)
+{
+    fsc_backend_t *be = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_backend_sim_create(1024 * MiB, 0, &be), 0);
+    fsc_allocator_opts_t ao = {FSC_ALLOC_CONFIG_DEFAULT, be, 0, NULL, NULL};
+    fsc_allocator_t *a = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&ao, &a, &err), 0);
+    const uint64_t pool = 1; /* (0, 1) */
+    uint64_t p1 = 0, d1 = 0, p2 = 0;
+    CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(a, 12 * MiB, 0, pool, &p1), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_free(a, p1), 0);
+    /* the pool's cached 12 MiB segment does not serve the default pool */
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 12 * MiB, 0, &d1), 0);
+    CU_ASSERT(d1 != p1);
+    CU_ASSERT_EQUAL(fsc_allocator_free(a, d1), 0);
+    /* and the default pool's does not serve the private one: it reuses its own */
+    CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(a, 12 * MiB, 0, pool, &p2), 0);
+    CU_ASSERT_EQUAL(p2, p1);
+    CU_ASSERT_EQUAL(fsc_allocator_free(a, p2), 0);
+    fsc_alloc_stats_t st;
+    fsc_allocator_get_stats(a, &st);
+    CU_ASSERT_EQUAL(st.reserved_bytes[FSC_STAT_ALL].current, 24 * MiB);
+    /* empty_cache frees the default pool's segment, keeps the pool's */
+    CU_ASSERT_EQUAL(fsc_allocator_empty_cache(a), 0);
+    fsc_allocator_get_stats(a, &st);
+    CU_ASSERT_EQUAL(st.reserved_bytes[FSC_STAT_ALL].current, 12 * MiB);
+    /* once the program releases the pool, its segments go too */
+    CU_ASSERT_EQUAL(fsc_allocator_release_pool(a, pool), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_empty_cache(a), 0);
+    fsc_allocator_get_stats(a, &st);
+    CU_ASSERT_EQUAL(st.reserved_bytes[FSC_STAT_ALL].current, 0);
+    fsc_allocator_destroy(a);
+    fsc_backend_destroy(be);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"empty_cache every 3 steps reproduced", test_emptycache},
     {"empty_cache with expandable segments reproduced", test_emptycache_expandable},
     {"side stream with record_stream reproduced", test_side_stream},
     {"uncapped GPT-2 reproduced", test_uncapped},
+    {"CUDA graph private pool reproduced", test_graph_pool},
+    {"torch.compile reduce-overhead reproduced", test_compile_reduce_overhead},
+    {"private pool rules", test_pool_rules},
     {"OOM under an unrecorded cap: verify and suggestions", test_oom_prefix},
     {"uncapped run predicts the capped runs (2 caps x 4 settings)", test_predicts_capped_runs},
     {"which segment releases are the program's", test_release_rules},

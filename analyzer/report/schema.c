@@ -45,7 +45,7 @@ static const char k_schema[] =
     "  other FROM events_other;"
     "CREATE TABLE segments(id INTEGER PRIMARY KEY, addr INTEGER, size INTEGER, pool INTEGER,"
     " stream INTEGER, expandable INTEGER, created_seq INTEGER, created_time_ns INTEGER,"
-    " freed_seq INTEGER, freed_time_ns INTEGER, tag INTEGER);"
+    " freed_seq INTEGER, freed_time_ns INTEGER, tag INTEGER, pool_id INTEGER);"
     "CREATE TABLE timeline(id INTEGER PRIMARY KEY, seq_first INTEGER, seq_last INTEGER,"
     " time_first_ns INTEGER, time_last_ns INTEGER, allocated INTEGER, requested INTEGER,"
     " active INTEGER, reserved INTEGER, internal_frag INTEGER, internal_frag_ratio REAL,"
