@@ -74,6 +74,16 @@ static void *run(void *arg)
     return NULL;
 }
 
+static void writer_free(fsc__writer_t *w)
+{
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->nonempty);
+    pthread_cond_destroy(&w->nonfull);
+    pthread_cond_destroy(&w->idle);
+    free(w->ring);
+    free(w);
+}
+
 void fsc__writer_start(fsc__store_t *a)
 {
     fsc__writer_t *w = calloc(1, sizeof *w);
@@ -92,12 +102,7 @@ void fsc__writer_start(fsc__store_t *a)
     pthread_cond_init(&w->nonfull, NULL);
     pthread_cond_init(&w->idle, NULL);
     if (pthread_create(&w->th, NULL, run, w) != 0) {
-        pthread_mutex_destroy(&w->mu);
-        pthread_cond_destroy(&w->nonempty);
-        pthread_cond_destroy(&w->nonfull);
-        pthread_cond_destroy(&w->idle);
-        free(w->ring);
-        free(w);
+        writer_free(w);
         return; /* rows are written inline */
     }
     a->writer = w;
@@ -168,12 +173,7 @@ int fsc__writer_stop(fsc__store_t *a)
     pthread_cond_signal(&w->nonempty);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->th, NULL);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->nonempty);
-    pthread_cond_destroy(&w->nonfull);
-    pthread_cond_destroy(&w->idle);
-    free(w->ring);
-    free(w);
+    writer_free(w);
     a->writer = NULL;
     return rc;
 }

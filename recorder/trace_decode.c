@@ -63,6 +63,20 @@ int fsc__reader_bad(fsc_trace_reader_t *r, const char *what)
                        (unsigned long long)r->integ.chunks, what);
 }
 
+/* Room for entry n + 1 of a definition table (ids count from 1), within
+ * the format's limit. */
+static int defs_room(fsc_trace_reader_t *r, void *arr, size_t *cap, uint32_t n, size_t elem,
+                     const char *too_many)
+{
+    if ((size_t)n + 1 < *cap)
+        return 0;
+    if (*cap >= FSC__MAX_DEFS)
+        return fsc__reader_bad(r, too_many);
+    if (fsc__vec_reserve(arr, cap, (size_t)n + 2, elem) != 0)
+        return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
+    return 0;
+}
+
 static int def_string(fsc_trace_reader_t *r)
 {
     uint64_t n;
@@ -70,12 +84,9 @@ static int def_string(fsc_trace_reader_t *r)
     if (fsc__get_varint(p, end, &n) != 0 || n > FSC__MAX_STRING_BYTES ||
         n > (uint64_t)(end - *p))
         return fsc__reader_bad(r, "bad string definition");
-    if (r->n_strs + 1 >= r->strs_cap) {
-        if (r->strs_cap >= FSC__MAX_DEFS)
-            return fsc__reader_bad(r, "too many strings");
-        if (FSC__VEC_RESERVE(r->strs, r->strs_cap, (size_t)r->n_strs + 2) != 0)
-            return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
-    }
+    int rc = defs_room(r, &r->strs, &r->strs_cap, r->n_strs, sizeof *r->strs, "too many strings");
+    if (rc != 0)
+        return rc;
     if (r->str_bytes + n > FSC__MAX_STRING_TOTAL)
         return fsc__reader_bad(r, "interned strings exceed 256 MiB");
     r->str_bytes += n;
@@ -99,12 +110,10 @@ static int def_tag(fsc_trace_reader_t *r)
         parent > r->n_nodes || sid == 0 ||
         sid > r->n_strs)
         return fsc__reader_bad(r, "bad tag definition");
-    if (r->n_nodes + 1 >= r->nodes_cap) {
-        if (r->nodes_cap >= FSC__MAX_DEFS)
-            return fsc__reader_bad(r, "too many tag nodes");
-        if (FSC__VEC_RESERVE(r->nodes, r->nodes_cap, (size_t)r->n_nodes + 2) != 0)
-            return fsc_err_set(&r->err, FSC_ENOMEM, "%s: out of memory", r->path);
-    }
+    int rc = defs_room(r, &r->nodes, &r->nodes_cap, r->n_nodes, sizeof *r->nodes,
+                       "too many tag nodes");
+    if (rc != 0)
+        return rc;
     r->n_nodes++;
     r->nodes[r->n_nodes].parent = (uint32_t)parent;
     r->nodes[r->n_nodes].sid = (uint32_t)sid;
