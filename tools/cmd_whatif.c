@@ -412,6 +412,7 @@ int fsc_cmd_whatif(int argc, char **argv)
     }
     fsc_request_stream_info_t info;
     fsc_request_stream_info(rs, &info);
+    const char *about = o.input; /* the file a failing step is about */
     fsc_whatif_opts_t wo = FSC_WHATIF_OPTS_DEFAULT;
     wo.capacity = o.capacity ? o.capacity : info.capacity;
     /* A snapshot that ran out of memory under a cap it does not record:
@@ -481,6 +482,7 @@ int fsc_cmd_whatif(int argc, char **argv)
         dbo.capacity = o.capacity; /* 0: the input's, else the OOMs' own */
         fsc_progress_init(&prog, "whatif: suggestions for the database");
         rc = fsc_whatif_fill_db_opts(o.db, rs, &dbo, &rows, &err);
+        about = o.db;
         fsc_progress_done(&prog);
         if (rc == 0)
             fprintf(o.json ? stderr : stdout, "wrote %zu suggestion rows into %s\n", rows, o.db);
@@ -488,12 +490,10 @@ int fsc_cmd_whatif(int argc, char **argv)
     fsc_request_stream_destroy(rs);
     if (rc != 0) {
         /* Errors of the replays (e.g. the recording's own settings do not
-         * parse) do not know the input: name it, unless a file is named. */
-        const char *msg = fsc_err_msg(&err);
-        if (strstr(msg, o.input) == NULL && (o.db == NULL || strstr(msg, o.db) == NULL))
-            fsc_cli_error("whatif: %s: %s", o.input, msg);
-        else
-            fsc_cli_error("whatif: %s", msg);
+         * parse) do not know the input, those of filling the database are
+         * about the database: name the file the step was about. */
+        fsc_err_name_file(&err, about);
+        fsc_cli_error("whatif: %s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);
     }
     return status;
