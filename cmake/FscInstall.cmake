@@ -94,6 +94,13 @@ if(TARGET fragscope_torch)
     LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/fragscope_torch.map)
   install(TARGETS fragscope_torch LIBRARY DESTINATION ${FSC_INSTALL_PYTHONDIR})
   install(FILES ${PROJECT_BINARY_DIR}/fragscope_torch.py DESTINATION ${FSC_INSTALL_PYTHONDIR})
+  # Debian's python3 reads .pth files in /usr/lib/python3/dist-packages: with
+  # this one, `import fragscope_torch` works once the .deb is installed. Its
+  # line is relative to that folder.
+  set(_fsc_pthdir lib/python3/dist-packages)
+  file(RELATIVE_PATH _fsc_pth /p/${_fsc_pthdir} /p/${FSC_INSTALL_PYTHONDIR})
+  file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/fragscope_torch.pth CONTENT "${_fsc_pth}\n")
+  install(FILES ${PROJECT_BINARY_DIR}/fragscope_torch.pth DESTINATION ${_fsc_pthdir})
 endif()
 
 # fragscopeConfig.cmake: imported targets fragscope::fragscope (shared) and

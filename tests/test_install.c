@@ -104,6 +104,10 @@ static void test_debian_package(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, " Package: fragscope\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, " Version: " FSC_VERSION_STRING "\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "unpacked package: " CONSUMER_LINE "\n"));
+#ifndef __SANITIZE_ADDRESS__
+    if (fsc_test_file_exists(FSC_BINARY_DIR "/libfragscope_torch.so"))
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "recording available (ROOT/usr/lib/fragscope/python/libfragscope_torch.so)"));
+#endif
 }
 
 static void test_python_package(void)

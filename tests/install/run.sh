@@ -124,6 +124,13 @@ deb)
   # shellcheck disable=SC2086
   cc -o "$tmp/consumer_deb" "$consumer" $flags
   check_run "unpacked package" env LD_LIBRARY_PATH="$tmp/root/usr/lib" "$tmp/consumer_deb"
+  if [ -e "$build/libfragscope_torch.so" ] && ! grep -q '^FSC_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" &&
+     command -v python3 >/dev/null; then
+    # Debian's python3 reads the package's .pth in /usr/lib/python3/dist-packages.
+    site=$tmp/root/usr/lib/python3/dist-packages
+    (cd "$tmp" && python3 -c "import site, sys; site.addsitedir(sys.argv[1]); import fragscope_torch; sys.exit(fragscope_torch._main(['--check']))" "$site") |
+      sed "s|$tmp/root|ROOT|"
+  fi
   ;;
 python)
   # Debian's interpreter: its setuptools and wheel serve the offline build.
