@@ -128,7 +128,13 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
   "record and explain GPU caching allocator fragmentation and out-of-memory errors")
 set(CPACK_PACKAGE_DESCRIPTION
-  "fragscope records every allocation, free, split and merge of a PyTorch-style GPU caching allocator into a compressed trace, imports PyTorch memory snapshots, and explains the run: fragmentation inside and between blocks, the cause of each out-of-memory, bin usage, and which allocator settings would have avoided it. The package holds the fragscope command, its man page, libfragscope (shared and static, C headers, CMake and pkg-config files) and, when built with the CUDA toolkit, the PyTorch shim, which needs the CUDA runtime (libcudart) of that toolkit.")
+  "fragscope records every allocation, free, split and merge of a PyTorch-style GPU caching allocator into a compressed trace, imports PyTorch memory snapshots, and explains the run: fragmentation inside and between blocks, the cause of each out-of-memory, bin usage, and which allocator settings would have avoided it. The package holds the fragscope command, its man page and libfragscope (shared and static, C headers, CMake and pkg-config files).")
+if(FSC_HAVE_CUDA)
+  # libcudart comes with the CUDA toolkit, not from a Debian package, so
+  # dpkg-shlibdeps cannot name it: say so.
+  string(APPEND CPACK_PACKAGE_DESCRIPTION
+    " This build also holds the CUDA backend and the PyTorch shim (module fragscope_torch); libfragscope and the shim need the CUDA runtime libcudart.so.${CUDAToolkit_VERSION_MAJOR} of the CUDA toolkit, which is not among the dependencies.")
+endif()
 set(CPACK_PACKAGE_CONTACT "fragscope maintainers <maintainers@fragscope.invalid>")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_GENERATOR DEB)
