@@ -100,6 +100,17 @@ static void explain(const fsc__oom_t *f, char *out, size_t cap)
                              SZ(6, f->largest_free));
         break;
     }
+    if (f->private_free > 0 && n < cap) {
+        int w = snprintf(out + n, cap - n,
+                         " %s of the free bytes lie in private pools, which serve only their "
+                         "own requests; private pool (%llu, %llu) (a CUDA graph pool or a "
+                         "MemPool) holds %s of them.",
+                         SZ(0, f->private_free), (unsigned long long)(f->top_pool_id >> 32),
+                         (unsigned long long)(f->top_pool_id & 0xffffffffu),
+                         SZ(1, f->top_pool_free));
+        if (w > 0)
+            n += (size_t)w;
+    }
     if (f->inferred && n < cap)
         snprintf(out + n, cap - n,
                  " The capacity was not recorded; it was inferred from the run to be at least "
@@ -288,8 +299,32 @@ int fsc__oom_diagnose(const fsc__replay_t *a, const fsc__oom_run_t *run, const f
     f->largest_free = fsc__largest_free(a, -1);
     const fsc__heap_t *h = &a->heap[ev->pool ? 1 : 0];
     for (size_t i = 0; i < h->n; i++)
-        if (h->v[i]->seg->stream == ev->stream && h->v[i]->size > f->largest_usable)
+        if (h->v[i]->seg->stream == ev->stream && h->v[i]->seg->pool_id == ev->pool_id &&
+            h->v[i]->size > f->largest_usable)
             f->largest_usable = h->v[i]->size;
+    /* Free space in private pools, by pool (a few pools: a short list). */
+    uint64_t ids[16], bytes[16];
+    size_t np = 0;
+    for (size_t i = 0; i < a->nseg; i++) {
+        const fsc__seg_t *g = a->seg_sorted[i];
+        if (g->pool_id == 0 || g->free_bytes == 0)
+            continue;
+        f->private_free += g->free_bytes;
+        size_t k = 0;
+        while (k < np && ids[k] != g->pool_id)
+            k++;
+        if (k == np && np < 16) {
+            ids[np] = g->pool_id;
+            bytes[np++] = 0;
+        }
+        if (k < np)
+            bytes[k] += g->free_bytes;
+    }
+    for (size_t k = 0; k < np; k++)
+        if (bytes[k] > f->top_pool_free) {
+            f->top_pool_free = bytes[k];
+            f->top_pool_id = ids[k];
+        }
     f->external_frag = fsc_metric_external_frag(f->largest_free, f->free_in_reserved);
     f->cause = classify(f);
     explain(f, f->text, sizeof f->text);

@@ -52,6 +52,9 @@ typedef struct fsc__oom {
     int cause;
     uint64_t threshold; /* undetermined: the cap at which a perfect allocator
                            starts to serve the request (allocated + rounded) */
+    /* Free bytes inside private pools (CUDA graph pools, MemPools), which
+     * serve only their own requests, and the pool holding the most. */
+    uint64_t private_free, top_pool_id, top_pool_free;
     char text[1536];
     int has_snapshot;   /* a layout snapshot goes with it (id < FSC__OOM_LAYOUTS) */
     uint64_t snapshot;  /* its id, set by the store */

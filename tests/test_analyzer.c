@@ -566,6 +566,35 @@ static void test_capacity_oom_inferred(void)
  * allocated (12M + 8M), so the bounds are [20M, 30M) and a perfect
  * allocator needs 20M + 10M = 30M, more than any of them.
  */
+/*
+ * Free memory in a private pool does not serve the default pool: a 20M
+ * segment of pool (0, 1) with all of it free, a wholly allocated 20M
+ * default segment, then a 10M default request fails under a 40M cap. The
+ * diagnosis names the pool; the largest usable block is 0.
+ */
+static void test_oom_private_pool(void)
+{
+    const char *db = fsc_test_path("pool.db");
+    rig_t r;
+    rig_open(&r, db, 40 * MiB, 0, 0);
+    feed(&r, (fsc_event_t){.type = FSC_EV_SEGMENT_ALLOC, .pool = 1, .addr = S1,
+                           .size = 20 * MiB, .pool_id = 1});
+    seg_alloc(&r, S2, 20 * MiB);
+    alloc(&r, S2, S2, 20 * MiB, 20 * MiB, 0);
+    oom(&r, 10 * MiB, 10 * MiB, 40 * MiB, UINT64_MAX, 0, 10 * MiB);
+    CU_ASSERT_EQUAL(r.rc, 0);
+    fsc_analysis_summary_t sum;
+    CU_ASSERT_EQUAL(fsc_analysis_finish(r.a, &sum), 0);
+    fsc_analysis_destroy(r.a);
+    db_open(db);
+    CU_ASSERT_EQUAL(qi("SELECT largest_free_usable FROM ooms"), 0);
+    CU_ASSERT_EQUAL(qi("SELECT pool_id FROM segments WHERE addr = 268435456"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(qt("SELECT explanation FROM ooms"),
+                                  "private pool (0, 1) (a CUDA graph pool or a MemPool) holds "
+                                  "20.00 MiB"));
+    db_close();
+}
+
 static void test_capacity_oom_inferred_firm(void)
 {
     const char *db = fsc_test_path("cap2.db");
@@ -1060,6 +1089,7 @@ static const fsc_test_case_t k_tests[] = {
     {"bins", test_bins},
     {"undetermined OOM, inferred cap", test_capacity_oom_inferred},
     {"capacity OOM for every inferred cap", test_capacity_oom_inferred_firm},
+    {"OOM with free memory in a private pool", test_oom_private_pool},
     {"fragmentation OOM, inferred cap", test_fragmentation_oom_inferred},
     {"oversize and external", test_oversize_and_external},
     {"strict vs lenient", test_strict_vs_lenient},
