@@ -184,6 +184,9 @@ void fsc__summary_rows(const fsc__replay_t *a, const fsc__peak_t *p, const fsc__
     SUMI("segments_freed", a->segments_freed, "count");
     SUMI("peak_segments", a->peak_segments, "count");
     SUMI("final_segments", a->nseg, "count");
+    SUMI("private_pools", a->nprivate, "count");
+    SUMI("private_pool_peak_reserved_bytes", a->peak_private_reserved, "bytes");
+    SUMI("private_pool_final_reserved_bytes", a->private_reserved, "bytes");
     SUMI("segment_maps", c->type_count[FSC_EV_SEGMENT_MAP], "count");
     SUMI("segment_unmaps", c->type_count[FSC_EV_SEGMENT_UNMAP], "count");
     SUMI("allocs", a->hits + a->misses, "count");

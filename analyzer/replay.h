@@ -55,6 +55,11 @@ typedef struct fsc__replay {
     uint64_t peak_reserved, peak_reserved_seq, peak_reserved_time;
     uint64_t peak_active, peak_requested, peak_internal, peak_resunalloc;
     uint64_t peak_inactive_split, peak_segments;
+    /* private pools (CUDA graph pools, MemPools): Σ reserved and its peak,
+     * and the distinct pools seen (up to 64) */
+    uint64_t private_reserved, peak_private_reserved;
+    uint64_t private_ids[64];
+    size_t nprivate;
     uint64_t inactive_split_pending;  /* value after the last event */
     int last_type;                    /* type of the last applied event */
     uint64_t pending_miss_seg;    /* segment just created, 0 = none */

@@ -44,6 +44,21 @@ static fsc__seg_t *seg_overlap(const fsc__replay_t *a, uint64_t lo, uint64_t hi,
     return NULL;
 }
 
+/* Σ reserved in private pools, for the per-pool figures. */
+static void private_reserved(fsc__replay_t *a, const fsc__seg_t *s, int64_t delta)
+{
+    if (s->pool_id == 0)
+        return;
+    size_t k = 0;
+    while (k < a->nprivate && a->private_ids[k] != s->pool_id)
+        k++;
+    if (k == a->nprivate && a->nprivate < sizeof a->private_ids / sizeof a->private_ids[0])
+        a->private_ids[a->nprivate++] = s->pool_id;
+    a->private_reserved += (uint64_t)delta;
+    if (a->private_reserved > a->peak_private_reserved)
+        a->peak_private_reserved = a->private_reserved;
+}
+
 static fsc__seg_t *seg_create(fsc__replay_t *a, const fsc_event_t *ev, uint64_t base,
                               int expandable)
 {
@@ -110,6 +125,7 @@ int fsc__on_segment_alloc(fsc__replay_t *a, const fsc_event_t *ev)
     if (rc != 0)
         return rc;
     fsc__reserved_add(a, ev->size);
+    private_reserved(a, s, (int64_t)ev->size);
     a->pending_miss_seg = s->base;
     return 0;
 }
@@ -133,6 +149,7 @@ int fsc__on_segment_free(fsc__replay_t *a, const fsc_event_t *ev)
     if (rc != 0)
         return rc;
     a->reserved -= s->size;
+    private_reserved(a, s, -(int64_t)s->size);
     fsc__outcome_t *out = fsc__outcome(a);
     out->seg.seg = *s;
     out->seg.freed = 1;
@@ -206,6 +223,7 @@ int fsc__on_segment_map(fsc__replay_t *a, const fsc_event_t *ev)
     if (hi - base > s->extent)
         s->extent = hi - base;
     fsc__reserved_add(a, ev->size);
+    private_reserved(a, s, (int64_t)ev->size);
     a->pending_miss_seg = s->base;
 out:
     fsc__seg_end(a, s);
@@ -254,6 +272,7 @@ int fsc__on_segment_unmap(fsc__replay_t *a, const fsc_event_t *ev)
     }
     s->size -= ev->size;
     a->reserved -= ev->size;
+    private_reserved(a, s, -(int64_t)ev->size);
     fsc__seg_end(a, s);
     return rc;
 }
