@@ -34,7 +34,12 @@ add_library(fragscope_shared SHARED ${PROJECT_BINARY_DIR}/libfragscope.c)
 target_link_libraries(fragscope_shared PRIVATE
   -Wl,--whole-archive ${FSC_LIB_PARTS} -Wl,--no-whole-archive)
 target_link_options(fragscope_shared PRIVATE
-  -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libfragscope.map -Wl,--no-undefined)
+  -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libfragscope.map)
+# Every symbol resolved at link time; not with sanitizers, whose runtime
+# clang links only into programs.
+if(NOT FSC_SANITIZE AND NOT FSC_TSAN AND NOT FSC_FUZZ)
+  target_link_options(fragscope_shared PRIVATE -Wl,--no-undefined)
+endif()
 set_target_properties(fragscope_shared PROPERTIES
   OUTPUT_NAME fragscope
   VERSION ${PROJECT_VERSION}
