@@ -232,17 +232,9 @@ void fsc__emit_tag_ancestors(const fsc__model_t *m, fsc__vtagmap_t *tm)
     if (s == NULL || s->ntree == 0)
         return;
     for (size_t i = 0; i < tm->n; i++) {
-        int64_t id = m->tags[tm->order[i]].id;
-        size_t lo = 0, hi = s->ntree;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (s->tree[mid].id < id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < s->ntree && s->tree[lo].id == id && s->tree[lo].parent >= 0)
-            fsc__vtagmap_index(tm, s->tree[lo].parent);
+        long k = fsc__vstate_tree_find(s, m->tags[tm->order[i]].id);
+        if (k >= 0 && s->tree[k].parent >= 0)
+            fsc__vtagmap_index(tm, s->tree[k].parent);
     }
 }
 

@@ -363,7 +363,7 @@ static int tree_row(void *ud, const fsc_rundb_tag_t *r)
     return s->ntree >= FSC__VS_MAX_TREE ? FSC_RUNDB_STOP : 0;
 }
 
-static long tree_find(const fsc__vstate_t *s, int64_t id)
+long fsc__vstate_tree_find(const fsc__vstate_t *s, int64_t id)
 {
     size_t lo = 0, hi = s->ntree;
     while (lo < hi) {
@@ -383,7 +383,7 @@ static int note_chain(ctx_t *c, char *used, int64_t tag)
     if (s->ntree == 0)
         return tag >= 0 ? fsc__ld_note_tag(c->L, tag) : 0;
     for (int depth = 0; tag >= 0 && depth < 4096; depth++) {
-        long i = tree_find(s, tag);
+        long i = fsc__vstate_tree_find(s, tag);
         if (i < 0)
             return fsc__ld_note_tag(c->L, tag);
         if (used[i])

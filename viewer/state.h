@@ -83,4 +83,7 @@ typedef struct fsc__vstate {
     size_t ntree;
 } fsc__vstate_t;
 
+/* Index of tag node id in s->tree (sorted by id), or -1. */
+long fsc__vstate_tree_find(const fsc__vstate_t *s, int64_t id);
+
 #endif

@@ -28,9 +28,9 @@ static uint64_t su(const rep_t *r, const char *key)
 
 /* Tag paths of imported snapshots are whole Python stacks, outermost
  * first; on a terminal or in a table the innermost frames say the most. */
-static const char *tail(const char *path, char *buf, size_t cap)
+const char *fsc__report_tail(const char *path, size_t keep, char *buf, size_t cap)
 {
-    size_t n = strlen(path), keep = 72;
+    size_t n = strlen(path);
     if (n <= keep || cap < keep + 8)
         return path;
     const char *t = path + n - keep;
@@ -39,6 +39,11 @@ static const char *tail(const char *path, char *buf, size_t cap)
         t = slash + 1;
     snprintf(buf, cap, "…/%s", t);
     return buf;
+}
+
+static const char *tail(const char *path, char *buf, size_t cap)
+{
+    return fsc__report_tail(path, 72, buf, cap);
 }
 
 /* What a suggestion from a recording that ended at an OOM covers. */

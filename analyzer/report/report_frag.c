@@ -119,15 +119,7 @@ int fsc__report_load_frag(fsc_rundb_t *db, rep_t *r)
  * frames say the most. */
 static const char *tail(const char *path, char *buf, size_t cap)
 {
-    size_t n = strlen(path), keep = 64;
-    if (n <= keep || cap < keep + 8)
-        return path;
-    const char *t = path + n - keep;
-    const char *slash = strchr(t, '/');
-    if (slash != NULL && slash[1] != '\0')
-        t = slash + 1;
-    snprintf(buf, cap, "…/%s", t);
-    return buf;
+    return fsc__report_tail(path, 64, buf, cap);
 }
 
 static void split_lines(const rep_frag_t *x, FILE *f, const char *ind)

@@ -111,6 +111,9 @@ typedef struct rep {
 int fsc__report_load(fsc_rundb_t *db, rep_t *r, fsc_err_t *err);
 void fsc__report_free(rep_t *r);
 
+/* The innermost part of a tag path, about `keep` bytes, into buf. */
+const char *fsc__report_tail(const char *path, size_t keep, char *buf, size_t cap);
+
 /* report_frag.c: the split of reserved − allocated, read and printed. */
 int fsc__report_load_frag(fsc_rundb_t *db, rep_t *r);
 void fsc__report_frag_text(const rep_t *r, FILE *f);

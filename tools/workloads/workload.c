@@ -178,3 +178,16 @@ int fsc_workload_run(const char *name, int steps, uint64_t seed,
     }
     return 0;
 }
+
+void fsc__wl_steps(fsc__wl_t *w, int steps, void (*step)(void *ctx), void *ctx)
+{
+    for (int st = 0; st < steps && w->rc == 0; st++) {
+        char text[32];
+        w->step = st;
+        snprintf(text, sizeof text, "step %d", st);
+        fsc__wl_mark(w, text);
+        step(ctx);
+        if (w->rc == 0)
+            w->res->steps_done = st + 1;
+    }
+}

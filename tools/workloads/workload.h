@@ -148,6 +148,9 @@ void fsc__wl_push(fsc__wl_t *w, const char *name);
 void fsc__wl_pushf(fsc__wl_t *w, const char *fmt, int n);
 void fsc__wl_pop(fsc__wl_t *w);
 void fsc__wl_mark(fsc__wl_t *w, const char *text);
+/* The training loop: a "step N" marker, then step(ctx), for steps steps or
+ * until the workload fails; res->steps_done counts the completed ones. */
+void fsc__wl_steps(fsc__wl_t *w, int steps, void (*step)(void *ctx), void *ctx);
 
 /* One training run of each workload; return w->rc (0 or the failure). */
 int fsc__wl_gpt2(fsc__wl_t *w, int steps);

@@ -377,6 +377,13 @@ static void optimizer_step(gpt2_t *g)
     fsc__wl_pop(w);
 }
 
+static void train_step(gpt2_t *g);
+
+static void step_of(void *ctx)
+{
+    train_step(ctx);
+}
+
 static void train_step(gpt2_t *g)
 {
     fsc__wl_t *w = g->w;
@@ -413,15 +420,7 @@ int fsc__wl_gpt2(fsc__wl_t *w, int steps)
     fsc__wl_pop(w);
     fsc__wl_pop(w);
 
-    for (int st = 0; st < steps && w->rc == 0; st++) {
-        char text[32];
-        w->step = st;
-        snprintf(text, sizeof text, "step %d", st);
-        fsc__wl_mark(w, text);
-        train_step(g);
-        if (w->rc == 0)
-            w->res->steps_done = st + 1;
-    }
+    fsc__wl_steps(w, steps, step_of, g);
     if (w->rc == 0) {
         /* the loop ends: its last batch and outputs go out of scope */
         fsc__wl_free(w, &g->prev_logits);

@@ -268,6 +268,13 @@ static void optimizer_step(resnet_t *n)
     fsc__wl_pop(w);
 }
 
+static void train_step(resnet_t *n);
+
+static void step_of(void *ctx)
+{
+    train_step(ctx);
+}
+
 static void train_step(resnet_t *n)
 {
     static const uint64_t batches[3] = {32, 48, 64}, res[3] = {160, 192, 224};
@@ -322,15 +329,7 @@ int fsc__wl_resnet(fsc__wl_t *w, int steps)
     fsc__wl_pop(w);
     fsc__wl_pop(w);
 
-    for (int st = 0; st < steps && w->rc == 0; st++) {
-        char text[32];
-        w->step = st;
-        snprintf(text, sizeof text, "step %d", st);
-        fsc__wl_mark(w, text);
-        train_step(n);
-        if (w->rc == 0)
-            w->res->steps_done = st + 1;
-    }
+    fsc__wl_steps(w, steps, step_of, n);
     if (w->rc == 0) {
         fsc__wl_free(w, &n->prev_logits);
         fsc__wl_free(w, &n->prev_images);
