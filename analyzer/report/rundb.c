@@ -180,8 +180,8 @@ int fsc_rundb_count(fsc_rundb_t *db, const char *table, int64_t *out)
 static const char *const k_cached_sql[FSC__RQ_COUNT] = {
     [FSC__RQ_META_VALUE] = "SELECT value FROM meta WHERE key = ?1",
     [FSC__RQ_SUMMARY_VALUE] = "SELECT value FROM summary WHERE key = ?1",
-    [FSC__RQ_TAG_PATH] = "SELECT CASE WHEN ?2 > 0 THEN substr(path, -?2) ELSE path END"
-                         " FROM tags WHERE id = ?1",
+    [FSC__RQ_TAG_PATH] = ("SELECT CASE WHEN ?2 > 0 THEN substr(path, -?2) ELSE path END"
+                          " FROM tags WHERE id = ?1"),
 };
 
 static const char *const k_cached_table[FSC__RQ_COUNT] = {
