@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "pymeta.h"
 #include "fsc/vec.h"
 
 #define MAX_TAG_ID (1u << 26)
@@ -57,6 +58,7 @@ struct fsc_analysis {
     fsc__outcome_t outcome;        /* of the event being fed */
     fsc__rowsout_t rowsout;        /* its rows */
     fsc__oom_t *oom;               /* diagnosis being stored; allocated at the first OOM */
+    fsc__pymeta_t pymeta;          /* records of imported snapshots */
 };
 
 fsc__replay_t *fsc__analysis_replay(fsc_analysis_t *a)
@@ -294,6 +296,15 @@ int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev)
         return FSC_EINVAL;
     if (a->failed || a->finished)
         return fsc_err_set(&a->err, FSC_EINVAL, "analysis already ended");
+    int mrc = fsc__pymeta_feed(&a->pymeta, a->store, a->rp.seq, ev, &a->err);
+    if (mrc < 0) {
+        a->failed = 1;
+        if (a->err.code == 0)
+            from_store(a, mrc);
+        return mrc;
+    }
+    if (mrc > 0)
+        return 0; /* a pytorch.* record, not an event */
     /* Reconstructed starts of imported runs may sit at time 0 after later
      * events; the duration spans the smallest and largest time seen. */
     if (a->rp.seq == 0 || ev->time_ns < a->first_time)
@@ -496,7 +507,9 @@ int fsc_analysis_finish(fsc_analysis_t *a, fsc_analysis_summary_t *out)
         return fsc_err_set(&a->err, FSC_EINVAL, "analysis already ended");
     fsc_analysis_summary_t sum;
     memset(&sum, 0, sizeof sum);
-    int rc = from_store(a, fsc__store_end_bulk(a->store));
+    int rc = from_store(a, fsc__pymeta_finish(&a->pymeta, a->store, a->rp.seq));
+    if (rc == 0)
+        rc = from_store(a, fsc__store_end_bulk(a->store));
     if (rc == 0)
         rc = finish_tables(a, &sum);
     if (rc == 0)
@@ -522,6 +535,7 @@ void fsc_analysis_destroy(fsc_analysis_t *a)
     if (a == NULL)
         return;
     fsc__store_destroy(a->store);
+    fsc__pymeta_free(&a->pymeta);
     if (!a->finished)
         fsc_outfile_abort(&a->out);
     fsc__replay_free(&a->rp);

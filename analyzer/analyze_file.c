@@ -65,6 +65,12 @@ static void put_meta(fsc_analysis_t *a, const fsc_source_info_t *in)
         fsc_analysis_set_meta_int(a, "import.warnings", (int64_t)st->warnings);
         if (st->warnings > 0)
             fsc_analysis_set_meta_text(a, "import.first_warning", st->first_warning);
+        fsc_analysis_set_meta_int(a, "import.devices", st->devices);
+        fsc_analysis_set_meta_int(a, "import.unknown_actions", (int64_t)st->unknown_actions);
+        fsc_analysis_set_meta_int(a, "import.unknown_keys", (int64_t)st->unknown_keys);
+        fsc_analysis_set_meta_int(a, "import.records", (int64_t)st->meta_records);
+        if (st->unknown_actions || st->unknown_keys)
+            fsc_analysis_set_meta_text(a, "import.not_understood", st->not_understood);
     }
 }
 
@@ -95,6 +101,9 @@ int fsc_analyze_file(const char *in_path, const char *out_path, const fsc_analyz
     fsc_source_opts_t so;
     memset(&so, 0, sizeof so);
     so.lenient = j.ao.lenient;
+    so.pick_device = o.pick_device;
+    so.device = o.device;
+    so.keep_records = 1; /* table pytorch_meta */
     so.progress = o.progress;
     so.progress_ud = o.progress_ud;
     fsc_source_t *src = NULL;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fragscope/frames.h"
 #include "store_internal.h"
 
 static const char *const k_stmts[FSC__ST_COUNT] = {
@@ -40,6 +41,8 @@ static const char *const k_stmts[FSC__ST_COUNT] = {
     [FSC__ST_FRAG_TAG] = "INSERT INTO frag_hard_tags VALUES(?,?,?,?,?,?,?)",
     [FSC__ST_TIMELINE_FRAG] = "INSERT INTO timeline_frag VALUES(?,?,?,?,?,?,?)",
     [FSC__ST_TIMELINE_EXT] = "INSERT INTO timeline_external VALUES(?,?,?)",
+    [FSC__ST_TAGFRAME] = "INSERT OR REPLACE INTO tag_frames VALUES(?,?,?,?,?)",
+    [FSC__ST_PYMETA] = "INSERT INTO pytorch_meta VALUES(NULL,?,?,?)",
 };
 
 static int db_err(fsc__store_t *a, const char *what)
@@ -310,7 +313,38 @@ int fsc__store_tag(fsc__store_t *a, uint32_t node, uint32_t parent, const char *
     bind_opt(s, 2, node != 0, parent);
     sqlite3_bind_text(s, 3, name, (int)len, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 4, path, -1, SQLITE_STATIC);
-    return step(a, s, "tags");
+    rc = step(a, s, "tags");
+    if (rc != 0 || node == 0)
+        return rc;
+    /* the name as a frame: file, line and function apart (fragscope/frames.h) */
+    s = a->st[FSC__ST_TAGFRAME];
+    bind_u64(s, 1, node);
+    fsc_frame_t fr;
+    int is_frame = fsc_frame_parse(name, len, &fr);
+    if (is_frame) {
+        sqlite3_bind_text(s, 2, fr.file, (int)fr.file_len, SQLITE_TRANSIENT);
+        bind_opt(s, 3, fr.line <= (uint64_t)INT64_MAX, fr.line);
+        sqlite3_bind_text(s, 4, fr.function, (int)fr.function_len, SQLITE_TRANSIENT);
+    } else {
+        sqlite3_bind_null(s, 2);
+        sqlite3_bind_null(s, 3);
+        sqlite3_bind_null(s, 4);
+    }
+    bind_u64(s, 5, (uint64_t)fsc_frame_class(&fr, is_frame));
+    return step(a, s, "tag_frames");
+}
+
+int fsc__store_pymeta(fsc__store_t *a, uint64_t seq, const char *kind, const char *json,
+                      size_t len)
+{
+    int rc = fsc__writer_sync(a);
+    if (rc != 0)
+        return rc;
+    sqlite3_stmt *s = a->st[FSC__ST_PYMETA];
+    bind_u64(s, 1, seq);
+    sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, json, (int)len, SQLITE_TRANSIENT);
+    return step(a, s, "pytorch_meta");
 }
 
 int fsc__store_marker(fsc__store_t *a, uint64_t seq, uint64_t time, const char *text, size_t len)

@@ -36,6 +36,9 @@ int fsc__store_ops(fsc__store_t *s, const fsc__rowsout_t *out);
 int fsc__store_tag(fsc__store_t *s, uint32_t node, uint32_t parent, const char *name, size_t len,
                    const char *path);
 int fsc__store_marker(fsc__store_t *s, uint64_t seq, uint64_t time, const char *text, size_t len);
+/* One row of pytorch_meta (pymeta.c). */
+int fsc__store_pymeta(fsc__store_t *s, uint64_t seq, const char *kind, const char *json,
+                      size_t len);
 int fsc__store_warning(fsc__store_t *s, uint64_t seq, const char *msg);
 /* A layout_snapshots row and its layout rows; *id (may be NULL) gets the id. */
 int fsc__store_layout(fsc__store_t *s, const char *kind, uint64_t seq, uint64_t time,

@@ -238,6 +238,7 @@ static int run_snapshot(fsc_source_t *s)
 {
     fsc_import_opts_t io = FSC_IMPORT_OPTS_DEFAULT;
     io.lenient = s->opts.lenient;
+    io.keep_records = s->opts.keep_records;
     if (s->opts.pick_device)
         io.device = s->opts.device;
     fsc_import_sink_t sink = {s, on_header, on_tag, on_event};

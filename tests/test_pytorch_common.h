@@ -39,6 +39,7 @@ typedef struct tp_col {
     uint32_t ntags, cap_tags;
     uint64_t tag_calls;
     int64_t alloc, peak_alloc, res, peak_res;
+    uint64_t records; /* pytorch.* records left out by tp_read_trace */
 } tp_col_t;
 
 static inline void tp_path(const tp_col_t *c, uint32_t id, char *buf, size_t cap)
@@ -213,7 +214,15 @@ static inline uint32_t tp_map_node(tp_col_t *c, fsc_trace_reader_t *r, uint32_t 
     return id;
 }
 
-/* Read a trace file into c (its tags re-interned in c's table). */
+/* 1 for the "pytorch.*" records an import keeps besides the events. */
+static inline int tp_is_record(const fsc_event_t *ev)
+{
+    return ev->type == FSC_EV_MARKER && ev->text_len > 8 &&
+           memcmp(ev->text, FSC_PYTORCH_META_PREFIX, 8) == 0;
+}
+
+/* Read a trace file into c (its tags re-interned in c's table), leaving out
+ * pytorch.* records (they are not events; c->records counts them). */
 static inline int tp_read_trace(const char *path, tp_col_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -226,6 +235,10 @@ static inline int tp_read_trace(const char *path, tp_col_t *c)
     uint32_t *map = NULL, cap = 0;
     fsc_event_t ev;
     while ((rc = fsc_trace_next(r, &ev)) == 1) {
+        if (tp_is_record(&ev)) {
+            c->records++;
+            continue;
+        }
         ev.tag = tp_map_node(c, r, ev.tag, &map, &cap);
         tp_store(c, &ev);
     }

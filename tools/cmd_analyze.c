@@ -16,7 +16,8 @@
 
 const char fsc_cmd_analyze_summary[] = "replay a trace or PyTorch snapshot into a run database";
 const char fsc_cmd_analyze_usage[] =
-    "usage: fragscope analyze TRACE|SNAPSHOT -o RUN.db [--lenient] [--timeline-samples N]\n"
+    "usage: fragscope analyze TRACE|SNAPSHOT -o RUN.db [--device N] [--lenient]\n"
+    "                         [--timeline-samples N]\n"
     "                         [--no-suggest] [--capacity SIZE]\n"
     "\n"
     "Replays every event of a .fstrace trace, or of a PyTorch memory snapshot\n"
@@ -30,6 +31,9 @@ const char fsc_cmd_analyze_usage[] =
     "\n"
     "options:\n"
     "  -o, --output FILE      the database to write (required)\n"
+    "  --device N             the CUDA device of a snapshot (default: the only one\n"
+    "                         with history; a snapshot with history on several\n"
+    "                         devices needs it, one database per device)\n"
     "  --lenient              count events that contradict the replayed state as\n"
     "                         warnings (stored in the database) instead of failing\n"
     "  --timeline-samples N   most rows of the timeline table (default 2000)\n"
@@ -52,6 +56,7 @@ typedef struct job {
     size_t suggestions;
     int run_complete; /* of the request stream the suggestions replayed */
     char suggest_warning[FSC_ERR_MSG_MAX];
+    int device, lenient; /* for the what-if replays of a snapshot */
 } job_t;
 
 static void on_progress(void *ud, uint64_t done, uint64_t total)
@@ -77,7 +82,7 @@ static int add_suggestions(void *ud, const char *tmp_db, const fsc_analysis_summ
     size_t rows = 0;
     fsc_request_stream_info_t info;
     memset(&info, 0, sizeof info);
-    int rc = fsc_request_stream_load(j->in_path, &rs, &err);
+    int rc = fsc_request_stream_load_opts(j->in_path, j->device, j->lenient, &rs, &err);
     int loaded = rc == 0;
     if (rc == 0) {
         fsc_request_stream_info(rs, &info);
@@ -103,12 +108,23 @@ int fsc_cmd_analyze(int argc, char **argv)
     memset(&j, 0, sizeof j);
     fsc_analyze_opts_t o;
     memset(&o, 0, sizeof o);
+    j.device = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
             j.out_path = argv[++i];
+        } else if (strcmp(a, "--device") == 0) {
+            char *end = NULL;
+            long v = i + 1 < argc ? strtol(argv[++i], &end, 10) : -1;
+            if (end == NULL || end == argv[i] || *end != '\0' || v < 0 || v > 4095)
+                return fsc_cli_usage_error("analyze", "--device needs a device number (0 to "
+                                           "4095)");
+            j.device = (int)v;
+            o.pick_device = 1;
+            o.device = (int)v;
         } else if (strcmp(a, "--lenient") == 0) {
             o.analysis.lenient = 1;
+            j.lenient = 1;
         } else if (strcmp(a, "--no-suggest") == 0) {
             j.no_suggest = 1;
         } else if (strcmp(a, "--capacity") == 0 && i + 1 < argc) {

@@ -183,6 +183,15 @@ static void print_summary(const char *in, const char *out, const fsc_import_stat
     if (s->warnings)
         printf("  %llu entries skipped (--lenient); first: %s\n",
                (unsigned long long)s->warnings, s->first_warning);
+    if (s->unknown_actions || s->unknown_keys)
+        printf("  not understood, kept: %llu entries with an unknown action, %llu unknown "
+               "keys (%s)\n",
+               (unsigned long long)s->unknown_actions, (unsigned long long)s->unknown_keys,
+               s->not_understood);
+    if (s->meta_records)
+        printf("  %llu pytorch.* records keep what is not an allocator event "
+               "(docs/pytorch.md)\n",
+               (unsigned long long)s->meta_records);
     printf("wrote %s\n", out);
 }
 
@@ -191,6 +200,7 @@ int fsc_cmd_import(int argc, char **argv)
     const char *in = NULL, *out = NULL;
     uint64_t capacity = 0;
     fsc_import_opts_t opts = FSC_IMPORT_OPTS_DEFAULT;
+    opts.keep_records = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {

@@ -11,6 +11,7 @@
 const char fsc_cmd_report_summary[] = "summarize a run database (text, JSON or Markdown)";
 const char fsc_cmd_report_usage[] =
     "usage: fragscope report RUN.db [--format text|json|markdown] [-o FILE]\n"
+    "                        [--all-frames]\n"
     "\n"
     "Prints the headline figures of an analyzed run: peak allocated and reserved,\n"
     "utilization, internal and external fragmentation at the peak, reserved but\n"
@@ -23,6 +24,10 @@ const char fsc_cmd_report_usage[] =
     "               summary) or json (keys: summary.*, fragmentation.*, ooms[],\n"
     "               bins[], tags_at_peak[], leaks[]; see docs/metrics.md)\n"
     "  -o FILE      write to FILE (through a temporary file) instead of stdout\n"
+    "  --all-frames name tags by their innermost frames as recorded; by default\n"
+    "               a tag is named by its innermost user frame (Python, or a plain\n"
+    "               tag) and its callers, leaving out interpreter, unwinder,\n"
+    "               dispatcher and allocator frames (docs/pytorch.md lists them)\n"
     "\n"
     "exit status: 0 ok, 2 the file is missing or not a run database, or bad usage.\n";
 
@@ -30,8 +35,11 @@ int fsc_cmd_report(int argc, char **argv)
 {
     const char *db = NULL, *out = NULL;
     fsc_report_format_t fmt = FSC_REPORT_TEXT;
+    int all_frames = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--all-frames") == 0) {
+            all_frames = 1;
+        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
             if (fsc_report_format_parse(argv[++i], &fmt) != 0)
                 return fsc_cli_usage_error("report", "--format: '%s' is not text, json or "
                                            "markdown", argv[i]);
@@ -54,6 +62,8 @@ int fsc_cmd_report(int argc, char **argv)
         return fsc_cli_usage_error("report", "no run database given");
     fsc_err_t err = {0};
     fsc_outfile_guard_input(db);
+    if (all_frames)
+        fmt = (fsc_report_format_t)(fmt | FSC_REPORT_F_ALL_FRAMES);
     int rc = out ? fsc_report_write_file(db, fmt, out, &err)
                  : fsc_report_write(db, fmt, stdout, &err);
     if (rc != 0 && out == NULL && rc == FSC_EIO && ferror(stdout)) {

@@ -16,7 +16,7 @@ const char fsc_cmd_whatif_summary[] = "replay a run with other allocator setting
 const char fsc_cmd_whatif_usage[] =
     "usage: fragscope whatif TRACE|SNAPSHOT [--capacity SIZE] --config STR [--config STR ...]\n"
     "                        [--suggest] [--verify] [--db run.db] [--format text|json]\n"
-    "                        [--threads N] [--device N]\n"
+    "                        [--threads N] [--device N] [--lenient]\n"
     "\n"
     "Extracts what the program asked of its allocator (allocation sizes, frees,\n"
     "streams, record_stream completions, markers) from a .fstrace or a PyTorch\n"
@@ -48,6 +48,8 @@ const char fsc_cmd_whatif_usage[] =
     "                   or one object (--verify); it takes one of the three.\n"
     "  --threads N      replays at once (default: one per core)\n"
     "  --device N       the CUDA device of a snapshot with several\n"
+    "  --lenient        skip the history entries of a snapshot that contradict\n"
+    "                   the importer's block model (as `import --lenient`)\n"
     "\n"
     "exit status: 0 done (OOMs in replays are results), 1 --verify found a\n"
     "difference, 2 bad input or usage (a bad --config is named), 3 other errors.\n";
@@ -59,7 +61,7 @@ typedef struct wopts {
     const char *configs[MAX_CONFIGS];
     size_t nconfigs;
     uint64_t capacity;
-    int suggest, verify, json, threads, device;
+    int suggest, verify, json, threads, device, lenient;
     const char *db;
 } wopts_t;
 
@@ -73,6 +75,10 @@ static int parse_args(int argc, char **argv, wopts_t *o)
         }
         if (strcmp(a, "--verify") == 0) {
             o->verify = 1;
+            continue;
+        }
+        if (strcmp(a, "--lenient") == 0) {
+            o->lenient = 1;
             continue;
         }
         if (a[0] != '-' || a[1] == '\0') {
@@ -405,7 +411,7 @@ int fsc_cmd_whatif(int argc, char **argv)
         return rc;
     fsc_err_t err = {0, ""};
     fsc_request_stream_t *rs = NULL;
-    rc = fsc_request_stream_load_device(o.input, o.device, &rs, &err);
+    rc = fsc_request_stream_load_opts(o.input, o.device, o.lenient, &rs, &err);
     if (rc != 0) {
         fsc_cli_error("whatif: %s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);

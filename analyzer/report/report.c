@@ -26,14 +26,25 @@ static uint64_t su(const rep_t *r, const char *key)
     return v > 0 ? (uint64_t)v : 0;
 }
 
-/* Tag paths of imported snapshots are whole Python stacks, outermost
- * first; on a terminal or in a table the innermost frames say the most. */
+/* A tag's name shortened for a terminal or a table: names of frames
+ * (fsc_rundb_tag_label) start with the innermost frame, so their start is
+ * kept; tag-stack paths start at the root, so their end is. Cuts fall on
+ * UTF-8 character boundaries. */
 const char *fsc__report_tail(const char *path, size_t keep, char *buf, size_t cap)
 {
     size_t n = strlen(path);
     if (n <= keep || cap < keep + 8)
         return path;
+    if (strstr(path, " ← ") != NULL || strchr(path, '/') == NULL) {
+        size_t k = keep;
+        while (k > 0 && ((unsigned char)path[k] & 0xc0) == 0x80)
+            k--;
+        snprintf(buf, cap, "%.*s…", (int)k, path);
+        return buf;
+    }
     const char *t = path + n - keep;
+    while (((unsigned char)*t & 0xc0) == 0x80)
+        t++;
     const char *slash = strchr(t, '/');
     if (slash != NULL && slash[1] != '\0')
         t = slash + 1;
@@ -43,7 +54,7 @@ const char *fsc__report_tail(const char *path, size_t keep, char *buf, size_t ca
 
 static const char *tail(const char *path, char *buf, size_t cap)
 {
-    return fsc__report_tail(path, 72, buf, cap);
+    return fsc__report_tail(path, 96, buf, cap);
 }
 
 /* What a suggestion from a recording that ended at an OOM covers. */
@@ -64,6 +75,38 @@ static void capacity_text(const rep_t *r, char *out, size_t cap)
         snprintf(out, cap, "%s", SZ(0, r->capacity));
 }
 
+/* What the device's free bytes at the OOM say: PyTorch records them
+ * (cudaMemGetInfo) with every OOM; with the reserved bytes they tell a cap
+ * from a full device, and with the device's total they give the memory
+ * used outside this allocator. */
+static void device_free_text(const rep_oom_t *o, char *out, size_t cap)
+{
+    char b[4][32];
+    if (o->device_free == FSC_RUNDB_NULL || o->device_free < 0) {
+        snprintf(out, cap, "device free at the OOM: not recorded");
+        return;
+    }
+    if (o->device_total != FSC_RUNDB_NULL && o->device_total > 0) {
+        int64_t outside = o->device_total - o->device_free - o->reserved;
+        snprintf(out, cap, "device free at the OOM: %s of %s; memory used outside this "
+                           "allocator: %s (total - free - %s reserved)",
+                 SZ(0, o->device_free), SZ(1, o->device_total), SZ(2, outside > 0 ? outside : 0),
+                 SZ(3, o->reserved));
+        return;
+    }
+    int64_t need = o->segment_size != FSC_RUNDB_NULL && o->segment_size > 0 ? o->segment_size
+                                                                             : o->rounded;
+    if (o->device_free >= need)
+        snprintf(out, cap, "device free at the OOM: %s, enough for the %s the allocator asked "
+                           "for: a cap (set_per_process_memory_fraction) stopped it, not the "
+                           "device", SZ(0, o->device_free), SZ(1, need));
+    else
+        snprintf(out, cap, "device free at the OOM: %s, less than the %s the allocator asked "
+                           "for: the device was full; memory used outside this allocator = "
+                           "device total - %s free - %s reserved (the total is not recorded)",
+                 SZ(0, o->device_free), SZ(1, need), SZ(2, o->device_free), SZ(3, o->reserved));
+}
+
 /* ---- text ---------------------------------------------------------------- */
 
 static void print_text(const rep_t *r, FILE *f)
@@ -79,6 +122,13 @@ static void print_text(const rep_t *r, FILE *f)
     if (r->warnings)
         fprintf(f, "  warnings    %lld events contradicted the replay and were skipped\n",
                 (long long)r->warnings);
+    if (r->import_warnings)
+        fprintf(f, "  import      %lld snapshot entries contradicted the block model and were "
+                   "skipped (--lenient)\n", (long long)r->import_warnings);
+    if (r->unknown_actions || r->unknown_keys)
+        fprintf(f, "  not understood  %lld entries with an unknown action, %lld unknown keys "
+                   "(kept in table pytorch_meta): %s\n", (long long)r->unknown_actions,
+                (long long)r->unknown_keys, r->not_understood);
     fprintf(f, "\nmemory\n");
     fprintf(f, "  peak allocated          %12s  (event %.0f)\n",
             SZ(0, su(r, "peak_allocated_bytes")), sv(r, "peak_allocated_seq"));
@@ -128,7 +178,12 @@ static void print_text(const rep_t *r, FILE *f)
                 SZ(1, o->allocated), SZ(2, o->reserved));
         fprintf(f, "    %s\n", o->explanation);
         fsc__report_frag_oom_text(o, f);
-        char tb[128];
+        char tb[128], dfree[256];
+        if (o->site[0])
+            fprintf(f, "    call site: %s%s%s%s\n", o->site, o->context[0] ? " [" : "",
+                    o->context, o->context[0] ? "]" : "");
+        device_free_text(o, dfree, sizeof dfree);
+        fprintf(f, "    %s\n", dfree);
         if (o->top_tag[0])
             fprintf(f, "    tag holding the most: %s (%s)\n", tail(o->top_tag, tb, sizeof tb),
                     SZ(0, o->top_tag_bytes));
@@ -144,9 +199,11 @@ static void print_text(const rep_t *r, FILE *f)
                     SZ(1, g->free_bytes), SZ(2, g->largest_free), (long long)g->live_blocks,
                     SZ(3, g->live_bytes));
             for (int q = 0; q < g->npins; q++)
-                fprintf(f, "      0x%llx %10s  age %lld events  %s\n",
+                fprintf(f, "      0x%llx %10s  age %lld events  %s%s%s%s\n",
                         (unsigned long long)g->pins[q].addr, SZ(0, g->pins[q].size),
-                        (long long)g->pins[q].age_events, tail(g->pins[q].tag, tb, sizeof tb));
+                        (long long)g->pins[q].age_events, tail(g->pins[q].tag, tb, sizeof tb),
+                        g->pins[q].context[0] ? " [" : "", g->pins[q].context,
+                        g->pins[q].context[0] ? "]" : "");
         }
     }
     if (r->nbins > 0) {
@@ -199,6 +256,15 @@ static void print_markdown(const rep_t *r, FILE *f)
     if (r->warnings)
         fprintf(f, "**%lld events contradicted the replay and were skipped.**\n\n",
                 (long long)r->warnings);
+    if (r->import_warnings)
+        fprintf(f, "**%lld snapshot entries contradicted the block model and were skipped "
+                   "(--lenient).**\n\n", (long long)r->import_warnings);
+    if (r->unknown_actions || r->unknown_keys) {
+        fprintf(f, "Not understood (kept): %lld entries with an unknown action, %lld unknown "
+                   "keys: ", (long long)r->unknown_actions, (long long)r->unknown_keys);
+        md_escape(f, r->not_understood);
+        fprintf(f, ".\n\n");
+    }
     fprintf(f, "| metric | value |\n|---|---|\n");
     fprintf(f, "| peak allocated | %s |\n", SZ(0, su(r, "peak_allocated_bytes")));
     fprintf(f, "| peak reserved | %s |\n", SZ(0, su(r, "peak_reserved_bytes")));
@@ -239,7 +305,21 @@ static void print_markdown(const rep_t *r, FILE *f)
             } else if (r->ooms[i].fixes) {
                 fprintf(f, " Would have been avoided with: `%s`.", r->ooms[i].fixes);
             }
-            fprintf(f, "\n\n");
+            if (r->ooms[i].site[0]) {
+                fprintf(f, " Call site: ");
+                md_escape(f, r->ooms[i].site);
+                if (r->ooms[i].context[0]) {
+                    fprintf(f, " (");
+                    md_escape(f, r->ooms[i].context);
+                    fprintf(f, ")");
+                }
+                fprintf(f, ".");
+            }
+            char dfree[256];
+            device_free_text(&r->ooms[i], dfree, sizeof dfree);
+            fprintf(f, " ");
+            md_escape(f, dfree);
+            fprintf(f, ".\n\n");
             const rep_oom_t *o = &r->ooms[i];
             if (o->nsegs > 0)
                 fprintf(f, "| segment | size | free | largest free | pinned by | largest "
@@ -302,6 +382,12 @@ static char *build_json(const rep_t *r)
     cJSON_AddItemToObject(meta, "capacity_bytes", num((double)r->capacity));
     cJSON_AddBoolToObject(meta, "capacity_inferred", r->capacity_inferred);
     cJSON_AddItemToObject(meta, "warnings", num((double)r->warnings));
+    cJSON *wc = cJSON_AddObjectToObject(root, "warnings");
+    cJSON_AddItemToObject(wc, "replay_skipped_events", num((double)r->warnings));
+    cJSON_AddItemToObject(wc, "import_skipped_entries", num((double)r->import_warnings));
+    cJSON_AddItemToObject(wc, "unknown_actions", num((double)r->unknown_actions));
+    cJSON_AddItemToObject(wc, "unknown_keys", num((double)r->unknown_keys));
+    cJSON_AddStringToObject(wc, "not_understood", r->not_understood);
 
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");
     for (int i = 0; i < r->nsum; i++)
@@ -353,6 +439,15 @@ static char *build_json(const rep_t *r)
         cJSON_AddItemToObject(j, "external_frag", num(o->ext));
         cJSON_AddStringToObject(j, "explanation", o->explanation);
         fsc__report_frag_json(&o->frag, j);
+        cJSON_AddStringToObject(j, "call_site", o->site);
+        cJSON_AddStringToObject(j, "context", o->context);
+        if (o->device_free == FSC_RUNDB_NULL || o->device_free < 0)
+            cJSON_AddNullToObject(j, "device_free_bytes");
+        else
+            cJSON_AddItemToObject(j, "device_free_bytes", num((double)o->device_free));
+        char dfree[256];
+        device_free_text(o, dfree, sizeof dfree);
+        cJSON_AddStringToObject(j, "device_free_note", dfree);
         cJSON *segs = cJSON_AddArrayToObject(j, "segments");
         for (int k = 0; k < o->nsegs; k++) {
             const rep_seg_t *g = &o->segs[k];
@@ -371,6 +466,7 @@ static char *build_json(const rep_t *r)
                 cJSON_AddItemToObject(jp, "age_events", num((double)g->pins[q].age_events));
                 cJSON_AddItemToObject(jp, "age_ns", num((double)g->pins[q].age_ns));
                 cJSON_AddStringToObject(jp, "tag", g->pins[q].tag);
+                cJSON_AddStringToObject(jp, "context", g->pins[q].context);
                 cJSON_AddItemToArray(pins, jp);
             }
             cJSON_AddItemToArray(segs, js);
@@ -462,6 +558,8 @@ int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out, fs
         return fsc_err_set(err, FSC_ENOMEM, "out of memory");
     }
     r->db_path = db_path;
+    r->all_frames = (fmt & FSC_REPORT_F_ALL_FRAMES) != 0;
+    fmt = (fsc_report_format_t)(fmt & ~FSC_REPORT_F_ALL_FRAMES);
     rc = fsc__report_load(db, r, err);
     fsc_rundb_close(db);
     if (rc == 0) {

@@ -42,6 +42,22 @@ static int sum_row(void *ud, const fsc_rundb_kv_t *kv)
     return 0;
 }
 
+/* "compile_context; user_metadata" of the PyTorch entry behind event seq,
+ * leaving out PyTorch's "nothing recorded" values ("N/A", ""). */
+static int entry_context(fsc_rundb_t *db, int64_t seq, char *buf, size_t cap)
+{
+    char cc[200], um[200];
+    int rc = fsc_rundb_entry_text(db, seq, "compile_context", cc, sizeof cc);
+    if (rc == 0)
+        rc = fsc_rundb_entry_text(db, seq, "user_metadata", um, sizeof um);
+    if (rc != 0)
+        return rc;
+    if (strcmp(cc, "N/A") == 0)
+        cc[0] = '\0';
+    snprintf(buf, cap, "%s%s%s", cc, cc[0] && um[0] ? "; " : "", um);
+    return 0;
+}
+
 static int oom_row(void *ud, const fsc_rundb_oom_t *row)
 {
     ld_t *L = ud;
@@ -67,6 +83,14 @@ static int oom_row(void *ud, const fsc_rundb_oom_t *row)
     o->inferred = (int)z(row->capacity_inferred);
     o->ext = row->external_frag;
     snprintf(o->cause, sizeof o->cause, "%s", row->cause ? row->cause : "");
+    o->device_free = row->device_free;
+    o->device_total = row->device_total;
+    o->segment_size = row->segment_size;
+    int rc = fsc_rundb_tag_label(L->db, z(row->tag), r->all_frames, 3, o->site, sizeof o->site);
+    if (rc == 0)
+        rc = entry_context(L->db, z(row->seq), o->context, sizeof o->context);
+    if (rc != 0)
+        return rc;
     o->explanation = strdup(row->explanation ? row->explanation : "");
     return o->explanation == NULL ? nomem(L->err) : 0;
 }
@@ -78,11 +102,8 @@ static int top_tag_row(void *ud, const fsc_rundb_oom_tag_t *t)
     if (t->rank != 0)
         return FSC_RUNDB_STOP;
     L->o->top_tag_bytes = z(t->live_bytes);
-    char *path = NULL;
-    int rc = fsc_rundb_tag_path(L->db, t->tag, 0, &path);
-    if (rc == 0 && path != NULL)
-        snprintf(L->o->top_tag, sizeof L->o->top_tag, "%s", path);
-    free(path);
+    int rc = fsc_rundb_tag_label(L->db, t->tag, L->r->all_frames, 2, L->o->top_tag,
+                                 sizeof L->o->top_tag);
     return rc != 0 ? rc : FSC_RUNDB_STOP;
 }
 
@@ -97,10 +118,9 @@ static int pin_row(void *ud, const fsc_rundb_pin_t *p)
     b->size = z(p->size);
     b->age_events = z(p->age_events);
     b->age_ns = z(p->age_ns);
-    char *path = NULL;
-    int rc = fsc_rundb_tag_path(L->db, p->tag, sizeof b->tag - 1, &path);
-    snprintf(b->tag, sizeof b->tag, "%s", path && path[0] ? path : "(untagged)");
-    free(path);
+    int rc = fsc_rundb_tag_label(L->db, z(p->tag), L->r->all_frames, 2, b->tag, sizeof b->tag);
+    if (rc == 0)
+        rc = entry_context(L->db, z(p->alloc_seq), b->context, sizeof b->context);
     return rc;
 }
 
@@ -181,11 +201,32 @@ static int tag_row(void *ud, const fsc_rundb_tag_stat_t *s)
     rep_tag_t *t = &c->v[(*c->n)++];
     t->bytes = z(c->at_end ? s->live_bytes_end : s->live_bytes_at_peak);
     t->blocks = z(c->at_end ? s->live_blocks_end : s->live_blocks_at_peak);
-    char *path = NULL;
-    int rc = fsc_rundb_tag_path(c->L->db, s->tag, 0, &path);
-    snprintf(t->path, sizeof t->path, "%s", path && path[0] ? path : "(untagged)");
-    free(path);
-    return rc;
+    t->tag = z(s->tag);
+    return fsc_rundb_tag_label(c->L->db, t->tag, c->L->r->all_frames, 2, t->path,
+                               sizeof t->path);
+}
+
+/* Two rows named alike get more calling frames until they read apart. */
+static int distinguish(ld_t *L, rep_tag_t *v, int n)
+{
+    for (int depth = 3; depth <= 8; depth++) {
+        int clash = 0;
+        for (int i = 0; i < n; i++)
+            for (int k = i + 1; k < n; k++)
+                if (v[i].tag != v[k].tag && strcmp(v[i].path, v[k].path) == 0) {
+                    clash = 1;
+                    int rc = fsc_rundb_tag_label(L->db, v[i].tag, L->r->all_frames, depth,
+                                                 v[i].path, sizeof v[i].path);
+                    if (rc == 0)
+                        rc = fsc_rundb_tag_label(L->db, v[k].tag, L->r->all_frames, depth,
+                                                 v[k].path, sizeof v[k].path);
+                    if (rc != 0)
+                        return rc;
+                }
+        if (!clash)
+            break;
+    }
+    return 0;
 }
 
 static int load(ld_t *L)
@@ -202,7 +243,13 @@ static int load(ld_t *L)
         (rc = fsc_rundb_meta_int(db, "capacity_inferred", 0, &inferred)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "device_total", 0, &r->device_total)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "warnings", 0, &r->warnings)) != 0 ||
-        (rc = fsc_rundb_meta_int(db, "run_complete", -1, &r->run_complete)) != 0)
+        (rc = fsc_rundb_meta_int(db, "run_complete", -1, &r->run_complete)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "import.warnings", 0, &r->import_warnings)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "import.unknown_actions", 0, &r->unknown_actions)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "import.unknown_keys", 0, &r->unknown_keys)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "import.devices", 0, &r->import_devices)) != 0 ||
+        (rc = fsc_rundb_meta_text(db, "import.not_understood", r->not_understood,
+                                  sizeof r->not_understood)) != 0)
         return rc;
     r->capacity_inferred = (int)inferred;
     if ((rc = fsc_rundb_summary(db, sum_row, r)) != 0 || (rc = fsc_rundb_ooms(db, oom_row, L)) != 0)
@@ -218,7 +265,9 @@ static int load(ld_t *L)
         return rc;
     tag_ctx_t peak = {L, r->peak_tags, &r->npeak_tags, 0}, end = {L, r->leaks, &r->nleaks, 1};
     if ((rc = fsc_rundb_tag_stats(db, FSC_RUNDB_AT_PEAK, tag_row, &peak)) != 0 ||
-        (rc = fsc_rundb_tag_stats(db, FSC_RUNDB_AT_END, tag_row, &end)) != 0)
+        (rc = distinguish(L, r->peak_tags, r->npeak_tags)) != 0 ||
+        (rc = fsc_rundb_tag_stats(db, FSC_RUNDB_AT_END, tag_row, &end)) != 0 ||
+        (rc = distinguish(L, r->leaks, r->nleaks)) != 0)
         return rc;
     return fsc__report_load_frag(db, r);
 }

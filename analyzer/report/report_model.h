@@ -27,7 +27,8 @@ typedef struct rep_sum {
 /* A segment holding free space at an OOM and the live blocks pinning it. */
 typedef struct rep_pin {
     int64_t addr, size, age_events, age_ns;
-    char tag[256]; /* the innermost end of the tag path */
+    char tag[256];     /* what the report calls its tag (fsc_rundb_tag_label) */
+    char context[256]; /* compile_context / user_metadata of its allocation */
 } rep_pin_t;
 
 typedef struct rep_seg {
@@ -73,6 +74,9 @@ typedef struct rep_oom {
     char *explanation;
     char top_tag[4096];
     int64_t top_tag_bytes;
+    char site[1024];    /* the OOM's own call site (its tag) */
+    char context[256];  /* compile_context / user_metadata of the failing request */
+    int64_t device_free, device_total, segment_size; /* FSC_RUNDB_NULL = unknown */
     char *fixes; /* configs that would have avoided it, "; "-separated (what-if) */
     rep_seg_t segs[REP_SEGS];
     int nsegs;
@@ -86,8 +90,8 @@ typedef struct rep_bin {
 } rep_bin_t;
 
 typedef struct rep_tag {
-    char path[4096];
-    int64_t bytes, blocks;
+    char path[4096]; /* what the report calls the tag (fsc_rundb_tag_label) */
+    int64_t tag, bytes, blocks;
 } rep_tag_t;
 
 typedef struct rep {
@@ -105,6 +109,10 @@ typedef struct rep {
     rep_tag_t peak_tags[TOP_N], leaks[TOP_N];
     int npeak_tags, nleaks;
     rep_frag_t at_peak, at_peak_reserved;
+    int all_frames; /* name tags without the frame filter */
+    /* imported snapshots: entries skipped, kept but not understood */
+    int64_t import_warnings, unknown_actions, unknown_keys, import_devices;
+    char not_understood[512];
 } rep_t;
 
 /* Read the report of db into r. */

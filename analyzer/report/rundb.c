@@ -182,12 +182,19 @@ static const char *const k_cached_sql[FSC__RQ_COUNT] = {
     [FSC__RQ_SUMMARY_VALUE] = "SELECT value FROM summary WHERE key = ?1",
     [FSC__RQ_TAG_PATH] = ("SELECT CASE WHEN ?2 > 0 THEN substr(path, -?2) ELSE path END"
                           " FROM tags WHERE id = ?1"),
+    [FSC__RQ_TAG_NODE] = "SELECT parent, name FROM tags WHERE id = ?1",
+    [FSC__RQ_PYMETA_ENTRY] = "SELECT json FROM pytorch_meta WHERE seq = ?1 AND kind = 'entry'"
+                             " ORDER BY id DESC LIMIT 1",
+    [FSC__RQ_PYMETA_SNAP] = "SELECT json FROM pytorch_meta WHERE kind = ?1 ORDER BY id LIMIT 1",
 };
 
 static const char *const k_cached_table[FSC__RQ_COUNT] = {
     [FSC__RQ_META_VALUE] = "meta",
     [FSC__RQ_SUMMARY_VALUE] = "summary",
     [FSC__RQ_TAG_PATH] = "tags",
+    [FSC__RQ_TAG_NODE] = "tags",
+    [FSC__RQ_PYMETA_ENTRY] = "pytorch_meta",
+    [FSC__RQ_PYMETA_SNAP] = "pytorch_meta",
 };
 
 /* Run cached query q with its text key or integer id: 1 and *st on the
@@ -217,6 +224,12 @@ static int lookup(fsc_rundb_t *db, int q, const char *key, int64_t id, int64_t a
     int rc = r == SQLITE_DONE ? 0 : fsc__rundb_fail(db, k_cached_table[q]);
     sqlite3_reset(s);
     return rc;
+}
+
+int fsc__rundb_lookup(fsc_rundb_t *db, int q, const char *key, int64_t id, int64_t arg2,
+                      sqlite3_stmt **st)
+{
+    return lookup(db, q, key, id, arg2, st);
 }
 
 static int value_int(fsc_rundb_t *db, int q, const char *key, int64_t dflt, int64_t *out)

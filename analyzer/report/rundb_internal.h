@@ -16,6 +16,9 @@ enum {
     FSC__RQ_META_VALUE,
     FSC__RQ_SUMMARY_VALUE,
     FSC__RQ_TAG_PATH,
+    FSC__RQ_TAG_NODE,     /* parent and name of a tag (rundb_frames.c) */
+    FSC__RQ_PYMETA_ENTRY, /* the pytorch.entry record of an event */
+    FSC__RQ_PYMETA_SNAP,  /* the pytorch.snapshot record */
     FSC__RQ_COUNT
 };
 
@@ -35,5 +38,11 @@ int fsc__rundb_fail(fsc_rundb_t *db, const char *table);
  * failed because table does not exist (an optional table: no rows), or a
  * negative error. */
 int fsc__rundb_prepare(fsc_rundb_t *db, const char *table, const char *sql, sqlite3_stmt **st);
+
+/* Run cached query q (FSC__RQ_*) with a text key or an integer id: 1 and
+ * *st on the first row (reset it when done), 0 when there is none or the
+ * table is missing, negative on error. */
+int fsc__rundb_lookup(fsc_rundb_t *db, int q, const char *key, int64_t id, int64_t arg2,
+                      sqlite3_stmt **st);
 
 #endif

@@ -31,6 +31,12 @@ int fsc_request_stream_load(const char *path, fsc_request_stream_t **out, fsc_er
 int fsc_request_stream_load_device(const char *path, int device, fsc_request_stream_t **out,
                                    fsc_err_t *err)
 {
+    return fsc_request_stream_load_opts(path, device, 0, out, err);
+}
+
+int fsc_request_stream_load_opts(const char *path, int device, int lenient,
+                                 fsc_request_stream_t **out, fsc_err_t *err)
+{
     if (path == NULL || out == NULL)
         return fsc_err_set(err, FSC_EINVAL, "what-if: no path");
     *out = NULL;
@@ -44,6 +50,7 @@ int fsc_request_stream_load_device(const char *path, int device, fsc_request_str
     memset(&so, 0, sizeof so);
     so.pick_device = device >= 0;
     so.device = device;
+    so.lenient = lenient;
     fsc_source_t *src = NULL;
     int rc = fsc_source_open(path, &so, &src, err);
     if (rc != 0)

@@ -156,6 +156,8 @@ typedef struct fsc_analyze_opts {
                                      inputs that do not record it; 0 = the input's */
     void (*progress)(void *ud, uint64_t done, uint64_t total); /* fragscope/source.h */
     void *progress_ud;
+    int pick_device, device;      /* snapshots: 1 = analyze `device` (else the only
+                                     device with history) */
 } fsc_analyze_opts_t;
 
 struct fsc_source_info;

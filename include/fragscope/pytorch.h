@@ -68,9 +68,23 @@ typedef struct fsc_import_opts {
     /* Called every few MiB read with the bytes read so far over all of
      * the import's passes and their total (may be NULL; same ud). */
     void (*progress_bytes)(void *ud, uint64_t done, uint64_t total);
+    /* 1: emit the "pytorch.*" records (below) among the events, so that a
+     * trace or run database keeps what the snapshot holds beyond the
+     * allocator's events (fragscope import and analyze do). Unknown actions
+     * and keys are counted either way. */
+    int keep_records;
 } fsc_import_opts_t;
 
-#define FSC_IMPORT_OPTS_DEFAULT {-1, 0, NULL, NULL, NULL}
+#define FSC_IMPORT_OPTS_DEFAULT {-1, 0, NULL, NULL, NULL, 0}
+
+/* What a snapshot holds beyond the allocator's events travels as MARKER
+ * events whose text is "pytorch.KIND JSON" (KIND: snapshot, entry, action,
+ * segment; docs/pytorch.md). A record longer than a marker may hold is cut
+ * into markers "pytorch.KIND+ PART" followed by a last "pytorch.KIND PART".
+ * The analyzer stores them in table pytorch_meta instead of counting them as
+ * events; the exporter writes them back. */
+#define FSC_PYTORCH_META_PREFIX "pytorch."
+#define FSC_PYTORCH_META_PART_MAX 60000u
 
 typedef struct fsc_import_stats {
     int format;              /* FSC_SNAP_* */
@@ -91,6 +105,16 @@ typedef struct fsc_import_stats {
     uint64_t unknown_lines;  /* frame tags whose line does not fit 64 bits
                                 (torch.compile's 2^64-1): tagged "file:?:name" */
     char first_warning[FSC_ERR_MSG_MAX]; /* message of the first warning */
+    /* Kept but not understood (docs/pytorch.md): history entries whose
+     * action has no fragscope event, and keys fragscope does not know (at
+     * the top level, in allocator_settings, segments, blocks, entries and
+     * frames), each occurrence counted. Entries and keys are kept as
+     * "pytorch.*" records; unknown keys of frames are counted only. */
+    uint64_t unknown_actions;
+    uint64_t unknown_keys;
+    uint64_t meta_records; /* pytorch.* records emitted */
+    char not_understood[FSC_ERR_MSG_MAX]; /* e.g. "action 'workspace_snapshot' x2; entry
+                                             key 'foo' x3" ("" when none) */
 } fsc_import_stats_t;
 
 /* Import the snapshot at path into sink. opts and stats may be NULL. On

@@ -327,6 +327,24 @@ int fsc_rundb_timeline_frag(fsc_rundb_t *db, fsc_rundb_timeline_frag_fn fn, void
  * no path. The caller frees it. */
 int fsc_rundb_tag_path(fsc_rundb_t *db, int64_t id, size_t tail_chars, char **out);
 
+/* What a report calls tag id: its innermost user frame (a Python frame or a
+ * plain tag; else the innermost C++ frame the filter keeps) as "file.py:12
+ * fn", then up to depth - 1 calling frames (" ← caller.py:3 main"), file
+ * names shortened to their last component. The frame filter of
+ * fragscope/frames.h drops interpreter, unwinder, dispatcher and allocator
+ * frames; all_frames = 1 turns it off (the innermost frames as recorded).
+ * "(untagged)" for the root, "#id" for an unknown tag. */
+int fsc_rundb_tag_label(fsc_rundb_t *db, int64_t id, int all_frames, int depth, char *buf,
+                        size_t cap);
+/* (A tag whose path holds no frame at all, as the tag-stack API makes, is
+ * named by its path from the root, "step/forward/layer.3".) */
+
+/* A string field of the PyTorch history entry behind event seq (its
+ * pytorch.entry record, else the value every entry had): e.g.
+ * "compile_context" or "user_metadata". buf is "" when there is none (not
+ * an imported snapshot, or PyTorch did not record it). */
+int fsc_rundb_entry_text(fsc_rundb_t *db, int64_t seq, const char *key, char *buf, size_t cap);
+
 /* ---- the run report --------------------------------------------------- */
 
 typedef enum fsc_report_format {
@@ -334,6 +352,10 @@ typedef enum fsc_report_format {
     FSC_REPORT_JSON = 1,     /* machine-readable; keys in docs/metrics.md */
     FSC_REPORT_MARKDOWN = 2  /* for a CI job summary or report.md */
 } fsc_report_format_t;
+
+/* Or'ed into the format: name tags by their innermost frames as recorded,
+ * without the frame filter (report --all-frames). */
+#define FSC_REPORT_F_ALL_FRAMES 0x100
 
 /* Parse "text" / "json" / "markdown" (also "md"); FSC_EINVAL otherwise. */
 int fsc_report_format_parse(const char *s, fsc_report_format_t *out);

@@ -43,6 +43,8 @@ typedef struct fsc_source_opts {
     int pick_device;  /* snapshots: 1 = import `device`; 0 = the only device
                          with recorded history */
     int device;
+    int keep_records; /* snapshots: emit the pytorch.* records among the
+                         events (fragscope/pytorch.h) */
     /* Called every 65536 events: bytes read of the file's bytes (traces),
      * events so far and 0 (snapshots). May be NULL. */
     void (*progress)(void *ud, uint64_t done, uint64_t total);

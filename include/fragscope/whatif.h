@@ -63,6 +63,11 @@ int fsc_request_stream_load(const char *path, fsc_request_stream_t **out, fsc_er
  * only device with history, as fsc_pytorch_import). Traces ignore it. */
 int fsc_request_stream_load_device(const char *path, int device, fsc_request_stream_t **out,
                                    fsc_err_t *err);
+/* Same, with lenient = 1 skipping (and counting) the history entries of a
+ * snapshot that contradict the importer's block model, as `import
+ * --lenient` does. Traces ignore both. */
+int fsc_request_stream_load_opts(const char *path, int device, int lenient,
+                                 fsc_request_stream_t **out, fsc_err_t *err);
 
 typedef struct fsc_request_stream_info {
     uint64_t events;        /* recorded events fed */

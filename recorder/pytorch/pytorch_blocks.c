@@ -323,6 +323,9 @@ static int split(fsc__pmodel_t *m, fsc__pblock_t *b, uint64_t first)
     if (rest == NULL)
         return fsc_err_set(m->err, FSC_ENOMEM, "out of memory");
     int rc = emit(m, FSC_EV_SPLIT, b, b->size, first, 0, m->tag);
+    /* PyTorch keeps the free block's struct for the remainder, and with it
+     * the request it last served (its snapshots show it on free blocks). */
+    rest->requested = b->requested;
     link_after(b->seg, b, rest);
     b->size = first;
     m->splits++;
@@ -387,6 +390,9 @@ int fsc__pm_free_completed(fsc__pmodel_t *m, uint64_t addr, uint32_t tag)
     b->state = FSC__PB_FREE;
     if ((rc = emit(m, FSC_EV_FREE_COMPLETED, b, b->size, b->requested, 0, tag)) != 0)
         return rc;
+    /* The freed block's struct survives the merges in PyTorch, and keeps its
+     * last request (shown for free blocks in snapshots). */
+    uint64_t last_request = b->requested;
     fsc__pblock_t *p = b->prev;
     if (p && p->state == FSC__PB_FREE && p->addr + p->size == b->addr) {
         p->size += b->size;
@@ -406,7 +412,7 @@ int fsc__pm_free_completed(fsc__pmodel_t *m, uint64_t addr, uint32_t tag)
         if ((rc = emit(m, FSC_EV_MERGE, b, b->size, 0, gone, tag)) != 0)
             return rc;
     }
-    b->requested = 0;
+    b->requested = last_request;
     b->tag = 0;
     return 0;
 }

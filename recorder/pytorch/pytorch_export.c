@@ -17,8 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fragscope/frames.h"
 #include "fragscope/recorder.h"
 #include "fsc/vec.h"
+#include "pytorch_export_meta.h"
 
 typedef struct node_memo {
     UT_hash_handle hh;
@@ -46,6 +48,8 @@ typedef struct exp {
     ann_t *ann;
     size_t n_ann, cap_ann;
     uint64_t segments_written;
+    fsc__xmeta_t *xm; /* the snapshot's own records, if the trace has them */
+    int xm_err;       /* a record could not be written back */
 } exp_t;
 
 static void kv_u64(exp_t *x, const char *k, uint64_t v);
@@ -74,6 +78,11 @@ static int keep_annotation(exp_t *x, const fsc_event_t *ev)
 
 static void write_annotations(exp_t *x)
 {
+    int kept = fsc__xm_write_top(x->xm, x->w, "external_annotations");
+    if (kept < 0)
+        x->xm_err = 1;
+    if (kept != 0)
+        return;
     fsc__pw_cstr(x->w, "external_annotations");
     fsc__pw_list_open(x->w);
     for (size_t i = 0; i < x->n_ann; i++) {
@@ -103,7 +112,8 @@ static node_memo_t *memo_of(exp_t *x, uint32_t node)
     return n;
 }
 
-/* "file:line:function" → a frame; anything else → filename "", line 0. */
+/* "file:line:function" (split as fragscope/frames.h says, so C++ names keep
+ * their '::') → a frame; anything else → filename "", line 0. */
 static void write_frame(exp_t *x, uint32_t node, const char *name, size_t len)
 {
     node_memo_t *nm = memo_of(x, node);
@@ -111,33 +121,16 @@ static void write_frame(exp_t *x, uint32_t node, const char *name, size_t len)
         fsc__pw_get(x->w, nm->frame_memo);
         return;
     }
-    const char *c2 = NULL, *c1 = NULL; /* last and second-to-last ':' */
-    for (size_t i = len; i-- > 0;) {
-        if (name[i] != ':')
-            continue;
-        if (c2 == NULL) {
-            c2 = name + i;
-        } else {
-            c1 = name + i;
-            break;
-        }
-    }
-    int ok = c1 != NULL && c2 > c1 + 1;
-    long long line = 0;
-    for (const char *p = ok ? c1 + 1 : c2; ok && p < c2; p++) {
-        if (*p < '0' || *p > '9' || line > 100000000000LL)
-            ok = 0;
-        else
-            line = line * 10 + (*p - '0');
-    }
+    fsc_frame_t fr;
+    int ok = fsc_frame_parse(name, len, &fr);
     fsc__pw_dict_open(x->w);
     fsc__pw_cstr(x->w, "filename");
-    fsc__pw_str(x->w, ok ? name : "", ok ? (size_t)(c1 - name) : 0);
+    fsc__pw_str(x->w, ok ? fr.file : "", ok ? fr.file_len : 0);
     fsc__pw_cstr(x->w, "line");
-    fsc__pw_int(x->w, ok ? line : 0);
+    fsc__pw_uint(x->w, ok ? fr.line : 0);
     fsc__pw_cstr(x->w, "name");
     if (ok)
-        fsc__pw_str(x->w, c2 + 1, (size_t)(name + len - (c2 + 1)));
+        fsc__pw_str(x->w, fr.function, fr.function_len);
     else
         fsc__pw_str(x->w, name, len);
     fsc__pw_dict_close(x->w);
@@ -221,8 +214,12 @@ static void write_entry(exp_t *x, const fsc_event_t *ev, const char *action)
     }
     kv_u64(x, "stream", ev->stream);
     kv_u64(x, "time_us", x->origin_us + ev->time_ns / 1000u);
-    fsc__pw_cstr(x->w, "frames");
-    write_frames(x, ev->tag);
+    if (!fsc__xm_entry_absent(x->xm, "frames")) {
+        fsc__pw_cstr(x->w, "frames");
+        write_frames(x, ev->tag);
+    }
+    if (fsc__xm_write_entry_keys(x->xm, x->w) != 0)
+        x->xm_err = 1;
     fsc__pw_dict_close(x->w);
 }
 
@@ -284,26 +281,35 @@ static void write_segment(exp_t *x, const fsc__pseg_t *s, fsc__pblock_t *first,
     kv_u64(x, "stream", s->stream);
     kv_str(x, "segment_type", s->pool == FSC_POOL_SMALL ? "small" : "large");
     fsc__pw_cstr(x->w, "segment_pool_id");
-    fsc__pw_tuple_open(x->w);
-    fsc__pw_int(x->w, (int64_t)(s->pool_id >> 32));
-    fsc__pw_int(x->w, (int64_t)(s->pool_id & 0xffffffffu));
-    fsc__pw_tuple_close(x->w);
+    int kept = fsc__xm_write_segment_key(x->xm, x->w, first->addr, "segment_pool_id");
+    if (kept == 0) {
+        fsc__pw_tuple_open(x->w);
+        fsc__pw_int(x->w, (int64_t)(s->pool_id >> 32));
+        fsc__pw_int(x->w, (int64_t)(s->pool_id & 0xffffffffu));
+        fsc__pw_tuple_close(x->w);
+    }
     fsc__pw_cstr(x->w, "is_expandable");
     fsc__pw_bool(x->w, s->expandable);
     fsc__pw_cstr(x->w, "frames");
-    write_frames(x, 0);
+    int kf = fsc__xm_write_segment_key(x->xm, x->w, first->addr, "frames");
+    if (kf == 0)
+        write_frames(x, 0);
+    if (kept < 0 || kf < 0 || fsc__xm_write_segment_rest(x->xm, x->w, first->addr) != 0)
+        x->xm_err = 1;
     fsc__pw_cstr(x->w, "blocks");
     fsc__pw_list_open(x->w);
     for (fsc__pblock_t *b = first; b != stop; b = b->next) {
         fsc__pw_dict_open(x->w);
         kv_u64(x, "address", b->addr);
         kv_u64(x, "size", b->size);
-        kv_u64(x, "requested_size", b->state == FSC__PB_FREE ? 0 : b->requested);
+        kv_u64(x, "requested_size", b->requested);
         kv_str(x, "state", b->state == FSC__PB_FREE        ? "inactive"
                            : b->state == FSC__PB_ALLOCATED ? "active_allocated"
                                                            : "active_pending_free");
         fsc__pw_cstr(x->w, "frames");
         write_frames(x, b->state == FSC__PB_FREE ? 0 : b->tag);
+        if (fsc__xm_write_block_rest(x->xm, x->w, first->addr, b->addr) != 0)
+            x->xm_err = 1;
         fsc__pw_dict_close(x->w);
     }
     fsc__pw_list_close(x->w);
@@ -341,6 +347,13 @@ static int write_segments(exp_t *x)
 
 static void write_settings(exp_t *x, const char *config)
 {
+    /* The snapshot's own dict, when the trace kept it: it holds keys the
+     * rules do not use (pinned memory, lock release, ...). */
+    int kept = fsc__xm_write_top(x->xm, x->w, "allocator_settings");
+    if (kept < 0)
+        x->xm_err = 1;
+    if (kept != 0)
+        return;
     fsc_alloc_config_t c = FSC_ALLOC_CONFIG_DEFAULT;
     fsc_err_t e;
     if (config == NULL || fsc_alloc_config_parse(config, &c, &e) != 0) {
@@ -379,6 +392,11 @@ static int export_body(exp_t *x, fsc_export_stats_t *st)
     fsc__pw_dict_open(x->w);
     fsc__pw_cstr(x->w, "device_traces");
     fsc__pw_list_open(x->w);
+    /* device_traces[d] is device d's history: the lists before it are empty */
+    for (int d = 0; d < x->device && d < 4096; d++) {
+        fsc__pw_list_open(x->w);
+        fsc__pw_list_close(x->w);
+    }
     fsc__pw_list_open(x->w);
     fsc_event_t ev;
     uint64_t entries = 0, n = 0;
@@ -393,6 +411,18 @@ static int export_body(exp_t *x, fsc_export_stats_t *st)
     st->ring = (h->flags & FSC_TRACE_F_RING) != 0;
     while ((rc = fsc_trace_next(x->r, &ev)) == 1) {
         n++;
+        int kind = FSC__XM_NONE;
+        if ((rc = fsc__xm_feed(x->xm, &ev, &kind)) != 0)
+            return fsc_err_set(x->err, rc, "%s: event %llu: a pytorch record: %s", x->path,
+                               (unsigned long long)n, fsc_err_name(rc));
+        if (kind == FSC__XM_ACTION && in_history) {
+            if (fsc__xm_write_action(x->xm, x->w) != 0)
+                x->xm_err = 1;
+            if (++entries % 1000 == 0)
+                fsc__pw_list_batch(x->w);
+        }
+        if (kind != FSC__XM_NONE)
+            continue;
         fsc_err_clear(&x->merr);
         if (track(x, &ev) != 0) {
             if (!st->ring || x->merr.code == FSC_ENOMEM)
@@ -422,7 +452,12 @@ static int export_body(exp_t *x, fsc_export_stats_t *st)
         return rc;
     write_settings(x, h->config);
     write_annotations(x);
+    if (fsc__xm_write_top_rest(x->xm, x->w) != 0)
+        x->xm_err = 1;
     fsc__pw_dict_close(x->w);
+    if (x->xm_err)
+        return fsc_err_set(x->err, FSC_EFORMAT,
+                           "%s: a pytorch.* record of the trace is not valid JSON", x->path);
     st->entries = entries;
     st->annotations = x->n_ann;
     st->segments = x->segments_written;
@@ -458,7 +493,9 @@ int fsc_pytorch_export(const char *trace_path, const char *out_path,
     }
     fsc_alloc_config_t def = FSC_ALLOC_CONFIG_DEFAULT;
     fsc__pm_init(&x.m, &def, NULL, NULL, &x.merr);
-    rc = fsc__pw_open(f, &x.w);
+    rc = fsc__xm_new(&x.xm);
+    if (rc == 0)
+        rc = fsc__pw_open(f, &x.w);
     if (rc != 0)
         rc = fsc_err_set(err, rc, "%s: out of memory", out_path);
     if (rc == 0)
@@ -479,6 +516,7 @@ int fsc_pytorch_export(const char *trace_path, const char *out_path,
     else
         fsc_outfile_abort(&of);
     fsc__pm_free(&x.m);
+    fsc__xm_free(x.xm);
     for (size_t i = 0; i < x.n_ann; i++)
         free(x.ann[i].text);
     free(x.ann);

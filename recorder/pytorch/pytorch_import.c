@@ -243,6 +243,11 @@ int fsc__imp_replay_one(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e)
     im->st->entries++;
     im->m.time_ns = e->time_us > im->t0_us ? (e->time_us - im->t0_us) * 1000u : 0;
     fsc_err_clear(&im->merr);
+    int handled = 0;
+    if ((rc = fsc__imp_keys_entry(im, i, e, &handled)) != 0)
+        return rc;
+    if (handled)
+        return 0; /* kept as a record, no event */
     rc = replay_entry(im, e);
     if (rc == 0)
         return 0;
@@ -261,6 +266,9 @@ int fsc__imp_replay_one(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e)
 
 int fsc__imp_end(fsc__imp_t *im)
 {
+    int krc = fsc__imp_keys_end(im);
+    if (krc != 0)
+        return krc;
     if (im->opts.progress != NULL)
         im->opts.progress(im->opts.progress_ud, im->n_ents, im->n_ents);
     int rc = emit_annotations(im, UINT64_MAX);
@@ -277,6 +285,7 @@ int fsc__imp_end(fsc__imp_t *im)
 
 void fsc__imp_free(fsc__imp_t *im)
 {
+    fsc__imp_keys_free(im);
     fsc__pm_free(&im->m);
     free(im->finals);
     free(im->pre);
@@ -340,8 +349,13 @@ int fsc__imp_begin(fsc__imp_t *im, const fsc__pv_t *root, uint64_t t0_us, int ha
         return rc;
     /* Streamed: the first pass read another device's entries. */
     if (im->ents == NULL && im->n_ents > 0 && im->pass_dev != im->device &&
-        im->history_pass != NULL && (rc = im->history_pass(im)) != 0)
-        return rc;
+        im->history_pass != NULL) {
+        if ((rc = im->history_pass(im)) != 0)
+            return rc;
+        /* the start time is the imported device's first entry's */
+        t0_us = im->pass_t0_us;
+        has_t0 = im->pass_has_t0;
+    }
     if (im->n_ents > 0) {
         if (im->ents != NULL) {
             fsc__entry_t e;
@@ -379,6 +393,8 @@ int fsc__imp_begin(fsc__imp_t *im, const fsc__pv_t *root, uint64_t t0_us, int ha
                            fsc_err_name(rc));
 
     fsc__pm_init(&im->m, &im->cfg, fsc__imp_on_event, im, &im->merr);
+    if ((rc = fsc__imp_keys_begin(im, root)) != 0)
+        return rc;
     if ((rc = fsc__imp_emit_start_state(im)) != 0)
         return rc;
     if (im->st->reconstructed && im->n_ents > 0 &&

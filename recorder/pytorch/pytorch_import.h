@@ -29,6 +29,9 @@ enum {
  * the bound keeps lookups linear in the input size. */
 #define FSC__IMP_MAX_DICT 1024
 
+/* Keys of one history entry kept beyond those read into fields. */
+#define FSC__IMP_MAX_EXTRA 16
+
 typedef struct fsc__entry {
     int act;
     const fsc__pv_t *action;
@@ -36,6 +39,12 @@ typedef struct fsc__entry {
     int has_device_free, has_addr;
     const fsc__pv_t *frames;
     const fsc__pv_t *user_metadata;
+    const fsc__pv_t *dict; /* the entry itself */
+    /* Keys other than action, addr, size, stream, time_us, frames and
+     * device_free (user_metadata, compile_context, ..., unknown ones), in
+     * order; pytorch_keys.c carries them. */
+    const fsc__pv_t *xk[FSC__IMP_MAX_EXTRA], *xv[FSC__IMP_MAX_EXTRA];
+    uint32_t nx, nx_dropped;
 } fsc__entry_t;
 
 typedef struct fsc__final_seg {
@@ -139,16 +148,19 @@ typedef struct fsc__imp {
      * parts are checked, as when the history is read as a tree) */
     int pass_dev;
     uint64_t pass_entries;
+    uint64_t pass_t0_us; /* time of pass_dev's first entry */
+    int pass_has_t0;
     int (*history_pass)(struct fsc__imp *im); /* reads pass_dev = device again */
     void *stream;
     int entry_rc;
     fsc_err_t entry_err;
     uint64_t t0_us;
-    char namebuf[4096];
     /* pytorch_import.c: segment_alloc entries per base (only the last one
      * can be a final segment); cur_entry 1 once counted */
     struct fsc__last_seg *last_seg;
     uint32_t cur_entry;
+    char namebuf[16384]; /* a frame name: file (4000 bytes kept) + line + function (12000) */
+    struct fsc__keys *keys; /* pytorch_keys.c */
 } fsc__imp_t;
 
 /* No device has 2^56 bytes (64 PiB): larger sizes are corrupt data, and
@@ -177,6 +189,25 @@ int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t 
 /* History entry i of the device (the value d, a dict). */
 int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__entry_t *e);
 int fsc__imp_read_annotations(fsc__imp_t *im, const fsc__pv_t *root);
+
+/* ---- pytorch_keys.c ------------------------------------------------------ */
+
+/* After the header: count the keys fragscope does not know, and emit the
+ * "pytorch.snapshot" record (settings, host memory, unknown top-level keys,
+ * what every entry holds) and one "pytorch.segment" record per final
+ * segment of the device with keys the events do not rebuild. */
+int fsc__imp_keys_begin(fsc__imp_t *im, const fsc__pv_t *root);
+/* Before an entry is replayed: its "pytorch.entry" record (keys beyond the
+ * event's fields, when they differ from the first entry's), or for an
+ * action without a fragscope event its whole "pytorch.action" record.
+ * *handled = 1 when the entry has no event of its own (unknown action). */
+int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *handled);
+/* After the last entry: the snapshot record if no entry has emitted it. */
+int fsc__imp_keys_end(fsc__imp_t *im);
+/* A frame dict seen for the first time: count keys other than filename,
+ * line and name. */
+void fsc__imp_keys_frame(fsc__imp_t *im, const fsc__pv_t *frame);
+void fsc__imp_keys_free(fsc__imp_t *im);
 
 /* ---- pytorch_rebuild.c --------------------------------------------------- */
 

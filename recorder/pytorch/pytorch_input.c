@@ -112,6 +112,7 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
         }
         if (!fsc__imp_dict_ok(f))
             return fsc__imp_bad(im, "a Python frame is not a dict");
+        fsc__imp_keys_frame(im, f);
         const fsc__pv_t *file = fsc__pv_get(f, "filename");
         const fsc__pv_t *fn = fsc__pv_get(f, "name");
         int64_t line = 0;
@@ -121,8 +122,8 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
         if (unknown_line)
             im->st->unknown_lines++;
         int flen =
-            (file && file->kind == FSC__PV_STR) ? (int)(file->len > 2000 ? 2000 : file->len) : 0;
-        int nlen = (fn && fn->kind == FSC__PV_STR) ? (int)(fn->len > 1000 ? 1000 : fn->len) : 0;
+            (file && file->kind == FSC__PV_STR) ? (int)(file->len > 4000 ? 4000 : file->len) : 0;
+        int nlen = (fn && fn->kind == FSC__PV_STR) ? (int)(fn->len > 12000 ? 12000 : fn->len) : 0;
         /* A frame without file and line is a plain tag (that is how the
          * exporter writes tags that are not Python frames). */
         int len = flen == 0 && line == 0 && !unknown_line
@@ -424,10 +425,19 @@ int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__ent
             e->frames = val;
         else if (KEY_IS("device_free"))
             dfree = val;
-        else if (KEY_IS("user_metadata"))
-            e->user_metadata = val;
+        else {
+            if (KEY_IS("user_metadata"))
+                e->user_metadata = val;
+            if (e->nx < FSC__IMP_MAX_EXTRA) {
+                e->xk[e->nx] = key;
+                e->xv[e->nx++] = val;
+            } else {
+                e->nx_dropped++;
+            }
+        }
 #undef KEY_IS
     }
+    e->dict = d;
     if (e->action == NULL || e->action->kind != FSC__PV_STR)
         return fsc__imp_bad(im, "device_traces[%d][%llu] has no 'action'", im->device,
                             (unsigned long long)i);

@@ -67,8 +67,8 @@ static int on_entry_start(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t 
     fsc__entry_t e;
     int rc = fsc__imp_read_entry(im, v, idx, &e);
     if (rc == 0 && idx == 0) {
-        c->t0_us = e.time_us;
-        c->has_t0 = 1;
+        c->t0_us = im->pass_t0_us = e.time_us;
+        c->has_t0 = im->pass_has_t0 = 1;
     }
     if (rc == 0)
         rc = fsc__imp_start_entry(im, &e);

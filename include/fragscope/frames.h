@@ -1,0 +1,63 @@
+/*
+ * fragscope/frames.h — call-stack frames as tag names.
+ *
+ * An imported PyTorch frame {filename, line, name} becomes the tag node
+ * "filename:line:name" (a frame with no file and line 0 becomes the plain
+ * tag "name"). Both the exporter and the run database need those fields
+ * back, and C++ names hold ':' of their own ("at::native::empty"), so the
+ * split is defined once here: the file ends at the first ':' that is
+ * followed by one or more digits (or "?", a line number too large to keep,
+ * which PyTorch writes as 2^64 - 1 for generated code; read as UINT64_MAX)
+ * and another ':'; the line is those digits and the function everything
+ * after. A name without that pattern is not a
+ * frame (a plain tag such as "forward" or "layer.3").
+ *
+ * The frame filter decides which frames are noise when naming a tag: the
+ * unwinder, the interpreter's evaluation loop, the dispatcher's glue and
+ * the caching allocator itself (the same families PyTorch's memory_viz
+ * leaves out, plus the allocator's C++ frames and unresolved "??" frames of
+ * stacks='all' snapshots). docs/pytorch.md lists the patterns.
+ */
+#ifndef FRAGSCOPE_FRAMES_H
+#define FRAGSCOPE_FRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fsc_frame {
+    const char *file; /* points into the name; not NUL-terminated */
+    size_t file_len;
+    uint64_t line;
+    const char *function;
+    size_t function_len;
+} fsc_frame_t;
+
+/* Split a tag name into a frame. Returns 1 when the name is a frame, 0 when
+ * it is a plain tag (*out is then the whole name as the function, file
+ * empty, line 0). */
+int fsc_frame_parse(const char *name, size_t len, fsc_frame_t *out);
+
+/* What a frame is worth when naming a tag: */
+enum {
+    FSC_FRAME_NOISE = 0,  /* dropped by the filter: interpreter, unwinder,
+                             dispatcher glue, the caching allocator */
+    FSC_FRAME_NATIVE = 1, /* a C++ frame that is kept */
+    FSC_FRAME_USER = 2    /* a Python (or TorchScript) frame, or a plain tag */
+};
+/* The class of a parsed name (is_frame: what fsc_frame_parse returned). A
+ * plain tag that looks like a C++ function ("ns::f(...)": frames without a
+ * file import as plain tags) is classed as a C++ frame. */
+int fsc_frame_class(const fsc_frame_t *f, int is_frame);
+
+/* "file.py:12 fn" with the file's last path component (or the plain tag's
+ * name) into buf; returns the length written (truncated to cap - 1). */
+size_t fsc_frame_short(const fsc_frame_t *f, int is_frame, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_FRAMES_H */

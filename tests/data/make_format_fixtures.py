@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Snapshots derived from the H200 recordings in tests/data/gpu/ for the
+format tests (tests/test_pytorch_formats.c):
+
+- two_devices.pickle: two processes' snapshots merged into one of two devices,
+  as one process with two GPUs writes it: rank2.pickle is device 0, pinned.pickle
+  device 1 (segments, history, annotations).
+- unknown_keys.pickle: pinned.pickle with what a fork or a later PyTorch might
+  write: two entries of unknown actions, unknown keys at the top level, in the
+  allocator settings, in a segment, in a block and in three history entries.
+
+Run from the repository root: python3 tests/data/make_format_fixtures.py
+"""
+import copy
+import pickle
+
+D = "tests/data/gpu/"
+
+
+def load(name):
+    with open(D + name, "rb") as f:
+        return pickle.load(f)
+
+
+def save(name, snap):
+    with open(D + name, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+
+
+def two_devices():
+    a, b = load("rank2.pickle"), load("pinned.pickle")
+    out = copy.deepcopy(a)
+    for s in b["segments"]:
+        s = copy.deepcopy(s)
+        s["device"] = 1
+        out["segments"].append(s)
+    out["device_traces"] = [a["device_traces"][0], b["device_traces"][0]]
+    for x in b["external_annotations"]:
+        x = dict(x)
+        x["device"] = 1
+        out["external_annotations"].append(x)
+    save("two_devices.pickle", out)
+
+
+def unknown_keys():
+    s = load("pinned.pickle")
+    t = s["device_traces"][0]
+    t0 = t[4]["time_us"]
+    t.insert(5, {"action": "workspace_snapshot", "addr": t[4]["addr"], "size": 4096,
+                 "stream": 0, "time_us": t0, "frames": t[4]["frames"],
+                 "user_metadata": "", "compile_context": "N/A"})
+    t.insert(9, {"action": "vendor_op", "time_us": t[8]["time_us"], "detail": [1, (2, 3)]})
+    for i in (1, 2, 3):
+        t[i]["vendor_tag"] = "v%d" % i
+    s["vendor_info"] = {"build": "fork-1.2", "ids": (7, 8)}
+    s["allocator_settings"]["vendor_setting"] = 7
+    s["segments"][0]["vendor_segment"] = "x"
+    s["segments"][0]["blocks"][0]["vendor_block"] = 1.5
+    save("unknown_keys.pickle", s)
+
+
+two_devices()
+unknown_keys()
