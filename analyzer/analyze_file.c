@@ -11,7 +11,7 @@
 typedef struct job {
     const char *in_path, *out_path;
     fsc_analysis_opts_t ao;
-    uint64_t capacity;
+    uint64_t capacity, device_memory;
     fsc_analysis_t *a;
 } job_t;
 
@@ -29,6 +29,8 @@ static int on_header(void *ud, const fsc_trace_header_t *hdr, fsc_err_t *err)
         h.capacity = j->capacity;
         h.flags &= ~FSC_TRACE_F_CAPACITY_UNKNOWN;
     }
+    if (j->device_memory != 0)
+        h.device_total = j->device_memory;
     return fsc_analysis_create(j->out_path, &h, &j->ao, &j->a, err);
 }
 
@@ -96,7 +98,7 @@ int fsc_analyze_file(const char *in_path, const char *out_path, const fsc_analyz
     memset(&o, 0, sizeof o);
     if (opts != NULL)
         o = *opts;
-    job_t j = {in_path, out_path, o.analysis, o.capacity, NULL};
+    job_t j = {in_path, out_path, o.analysis, o.capacity, o.device_memory, NULL};
     j.ao.source_path = in_path;
     fsc_source_opts_t so;
     memset(&so, 0, sizeof so);

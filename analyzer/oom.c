@@ -48,16 +48,35 @@ static void explain(const fsc__oom_t *f, char *out, size_t cap)
                              SZ(2, f->known ? f->capacity : f->device_total));
         break;
     case FSC_OOM_EXTERNAL:
-        n = (size_t)snprintf(out, cap,
-                             "The device refused a %s segment: only %s of it was free while "
-                             "this allocator held %s, so %s of the device was taken outside "
-                             "this allocator (other processes or allocators, the CUDA context).",
-                             SZ(0, f->segment_size), SZ(1, f->device_free),
-                             SZ(2, f->reserved),
-                             SZ(3, f->device_total > f->device_free + f->reserved
-                                       ? f->device_total - f->device_free - f->reserved
-                                       : 0));
-        break;
+        if (f->external_known)
+            n = (size_t)snprintf(out, cap,
+                                 "The device refused a %s segment: only %s of it was free while "
+                                 "this allocator held %s, so %s of the %s device was taken "
+                                 "outside this allocator, more than the %s the segment lacked.",
+                                 SZ(0, f->segment_size), SZ(1, f->device_free),
+                                 SZ(2, f->reserved), SZ(3, f->external), SZ(4, f->device_total),
+                                 SZ(5, f->segment_size - f->device_free));
+        else
+            n = (size_t)snprintf(out, cap,
+                                 "The device refused a %s segment: only %s of it was free while "
+                                 "this allocator held %s. The device's total memory was not "
+                                 "recorded, so the memory taken outside this allocator is "
+                                 "unknown: it is the device's total less %s (free + reserved), "
+                                 "more than the %s the segment lacked on any device of %s or "
+                                 "more. --device-memory SIZE (PyTorch's message: \"total "
+                                 "capacity of X\") makes it exact.",
+                                 SZ(0, f->segment_size), SZ(1, f->device_free),
+                                 SZ(2, f->reserved), SZ(3, f->device_free + f->reserved),
+                                 SZ(4, f->segment_size - f->device_free),
+                                 SZ(5, f->reserved + f->segment_size));
+        if (n < cap)
+            snprintf(out + n, cap - n,
+                     " No allocator setting can avoid this: the memory is held outside the "
+                     "allocator. Find the other user of the device and free it or make room: "
+                     "other processes on the GPU (nvidia-smi), NCCL buffers, raw cudaMalloc "
+                     "calls (extensions, libraries), the CUDA context and library workspaces "
+                     "(cuBLAS, cuDNN).");
+        return; /* no cap is involved */
     case FSC_OOM_FRAGMENTATION:
         n = (size_t)snprintf(out, cap,
                              "%s was requested (rounded to %s) with %s allocated of %s: a "
@@ -128,10 +147,20 @@ static int classify(fsc__oom_t *f)
         (f->device_total != 0 && f->rounded > f->device_total))
         return FSC_OOM_OVERSIZE;
     if (f->device_free_known && f->device_free < f->segment_size) {
-        int cap_allowed = f->known ? f->reserved + f->segment_size <= f->capacity
-                                   : (f->device_total != 0 &&
-                                      f->device_free + f->reserved < f->device_total);
-        if (cap_allowed)
+        /* The device had less free memory than the segment: it was the limit,
+         * unless a recorded cap refused first. Memory outside the allocator is
+         * the cause when this allocator's reserved bytes do not explain the
+         * shortfall: total − free − reserved >= segment − free, i.e. the device
+         * has at least reserved + segment. */
+        f->device_limited = f->known ? f->reserved + f->segment_size <= f->capacity : 1;
+        if (f->device_total != 0) {
+            f->external_known = 1;
+            f->external = f->device_total > f->device_free + f->reserved
+                              ? f->device_total - f->device_free - f->reserved
+                              : 0;
+        }
+        if (f->device_limited &&
+            (!f->external_known || f->device_total >= f->reserved + f->segment_size))
             return FSC_OOM_EXTERNAL;
     }
     /* A perfect allocator (no waste between blocks) under cap C serves the

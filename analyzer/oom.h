@@ -47,6 +47,12 @@ typedef struct fsc__oom {
     uint64_t allocated_now, reserved_now; /* the replay's, for the snapshot */
     uint64_t capacity, lower, upper, device_free, device_total;
     int known, inferred, device_free_known;
+    /* external: memory of the device outside this allocator at the OOM,
+     * device_total − device_free − reserved; known only with device_total.
+     * device_limited: the device itself refused (device_free < segment_size)
+     * and no recorded cap did. */
+    uint64_t external;
+    int external_known, device_limited;
     uint64_t free_in_reserved, largest_free, largest_usable;
     double external_frag;
     int cause;

@@ -28,7 +28,7 @@ static const char *const k_stmts[FSC__ST_COUNT] = {
     [FSC__ST_SUMMARY] = "INSERT OR REPLACE INTO summary VALUES(?,?,?)",
     [FSC__ST_TIMELINE] = "INSERT INTO timeline VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
                          "?,?,?,?,?)",
-    [FSC__ST_OOM] = "INSERT INTO ooms VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_OOM] = "INSERT INTO ooms VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_OOM_SEG] = "INSERT INTO oom_segments VALUES(?,?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_OOM_PIN] = "INSERT INTO oom_pinning_blocks VALUES(?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_OOM_TAG] = "INSERT INTO oom_tags VALUES(?,?,?,?,?)",
@@ -493,6 +493,7 @@ int fsc__store_oom(fsc__store_t *a, fsc__oom_t *f, const fsc__imgvec_t *layout)
     sqlite3_bind_text(s, k++, fsc_oom_cause_name(f->cause), -1, SQLITE_STATIC);
     sqlite3_bind_text(s, k++, f->text, -1, SQLITE_TRANSIENT);
     bind_opt(s, k++, f->has_snapshot, f->snapshot);
+    bind_opt(s, k++, f->external_known, f->external);
     if ((rc = step(a, s, "ooms")) != 0)
         return rc;
     if ((rc = oom_segments(a, f)) != 0)

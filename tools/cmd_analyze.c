@@ -18,7 +18,7 @@ const char fsc_cmd_analyze_summary[] = "replay a trace or PyTorch snapshot into 
 const char fsc_cmd_analyze_usage[] =
     "usage: fragscope analyze TRACE|SNAPSHOT -o RUN.db [--device N] [--lenient]\n"
     "                         [--timeline-samples N]\n"
-    "                         [--no-suggest] [--capacity SIZE]\n"
+    "                         [--no-suggest] [--capacity SIZE] [--device-memory SIZE]\n"
     "\n"
     "Replays every event of a .fstrace trace, or of a PyTorch memory snapshot\n"
     "(torch.cuda.memory._snapshot(), pickle or JSON; detected from the content),\n"
@@ -44,6 +44,10 @@ const char fsc_cmd_analyze_usage[] =
     "                         do not record it (PyTorch snapshots; PyTorch's OOM message\n"
     "                         says \"X GiB allowed\"): OOM causes become firm instead of\n"
     "                         bounded by what the run shows\n"
+    "  --device-memory SIZE   the device's total memory, for inputs that do not record\n"
+    "                         it (PyTorch snapshots; PyTorch's OOM message says \"total\n"
+    "                         capacity of X\"): memory taken outside the allocator at an\n"
+    "                         OOM (cause external) becomes a byte count instead of a bound\n"
     "\n"
     "exit status: 0 ok, 2 bad input (unreadable file, an event that contradicts\n"
     "the replay without --lenient) or usage, 3 cannot write the output.\n";
@@ -52,7 +56,8 @@ typedef struct job {
     const char *in_path, *out_path;
     fsc_progress_t prog;
     uint64_t capacity; /* --capacity; 0 = the input's */
-    int no_suggest, suggested;
+    uint64_t device_memory; /* --device-memory; 0 = the input's */
+    int no_suggest, suggested, external;
     size_t suggestions;
     int run_complete; /* of the request stream the suggestions replayed */
     char suggest_warning[FSC_ERR_MSG_MAX];
@@ -76,6 +81,10 @@ static int add_suggestions(void *ud, const char *tmp_db, const fsc_analysis_summ
     job_t *j = ud;
     if (j->no_suggest || sum->num_ooms == 0)
         return 0;
+    if (sum->first_oom_cause == FSC_OOM_EXTERNAL) {
+        j->external = 1; /* memory outside the allocator: no setting helps */
+        return 0;
+    }
     fsc_err_t err;
     fsc_err_clear(&err);
     fsc_request_stream_t *rs = NULL;
@@ -133,6 +142,12 @@ int fsc_cmd_analyze(int argc, char **argv)
                 return rc;
             if (j.capacity == 0)
                 return fsc_cli_usage_error("analyze", "--capacity must be more than 0");
+        } else if (strcmp(a, "--device-memory") == 0 && i + 1 < argc) {
+            int rc = fsc_cli_size("analyze", a, argv[++i], &j.device_memory);
+            if (rc != 0)
+                return rc;
+            if (j.device_memory == 0)
+                return fsc_cli_usage_error("analyze", "--device-memory must be more than 0");
         } else if (strcmp(a, "--timeline-samples") == 0 && i + 1 < argc) {
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
@@ -155,6 +170,7 @@ int fsc_cmd_analyze(int argc, char **argv)
     o.analysis.before_commit = add_suggestions;
     o.analysis.before_commit_ud = &j;
     o.capacity = j.capacity;
+    o.device_memory = j.device_memory;
     o.progress = on_progress;
     o.progress_ud = &j.prog;
     fsc_outfile_guard_input(j.in_path);
@@ -188,6 +204,10 @@ int fsc_cmd_analyze(int argc, char **argv)
     if (j.suggest_warning[0] != '\0')
         fprintf(stderr, "fragscope: warning: %s: no what-if suggestions: %s\n", j.out_path,
                 j.suggest_warning);
+    else if (j.external)
+        printf("what-if: not run: the first OOM was memory taken outside the allocator "
+               "(external), which no allocator setting avoids (fragscope report %s)\n",
+               j.out_path);
     else if (j.suggested && j.run_complete)
         printf("what-if: %zu setting%s that would have avoided an OOM or needed less memory "
                "(fragscope report %s)\n", j.suggestions, j.suggestions == 1 ? "" : "s",

@@ -437,6 +437,7 @@ static char *build_json(const rep_t *r)
         cJSON_AddItemToObject(j, "largest_free_bytes", num((double)o->largest_free));
         cJSON_AddItemToObject(j, "largest_free_usable_bytes", num((double)o->largest_usable));
         cJSON_AddItemToObject(j, "external_frag", num(o->ext));
+        fsc__report_external_json(o, j);
         cJSON_AddStringToObject(j, "explanation", o->explanation);
         fsc__report_frag_json(&o->frag, j);
         cJSON_AddStringToObject(j, "call_site", o->site);

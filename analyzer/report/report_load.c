@@ -86,6 +86,7 @@ static int oom_row(void *ud, const fsc_rundb_oom_t *row)
     o->device_free = row->device_free;
     o->device_total = row->device_total;
     o->segment_size = row->segment_size;
+    fsc__report_external_fill(o);
     int rc = fsc_rundb_tag_label(L->db, z(row->tag), r->all_frames, 3, o->site, sizeof o->site);
     if (rc == 0)
         rc = entry_context(L->db, z(row->seq), o->context, sizeof o->context);

@@ -70,6 +70,9 @@ typedef struct rep_oom {
     int64_t free_in_reserved, largest_free, largest_usable;
     int inferred;
     double ext;
+    /* memory outside the allocator, device_total − device_free − reserved
+     * (-1 = unknown) */
+    int64_t external;
     char cause[24];
     char *explanation;
     char top_tag[4096];
@@ -126,6 +129,11 @@ const char *fsc__report_tail(const char *path, size_t keep, char *buf, size_t ca
 int fsc__report_load_frag(fsc_rundb_t *db, rep_t *r);
 void fsc__report_frag_text(const rep_t *r, FILE *f);
 void fsc__report_frag_oom_text(const rep_oom_t *o, FILE *f);
+
+/* report_external.c: the device's memory outside the allocator at an OOM. */
+void fsc__report_external_fill(rep_oom_t *o);
+struct cJSON;
+void fsc__report_external_json(const rep_oom_t *o, struct cJSON *j);
 void fsc__report_frag_markdown(const rep_t *r, FILE *f);
 struct cJSON;
 /* Add the keys of a split (reserved_unallocated_bytes, soft_bytes, ...) to obj. */

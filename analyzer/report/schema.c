@@ -65,7 +65,7 @@ static const char k_schema[] =
     " capacity_lower INTEGER, capacity_upper INTEGER, segment_size INTEGER,"
     " device_free INTEGER, device_total INTEGER, free_in_reserved INTEGER,"
     " largest_free INTEGER, largest_free_usable INTEGER, external_frag REAL, cause TEXT,"
-    " explanation TEXT, layout_snapshot INTEGER);"
+    " explanation TEXT, layout_snapshot INTEGER, external_bytes INTEGER);"
     "CREATE TABLE oom_segments(oom_id INTEGER, rank INTEGER, segment INTEGER, size INTEGER,"
     " pool INTEGER, stream INTEGER, free_bytes INTEGER, largest_free INTEGER,"
     " free_blocks INTEGER, live_blocks INTEGER, live_bytes INTEGER);"

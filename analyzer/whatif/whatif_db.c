@@ -22,6 +22,7 @@ typedef struct oom_row {
     int64_t id;
     uint64_t seq;
     uint64_t capacity;
+    int external; /* cause external: no setting is offered for it */
 } oom_row_t;
 
 static int db_fail(sqlite3 *db, const char *path, fsc_err_t *err)
@@ -43,6 +44,7 @@ static int oom_read(void *ud, const fsc_rundb_oom_t *o)
     r->id = o->id;
     r->seq = o->seq == FSC_RUNDB_NULL ? 0 : (uint64_t)o->seq;
     r->capacity = o->capacity == FSC_RUNDB_NULL ? 0 : (uint64_t)o->capacity;
+    r->external = o->cause != NULL && strcmp(o->cause, "external") == 0;
     return 0;
 }
 
@@ -84,6 +86,9 @@ static int insert_rows(sqlite3 *db, const char *path, const oom_row_t *ooms, siz
     int rc = 0;
     size_t groups = nooms ? nooms : 1;
     for (size_t g = 0; g < groups && rc == 0; g++) {
+        /* memory outside the allocator: no allocator setting avoids it */
+        if (nooms && ooms[g].external)
+            continue;
         for (size_t i = 0; i < ns && rc == 0; i++) {
             const fsc_suggestion_t *x = &s[i];
             /* A config gets past this OOM when its own first OOM (if any)

@@ -158,6 +158,10 @@ typedef struct fsc_analyze_opts {
     void *progress_ud;
     int pick_device, device;      /* snapshots: 1 = analyze `device` (else the only
                                      device with history) */
+    uint64_t device_memory;       /* the device's total memory, for inputs that do
+                                     not record it (PyTorch snapshots): makes the
+                                     memory outside the allocator exact; 0 = the
+                                     input's */
 } fsc_analyze_opts_t;
 
 struct fsc_source_info;

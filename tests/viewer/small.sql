@@ -74,7 +74,7 @@ INSERT INTO ooms VALUES
   69206016, 69206016, 31457280, NULL, 85899345920, 8386560, 4194304, 4194304, 0.4999,
   'fragmentation',
   'Enough memory was free inside reserved segments, but no block was large enough: <img src=x onerror=alert(1)> pinned it.',
-  1);
+  1, NULL);
 
 INSERT INTO oom_segments VALUES
  (0, 0, 0x7f0000000000, 20971520, 1, 0, 6291456, 4194304, 2, 2, 14680064),

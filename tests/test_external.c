@@ -1,0 +1,214 @@
+/*
+ * test_external.c — memory of the device outside the caching allocator
+ * (docs/metrics.md, "Memory outside the allocator"):
+ *   - the H200 run of tests/data/gpu/external_oom (raw cudaMalloc took most
+ *     of the device, then GPT-2 ran out) is diagnosed `external` with the
+ *     byte count its stats file gives, and no allocator setting is offered;
+ *   - without the device's total the cause holds and the count is unknown;
+ *   - when this allocator's own reserved bytes explain the shortfall the
+ *     cause is not `external`.
+ */
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fragscope/analyzer.h"
+#include "fragscope/common.h"
+#include "fragscope/recorder.h"
+#include "fsc_test.h"
+
+#define MiB (1024ull * 1024)
+#define PAGE (2 * MiB) /* the allocator's large-segment granularity */
+
+static sqlite3 *g_db;
+
+static int64_t qi(const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(g_db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_type(st, 0) == SQLITE_NULL ? -2 : sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static const char *qt(const char *sql)
+{
+    static char buf[4096];
+    sqlite3_stmt *st = NULL;
+    buf[0] = '\0';
+    if (sqlite3_prepare_v2(g_db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL)
+        snprintf(buf, sizeof buf, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return buf;
+}
+
+static void db_open(const char *path)
+{
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(path, &g_db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+}
+
+static void db_close(void)
+{
+    sqlite3_close(g_db);
+    g_db = NULL;
+}
+
+/* The figures of external_oom.stats.json (torch.cuda.memory_stats() and
+ * torch.cuda.mem_get_info() after the OOM). */
+typedef struct stats {
+    int64_t device_total, device_free, reserved, raw_cudamalloc;
+} stats_t;
+
+static stats_t read_stats(void)
+{
+    stats_t s = {-1, -1, -1, -1};
+    char *text = fsc_test_slurp(fsc_test_data("gpu/external_oom.stats.json"), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    s.device_total = (int64_t)cJSON_GetObjectItem(j, "device_total")->valuedouble;
+    s.device_free =
+        (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItem(j, "mem_get_info_end"), 0)->valuedouble;
+    s.reserved = (int64_t)cJSON_GetObjectItem(j, "reserved_bytes.all.current")->valuedouble;
+    s.raw_cudamalloc = (int64_t)cJSON_GetObjectItem(
+        cJSON_GetObjectItem(j, "raw_cudamalloc"), "bytes")->valuedouble;
+    cJSON_Delete(j);
+    return s;
+}
+
+static void test_h200_external_with_device_memory(void)
+{
+    stats_t s = read_stats();
+    const char *db = fsc_test_path("ext_total.db");
+    char out[8192];
+    int rc = fsc_test_sh(out, sizeof out,
+                         "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s -o %s --device-memory %lld",
+                         fsc_test_fragscope(), fsc_test_data("gpu/external_oom.pickle"), db,
+                         (long long)s.device_total);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "what-if: not run"));
+    db_open(db);
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM ooms"), 1);
+    CU_ASSERT_STRING_EQUAL(qt("SELECT cause FROM ooms"), "external");
+    /* the snapshot's OOM entry: device_free; PyTorch: "197.12 MiB is free" */
+    CU_ASSERT_EQUAL(qi("SELECT device_free FROM ooms"), s.device_free);
+    CU_ASSERT_EQUAL(qi("SELECT device_total FROM ooms"), s.device_total);
+    int64_t want = s.device_total - s.device_free - s.reserved;
+    int64_t got = qi("SELECT external_bytes FROM ooms");
+    CU_ASSERT(got >= want - (int64_t)PAGE && got <= want + (int64_t)PAGE);
+    /* the raw cudaMalloc is part of it; the rest is the CUDA context and
+     * library workspaces (under 1 GiB) */
+    CU_ASSERT(got >= s.raw_cudamalloc && got - s.raw_cudamalloc < 1024 * (int64_t)MiB);
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM suggestions"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(qt("SELECT explanation FROM ooms"),
+                                  "No allocator setting can avoid this"));
+    db_close();
+
+    static char js[1 << 20];
+    rc = fsc_test_sh(js, sizeof js, "%s report --format json %s", fsc_test_fragscope(), db);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    cJSON *j = cJSON_Parse(js);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ooms"), 0);
+    CU_ASSERT_EQUAL((int64_t)cJSON_GetObjectItem(o, "external_bytes")->valuedouble, got);
+    cJSON_Delete(j);
+    rc = fsc_test_sh(out, sizeof out, "%s report %s", fsc_test_fragscope(), db);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "memory used outside this allocator: 134.96 GiB"));
+}
+
+static void test_h200_external_total_unknown(void)
+{
+    const char *db = fsc_test_path("ext_unknown.db");
+    char out[8192];
+    int rc = fsc_test_sh(out, sizeof out, "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s -o %s",
+                         fsc_test_fragscope(), fsc_test_data("gpu/external_oom.pickle"), db);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    db_open(db);
+    CU_ASSERT_STRING_EQUAL(qt("SELECT cause FROM ooms"), "external");
+    CU_ASSERT_EQUAL(qi("SELECT external_bytes FROM ooms"), -2); /* NULL */
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM suggestions"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(qt("SELECT explanation FROM ooms"), "--device-memory"));
+    db_close();
+    static char js[1 << 20];
+    rc = fsc_test_sh(js, sizeof js, "%s report --format json %s", fsc_test_fragscope(), db);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    cJSON *j = cJSON_Parse(js);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ooms"), 0);
+    CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(o, "external_bytes")));
+    cJSON_Delete(j);
+}
+
+/* One 4 MiB segment, fully allocated, then a 4 MiB request whose segment the
+ * device refuses with 2 MiB free; the cap is not recorded. */
+static void run_device(const char *db, uint64_t device_total)
+{
+    fsc_trace_header_t h;
+    memset(&h, 0, sizeof h);
+    h.producer = "test";
+    h.config = "";
+    h.backend = "sim";
+    h.rank = -1;
+    h.flags = FSC_TRACE_F_CAPACITY_UNKNOWN;
+    h.device_total = device_total;
+    fsc_analysis_opts_t o = FSC_ANALYSIS_OPTS_DEFAULT;
+    fsc_analysis_t *a = NULL;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_analysis_create(db, &h, &o, &a, &err), 0);
+    uint64_t s1 = 0x7f0000000000ull;
+    fsc_event_t ev[3] = {
+        {.type = FSC_EV_SEGMENT_ALLOC, .pool = 1, .addr = s1, .size = 4 * MiB},
+        {.type = FSC_EV_ALLOC, .pool = 1, .addr = s1, .size = 4 * MiB, .requested = 4 * MiB,
+         .segment = s1},
+        {.type = FSC_EV_OOM, .pool = 1, .size = 4 * MiB, .requested = 4 * MiB},
+    };
+    ev[2].oom.device_free = 2 * MiB;
+    ev[2].oom.segment_size = 4 * MiB;
+    for (int i = 0; i < 3; i++) {
+        ev[i].time_ns = (uint64_t)i * 1000;
+        CU_ASSERT_EQUAL(fsc_analysis_feed(a, &ev[i]), 0);
+    }
+    CU_ASSERT_EQUAL(fsc_analysis_finish(a, NULL), 0);
+    fsc_analysis_destroy(a);
+}
+
+static void test_reserved_explains_shortfall(void)
+{
+    /* 7 MiB device: 4 reserved + 2 free leaves 1 MiB outside, less than the
+     * 2 MiB the segment lacked: the allocator itself filled the device. */
+    const char *db = fsc_test_path("dev7.db");
+    run_device(db, 7 * MiB);
+    db_open(db);
+    CU_ASSERT_STRING_NOT_EQUAL(qt("SELECT cause FROM ooms"), "external");
+    CU_ASSERT_EQUAL(qi("SELECT external_bytes FROM ooms"), (int64_t)MiB);
+    db_close();
+    /* 80 GiB device: 80 GiB − 6 MiB outside. */
+    db = fsc_test_path("dev80.db");
+    run_device(db, 80 * 1024 * MiB);
+    db_open(db);
+    CU_ASSERT_STRING_EQUAL(qt("SELECT cause FROM ooms"), "external");
+    CU_ASSERT_EQUAL(qi("SELECT external_bytes FROM ooms"), (int64_t)(80 * 1024 * MiB - 6 * MiB));
+    db_close();
+    /* exactly reserved + segment (8 MiB): 2 MiB outside is what it lacked */
+    db = fsc_test_path("dev8.db");
+    run_device(db, 8 * MiB);
+    db_open(db);
+    CU_ASSERT_STRING_EQUAL(qt("SELECT cause FROM ooms"), "external");
+    db_close();
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"h200_external_with_device_memory", test_h200_external_with_device_memory},
+    {"h200_external_total_unknown", test_h200_external_total_unknown},
+    {"reserved_explains_shortfall", test_reserved_explains_shortfall},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("external", k_tests)
