@@ -208,7 +208,7 @@ void fsc__frag_sample(const fsc__replay_t *a, fsc__frag_sample_t *out)
     fsc__frag_point_t p;
     fsc__frag_now(a, a->frag.ask_stream, &p);
     out->ask_stream = p.ask_stream;
-    out->cls = p.cls[FSC__FRAG_ALL];
+    memcpy(out->cls, p.cls, sizeof out->cls);
 }
 
 void fsc__frag_event(fsc__replay_t *a, int type, uint64_t stream, uint64_t addr)

@@ -47,10 +47,11 @@ typedef struct fsc__frag_point {
     int valid;
 } fsc__frag_point_t;
 
-/* What a timeline bucket keeps: the overall split after its last event. */
+/* What a timeline bucket keeps: the split after its last event, per size
+ * pool and overall ([FSC__FRAG_ALL]). */
 typedef struct fsc__frag_sample {
     uint64_t ask_stream;
-    fsc__frag_t cls;
+    fsc__frag_t cls[FSC__FRAG_NPOOLS];
 } fsc__frag_sample_t;
 
 /* The parts of one segment that do not depend on who asks. */

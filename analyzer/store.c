@@ -39,7 +39,7 @@ static const char *const k_stmts[FSC__ST_COUNT] = {
     [FSC__ST_FRAG] = "INSERT INTO frag_classes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_FRAG_BLOCK] = "INSERT INTO frag_hard_blocks VALUES(?,?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_FRAG_TAG] = "INSERT INTO frag_hard_tags VALUES(?,?,?,?,?,?,?)",
-    [FSC__ST_TIMELINE_FRAG] = "INSERT INTO timeline_frag VALUES(?,?,?,?,?,?,?)",
+    [FSC__ST_TIMELINE_FRAG] = "INSERT INTO timeline_frag VALUES(?,?,?,?,?,?,?,?)",
     [FSC__ST_TIMELINE_EXT] = "INSERT INTO timeline_external VALUES(?,?,?)",
     [FSC__ST_TAGFRAME] = "INSERT OR REPLACE INTO tag_frames VALUES(?,?,?,?,?)",
     [FSC__ST_PYMETA] = "INSERT INTO pytorch_meta VALUES(NULL,?,?,?)",
@@ -672,16 +672,23 @@ int fsc__store_frag_pins(fsc__store_t *a, const char *point, int64_t oom_id,
 
 int fsc__store_timeline_frag(fsc__store_t *a, uint64_t index, const fsc__frag_sample_t *x)
 {
+    static const char *const pool[FSC__FRAG_NPOOLS] = {"small", "large", "all"};
     sqlite3_stmt *s = a->st[FSC__ST_TIMELINE_FRAG];
-    int i = 1;
-    bind_u64(s, i++, index);
-    bind_u64(s, i++, x->ask_stream);
-    bind_u64(s, i++, x->cls.soft);
-    bind_u64(s, i++, x->cls.hard);
-    bind_u64(s, i++, x->cls.stream);
-    bind_u64(s, i++, x->cls.private_pool);
-    bind_u64(s, i++, x->cls.pending);
-    return step(a, s, "timeline_frag");
+    int rc = 0;
+    for (int k = FSC__FRAG_NPOOLS - 1; rc == 0 && k >= 0; k--) {
+        const fsc__frag_t *c = &x->cls[k];
+        int i = 1;
+        bind_u64(s, i++, index);
+        sqlite3_bind_text(s, i++, pool[k], -1, SQLITE_STATIC);
+        bind_u64(s, i++, x->ask_stream);
+        bind_u64(s, i++, c->soft);
+        bind_u64(s, i++, c->hard);
+        bind_u64(s, i++, c->stream);
+        bind_u64(s, i++, c->private_pool);
+        bind_u64(s, i++, c->pending);
+        rc = step(a, s, "timeline_frag");
+    }
+    return rc;
 }
 
 int fsc__store_timeline_external(fsc__store_t *a, const fsc__tlrow_t *r)

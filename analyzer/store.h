@@ -54,7 +54,8 @@ int fsc__store_bin(fsc__store_t *s, const fsc__binrow_t *row);
 int fsc__store_tagstat(fsc__store_t *s, const fsc__tagstat_t *row);
 int fsc__store_summary(fsc__store_t *s, const fsc__sumrow_t *row);
 /* frag_classes rows of one moment (its three pools), the pinning blocks
- * and tags (frag_hard_blocks, frag_hard_tags), a timeline_frag row. */
+ * and tags (frag_hard_blocks, frag_hard_tags), the timeline_frag rows of a
+ * bucket (overall and per pool). */
 int fsc__store_frag_point(fsc__store_t *s, const char *point, int64_t oom_id,
                           const fsc__frag_point_t *p);
 int fsc__store_frag_pins(fsc__store_t *s, const char *point, int64_t oom_id,

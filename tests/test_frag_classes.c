@@ -189,9 +189,12 @@ static void test_hand_built(void)
                     16 * MiB);
     CU_ASSERT_EQUAL(q1(db, "SELECT value FROM summary WHERE key = 'pending_bytes_at_peak'"), 0);
     /* the last timeline row: after the OOM, asking stream 0 (last ALLOC) */
-    CU_ASSERT_EQUAL(q1(db, "SELECT hard FROM timeline_frag ORDER BY id DESC LIMIT 1"), 45 * MiB);
-    CU_ASSERT_EQUAL(q1(db, "SELECT pending FROM timeline_frag ORDER BY id DESC LIMIT 1"),
-                    6 * MiB);
+    CU_ASSERT_EQUAL(q1(db, "SELECT hard FROM timeline_frag WHERE pool = 'all' ORDER BY id DESC"
+                           " LIMIT 1"), 45 * MiB);
+    CU_ASSERT_EQUAL(q1(db, "SELECT pending FROM timeline_frag WHERE pool = 'all' ORDER BY id"
+                           " DESC LIMIT 1"), 6 * MiB);
+    CU_ASSERT_EQUAL(q1(db, "SELECT soft FROM timeline_frag WHERE pool = 'small' ORDER BY id"
+                           " DESC LIMIT 1"), 2 * MiB);
     sqlite3_close(db);
 }
 
@@ -339,9 +342,16 @@ static void sums_of(const expect_t *x)
                            " f.reserved = o.reserved AND f.allocated = o.allocated"), x->ooms);
     /* every timeline row adds up to its reserved − allocated */
     CU_ASSERT(q1(db, "SELECT count(*) FROM timeline_frag") > 0);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM timeline t LEFT JOIN timeline_frag f USING(id)"
-                           " WHERE f.id IS NULL OR f.soft + f.hard + f.stream + f.private_pool +"
-                           " f.pending <> t.reserved - t.allocated"), 0);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM timeline t LEFT JOIN timeline_frag f"
+                           " ON f.id = t.id AND f.pool = 'all' WHERE f.id IS NULL OR f.soft +"
+                           " f.hard + f.stream + f.private_pool + f.pending <>"
+                           " t.reserved - t.allocated"), 0);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM timeline_frag"),
+                    3 * q1(db, "SELECT count(*) FROM timeline"));
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM timeline_frag w WHERE pool = 'all' AND"
+                           " (soft, hard, stream, private_pool, pending) <> (SELECT sum(soft),"
+                           " sum(hard), sum(stream), sum(private_pool), sum(pending) FROM"
+                           " timeline_frag p WHERE p.id = w.id AND p.pool <> 'all')"), 0);
     /* hard attributions never exceed hard */
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM frag_classes f WHERE pool = 'all' AND"
                            " (SELECT coalesce(sum(hard_bytes), 0) FROM frag_hard_tags h WHERE"

@@ -126,9 +126,9 @@ static const col_t k_frag_hard_tags[] = {CS(T, point), CI(T, oom_id), CI(T, rank
                                          CI(T, hard_bytes), CI(T, blocks), CI(T, live_bytes)};
 #undef T
 #define T fsc_rundb_timeline_frag_t
-static const col_t k_timeline_frag[] = {CI(T, id), CI(T, asking_stream), CI(T, soft),
-                                        CI(T, hard), CI(T, stream), CI(T, private_pool),
-                                        CI(T, pending)};
+static const col_t k_timeline_frag[] = {CI(T, id), CS(T, pool), CI(T, asking_stream),
+                                        CI(T, soft), CI(T, hard), CI(T, stream),
+                                        CI(T, private_pool), CI(T, pending)};
 #undef T
 
 /* A generic row callback and the typed one it stands for. */
@@ -406,7 +406,7 @@ int fsc_rundb_frag_hard_tags(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_frag_har
 
 int fsc_rundb_timeline_frag(fsc_rundb_t *db, fsc_rundb_timeline_frag_fn fn, void *ud)
 {
-    static const query_t q = Q("timeline_frag", k_timeline_frag, " ORDER BY id");
+    static const query_t q = Q("timeline_frag", k_timeline_frag, " ORDER BY id, rowid");
     return timeline_frag_run(db, &q, NULL, NULL, 0, fn, ud);
 }
 

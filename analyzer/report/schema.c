@@ -100,7 +100,7 @@ static const char k_schema[] =
     " alloc_seq INTEGER, age_events INTEGER);"
     "CREATE TABLE frag_hard_tags(point TEXT, oom_id INTEGER, rank INTEGER, tag INTEGER,"
     " hard_bytes INTEGER, blocks INTEGER, live_bytes INTEGER);"
-    "CREATE TABLE timeline_frag(id INTEGER PRIMARY KEY, asking_stream INTEGER, soft INTEGER,"
+    "CREATE TABLE timeline_frag(id INTEGER, pool TEXT, asking_stream INTEGER, soft INTEGER,"
     " hard INTEGER, stream INTEGER, private_pool INTEGER, pending INTEGER);"
     "CREATE TABLE timeline_external(id INTEGER PRIMARY KEY, external_frag_max REAL,"
     " external_frag_max_seq INTEGER);";

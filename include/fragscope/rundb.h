@@ -218,7 +218,9 @@ typedef struct fsc_rundb_frag_hard_tag { /* a row of frag_hard_tags */
 } fsc_rundb_frag_hard_tag_t;
 
 typedef struct fsc_rundb_timeline_frag { /* a row of timeline_frag */
-    int64_t id, asking_stream, soft, hard, stream, private_pool, pending;
+    int64_t id;
+    const char *pool; /* "all", "small", "large" */
+    int64_t asking_stream, soft, hard, stream, private_pool, pending;
 } fsc_rundb_timeline_frag_t;
 
 typedef struct fsc_rundb_timeline_external { /* a row of timeline_external */
@@ -319,7 +321,8 @@ int fsc_rundb_frag_hard_blocks(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_frag_h
                                void *ud);
 int fsc_rundb_frag_hard_tags(fsc_rundb_t *db, int64_t oom_id, fsc_rundb_frag_hard_tag_fn fn,
                              void *ud);
-/* The split over time, one row per timeline bucket, by id. */
+/* The split over time: for each timeline bucket (by id) its rows for the
+ * pools "all", "small" and "large", in that order. */
 int fsc_rundb_timeline_frag(fsc_rundb_t *db, fsc_rundb_timeline_frag_fn fn, void *ud);
 
 /* *out = a malloc'd copy of the path of tag id (its last tail_chars
