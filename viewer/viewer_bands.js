@@ -113,7 +113,8 @@
       var name = g.tag === -2 ? 'other allocations, all other tags' : 'other allocations of ' + fsc.shortTag(g.tag, 50);
       return { label: name, color: AGG_COLORS[k % AGG_COLORS.length] };
     });
-    legend(byId('legend-bands'), [{ label: 'one allocation (colours repeat)', color: PALETTE[0] }].concat(items));
+    legend(byId('legend-bands'), [{ label: 'one allocation (colours repeat)', color: PALETTE[0] }].concat(items)
+      .concat(D.timeline && D.timeline.allocated ? [{ label: 'allocated (maximum of each timeline bucket)', color: '#222222', kind: 'line' }] : []));
 
     var PADL = 70, PADR = 12, PADT = 10, PADB = 26, W = 0, H = 0, dpr = window.devicePixelRatio || 1;
     function X(seq) {
@@ -202,11 +203,31 @@
         }
       }
       /* steps and OOMs */
-      g.setLineDash([3, 3]); g.strokeStyle = '#52606d'; g.lineWidth = 1;
-      (D.markers || []).forEach(function (m) {
-        if (m.seq < x0 || m.seq > x1) return;
+      /* The allocated bytes (each timeline bucket's maximum) as a line: the
+       * envelope of the stack, so a peak narrower than a sample still shows. */
+      var TL = D.timeline || {};
+      if (TL.seq && TL.allocated && TL.seq.length) {
+        g.strokeStyle = '#222222'; g.lineWidth = 0.8; g.globalAlpha = 0.75; g.setLineDash([]);
+        g.beginPath();
+        var started = false;
+        for (var q2 = 0; q2 < TL.seq.length; q2++) {
+          var sa = TL.seq[q2], sb = q2 + 1 < TL.seq.length ? TL.seq[q2 + 1] : E;
+          if (sb < x0 || sa > x1) continue;
+          var ya = Y(TL.allocated[q2]), xa3 = X(Math.max(sa, x0)), xb3 = X(Math.min(sb, x1));
+          if (!started) { g.moveTo(xa3, ya); started = true; } else g.lineTo(xa3, ya);
+          g.lineTo(xb3, ya);
+        }
+        g.stroke();
+        g.globalAlpha = 1;
+      }
+      /* Markers as dashed lines while they are at least 6 px apart on
+       * average, else as ticks under the plot (zoom in to see the lines). */
+      var shown = (D.markers || []).filter(function (m) { return m.seq >= x0 && m.seq <= x1; });
+      var dense = shown.length > (W - PADL - PADR) / 6;
+      g.setLineDash(dense ? [] : [3, 3]); g.strokeStyle = '#52606d'; g.lineWidth = 1;
+      shown.forEach(function (m) {
         var x = Math.round(X(m.seq)) + 0.5;
-        g.beginPath(); g.moveTo(x, PADT); g.lineTo(x, H - PADB); g.stroke();
+        g.beginPath(); g.moveTo(x, dense ? H - PADB - 5 : PADT); g.lineTo(x, H - PADB); g.stroke();
       });
       g.setLineDash([]); g.strokeStyle = '#D55E00'; g.lineWidth = 1.5;
       (D.ooms || []).forEach(function (o) {
