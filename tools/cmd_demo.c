@@ -104,11 +104,16 @@ static void print_diagnosis(const char *db)
         return;
     }
     fixes_t f = {NULL, 0, 0};
+    /* The simulation stops at the OOM, as a program would: a setting can
+     * only be shown to serve the failed request, not the rest of the run. */
+    int64_t complete = -1;
+    fsc_rundb_meta_int(h, "run_complete", -1, &complete);
+    const char *label = complete == 1 ? "avoided by:" : "serves it: ";
     if (fsc_rundb_ooms(h, first_oom, NULL) == 0 &&
         fsc_rundb_suggestions(h, FSC_RUNDB_NULL, fix_row, &f) == 0) {
         qsort(f.v, f.n, sizeof *f.v, fix_cmp);
         for (size_t i = 0; i < f.n && i < 3; i++) /* the rest are in the reports */
-            printf("  %s %s%s%s\n", i == 0 ? "avoided by:" : "           ",
+            printf("  %s %s%s%s\n", i == 0 ? label : "           ",
                    f.v[i].config[0] ? f.v[i].config : "(defaults)", f.v[i].note[0] ? " — " : "",
                    f.v[i].note);
         if (f.n > 3)

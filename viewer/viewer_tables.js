@@ -165,7 +165,7 @@
       card.appendChild(el('h4', null, 'What-if suggestions'));
       if (o.suggestions && o.suggestions.length) {
         var t3 = el('table', 'data');
-        table(t3, [['configuration', 'l'], ['capacity needed'], ['avoids this OOM', 'l'], ['note', 'l']], o.suggestions.map(function (s) {
+        table(t3, [['configuration', 'l'], ['capacity needed'], ['serves the failed request', 'l'], ['note', 'l']], o.suggestions.map(function (s) {
           return [{ cls: 'tag', text: s.config || '(defaults)' }, { text: s.needed_capacity ? fmtBytes(s.needed_capacity) : '\u2014' },
             { cls: 'l', text: s.avoids ? 'yes' : 'no' }, { cls: 'l', text: s.note || '' }];
         }));
