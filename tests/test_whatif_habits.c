@@ -353,6 +353,25 @@ static void test_pool_rules(void)
     fsc_backend_destroy(be);
 }
 
+/* With expandable segments PyTorch checks the cap with the request's
+ * segment size (21 MiB -> 22 MiB, under a 30 MiB cap) and then maps whole
+ * 20 MiB pages: 40 MiB reserved, above the cap. The replay of a recording
+ * that does not say how large its device was must allow that too. */
+static void test_expandable_pages_past_cap(void)
+{
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_create(&rs, &err), 0);
+    add(rs, FSC_EV_ALLOC, SA, 22 * MiB, 21 * MiB);
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = 30 * MiB;
+    fsc_whatif_result_t r;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "expandable_segments:True", &o, &r, &err), 0);
+    CU_ASSERT_EQUAL(r.oom, 0);
+    CU_ASSERT_EQUAL(r.peak_reserved, 40 * MiB);
+    fsc_request_stream_destroy(rs);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"empty_cache every 3 steps reproduced", test_emptycache},
     {"empty_cache with expandable segments reproduced", test_emptycache_expandable},
@@ -365,6 +384,7 @@ static const fsc_test_case_t k_tests[] = {
     {"uncapped run predicts the capped runs (2 caps x 4 settings)", test_predicts_capped_runs},
     {"which segment releases are the program's", test_release_rules},
     {"margin under the cap at the failed request", test_margin},
+    {"expandable pages may end above the cap", test_expandable_pages_past_cap},
     {NULL, NULL},
 };
 

@@ -453,8 +453,9 @@ int fsc__wstream_run_complete(const fsc_request_stream_t *rs)
 
 uint64_t fsc__whatif_device_total(const fsc_request_stream_t *rs, uint64_t capacity)
 {
-    uint64_t t = rs->device_total;
-    if (capacity > t)
-        t = capacity;
-    return t ? t : 1024 * FSC_GiB;
+    /* An unknown device is a large one, not one of exactly the cap's size:
+     * expandable segments map whole pages and may end a little above the
+     * cap (PyTorch checks the cap with the request's segment size). */
+    uint64_t t = rs->device_total ? rs->device_total : 1024 * FSC_GiB;
+    return capacity > t ? capacity : t;
 }
