@@ -306,7 +306,7 @@ static sqlite3 *analyze(const char *input, const char *name)
 typedef struct expect {
     const char *input; /* under tests/data, or the source tree when it starts with '/' */
     int ooms;
-    int64_t soft_at_peak, hard_at_peak, stream_at_peak, pending_at_peak;
+    int64_t soft_at_peak, hard_at_peak, stream_at_peak, pending_at_peak, private_at_peak;
 } expect_t;
 
 static void sums_of(const expect_t *x)
@@ -356,13 +356,15 @@ static void sums_of(const expect_t *x)
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM frag_classes f WHERE pool = 'all' AND"
                            " (SELECT coalesce(sum(hard_bytes), 0) FROM frag_hard_tags h WHERE"
                            " h.point = f.point AND h.oom_id IS f.oom_id) > f.hard"), 0);
-    int64_t got[4] = {
+    int64_t got[5] = {
         q1(db, "SELECT value FROM summary WHERE key = 'soft_bytes_at_peak'"),
         q1(db, "SELECT value FROM summary WHERE key = 'hard_bytes_at_peak'"),
         q1(db, "SELECT value FROM summary WHERE key = 'stream_bytes_at_peak'"),
-        q1(db, "SELECT value FROM summary WHERE key = 'pending_bytes_at_peak'")};
-    int64_t want[4] = {x->soft_at_peak, x->hard_at_peak, x->stream_at_peak, x->pending_at_peak};
-    for (int i = 0; i < 4; i++) {
+        q1(db, "SELECT value FROM summary WHERE key = 'pending_bytes_at_peak'"),
+        q1(db, "SELECT value FROM summary WHERE key = 'private_pool_bytes_at_peak'")};
+    int64_t want[5] = {x->soft_at_peak, x->hard_at_peak, x->stream_at_peak, x->pending_at_peak,
+                       x->private_at_peak};
+    for (int i = 0; i < 5; i++) {
         if (got[i] != want[i])
             fprintf(stderr, "\n  %s: class %d at peak %lld, expected %lld\n", x->input, i,
                     (long long)got[i], (long long)want[i]);
@@ -374,16 +376,16 @@ static void sums_of(const expect_t *x)
 static void test_real_runs(void)
 {
     static const expect_t runs[] = {
-        {"pytorch/gpt2_varlen.pickle", 0, 3628072960, 965348352, 0, 0},
-        {"pytorch/resnet50_varbatch.pickle", 0, 1824522240, 765528064, 0, 0},
-        {"pytorch/gpt2m_oom_12g.pickle", 1, 0, 21364736, 0, 0},
-        {"/sample_traces/gpt2_h200_cap14g.pickle", 1, 50331648, 71566336, 0, 0},
-        {"/sample_traces/gpt2_sim_17g_oom.fstrace", 1, 528482304, 311252480, 0, 0},
-        {"gpu/gpt2_emptycache.pickle", 0, 419430400, 135598592, 0, 0},
-        {"gpu/side_stream.pickle", 0, 2097152, 69206016, 12582912, 100663296},
+        {"pytorch/gpt2_varlen.pickle", 0, 3628072960, 965348352, 0, 0, 0},
+        {"pytorch/resnet50_varbatch.pickle", 0, 1824522240, 765528064, 0, 0, 0},
+        {"pytorch/gpt2m_oom_12g.pickle", 1, 0, 21364736, 0, 0, 0},
+        {"/sample_traces/gpt2_h200_cap14g.pickle", 1, 50331648, 71566336, 0, 0, 0},
+        {"/sample_traces/gpt2_sim_17g_oom.fstrace", 1, 528482304, 311252480, 0, 0, 0},
+        {"gpu/gpt2_emptycache.pickle", 0, 419430400, 135598592, 0, 0, 0},
+        {"gpu/side_stream.pickle", 0, 2097152, 69206016, 12582912, 100663296, 0},
         /* 19890176 of the free bytes at the peak lie in the CUDA graph's
          * private pool (segment_pool_id (0, 1)): private_pool, not stream */
-        {"gpu/graphed.pickle", 0, 20971520, 12550144, 3144704, 0},
+        {"gpu/graphed.pickle", 0, 20971520, 12550144, 3144704, 0, 19890176},
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
         sums_of(&runs[i]);
