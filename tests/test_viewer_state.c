@@ -519,7 +519,108 @@ static void test_other_snapshots(void)
     }
 }
 
+/* A JSON array of numbers as a malloc'd vector (walked once: cJSON's
+ * indexed access is linear). */
+static double *vec(const cJSON *arr, int *n)
+{
+    int k = cJSON_GetArraySize(arr), i = 0;
+    double *v = malloc((size_t)(k ? k : 1) * sizeof *v);
+    for (const cJSON *c = arr ? arr->child : NULL; c != NULL; c = c->next)
+        v[i++] = c->valuedouble;
+    if (n)
+        *n = k;
+    return v;
+}
+
+/* The data block alone (no browser): decoding the state's lifetimes the
+ * way docs/viewer.md describes gives the blocks table's live set, with the
+ * right segment, offset, size and requested size, at events of every
+ * window. */
+static void test_state_encoding(void)
+{
+    char out[4096], tr[512];
+    snprintf(tr, sizeof tr, "%s", fsc_test_path("enc.fstrace"));
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s simulate --workload gpt2 --steps 60 -o %s",
+                                      fsc_test_fragscope(), tr), 0);
+    const char *db = build(tr, "enc", NULL);
+    sqlite3 *h;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    cJSON *d = page_data("enc");
+    const cJSON *S = cJSON_GetObjectItem(d, "state");
+    const cJSON *B = cJSON_GetObjectItem(S, "blocks"), *G = cJSON_GetObjectItem(S, "segs");
+    double unit = cJSON_GetObjectItem(S, "unit")->valuedouble;
+    int n = 0;
+    double *va = vec(cJSON_GetObjectItem(B, "a"), &n), *vr = vec(cJSON_GetObjectItem(B, "r"), NULL);
+    double *vc = vec(cJSON_GetObjectItem(B, "c"), NULL), *vs = vec(cJSON_GetObjectItem(B, "s"), NULL);
+    double *vo = vec(cJSON_GetObjectItem(B, "o"), NULL), *vz = vec(cJSON_GetObjectItem(B, "z"), NULL);
+    double *vw = vec(cJSON_GetObjectItem(B, "w"), NULL), *gaddr = vec(cJSON_GetObjectItem(G, "addr"), NULL);
+    CU_ASSERT_FATAL(n > 1000);
+    const cJSON *wins = cJSON_GetObjectItem(S, "windows");
+    for (int w = 0; w < cJSON_GetArraySize(wins); w++) {
+        const cJSON *win = cJSON_GetArrayItem(wins, w);
+        long long N = (long long)cJSON_GetArrayItem(win, 0)->valuedouble +
+                      rnd((long long)(cJSON_GetArrayItem(win, 1)->valuedouble -
+                                      cJSON_GetArrayItem(win, 0)->valuedouble) + 1);
+        /* "alloc_seq:addr:size:requested{a|p}" of the page and of the database */
+        size_t cap = 1 << 16, len = 0;
+        char *got = malloc(cap);
+        got[0] = '\0';
+        double a = 0;
+        for (int i = 0; i < n; i++) {
+            a += va[i];
+            if (a > (double)N)
+                break;
+            if (vc[i] >= 0 && a + vc[i] <= (double)N)
+                continue;
+            double size = vz[i] * unit;
+            if (len + 128 > cap)
+                got = realloc(got, cap *= 2);
+            len += (size_t)sprintf(got + len, "%s%.0f:%.0f:%.0f:%.0f%c", len ? "," : "", a,
+                                   gaddr[(int)vs[i]] + vo[i] * unit, size, size - vw[i],
+                                   vr[i] >= 0 && a + vr[i] <= (double)N ? 'p' : 'a');
+        }
+        sqlite3_stmt *st;
+        CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h,
+            "SELECT alloc_seq, addr, size, requested,"
+            " free_requested_seq IS NOT NULL AND free_requested_seq <= ?1 FROM blocks"
+            " WHERE alloc_seq <= ?1 AND (free_completed_seq IS NULL OR free_completed_seq > ?1)"
+            " ORDER BY alloc_seq", -1, &st, NULL), SQLITE_OK);
+        sqlite3_bind_int64(st, 1, N);
+        size_t wcap = 1 << 16, wlen = 0;
+        char *want = malloc(wcap);
+        want[0] = '\0';
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (wlen + 128 > wcap)
+                want = realloc(want, wcap *= 2);
+            wlen += (size_t)sprintf(want + wlen, "%s%lld:%lld:%lld:%lld%c", wlen ? "," : "",
+                                    (long long)sqlite3_column_int64(st, 0),
+                                    (long long)sqlite3_column_int64(st, 1),
+                                    (long long)sqlite3_column_int64(st, 2),
+                                    (long long)sqlite3_column_int64(st, 3),
+                                    sqlite3_column_int(st, 4) ? 'p' : 'a');
+        }
+        sqlite3_finalize(st);
+        if (strcmp(got, want) != 0) {
+            fprintf(stderr, "\nevent %lld: page '%.200s'\n  database '%.200s'\n", N, got, want);
+            CU_FAIL("decoded state differs from the blocks table");
+        }
+        free(got);
+        free(want);
+    }
+    free(va);
+    free(vr);
+    free(vc);
+    free(vs);
+    free(vo);
+    free(vz);
+    free(vw);
+    free(gaddr);
+    cJSON_Delete(d);
+    sqlite3_close(h);
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"the data block's lifetimes decode to the blocks table", test_state_encoding},
     {"the other real snapshots draw cleanly", test_other_snapshots},
     {"state at 20 events of a real snapshot matches the blocks table", test_snapshot_state},
     {"each OOM has its anchor and its drawing", test_oom_anchor},
