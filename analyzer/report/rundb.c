@@ -183,8 +183,8 @@ static const char *const k_cached_sql[FSC__RQ_COUNT] = {
     [FSC__RQ_TAG_PATH] = ("SELECT CASE WHEN ?2 > 0 THEN substr(path, -?2) ELSE path END"
                           " FROM tags WHERE id = ?1"),
     [FSC__RQ_TAG_NODE] = "SELECT parent, name FROM tags WHERE id = ?1",
-    [FSC__RQ_PYMETA_ENTRY] = "SELECT json FROM pytorch_meta WHERE seq = ?1 AND kind = 'entry'"
-                             " ORDER BY id DESC LIMIT 1",
+    [FSC__RQ_PYMETA_ENTRY] = ("SELECT json FROM pytorch_meta WHERE seq = ?1 AND kind = 'entry'"
+                              " ORDER BY id DESC LIMIT 1"),
     [FSC__RQ_PYMETA_SNAP] = "SELECT json FROM pytorch_meta WHERE kind = ?1 ORDER BY id LIMIT 1",
 };
 
