@@ -103,8 +103,8 @@ static void test_unknown_actions_and_keys(void)
                "(top-level key 'vendor_info' x1; allocator_settings key 'vendor_setting' x1; "
                "segment key 'vendor_segment' x1; block key 'vendor_block' x1; entry key "
                "'vendor_tag' x3; action 'workspace_snapshot' x1; action 'vendor_op' x1)\n"));
-    /* 40 entries of PyTorch's own actions: the two unknown ones have no event */
-    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "42 history entries -> 60 events"));
+    /* the two unknown actions and annotate have no event */
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "43 history entries -> 60 events"));
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "%s analyze %s -o %s",
                                       fsc_test_fragscope(), snap, db), 0);
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "%s report %s", fsc_test_fragscope(),
@@ -126,6 +126,14 @@ static void test_unknown_actions_and_keys(void)
                                 " 'action' ORDER BY id\"", db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "action|{\"action\":\"workspace_snapshot\","));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"detail\":[1,{\"__tuple__\":[2,3]}]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "action|{\"action\":\"annotate\","));
+    /* keys PyTorch documents are kept without being counted */
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out,
+                                "sqlite3 %s \"SELECT count(*) FROM pytorch_meta WHERE (kind ="
+                                " 'entry' AND json LIKE '%%forward_frames%%') OR (kind ="
+                                " 'snapshot' AND json LIKE '%%host_segments%%host_traces%%')\"",
+                                db), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "2\n");
 }
 
 /* memory_viz plots every device of a snapshot (its device argument is

@@ -7,7 +7,10 @@ format tests (tests/test_pytorch_formats.c):
   device 1 (segments, history, annotations).
 - unknown_keys.pickle: pinned.pickle with what a fork or a later PyTorch might
   write: two entries of unknown actions, unknown keys at the top level, in the
-  allocator settings, in a segment, in a block and in three history entries.
+  allocator settings, in a segment, in a block and in three history entries;
+  and what recent PyTorch writes that 2.11 on this machine did not: an
+  `annotate` entry (_annotate_memory), `forward_frames` on an entry, and
+  pinned host memory (`host_segments`, `host_traces`).
 
 Run from the repository root: python3 tests/data/make_format_fixtures.py
 """
@@ -52,6 +55,12 @@ def unknown_keys():
     t.insert(9, {"action": "vendor_op", "time_us": t[8]["time_us"], "detail": [1, (2, 3)]})
     for i in (1, 2, 3):
         t[i]["vendor_tag"] = "v%d" % i
+    t.insert(12, {"action": "annotate", "addr": t[11]["addr"], "size": 0, "stream": 0,
+                  "time_us": t[11]["time_us"], "frames": [],
+                  "user_metadata": '{"layer": "attn.0"}', "compile_context": "N/A"})
+    t[13]["forward_frames"] = [{"filename": "model.py", "line": 12, "name": "forward"}]
+    s["host_segments"] = [{"address": 1 << 40, "total_size": 2 << 20, "blocks": []}]
+    s["host_traces"] = [[{"action": "alloc", "addr": 1 << 40, "size": 4096, "time_us": t0}]]
     s["vendor_info"] = {"build": "fork-1.2", "ids": (7, 8)}
     s["allocator_settings"]["vendor_setting"] = 7
     s["segments"][0]["vendor_segment"] = "x"
