@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "fragscope/pytorch.h"
 #include "fragscope/source.h"
 #include "whatif_internal.h"
 
@@ -20,6 +21,12 @@ static int on_tag(void *ud, uint32_t node, uint32_t parent, const char *name, si
 
 static int on_event(void *ud, const fsc_event_t *ev, fsc_err_t *err)
 {
+    /* an imported snapshot's records (fragscope/pytorch.h) are not markers
+     * of the program */
+    static const char pre[] = FSC_PYTORCH_META_PREFIX;
+    if (ev->type == FSC_EV_MARKER && ev->text != NULL && ev->text_len > sizeof pre - 1 &&
+        memcmp(ev->text, pre, sizeof pre - 1) == 0)
+        return 0;
     return fsc_request_stream_add(ud, ev, err);
 }
 
