@@ -18,11 +18,14 @@
 #define MAX_TAG_ID (1u << 26)
 #define MAX_WARNINGS_STORED 1000
 
-/* A tag node's name: its full path, "" for the root. */
+/* A tag node: its parent and its own name ("" for the root). Paths are
+ * never stored: a tree 20 000 deep would hold 20 000 paths averaging
+ * 10 000 names (run.db's readers walk the parent links instead). */
 typedef struct fsc__tagname {
     uint32_t parent;
     uint8_t defined;
-    char *path; /* malloc'd */
+    uint32_t len;
+    char *name; /* malloc'd */
 } fsc__tagname_t;
 
 typedef struct fsc__kv {
@@ -125,23 +128,21 @@ static int names_grow(fsc_analysis_t *a, uint32_t id)
 static int tag_store(fsc_analysis_t *a, uint32_t node, uint32_t parent, const char *name,
                      size_t len)
 {
-    const char *ppath = node == 0 || a->names[parent].path == NULL ? "" : a->names[parent].path;
-    size_t plen = strlen(ppath);
-    char *path = malloc(plen + len + 2);
-    if (path == NULL)
+    if (len > UINT32_MAX)
+        return fsc_err_set(&a->err, FSC_ELIMIT, "tag name too long");
+    char *copy = malloc(len + 1);
+    if (copy == NULL)
         return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory for tags");
-    if (plen > 0) {
-        memcpy(path, ppath, plen);
-        path[plen++] = '/';
-    }
-    memcpy(path + plen, name, len);
-    path[plen + len] = '\0';
+    if (len > 0)
+        memcpy(copy, name, len);
+    copy[len] = '\0';
     fsc__tagname_t *t = &a->names[node];
-    free(t->path);
-    t->path = path;
+    free(t->name);
+    t->name = copy;
+    t->len = (uint32_t)len;
     t->parent = parent;
     t->defined = 1;
-    return from_store(a, fsc__store_tag(a->store, node, parent, name, len, path));
+    return from_store(a, fsc__store_tag(a->store, node, parent, name, len));
 }
 
 static int tag_ensure(fsc_analysis_t *a, uint32_t tag)
@@ -175,15 +176,9 @@ int fsc_analysis_define_tag(fsc_analysis_t *a, uint32_t node, uint32_t parent,
     if (name == NULL)
         name = "";
     fsc__tagname_t *t = &a->names[node];
-    if (t->defined && t->parent == parent) {
-        /* same definition again: path = parent's path [+ '/'] + name */
-        const char *pp = a->names[parent].path;
-        size_t plen = parent == 0 ? 0 : strlen(pp);
-        size_t tlen = strlen(t->path);
-        if (tlen == plen + (plen ? 1 : 0) + len &&
-            (len == 0 || memcmp(t->path + tlen - len, name, len) == 0))
-            return 0;
-    }
+    if (t->defined && t->parent == parent && t->len == len &&
+        (len == 0 || memcmp(t->name, name, len) == 0))
+        return 0; /* same definition again */
     return tag_store(a, node, parent, name, len);
 }
 
@@ -541,7 +536,7 @@ void fsc_analysis_destroy(fsc_analysis_t *a)
     fsc__replay_free(&a->rp);
     fsc__timeline_free(&a->tl);
     for (size_t i = 0; i < a->nnames; i++)
-        free(a->names[i].path);
+        free(a->names[i].name);
     free(a->names);
     free(a->oom);
     while (a->meta != NULL) {

@@ -21,7 +21,7 @@ static const char *const k_stmts[FSC__ST_COUNT] = {
     [FSC__ST_BLOCK] = "INSERT INTO blocks VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
                       "?,?,?,?)",
     [FSC__ST_SEGMENT] = "INSERT INTO segments VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_TAG] = "INSERT OR REPLACE INTO tags VALUES(?,?,?,?)",
+    [FSC__ST_TAG] = "INSERT OR REPLACE INTO tags(id, parent, name) VALUES(?,?,?)",
     [FSC__ST_MARKER] = "INSERT OR REPLACE INTO markers VALUES(?,?,?)",
     [FSC__ST_WARNING] = "INSERT INTO warnings VALUES(?,?)",
     [FSC__ST_META] = "INSERT OR REPLACE INTO meta VALUES(?,?)",
@@ -302,8 +302,7 @@ int fsc__store_ops(fsc__store_t *a, const fsc__rowsout_t *out)
     return 0;
 }
 
-int fsc__store_tag(fsc__store_t *a, uint32_t node, uint32_t parent, const char *name, size_t len,
-                   const char *path)
+int fsc__store_tag(fsc__store_t *a, uint32_t node, uint32_t parent, const char *name, size_t len)
 {
     int rc = fsc__writer_sync(a);
     if (rc != 0)
@@ -312,7 +311,6 @@ int fsc__store_tag(fsc__store_t *a, uint32_t node, uint32_t parent, const char *
     bind_u64(s, 1, node);
     bind_opt(s, 2, node != 0, parent);
     sqlite3_bind_text(s, 3, name, (int)len, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 4, path, -1, SQLITE_STATIC);
     rc = step(a, s, "tags");
     if (rc != 0 || node == 0)
         return rc;

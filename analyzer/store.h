@@ -33,8 +33,7 @@ int fsc__store_end_bulk(fsc__store_t *s);
 int fsc__store_op(fsc__store_t *s, const fsc__op_t *op);
 int fsc__store_ops(fsc__store_t *s, const fsc__rowsout_t *out);
 /* tags: parent is NULL for the root (node 0). */
-int fsc__store_tag(fsc__store_t *s, uint32_t node, uint32_t parent, const char *name, size_t len,
-                   const char *path);
+int fsc__store_tag(fsc__store_t *s, uint32_t node, uint32_t parent, const char *name, size_t len);
 int fsc__store_marker(fsc__store_t *s, uint64_t seq, uint64_t time, const char *text, size_t len);
 /* One row of pytorch_meta (pymeta.c). */
 int fsc__store_pymeta(fsc__store_t *s, uint64_t seq, const char *kind, const char *json,

@@ -308,7 +308,7 @@ static void test_fragmentation_oom(void)
     CU_ASSERT_EQUAL(qi("SELECT count(*) FROM layout WHERE snapshot=%lld AND state='free'",
                        snap), 3);
     CU_ASSERT_STRING_EQUAL(qt("SELECT kind FROM layout_snapshots WHERE id=%lld", snap), "oom");
-    CU_ASSERT_STRING_EQUAL(qt("SELECT path FROM tags WHERE id=2"), "forward/attn");
+    CU_ASSERT_STRING_EQUAL(qt("SELECT path FROM tag_paths WHERE id=2"), "forward/attn");
     CU_ASSERT_EQUAL(qi("SELECT count(*) FROM suggestions"), 0);
     db_close();
 }
@@ -1074,8 +1074,8 @@ static void test_api_errors(void)
     CU_ASSERT_EQUAL(qi("SELECT count(*) FROM events"), 0);
     CU_ASSERT_EQUAL(qi("SELECT count(*) FROM timeline"), 0);
     CU_ASSERT_STRING_EQUAL(qt("SELECT value FROM meta WHERE key='source_kind'"), "api");
-    CU_ASSERT_STRING_EQUAL(qt("SELECT path FROM tags WHERE id=2"), "a/b.py:3:f/g");
-    CU_ASSERT_STRING_EQUAL(qt("SELECT path FROM tags WHERE id=4"), "#3/h");
+    CU_ASSERT_STRING_EQUAL(qt("SELECT path FROM tag_paths WHERE id=2"), "a/b.py:3:f/g");
+    CU_ASSERT_STRING_EQUAL(qt("SELECT path FROM tag_paths WHERE id=4"), "#3/h");
     CU_ASSERT_EQUAL(qi("SELECT parent FROM tags WHERE id=0"), -1);
     db_close();
     CU_ASSERT_STRING_EQUAL(fsc_oom_cause_name(FSC_OOM_EXTERNAL), "external");

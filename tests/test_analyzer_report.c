@@ -362,7 +362,7 @@ static void test_analyze_trace(void)
     sqlite3 *h = NULL;
     sqlite3_stmt *s = NULL;
     sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL);
-    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "SELECT t.path FROM tag_stats s JOIN tags t"
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "SELECT t.path FROM tag_stats s JOIN tag_paths t"
                                              " ON t.id = s.tag", -1, &s, NULL), SQLITE_OK);
     CU_ASSERT_EQUAL(sqlite3_step(s), SQLITE_ROW);
     CU_ASSERT_STRING_EQUAL((const char *)sqlite3_column_text(s, 0), "forward/attn");

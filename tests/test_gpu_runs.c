@@ -80,7 +80,7 @@ static void test_h200_fragmentation_oom(void)
     /* The evidence: segments holding free space, and the live blocks pinning them. */
     CU_ASSERT(q_int(db, "select count(*) from oom_segments") >= 1);
     CU_ASSERT(q_int(db, "select count(*) from oom_pinning_blocks") >= 1);
-    CU_ASSERT(q_int(db, "select count(*) from oom_pinning_blocks p join tags t on t.id = p.tag "
+    CU_ASSERT(q_int(db, "select count(*) from oom_pinning_blocks p join tag_paths t on t.id = p.tag "
                         "where t.path like '%adam.py%'") >= 1);
     /* analyze asked what-if: expandable segments avoid it even under the
      * capacity's lower bound, as they did on the H200 at 14.04 GiB

@@ -180,8 +180,7 @@ int fsc_rundb_count(fsc_rundb_t *db, const char *table, int64_t *out)
 static const char *const k_cached_sql[FSC__RQ_COUNT] = {
     [FSC__RQ_META_VALUE] = "SELECT value FROM meta WHERE key = ?1",
     [FSC__RQ_SUMMARY_VALUE] = "SELECT value FROM summary WHERE key = ?1",
-    [FSC__RQ_TAG_PATH] = ("SELECT CASE WHEN ?2 > 0 THEN substr(path, -?2) ELSE path END"
-                          " FROM tags WHERE id = ?1"),
+    [FSC__RQ_TAG_PATH] = "SELECT parent, name FROM tags WHERE id = ?1",
     [FSC__RQ_TAG_NODE] = "SELECT parent, name FROM tags WHERE id = ?1",
     [FSC__RQ_PYMETA_ENTRY] = ("SELECT json FROM pytorch_meta WHERE seq = ?1 AND kind = 'entry'"
                               " ORDER BY id DESC LIMIT 1"),
@@ -283,19 +282,96 @@ int fsc_rundb_meta_text(fsc_rundb_t *db, const char *key, char *buf, size_t cap)
     return 0;
 }
 
+/* The path is built from the parent links, innermost name first, so that a
+ * tail of tail_chars characters costs only the names it shows: tags are
+ * stored as (parent, name), never as full paths (a tree 20 000 deep would
+ * make those quadratic). Walks at most FSC__TAG_MAX_DEPTH links (a cycle in
+ * a damaged database ends there). */
+#define FSC__TAG_MAX_DEPTH (1u << 22)
+
+static size_t utf8_chars(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xc0u) != 0x80u;
+    return c;
+}
+
 int fsc_rundb_tag_path(fsc_rundb_t *db, int64_t id, size_t tail_chars, char **out)
 {
-    sqlite3_stmt *s = NULL;
     *out = NULL;
-    int64_t tail = tail_chars > (size_t)INT32_MAX ? 0 : (int64_t)tail_chars;
-    int rc = lookup(db, FSC__RQ_TAG_PATH, NULL, id, tail, &s);
-    if (rc <= 0)
+    char *buf = NULL; /* names joined innermost first, each reversed in place later */
+    size_t len = 0, cap = 0, chars = 0;
+    int rc = 0, found = 0;
+    for (uint32_t depth = 0; depth < FSC__TAG_MAX_DEPTH; depth++) {
+        sqlite3_stmt *s = NULL;
+        int r = lookup(db, FSC__RQ_TAG_PATH, NULL, id, 0, &s);
+        if (r < 0) {
+            rc = r;
+            break;
+        }
+        if (r == 0)
+            break; /* no such tag (or the parent of a placeholder) */
+        found = 1;
+        int root = sqlite3_column_type(s, 0) == SQLITE_NULL;
+        int64_t parent = sqlite3_column_int64(s, 0);
+        const char *name = (const char *)sqlite3_column_text(s, 1);
+        size_t n = name != NULL ? (size_t)sqlite3_column_bytes(s, 1) : 0;
+        if (root || parent == id) {
+            sqlite3_reset(s);
+            break; /* the root's name is not part of paths */
+        }
+        if (len + n + 2 > cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            while (nc < len + n + 2)
+                nc *= 2;
+            char *nb = realloc(buf, nc);
+            if (nb == NULL) {
+                sqlite3_reset(s);
+                rc = fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+                break;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        /* each name stored reversed, so the whole reversed at the end reads
+         * outermost first */
+        if (len > 0)
+            buf[len++] = '/';
+        for (size_t i = 0; i < n; i++)
+            buf[len + i] = name[n - 1 - i];
+        len += n;
+        chars += utf8_chars(name, n) + 1;
+        sqlite3_reset(s);
+        id = parent;
+        if (tail_chars > 0 && chars > tail_chars)
+            break;
+    }
+    if (rc != 0 || !found) {
+        free(buf);
         return rc;
-    const unsigned char *t = sqlite3_column_text(s, 0);
-    if (t != NULL && (*out = strdup((const char *)t)) == NULL)
-        rc = fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
-    else
-        rc = 0;
-    sqlite3_reset(s);
-    return rc;
+    }
+    if (buf == NULL && (buf = malloc(1)) == NULL)
+        return fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+    for (size_t i = 0; i < len / 2; i++) {
+        char t = buf[i];
+        buf[i] = buf[len - 1 - i];
+        buf[len - 1 - i] = t;
+    }
+    buf[len] = '\0';
+    /* the reversal of a multi-byte character restored its byte order: the
+     * string now reads outermost first, characters intact */
+    if (tail_chars > 0 && utf8_chars(buf, len) > tail_chars) {
+        size_t skip = utf8_chars(buf, len) - tail_chars, i = 0;
+        for (size_t c = 0; i < len; i++) {
+            if (((unsigned char)buf[i] & 0xc0u) != 0x80u) {
+                if (c == skip)
+                    break;
+                c++;
+            }
+        }
+        memmove(buf, buf + i, len - i + 1);
+    }
+    *out = buf;
+    return 0;
 }

@@ -24,8 +24,8 @@ WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 29999)
 INSERT INTO markers SELECT i * 33, i * 666666, 'step ' || i || ' <b>' || printf('%.280c', 'x') FROM k;
 
 WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 50000)
-INSERT INTO tags SELECT i, 0, 'n' || i, printf('%.390c', 'm') || '/leaf' || i FROM k;
-INSERT INTO tags VALUES (0, NULL, '', '');
+INSERT INTO tags SELECT i, 50001, 'leaf' || i FROM k;
+INSERT INTO tags VALUES (0, NULL, ''), (50001, 0, printf('%.390c', 'm'));
 
 INSERT INTO layout_snapshots VALUES (0, 'peak_allocated', 500000, 10000000000, NULL, 60000000000, 70000000000);
 WITH RECURSIVE o(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM o WHERE i < 39)

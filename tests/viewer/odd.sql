@@ -8,7 +8,7 @@ INSERT INTO meta VALUES ('schema_version', 1), ('producer', NULL), ('config', X'
 INSERT INTO summary VALUES ('peak_allocated_bytes', 'many', 'bytes'), ('peak_reserved_bytes', NULL, 'bytes'),
  ('utilization', 1e308, 'ratio'), ('num_ooms', 2, 'count'), ('duration_ns', -1, 'ns'),
  ('external_frag_at_peak', 'x', 'ratio');
-INSERT INTO tags VALUES (0, NULL, NULL, NULL), (7, 0, X'ff', X'66c0af2f3c623e');
+INSERT INTO tags VALUES (0, NULL, NULL), (7, 0, X'66c0af2f3c623e');
 INSERT INTO timeline(id, seq_first, seq_last, time_first_ns, time_last_ns, allocated_max, requested,
   reserved_max, internal_frag, reserved_unallocated_max, external_frag) VALUES
  (0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),

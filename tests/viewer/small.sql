@@ -44,9 +44,9 @@ INSERT INTO summary VALUES
  ('leaked_blocks', 4, 'count'), ('leaked_bytes', 2048, 'bytes');
 
 INSERT INTO tags VALUES
- (0, NULL, '', ''), (1, 0, 'step', 'step'),
- (2, 1, '<img src=x onerror=alert(1)>', 'step/<img src=x onerror=alert(1)>'),
- (3, 1, '</script>', 'step/</script>');
+ (0, NULL, ''), (1, 0, 'step'),
+ (2, 1, '<img src=x onerror=alert(1)>'),
+ (3, 1, '</script>');
 
 -- Ten buckets of four events; allocated_max/reserved_max peak in bucket 5.
 INSERT INTO timeline(id, seq_first, seq_last, time_first_ns, time_last_ns, allocated, requested,
