@@ -195,11 +195,20 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
             HASH_FIND(hh, im->addrs, &p.addr, sizeof p.addr, a);
             if (a != NULL)
                 continue;
-            if (!fsc__imp_u64(b[k], "requested_size", &p.requested))
+            /* PyTorch before 2.1: the request and frames are in the block's
+             * 'history' (its first record), as memory_viz reads them */
+            fsc__pv_t *const *hist;
+            const fsc__pv_t *h0 =
+                fsc__pv_seq(fsc__pv_get(b[k], "history"), &hist) > 0 ? hist[0] : NULL;
+            if (!fsc__imp_u64(b[k], "requested_size", &p.requested) &&
+                !(h0 != NULL && fsc__imp_u64(h0, "real_size", &p.requested) &&
+                  p.requested <= p.size))
                 p.requested = p.size;
             p.exact = 1;
             p.pending = (uint8_t)pending;
             p.frames = fsc__pv_get(b[k], "frames");
+            if (p.frames == NULL && h0 != NULL && fsc__imp_dict_ok(h0))
+                p.frames = fsc__pv_get(h0, "frames");
             p.seg = f;
             if (add_live(im, &p) != 0)
                 return FSC_ENOMEM;

@@ -12,6 +12,12 @@ format tests (tests/test_pytorch_formats.c):
   `annotate` entry (_annotate_memory), `forward_frames` on an entry, and
   pinned host memory (`host_segments`, `host_traces`).
 
+- legacy.pickle: annotations.pickle as PyTorch before 2.1 wrote it: a history
+  whose ring had wrapped (it starts at a free), one 'free' entry per
+  free, no allocator_settings, annotations, user_metadata or compile_context,
+  blocks without address, requested_size and frames but with 'history'
+  ([{addr, real_size, frames}]).
+
 Run from the repository root: python3 tests/data/make_format_fixtures.py
 """
 import copy
@@ -68,5 +74,35 @@ def unknown_keys():
     save("unknown_keys.pickle", s)
 
 
+def legacy():
+    s = load("annotations.pickle")
+    t = s["device_traces"][0]
+    # the ring starts at a free after entries 51 and 53, which allocated two
+    # of the blocks still live at the end: those come from the final segments
+    first_free = next(i for i, e in enumerate(t) if i > 53 and e["action"] == "free_requested")
+    out = []
+    for e in t[first_free:]:
+        if e["action"] == "free_requested":
+            continue
+        e = {k: v for k, v in e.items() if k not in ("user_metadata", "compile_context")}
+        if e["action"] == "free_completed":
+            e["action"] = "free"
+        out.append(e)
+    segs = []
+    for g in s["segments"]:
+        blocks = []
+        for b in g["blocks"]:
+            nb = {"size": b["size"], "state": b["state"]}
+            if b["state"] != "inactive":
+                nb["history"] = [{"addr": b["address"], "real_size": b["requested_size"],
+                                  "frames": b["frames"]}]
+            blocks.append(nb)
+        g = {k: v for k, v in g.items() if k not in ("frames", "segment_pool_id", "blocks")}
+        g["blocks"] = blocks
+        segs.append(g)
+    save("legacy.pickle", {"segments": segs, "device_traces": [out]})
+
+
 two_devices()
 unknown_keys()
+legacy()
