@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""bench_snapshot.py — fragscope's snapshot commands against Python's own
+unpickler, on the same file in the same run.
+
+    python3 bench/bench_snapshot.py SNAPSHOT [--fragscope BIN]... [--cpu N]
+                                    [--commands import,analyze,whatif] [--json OUT]
+
+The baseline is `python3 -c "import pickle; pickle.load(open(F,'rb'))"`,
+the least any tool reading a PyTorch snapshot in Python does. Each command
+runs once, as a child process pinned to one CPU (--cpu, default the first
+this process may use), and is measured by wall time and by its peak
+resident set (ru_maxrss from wait4). Every fragscope binary given (for
+instance the old and the new build) runs every command. The table gives
+each figure and its ratio to pickle.load's; the issue's goals are a time
+ratio of at most 1/3 and a peak RSS of at most 1 GB on a snapshot of 1 GB
+or more. Outputs go to a temporary directory that is removed.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def measure(argv, cpu):
+    def pin():
+        if cpu is not None and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {cpu})
+
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         preexec_fn=pin, env=dict(os.environ, FRAGSCOPE_NO_PROGRESS="1"))
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    code = os.waitstatus_to_exitcode(status)
+    return {"seconds": round(wall, 3), "user": round(ru.ru_utime, 3), "sys": round(ru.ru_stime, 3),
+            "peak_rss_mb": round(ru.ru_maxrss / 1024.0, 1), "exit": code,
+            "stderr": err.decode(errors="replace")[-300:]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("snapshot")
+    ap.add_argument("--fragscope", action="append", default=[],
+                    help="a fragscope binary (repeat to compare builds; default build/fragscope)")
+    ap.add_argument("--commands", default="import,analyze")
+    ap.add_argument("--cpu", type=int, default=None)
+    ap.add_argument("--json", default=None, help="also write the results here")
+    a = ap.parse_args()
+    bins = a.fragscope or ["build/fragscope"]
+    cpu = a.cpu
+    if cpu is None and hasattr(os, "sched_getaffinity"):
+        cpu = min(os.sched_getaffinity(0))
+    size = os.path.getsize(a.snapshot)
+    tmp = tempfile.mkdtemp(prefix="bench_snapshot.")
+    rows = []
+    try:
+        base = measure([sys.executable, "-c",
+                        "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", a.snapshot], cpu)
+        rows.append(("pickle.load", base))
+        for b in bins:
+            for c in a.commands.split(","):
+                out = os.path.join(tmp, "out." + c)
+                if c == "import":
+                    argv = [b, "import", a.snapshot, "-o", out + ".fstrace"]
+                elif c == "analyze":
+                    argv = [b, "analyze", a.snapshot, "-o", out + ".db", "--no-suggest"]
+                elif c == "whatif":
+                    argv = [b, "whatif", a.snapshot, "--config", "expandable_segments:True"]
+                else:
+                    sys.exit("unknown command " + c)
+                r = measure(argv, cpu)
+                rows.append(("%s %s" % (b, c), r))
+                for f in os.listdir(tmp):
+                    os.unlink(os.path.join(tmp, f))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("snapshot: %s (%.1f MB), one CPU (%s)" % (a.snapshot, size / 1e6, cpu))
+    print("%-44s %9s %7s %11s %7s %5s" % ("command", "seconds", "ratio", "peak RSS MB", "ratio",
+                                          "exit"))
+    for name, r in rows:
+        print("%-44s %9.2f %7.3f %11.1f %7.3f %5d" % (
+            name[-44:], r["seconds"], r["seconds"] / base["seconds"], r["peak_rss_mb"],
+            r["peak_rss_mb"] / base["peak_rss_mb"], r["exit"]))
+        if r["exit"] != 0:
+            print("    " + r["stderr"].strip().replace("\n", "\n    "))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"snapshot": a.snapshot, "bytes": size, "cpu": cpu,
+                       "runs": [dict(r, command=n) for n, r in rows]}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
