@@ -135,8 +135,10 @@ static int parse_roundup(const fsc__lex_t *lx, size_t *pi, fsc_alloc_config_t *c
         if (parse_u64(dv, &v) != 0 || (v != 0 && !is_pow2(v)) || v > 1u << 30)
             return bad_value(err, key, dv, "divisions must be a power of two or 0");
         if (strcmp(iv, ">") == 0) {
-            /* PyTorch fills from the previous entry's own interval on. */
-            for (size_t k = last_index; k < FSC_ROUNDUP_INTERVALS; k++)
+            /* PyTorch fills the intervals after the previous entry's (all of
+             * them when '>' comes first): the snapshot of a run with
+             * [256:1,512:2,1024:4,>:8] records 1024 -> 4 and 2048 -> 8. */
+            for (size_t k = first ? 0 : last_index + 1; k < FSC_ROUNDUP_INTERVALS; k++)
                 c->roundup_power2_divisions[k] = (uint32_t)v;
         } else {
             uint64_t mb;
@@ -290,8 +292,10 @@ static void format_roundup(const uint32_t *d, char *buf, size_t cap, size_t *len
         put(buf, cap, len, "roundup_power2_divisions:%u", d[0]);
         return;
     }
-    /* The first entry also fills every interval below it, and ">" fills from
-     * the last entry's interval on: emit the fewest entries that parse back. */
+    /* The first entry also fills every interval below it, and ">" fills the
+     * intervals after the last entry's: emit the fewest entries that parse
+     * back (the leading run ends at start, the trailing run begins at tail,
+     * start < tail since not all are the same). */
     int start = 0;
     while (start + 1 < FSC_ROUNDUP_INTERVALS && d[start + 1] == d[0])
         start++;
@@ -299,10 +303,9 @@ static void format_roundup(const uint32_t *d, char *buf, size_t cap, size_t *len
     while (tail > 0 && d[tail - 1] == d[FSC_ROUNDUP_INTERVALS - 1])
         tail--;
     put(buf, cap, len, "roundup_power2_divisions:[");
-    for (int k = start; k <= tail; k++)
+    for (int k = start; k < tail; k++)
         put(buf, cap, len, "%s%llu:%u", k == start ? "" : ",", 1ull << k, d[k]);
-    if (tail < FSC_ROUNDUP_INTERVALS - 1)
-        put(buf, cap, len, ",>:%u", d[tail]);
+    put(buf, cap, len, ",>:%u", d[tail]);
     put(buf, cap, len, "]");
 }
 

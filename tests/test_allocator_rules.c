@@ -61,11 +61,15 @@ static void test_round_list_form(void)
         fsc_alloc_config_parse("roundup_power2_divisions:[256:1,512:2,>:4]", &c, &e), 0);
     for (int i = 0; i <= 8; i++)
         CU_ASSERT_EQUAL(c.roundup_power2_divisions[i], 1);
-    /* ">" overwrites the 512 MiB entry too, as in PyTorch. */
-    for (int i = 9; i < FSC_ROUNDUP_INTERVALS; i++)
+    /* ">" fills the intervals after the 512 MiB entry, which keeps its 2:
+     * PyTorch 2.11's own parse, as its snapshots record it
+     * (allocator_settings.roundup_power2_divisions of the H200 run with
+     * [256:1,512:2,1024:4,>:8]: '1024': 4, '2048': 8). */
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[9], 2);
+    for (int i = 10; i < FSC_ROUNDUP_INTERVALS; i++)
         CU_ASSERT_EQUAL(c.roundup_power2_divisions[i], 4);
     CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 300 * MiB + 1), 300 * MiB + 512);
-    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 600 * MiB + 1), 640 * MiB);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 600 * MiB + 1), 768 * MiB);
 
     CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:[1:4, 4:2]", &c, &e), 0);
     CU_ASSERT_EQUAL(c.roundup_power2_divisions[0], 4);
@@ -155,7 +159,7 @@ static void test_config_parse_format(void)
     CU_ASSERT_EQUAL(c.max_non_split_rounding, 64 * MiB);
     CU_ASSERT_EQUAL(fsc_alloc_config_format(&c, buf, sizeof buf), 0);
     CU_ASSERT_STRING_EQUAL(buf, "max_non_split_rounding_mb:64,"
-                                "roundup_power2_divisions:[256:1,512:4,>:4]");
+                                "roundup_power2_divisions:[256:1,512:2,>:4]");
     fsc_alloc_config_t c2;
     CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(buf, &c2, &e), 0);
     CU_ASSERT_EQUAL(memcmp(c.roundup_power2_divisions, c2.roundup_power2_divisions,
@@ -164,7 +168,7 @@ static void test_config_parse_format(void)
     /* Round trip of an irregular table. */
     CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:[1:4,4:2]", &c, &e), 0);
     CU_ASSERT_EQUAL(fsc_alloc_config_format(&c, buf, sizeof buf), 0);
-    CU_ASSERT_STRING_EQUAL(buf, "roundup_power2_divisions:[1:4,2:0,4:2,8:0,>:0]");
+    CU_ASSERT_STRING_EQUAL(buf, "roundup_power2_divisions:[1:4,2:0,4:2,>:0]");
     CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(buf, &c2, &e), 0);
     CU_ASSERT_EQUAL(memcmp(c.roundup_power2_divisions, c2.roundup_power2_divisions,
                            sizeof c.roundup_power2_divisions), 0);
@@ -269,10 +273,67 @@ static void test_config_fuzz(void)
     CU_ASSERT_TRUE(accepted > 100);
 }
 
+/* What the rounded size decides under roundup_power2_divisions, as in
+ * PyTorch's malloc: the pool (<= 1 MiB small), the new segment's size
+ * (from the rounded size), and the oversize rules (max_split_size compares
+ * the rounded size). And rounding twice changes nothing, so an OOM entry's
+ * size, which PyTorch writes rounded, stays as it is. */
+static void test_round_then_pool_segment(void)
+{
+    fsc_alloc_config_t c;
+    fsc_err_t e = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:4", &c, &e), 0);
+    uint64_t r = fsc_alloc_round_size(&c, 900 * 1024); /* [512K, 1M) in steps of 128K */
+    CU_ASSERT_EQUAL(r, MiB);
+    CU_ASSERT_EQUAL(fsc_alloc_pool_of(r), FSC_POOL_SMALL);
+    CU_ASSERT_EQUAL(fsc_alloc_segment_size(r), 2 * MiB);
+    r = fsc_alloc_round_size(&c, MiB + 1);
+    CU_ASSERT_EQUAL(r, MiB + 256 * 1024);
+    CU_ASSERT_EQUAL(fsc_alloc_pool_of(r), FSC_POOL_LARGE);
+    CU_ASSERT_EQUAL(fsc_alloc_segment_size(r), 20 * MiB);
+    /* 9 MiB rounds to 10 MiB: a segment of its own size, not 20 MiB */
+    r = fsc_alloc_round_size(&c, 9 * MiB);
+    CU_ASSERT_EQUAL(r, 10 * MiB);
+    CU_ASSERT_EQUAL(fsc_alloc_segment_size(r), 10 * MiB);
+    r = fsc_alloc_round_size(&c, 200 * MiB + 1);
+    CU_ASSERT_EQUAL(r, 224 * MiB);
+    CU_ASSERT_EQUAL(fsc_alloc_segment_size(r), 224 * MiB);
+    /* the per-interval form: 300 MiB + 1 in [256, 512) with 1 division
+     * (plain 512 B rounding), 600 MiB + 1 with 2 (steps of 256 MiB) */
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_alloc_config_parse("roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", &c, &e), 0);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 300 * MiB + 1), 300 * MiB + 512);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 600 * MiB + 1), 768 * MiB);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 1100 * MiB), 1280 * MiB);
+    CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, 2100 * MiB), 2304 * MiB);
+    /* oversize: 60 MiB + 1 rounds (4 divisions of [32, 64)) to 64 MiB,
+     * which max_split_size_mb:64 makes an oversize request: no split */
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_alloc_config_parse("roundup_power2_divisions:4,max_split_size_mb:64", &c, &e), 0);
+    r = fsc_alloc_round_size(&c, 60 * MiB + 1);
+    CU_ASSERT_EQUAL(r, 64 * MiB);
+    CU_ASSERT_FALSE(fsc_alloc_should_split(&c, FSC_POOL_LARGE, 128 * MiB, r, 0));
+    CU_ASSERT_TRUE(fsc_alloc_should_split(&c, FSC_POOL_LARGE, 128 * MiB,
+                                          fsc_alloc_round_size(&c, 40 * MiB + 1), 0));
+    /* idempotent for every setting */
+    static const char *const cfgs[] = {"", "roundup_power2_divisions:2",
+                                       "roundup_power2_divisions:4",
+                                       "roundup_power2_divisions:16",
+                                       "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]"};
+    for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) {
+        CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(cfgs[k], &c, &e), 0);
+        for (uint64_t x = 1; x < 8 * 1024ull * MiB; x = x * 3 / 2 + 977) {
+            uint64_t once = fsc_alloc_round_size(&c, x);
+            CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, once), once);
+        }
+    }
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"round_plain", test_round_plain},
     {"round_power2_divisions", test_round_power2_divisions},
     {"round_list_form", test_round_list_form},
+    {"round_then_pool_segment", test_round_then_pool_segment},
     {"pool_and_segment", test_pool_and_segment},
     {"should_split", test_should_split},
     {"config_parse_format", test_config_parse_format},

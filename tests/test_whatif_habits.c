@@ -314,6 +314,22 @@ static void test_margin(void)
     fsc_request_stream_destroy(rs);
 }
 
+/* Gradient checkpointing under roundup_power2_divisions:[256:1,512:2,
+ * 1024:4,>:8], ending at an OOM: PyTorch's own reading of the list (its
+ * snapshot's allocator_settings) gives [1 GiB, 2 GiB) 4 divisions and 8 from
+ * 2 GiB on; the replay at the inferred cap reproduces it. */
+static void test_divisions_list(void)
+{
+    verify_exact("ckpt_cap0.75_divisions_list", 0);
+    fsc_alloc_config_t c;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_alloc_config_parse("roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", &c, &err), 0);
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[9], 2);
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[10], 4);
+    CU_ASSERT_EQUAL(c.roundup_power2_divisions[11], 8);
+}
+
 /* Private pools in the allocator: a pool's free blocks never serve the
  * default pool and the other way round; empty_cache() leaves a pool's
  * segments until the pool is released. */
@@ -380,6 +396,7 @@ static const fsc_test_case_t k_tests[] = {
     {"CUDA graph private pool reproduced", test_graph_pool},
     {"torch.compile reduce-overhead reproduced", test_compile_reduce_overhead},
     {"private pool rules", test_pool_rules},
+    {"roundup_power2_divisions list form reproduced", test_divisions_list},
     {"OOM under an unrecorded cap: verify and suggestions", test_oom_prefix},
     {"uncapped run predicts the capped runs (2 caps x 4 settings)", test_predicts_capped_runs},
     {"which segment releases are the program's", test_release_rules},

@@ -225,7 +225,12 @@ int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
             im->cfg = parsed;
             return 0;
         }
-        if (parses)
+        /* The dict is PyTorch's own reading of the string: where fragscope
+         * reads the divisions differently, the dict's are the run's. */
+        if (parses && memcmp(parsed.roundup_power2_divisions, im->cfg.roundup_power2_divisions,
+                             sizeof parsed.roundup_power2_divisions) == 0)
+            return 0;
+        if (parses && fsc__pv_get(s, "roundup_power2_divisions") == NULL)
             return 0;
         /* The dict decides the rules; a string with keys this version does
          * not know (a newer PyTorch) would make the trace's settings
