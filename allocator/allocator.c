@@ -99,6 +99,7 @@ static int oom(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64_t siz
                uint64_t rounded, uint64_t alloc_size)
 {
     a->st.num_ooms++;
+    fsc__device_sample(a);
     uint64_t dev_free = UINT64_MAX, dev_total = 0;
     if (a->be->ops->mem_info != NULL)
         a->be->ops->mem_info(a->be, &dev_free, &dev_total);
@@ -179,6 +180,7 @@ int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream
         goto out;
     }
     fsc__process_events(a);
+    fsc__device_sample_due(a);
     rc = fsc__u64map_reserve(&a->live);
     if (rc != 0) {
         rc = fsc_err_set(&a->err, rc, "allocator: out of host memory");

@@ -118,6 +118,7 @@ int fsc__alloc_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64
         fsc__stat_inc(&a->st.oversize_segments, 1);
     a->st.num_device_alloc++;
     fsc__emit(a, FSC_EV_SEGMENT_ALLOC, b, addr, alloc_size, 0, 0);
+    fsc__device_sample(a);
     *out = b;
     return 0;
 }

@@ -129,6 +129,7 @@ static int map_block(fsc_allocator_t *a, fsc__block_t *to_map, uint64_t size)
     fsc__stat2_inc(a->st.reserved_bytes, p->id, (int64_t)len);
     a->st.num_device_alloc++;
     fsc__emit(a, FSC_EV_SEGMENT_MAP, to_map, s->base + off, len, 0, 0);
+    fsc__device_sample(a);
     return 1;
 }
 

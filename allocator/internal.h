@@ -96,6 +96,8 @@ struct fsc_allocator {
     int gc_armed;
     fsc_event_sink_fn sink;
     void *sink_ud;
+    int sample_device;             /* device_sample.c */
+    uint64_t sample_interval_ns, last_sample_ns;
 
     fsc__pool_t pools[FSC__NPOOLS];
     uint64_t private_ids[FSC__MAX_PRIVATE_POOLS]; /* slot - 1 -> pool id */
@@ -143,6 +145,11 @@ static inline int fsc__is_split(const fsc__block_t *b)
 {
     return b->prev != NULL || b->next != NULL;
 }
+
+/* device_sample.c: a DEVICE_MEMORY sample to the sink (when enabled);
+ * fsc__device_sample_due samples when the interval has passed. */
+void fsc__device_sample(fsc_allocator_t *a);
+void fsc__device_sample_due(fsc_allocator_t *a);
 
 /* core.c */
 fsc__block_t *fsc__get_free_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,

@@ -30,6 +30,7 @@ typedef struct sim {
     fsc_backend_t pub;
     uint64_t base;
     uint64_t phys_used;
+    uint64_t taken; /* by others: fsc_backend_sim_set_taken */
     sim_range_t *ranges; /* sorted by addr, non-overlapping */
     size_t nranges, cap;
     uint64_t *script_addrs, *script_sizes;
@@ -114,7 +115,7 @@ static int sim_place(sim_t *s, uint64_t size, uint64_t *addr, fsc_err_t *err)
 static int sim_seg_alloc(fsc_backend_t *b, uint64_t size, uint64_t *addr, fsc_err_t *err)
 {
     sim_t *s = (sim_t *)b;
-    if (size > b->total || s->phys_used + size > b->total)
+    if (size > b->total || s->phys_used + s->taken + size > b->total)
         return FSC_EOOM;
     int rc = sim_place(s, size, addr, err);
     if (rc == 0)
@@ -174,7 +175,7 @@ static int sim_va_map(fsc_backend_t *b, void *vseg, uint64_t off, uint64_t len, 
     (void)vseg;
     (void)off;
     (void)err;
-    if (s->phys_used + len > b->total)
+    if (s->phys_used + s->taken + len > b->total)
         return FSC_EOOM;
     s->phys_used += len;
     return 0;
@@ -196,7 +197,9 @@ static void sim_va_release(fsc_backend_t *b, void *vseg)
 
 static void sim_mem_info(fsc_backend_t *b, uint64_t *free_bytes, uint64_t *total)
 {
-    *free_bytes = b->total - ((sim_t *)b)->phys_used;
+    const sim_t *s = (const sim_t *)b;
+    uint64_t used = s->phys_used + s->taken;
+    *free_bytes = used < b->total ? b->total - used : 0;
     *total = b->total;
 }
 
@@ -234,6 +237,14 @@ int fsc_backend_sim_create(uint64_t capacity, uint64_t base, fsc_backend_t **out
     s->diverged = -1;
     strcpy(s->pub.name, "sim");
     *out = &s->pub;
+    return 0;
+}
+
+int fsc_backend_sim_set_taken(fsc_backend_t *b, uint64_t bytes)
+{
+    if (b == NULL || b->ops != &k_sim_ops)
+        return FSC_EINVAL;
+    ((sim_t *)b)->taken = bytes;
     return 0;
 }
 

@@ -50,6 +50,10 @@ struct fsc_analysis {
     uint64_t type_count[FSC_EV__COUNT];
     uint64_t warnings, num_ooms;
     int first_oom_cause;
+    /* DEVICE_MEMORY samples: how many, the largest memory outside the
+     * allocator (total − free − reserved) and its event */
+    uint64_t dev_samples, ext_max, ext_max_seq;
+    int ext_known;
     fsc__tagname_t *names;
     size_t nnames;                 /* entries allocated in names[] */
     fsc__kv_t *meta;
@@ -100,6 +104,7 @@ static int skipped(fsc_analysis_t *a, const fsc_event_t *ev, const char *why)
     case FSC_EV_EMPTY_CACHE:
     case FSC_EV_GC:
     case FSC_EV_MARKER:
+    case FSC_EV_DEVICE_MEMORY:
         snprintf(msg, sizeof msg, "event %llu (%s): %s", (unsigned long long)a->rp.seq, tn, why);
         break;
     default:
@@ -325,6 +330,19 @@ int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev)
     if (rc == 0 && ev->type == FSC_EV_MARKER)
         rc = from_store(a, fsc__store_marker(a->store, a->rp.seq, ev->time_ns, ev->text,
                                              ev->text_len));
+    if (rc == 0 && ev->type == FSC_EV_DEVICE_MEMORY) {
+        uint64_t fr = ev->oom.device_free, tot = ev->oom.device_total, rs = a->rp.reserved;
+        a->dev_samples++;
+        if (fr != UINT64_MAX && tot != 0) {
+            uint64_t x = tot > fr + rs ? tot - fr - rs : 0;
+            if (!a->ext_known || x > a->ext_max) {
+                a->ext_max = x;
+                a->ext_max_seq = a->rp.seq;
+            }
+            a->ext_known = 1;
+        }
+        rc = from_store(a, fsc__store_device_sample(a->store, a->rp.seq, ev->time_ns, fr, tot, rs));
+    }
     if (rc != 0) {
         a->failed = 1;
         return rc;
@@ -403,6 +421,11 @@ static int write_meta(fsc_analysis_t *a)
     MI("warnings", a->warnings);
     MI("events_total", a->rp.seq);
     MI("timeline_bucket_events", a->tl.width);
+    MI("device_samples", a->dev_samples);
+    if (a->ext_known) {
+        MI("external_max_bytes", a->ext_max);
+        MI("external_max_seq", a->ext_max_seq);
+    }
     for (int t = 1; t < FSC_EV__COUNT; t++) {
         if (a->type_count[t] == 0)
             continue;

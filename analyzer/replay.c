@@ -250,7 +250,8 @@ int fsc__replay_apply(fsc__replay_t *a, const fsc_event_t *ev, fsc__outcome_t *o
     case FSC_EV_OOM: /* changes nothing; diagnosed by the caller (oom.c) */
     case FSC_EV_EMPTY_CACHE:
     case FSC_EV_GC:
-    case FSC_EV_MARKER: rc = 0; break;
+    case FSC_EV_MARKER:
+    case FSC_EV_DEVICE_MEMORY: rc = 0; break; /* the device, not the allocator */
     default: rc = fsc__skip(a, "unknown event type %d", ev->type); break;
     }
     /* A miss is an ALLOC right after its segment appeared, with at most a

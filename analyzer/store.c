@@ -43,6 +43,7 @@ static const char *const k_stmts[FSC__ST_COUNT] = {
     [FSC__ST_TIMELINE_EXT] = "INSERT INTO timeline_external VALUES(?,?,?)",
     [FSC__ST_TAGFRAME] = "INSERT OR REPLACE INTO tag_frames VALUES(?,?,?,?,?)",
     [FSC__ST_PYMETA] = "INSERT INTO pytorch_meta VALUES(NULL,?,?,?)",
+    [FSC__ST_DEVMEM] = "INSERT INTO device_memory VALUES(?,?,?,?,?,?)",
 };
 
 static int db_err(fsc__store_t *a, const char *what)
@@ -355,6 +356,23 @@ int fsc__store_marker(fsc__store_t *a, uint64_t seq, uint64_t time, const char *
     bind_u64(s, 2, time);
     sqlite3_bind_text(s, 3, text ? text : "", text ? (int)len : 0, SQLITE_TRANSIENT);
     return step(a, s, "markers");
+}
+
+int fsc__store_device_sample(fsc__store_t *a, uint64_t seq, uint64_t time, uint64_t dev_free,
+                             uint64_t dev_total, uint64_t reserved)
+{
+    int rc = fsc__writer_sync(a);
+    if (rc != 0)
+        return rc;
+    sqlite3_stmt *s = a->st[FSC__ST_DEVMEM];
+    int known = dev_free != UINT64_MAX && dev_total != 0;
+    bind_u64(s, 1, seq);
+    bind_u64(s, 2, time);
+    bind_opt(s, 3, dev_free != UINT64_MAX, dev_free);
+    bind_opt(s, 4, dev_total != 0, dev_total);
+    bind_u64(s, 5, reserved);
+    bind_opt(s, 6, known, known && dev_total > dev_free + reserved ? dev_total - dev_free - reserved : 0);
+    return step(a, s, "device_memory");
 }
 
 int fsc__store_warning(fsc__store_t *a, uint64_t seq, const char *msg)

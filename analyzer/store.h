@@ -35,6 +35,10 @@ int fsc__store_ops(fsc__store_t *s, const fsc__rowsout_t *out);
 /* tags: parent is NULL for the root (node 0). */
 int fsc__store_tag(fsc__store_t *s, uint32_t node, uint32_t parent, const char *name, size_t len);
 int fsc__store_marker(fsc__store_t *s, uint64_t seq, uint64_t time, const char *text, size_t len);
+/* A DEVICE_MEMORY sample with this allocator's reserved bytes at it: a row
+ * of device_memory (external = total − free − reserved). */
+int fsc__store_device_sample(fsc__store_t *s, uint64_t seq, uint64_t time, uint64_t dev_free,
+                             uint64_t dev_total, uint64_t reserved);
 /* One row of pytorch_meta (pymeta.c). */
 int fsc__store_pymeta(fsc__store_t *s, uint64_t seq, const char *kind, const char *json,
                       size_t len);

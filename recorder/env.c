@@ -18,6 +18,26 @@
 static pthread_mutex_t g_env_mu = PTHREAD_MUTEX_INITIALIZER;
 static fsc_recorder_t *g_env;
 
+int fsc_device_samples_parse(const char *value, int *on, uint64_t *interval_ns)
+{
+    *on = 1;
+    *interval_ns = 0;
+    if (value == NULL || value[0] == '\0' || strcmp(value, "segments") == 0)
+        return 0;
+    if (strcmp(value, "off") == 0) {
+        *on = 0;
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long long ms = strtoull(value, &end, 10);
+    if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || ms == 0 ||
+        ms > 3600000ull)
+        return FSC_EINVAL;
+    *interval_ns = (uint64_t)ms * 1000000ull;
+    return 0;
+}
+
 int fsc_trace_mode_parse(const char *mode, uint64_t *ring_events)
 {
     *ring_events = 0;

@@ -224,7 +224,7 @@ int fsc__decode_record(fsc_trace_reader_t *r, fsc_event_t *ev)
 {
     uint8_t t = *(*r->cp[FSC__COL_RECORDS])++;
     int rc;
-    if (t >= 1 && t < FSC_EV__COUNT) {
+    if (t >= 1 && t < FSC_EV_DEVICE_MEMORY) { /* the types with event records */
         if ((rc = decode_event(r, t, ev)) != 0)
             return rc;
         r->chunk_seen++;
@@ -240,6 +240,20 @@ int fsc__decode_record(fsc_trace_reader_t *r, fsc_event_t *ev)
         uint64_t n;
         if (fsc__get_varint(p, end, &n) != 0 || n > (uint64_t)(end - *p))
             return fsc__reader_bad(r, "bad extension record length");
+        if (t == FSC__REC_DEVICE_MEMORY) {
+            const uint8_t *q = *p, *qe = *p + n;
+            uint64_t tm, fr, tot;
+            if (fsc__get_varint(&q, qe, &tm) != 0 || fsc__get_varint(&q, qe, &fr) != 0 ||
+                fsc__get_varint(&q, qe, &tot) != 0)
+                return fsc__reader_bad(r, "bad device memory record");
+            *p += n; /* fields a newer minor appends are skipped */
+            memset(ev, 0, sizeof *ev);
+            ev->type = FSC_EV_DEVICE_MEMORY;
+            ev->time_ns = tm;
+            ev->oom.device_free = fr - 1;
+            ev->oom.device_total = tot;
+            return 1; /* an event, not counted against the chunk's events */
+        }
         *p += n; /* a record type of a newer minor version */
         return 0;
     }

@@ -27,6 +27,18 @@ typedef struct fsc__enc {
 __attribute__((always_inline)) static inline uint8_t *fsc__encode_event(fsc__enc_t *st, uint8_t *p, const fsc_event_t *ev, uint32_t tag,
                            uint64_t time_ns, uint32_t thread)
 {
+    if (__builtin_expect(ev->type == FSC_EV_DEVICE_MEMORY, 0)) {
+        uint8_t body[32], *q = body;
+        q = fsc__put_varint(q, time_ns);
+        q = fsc__put_varint(q, ev->oom.device_free + 1); /* UINT64_MAX (unknown) -> 0 */
+        q = fsc__put_varint(q, ev->oom.device_total);
+        *p++ = FSC__REC_DEVICE_MEMORY;
+        p = fsc__put_varint(p, (uint64_t)(q - body));
+        memcpy(p, body, (size_t)(q - body));
+        (void)thread;
+        (void)tag;
+        return p + (q - body);
+    }
     /* Branch-free presence bits: this runs for every event. */
     const fsc_oom_state_t *o = &ev->oom;
     uint32_t mask = (uint32_t)(ev->addr != 0) * FSC__F_ADDR |

@@ -20,7 +20,7 @@
  * other, addr against the previous addr, segment against addr) is still
  * read. */
 #define FSC__TRACE_MAJOR 2u
-#define FSC__TRACE_MINOR 0u
+#define FSC__TRACE_MINOR 1u
 
 /* zstd skippable frames: magic (LE u32) in 0x184D2A50..0x184D2A5F, then the
  * payload size (LE u32), then the payload. */
@@ -53,6 +53,11 @@ enum {
     FSC__REC_STRING = 0x20, /* varint len, bytes: next string id */
     FSC__REC_TAG = 0x21,    /* varint parent node, varint string id: next node id */
     FSC__REC_EXT_MIN = 0x40,
+    /* 2.1: a DEVICE_MEMORY event (not counted among a chunk's events, so
+     * that 2.0 readers, which skip it, agree on the counts): varint length,
+     * then varint time_ns (absolute: it leaves the events' deltas alone),
+     * varint device_free + 1 (0 = unknown), varint device_total */
+    FSC__REC_DEVICE_MEMORY = 0x40,
     FSC__REC_EXT_MAX = 0x7F
 };
 

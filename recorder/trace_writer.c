@@ -66,8 +66,9 @@ static int append_event(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t tag, 
         return rc;
     fsc__chunk_t *c = r->cur;
     c->len = (size_t)(fsc__encode_event(&r->enc, c->data + c->len, ev, tag, t, thread) - c->data);
-    c->events++;
-    r->events++;
+    /* a DEVICE_MEMORY sample is an extension record, not a counted event */
+    c->events += ev->type != FSC_EV_DEVICE_MEMORY;
+    r->events += ev->type != FSC_EV_DEVICE_MEMORY;
     if (c->len >= r->chunk_bytes && fsc__chunk_rotate(r) > 0)
         *queued = 1;
     return 0;
@@ -144,8 +145,8 @@ static inline int sink_fast(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t t
     if (c->len == 0 || c->len + FSC__MAX_EVENT_REC + ev->text_len > c->cap)
         return 0;
     c->len = (size_t)(fsc__encode_event(&r->enc, c->data + c->len, ev, tag, t, thread) - c->data);
-    c->events++;
-    r->events++;
+    c->events += ev->type != FSC_EV_DEVICE_MEMORY;
+    r->events += ev->type != FSC_EV_DEVICE_MEMORY;
     *full = c->len >= r->chunk_bytes;
     return 1;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fragscope/allocator.h"
 #include "fragscope/analyzer.h"
 #include "fragscope/common.h"
 #include "fragscope/recorder.h"
@@ -204,7 +205,87 @@ static void test_reserved_explains_shortfall(void)
     db_close();
 }
 
+/* A recorded sim run on a 1 GiB device of which others took 700 MiB: the
+ * trace carries DEVICE_MEMORY samples (format 2.1), the analyzer turns them
+ * into device_memory rows, and the OOM of a 300 MiB request that the
+ * 1 GiB cap allowed is `external` with 700 MiB outside. */
+static void test_sim_recorded_samples(void)
+{
+    const char *trace = fsc_test_path("taken.fstrace"), *db = fsc_test_path("taken.db");
+    fsc_trace_header_t hdr = {0};
+    hdr.producer = "test_external";
+    hdr.config = "";
+    hdr.backend = "sim";
+    hdr.capacity = 1024 * MiB;
+    hdr.device_total = 1024 * MiB;
+    hdr.rank = -1;
+    fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
+    ro.background = 0;
+    fsc_recorder_t *rec = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_FATAL(fsc_recorder_open(trace, &hdr, &ro, &rec, &err) == 0);
+    fsc_backend_t *be = NULL;
+    CU_ASSERT_FATAL(fsc_backend_sim_create(1024 * MiB, 0, &be) == 0);
+    CU_ASSERT_EQUAL(fsc_backend_sim_set_taken(be, 700 * MiB), 0);
+    fsc_allocator_opts_t ao;
+    memset(&ao, 0, sizeof ao);
+    fsc_alloc_config_t defaults = FSC_ALLOC_CONFIG_DEFAULT;
+    ao.config = defaults;
+    ao.backend = be;
+    ao.sink = fsc_recorder_sink;
+    ao.sink_ud = rec;
+    fsc_allocator_t *a = NULL;
+    CU_ASSERT_FATAL(fsc_allocator_create(&ao, &a, &err) == 0);
+    CU_ASSERT_EQUAL(fsc_allocator_sample_device(a, 1, 0), 0);
+    uint64_t p1 = 0, p2 = 0;
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 100 * MiB, 0, &p1), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 300 * MiB, 0, &p2), FSC_EOOM);
+    fsc_allocator_destroy(a);
+    fsc_backend_destroy(be);
+    CU_ASSERT_FATAL(fsc_recorder_close(rec) == 0);
+
+    char out[8192];
+    int rc = fsc_test_sh(out, sizeof out, "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s -o %s",
+                         fsc_test_fragscope(), trace, db);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    db_open(db);
+    /* one sample after the segment, one at the OOM */
+    CU_ASSERT_EQUAL(qi("SELECT count(*) FROM device_memory"), 2);
+    CU_ASSERT_EQUAL(qi("SELECT external_bytes FROM device_memory ORDER BY seq LIMIT 1"),
+                    (int64_t)(700 * MiB));
+    CU_ASSERT_EQUAL(qi("SELECT device_free FROM device_memory ORDER BY seq LIMIT 1"),
+                    (int64_t)(224 * MiB));
+    CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key = 'external_max_bytes'"),
+                    (int64_t)(700 * MiB));
+    CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key = 'device_samples'"), 2);
+    CU_ASSERT_STRING_EQUAL(qt("SELECT cause FROM ooms"), "external");
+    CU_ASSERT_EQUAL(qi("SELECT external_bytes FROM ooms"), (int64_t)(700 * MiB));
+    /* the samples are extension records: the chunk's event count is the
+     * events' (what a 2.0 reader, which skips them, counts) */
+    CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key = 'integrity.events_lost'"), 0);
+    db_close();
+    rc = fsc_test_sh(out, sizeof out, "%s info %s", fsc_test_fragscope(), trace);
+    CU_ASSERT_EQUAL(rc, 0);
+}
+
+static void test_device_samples_parse(void)
+{
+    int on = -1;
+    uint64_t every = 1;
+    CU_ASSERT_EQUAL(fsc_device_samples_parse(NULL, &on, &every), 0);
+    CU_ASSERT(on == 1 && every == 0);
+    CU_ASSERT_EQUAL(fsc_device_samples_parse("off", &on, &every), 0);
+    CU_ASSERT(on == 0 && every == 0);
+    CU_ASSERT_EQUAL(fsc_device_samples_parse("250", &on, &every), 0);
+    CU_ASSERT(on == 1 && every == 250000000ull);
+    CU_ASSERT_EQUAL(fsc_device_samples_parse("0", &on, &every), FSC_EINVAL);
+    CU_ASSERT_EQUAL(fsc_device_samples_parse("5ms", &on, &every), FSC_EINVAL);
+    CU_ASSERT_EQUAL(fsc_device_samples_parse("-3", &on, &every), FSC_EINVAL);
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"sim_recorded_samples", test_sim_recorded_samples},
+    {"device_samples_parse", test_device_samples_parse},
     {"h200_external_with_device_memory", test_h200_external_with_device_memory},
     {"h200_external_total_unknown", test_h200_external_total_unknown},
     {"reserved_explains_shortfall", test_reserved_explains_shortfall},

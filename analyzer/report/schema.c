@@ -109,7 +109,9 @@ static const char k_schema[] =
     "CREATE TABLE timeline_frag(id INTEGER, pool TEXT, asking_stream INTEGER, soft INTEGER,"
     " hard INTEGER, stream INTEGER, private_pool INTEGER, pending INTEGER);"
     "CREATE TABLE timeline_external(id INTEGER PRIMARY KEY, external_frag_max REAL,"
-    " external_frag_max_seq INTEGER);";
+    " external_frag_max_seq INTEGER);"
+    "CREATE TABLE device_memory(seq INTEGER PRIMARY KEY, time_ns INTEGER, device_free INTEGER,"
+    " device_total INTEGER, reserved INTEGER, external_bytes INTEGER);";
 
 const char *fsc_rundb_schema(void)
 {

@@ -86,6 +86,10 @@ typedef struct fsc_backend fsc_backend_t;
  * simulated address space starting at base (0 = 0x7f0000000000), each
  * segment aligned to 2 MiB. */
 int fsc_backend_sim_create(uint64_t capacity, uint64_t base, fsc_backend_t **out);
+/* sim: bytes of the device taken by others (another process, a raw
+ * cudaMalloc): segments get only capacity − taken − reserved, and the
+ * device's free bytes say so. FSC_EINVAL for a backend that is not sim. */
+int fsc_backend_sim_set_taken(fsc_backend_t *b, uint64_t bytes);
 
 /* sim with a script: the first n segment allocations return addrs[i] as long
  * as the requested size equals sizes[i]; from the first mismatch on, the
@@ -131,6 +135,12 @@ typedef struct fsc_allocator_opts {
 int fsc_allocator_create(const fsc_allocator_opts_t *opts, fsc_allocator_t **out,
                          fsc_err_t *err);
 void fsc_allocator_destroy(fsc_allocator_t *a); /* frees every segment; NULL ok */
+
+/* DEVICE_MEMORY samples (the backend's free and total bytes) to the sink:
+ * on = 1 after every segment allocation and at every OOM; interval_ns > 0
+ * also at the first malloc at least that long after the last sample (no
+ * thread: an idle allocator is not sampled). Off by default. */
+int fsc_allocator_sample_device(fsc_allocator_t *a, int on, uint64_t interval_ns);
 
 /* Returns 0 and *addr, or FSC_EOOM after the full miss sequence (an OOM event
  * has been emitted; the message says what PyTorch's message would say:

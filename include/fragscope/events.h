@@ -33,6 +33,11 @@
  *  EMPTY_CACHE     -               bytes released    -              -
  *  GC              -               bytes reclaimed   target bytes   -
  *  MARKER          -               -                 -              text (e.g. "step 12")
+ *  DEVICE_MEMORY   -               -                 -              oom.device_free, oom.device_total:
+ *                                                                   a sample of the whole device
+ *                                                                   (cudaMemGetInfo), so that memory
+ *                                                                   outside the allocator can be
+ *                                                                   told (total − free − reserved)
  *
  * Ordering guarantees of the allocator: within one allocator instance events
  * are emitted in a total order (the sink is called with the allocator's lock
@@ -73,13 +78,14 @@ extern "C" {
     X(OOM, 10, "oom")                              \
     X(EMPTY_CACHE, 11, "empty_cache")              \
     X(GC, 12, "gc")                                \
-    X(MARKER, 13, "marker")
+    X(MARKER, 13, "marker")                        \
+    X(DEVICE_MEMORY, 14, "device_memory")
 
 typedef enum fsc_event_type {
 #define FSC__EV_ENUM(name, val, str) FSC_EV_##name = (val),
     FSC_EVENT_TYPE_MAP(FSC__EV_ENUM)
 #undef FSC__EV_ENUM
-    FSC_EV__COUNT = 14 /* one past the largest type value */
+    FSC_EV__COUNT = 15 /* one past the largest type value */
 } fsc_event_type_t;
 
 /* "alloc", ...; "unknown" for anything else. */
@@ -119,7 +125,7 @@ typedef struct fsc_event {
     uint32_t text_len;   /* MARKER: length of text */
     const char *text;    /* MARKER: text, not NUL-terminated necessarily;
                             valid only for the duration of the call/iteration */
-    fsc_oom_state_t oom; /* OOM only */
+    fsc_oom_state_t oom; /* OOM; DEVICE_MEMORY: device_free and device_total */
     /* Private pool (CUDA graph pool, MemPool) of the segment or block; 0 =
      * the default pool. PyTorch's segment_pool_id (a, b) is a << 32 | b.
      * Not stored in .fstrace files yet: known to consumers of the importer

@@ -151,6 +151,14 @@ int fsc_trace_path_expand(const char *tmpl, int pid, int rank, int world_size, c
  * -> N (N > 0). Returns 0 or FSC_EINVAL. */
 int fsc_trace_mode_parse(const char *mode, uint64_t *ring_events);
 
+/* FRAGSCOPE_DEVICE_SAMPLES: when the PyTorch shim samples the device's free
+ * and total memory (DEVICE_MEMORY events; fsc_allocator_sample_device).
+ * "off"; "segments" (unset or empty: the default) = at every segment
+ * allocation and at every OOM; N (milliseconds, 1..3600000) = those and at
+ * the first allocation at least N ms after the last sample. FSC_EINVAL for
+ * anything else. */
+int fsc_device_samples_parse(const char *value, int *on, uint64_t *interval_ns);
+
 /* ---- reader ----------------------------------------------------------- */
 
 typedef struct fsc_trace_reader fsc_trace_reader_t;

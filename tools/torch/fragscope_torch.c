@@ -114,6 +114,17 @@ static fsc_allocator_t *create_device(int device)
         d->failed = 1;
         return NULL;
     }
+    /* the device's free and total memory with the events, so that memory
+     * outside this allocator shows (FRAGSCOPE_DEVICE_SAMPLES) */
+    if (opts.sink != NULL) {
+        const char *ds = getenv("FRAGSCOPE_DEVICE_SAMPLES");
+        int on = 0;
+        uint64_t every = 0;
+        if (fsc_device_samples_parse(ds, &on, &every) != 0)
+            fprintf(stderr, "fragscope: FRAGSCOPE_DEVICE_SAMPLES='%s' is not off, segments or "
+                            "a number of milliseconds; sampling at segments\n", ds);
+        fsc_allocator_sample_device(d->alloc, on, every);
+    }
     return d->alloc;
 }
 
