@@ -95,14 +95,14 @@ static int write_golden_like(const char *path)
     return fsc_recorder_close(r);
 }
 
-static void check_events_v(const char *path, uint32_t major)
+static void check_events_v(const char *path, uint32_t major, uint32_t minor)
 {
     fsc_trace_reader_t *r = NULL;
     fsc_err_t err;
     CU_ASSERT_EQUAL_FATAL(fsc_trace_open(path, &r, &err), 0);
     const fsc_trace_header_t *h = fsc_trace_header(r);
     CU_ASSERT_EQUAL(h->version_major, major);
-    CU_ASSERT_EQUAL(h->version_minor, 0);
+    CU_ASSERT_EQUAL(h->version_minor, minor);
     CU_ASSERT_STRING_EQUAL(h->producer, "fragscope test");
     CU_ASSERT_STRING_EQUAL(h->config, "max_split_size_mb:128,expandable_segments:True");
     CU_ASSERT_STRING_EQUAL(h->backend, "sim");
@@ -151,7 +151,7 @@ static void check_events_v(const char *path, uint32_t major)
 
 static void check_events(const char *path)
 {
-    check_events_v(path, 2);
+    check_events_v(path, 2, 1);
 }
 
 static void test_round_trip_every_field(void)
@@ -340,7 +340,7 @@ static void test_newer_major_refused(void)
     CU_ASSERT_EQUAL(fsc_trace_open(p, &r, &err), FSC_EVERSION);
     char want[1200];
     snprintf(want, sizeof want,
-             "%s: trace format version 3.0 is newer than this fragscope reads (2.x); "
+             "%s: trace format version 3.1 is newer than this fragscope reads (2.x); "
              "upgrade fragscope",
              p);
     CU_ASSERT_STRING_EQUAL(err.msg, want);
@@ -611,13 +611,21 @@ static void test_reads_version_1(void)
     /* Files of format 1.0 (records one after another, written before the
      * column layout) still read back to the same events. The file is the
      * golden trace as version 1.0 wrote it. */
-    check_events_v(fsc_test_data("recorder_golden_v1.fstrace"), 1);
+    check_events_v(fsc_test_data("recorder_golden_v1.fstrace"), 1, 0);
+}
+
+static void test_reads_version_2_0(void)
+{
+    /* The golden trace as format 2.0 wrote it (before DEVICE_MEMORY
+     * records) reads back to the same events. */
+    check_events_v(fsc_test_data("recorder_golden_v2_0.fstrace"), 2, 0);
 }
 
 static const fsc_test_case_t k_tests[] = {
     {"round_trip_every_field", test_round_trip_every_field},
     {"golden_bytes", test_golden_bytes},
     {"reads_version_1", test_reads_version_1},
+    {"reads_version_2_0", test_reads_version_2_0},
     {"cut_at_every_byte", test_cut_at_every_byte},
     {"damaged_byte_anywhere", test_damaged_byte_anywhere},
     {"not_a_trace", test_not_a_trace},

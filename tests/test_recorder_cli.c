@@ -92,7 +92,7 @@ static void test_info_json(void)
     CU_ASSERT_EQUAL(cJSON_GetObjectItem(bt, "alloc")->valuedouble, 3);
     CU_ASSERT_EQUAL(cJSON_GetObjectItem(bt, "oom")->valuedouble, 2);
     CU_ASSERT_EQUAL(cJSON_GetObjectItem(bt, "segment_map")->valuedouble, 1);
-    CU_ASSERT_EQUAL(cJSON_GetArraySize(bt), 13);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(bt), 14);
     cJSON *tags = cJSON_GetObjectItem(o, "tags");
     CU_ASSERT_EQUAL(cJSON_GetObjectItem(tags, "count")->valuedouble, 3);
     cJSON *top = cJSON_GetObjectItem(tags, "top");
@@ -104,7 +104,7 @@ static void test_info_json(void)
     CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(cJSON_GetArrayItem(kids, 0), "name")->valuestring,
                            "forward/layer.0");
     CU_ASSERT_EQUAL(cJSON_GetObjectItem(cJSON_GetArrayItem(kids, 0), "events")->valuedouble, 2);
-    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "format")->valuestring, "2.0");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "format")->valuestring, "2.1");
     CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "backend")->valuestring, "sim");
     CU_ASSERT_EQUAL(cJSON_GetObjectItem(o, "chunks")->valuedouble, 5);
     /* Above 2^53: written as an exact integer. */
