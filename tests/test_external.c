@@ -264,6 +264,10 @@ static void test_sim_recorded_samples(void)
      * events' (what a 2.0 reader, which skips them, counts) */
     CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key = 'integrity.events_lost'"), 0);
     db_close();
+    rc = fsc_test_sh(out, sizeof out, "%s report %s", fsc_test_fragscope(), db);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "outside the allocator     700.00 MiB  (most at a device "
+                                       "sample, event 1; 2 samples"));
     rc = fsc_test_sh(out, sizeof out, "%s info %s", fsc_test_fragscope(), trace);
     CU_ASSERT_EQUAL(rc, 0);
 }

@@ -8,6 +8,9 @@
  * the "device free at the OOM" line.
  */
 #include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "fragscope/common.h"
 
 #include "report_model.h"
 
@@ -31,4 +34,50 @@ void fsc__report_external_json(const rep_oom_t *o, cJSON *j)
         cJSON_AddNullToObject(j, "external_bytes");
     else
         cJSON_AddNumberToObject(j, "external_bytes", (double)o->external);
+}
+
+int fsc__report_external_load(rep_t *r, fsc_rundb_t *db)
+{
+    int rc;
+    if ((rc = fsc_rundb_meta_int(db, "device_samples", 0, &r->device_samples)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "external_max_bytes", -1, &r->external_max)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "external_max_seq", -1, &r->external_max_seq)) != 0)
+        return rc;
+    return 0;
+}
+
+void fsc__report_external_run_text(const rep_t *r, FILE *f)
+{
+    char b[32];
+    if (r->device_samples <= 0)
+        return; /* not sampled: PyTorch snapshots, traces without samples */
+    if (r->external_max >= 0)
+        fprintf(f, "  outside the allocator   %12s  (most at a device sample, event %lld; "
+                   "%lld samples; total − free − reserved)\n",
+                fsc_size_format((uint64_t)r->external_max, b, sizeof b),
+                (long long)r->external_max_seq, (long long)r->device_samples);
+    else
+        fprintf(f, "  outside the allocator        unknown  (%lld device samples without the "
+                   "device's figures)\n", (long long)r->device_samples);
+}
+
+void fsc__report_external_run_markdown(const rep_t *r, FILE *f)
+{
+    char b[32];
+    if (r->device_samples > 0 && r->external_max >= 0)
+        fprintf(f, "| most memory outside the allocator | %s (event %lld) |\n",
+                fsc_size_format((uint64_t)r->external_max, b, sizeof b),
+                (long long)r->external_max_seq);
+}
+
+void fsc__report_external_run_json(const rep_t *r, cJSON *meta)
+{
+    cJSON_AddNumberToObject(meta, "device_samples", (double)r->device_samples);
+    if (r->external_max >= 0) {
+        cJSON_AddNumberToObject(meta, "external_max_bytes", (double)r->external_max);
+        cJSON_AddNumberToObject(meta, "external_max_seq", (double)r->external_max_seq);
+    } else {
+        cJSON_AddNullToObject(meta, "external_max_bytes");
+        cJSON_AddNullToObject(meta, "external_max_seq");
+    }
 }

@@ -101,6 +101,7 @@ typedef struct rep {
     const char *db_path;
     char producer[256], config[512], backend[256], source[1024];
     int64_t capacity, device_total, warnings;
+    int64_t device_samples, external_max, external_max_seq; /* report_external.c; -1 = none */
     int capacity_inferred;
     int64_t run_complete; /* meta.run_complete: 0 = the recording ended at an OOM, -1 unknown */
     rep_sum_t sum[MAX_SUM];
@@ -133,6 +134,11 @@ void fsc__report_frag_oom_text(const rep_oom_t *o, FILE *f);
 /* report_external.c: the device's memory outside the allocator at an OOM. */
 void fsc__report_external_fill(rep_oom_t *o);
 struct cJSON;
+/* The run's DEVICE_MEMORY samples: read from meta, printed under memory. */
+int fsc__report_external_load(rep_t *r, fsc_rundb_t *db);
+void fsc__report_external_run_text(const rep_t *r, FILE *f);
+void fsc__report_external_run_markdown(const rep_t *r, FILE *f);
+void fsc__report_external_run_json(const rep_t *r, struct cJSON *meta);
 void fsc__report_external_json(const rep_oom_t *o, struct cJSON *j);
 void fsc__report_frag_markdown(const rep_t *r, FILE *f);
 struct cJSON;
