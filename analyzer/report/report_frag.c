@@ -54,14 +54,13 @@ static int class_row(void *ud, const fsc_rundb_frag_class_t *c)
 typedef struct ld {
     fsc_rundb_t *db;
     rep_frag_t *x;
+    int all_frames;
 } ld_t;
 
-static void tag_text(fsc_rundb_t *db, int64_t tag, char *out, size_t cap, int *rc)
+/* What the report calls the tag (fsc_rundb_tag_label), as everywhere. */
+static void tag_text(const ld_t *L, int64_t tag, char *out, size_t cap, int *rc)
 {
-    char *path = NULL;
-    *rc = fsc_rundb_tag_path(db, tag, cap - 1, &path);
-    snprintf(out, cap, "%s", path && path[0] ? path : "(untagged)");
-    free(path);
+    *rc = fsc_rundb_tag_label(L->db, tag, L->all_frames, 2, out, cap);
 }
 
 static int tag_row(void *ud, const fsc_rundb_frag_hard_tag_t *t)
@@ -74,7 +73,8 @@ static int tag_row(void *ud, const fsc_rundb_frag_hard_tag_t *t)
     h->blocks = z(t->blocks);
     h->bytes = z(t->live_bytes);
     int rc;
-    tag_text(L->db, t->tag, h->tag, sizeof h->tag, &rc);
+    h->id = t->tag;
+    tag_text(L, t->tag, h->tag, sizeof h->tag, &rc);
     return rc;
 }
 
@@ -90,14 +90,25 @@ static int block_row(void *ud, const fsc_rundb_frag_hard_block_t *b)
     h->age_events = z(b->age_events);
     h->pending = b->state != NULL && strcmp(b->state, "pending") == 0;
     int rc;
-    tag_text(L->db, b->tag, h->tag, sizeof h->tag, &rc);
+    tag_text(L, b->tag, h->tag, sizeof h->tag, &rc);
     return rc;
 }
 
-static int load_pins(fsc_rundb_t *db, int64_t oom_id, rep_frag_t *x)
+static int load_pins(fsc_rundb_t *db, int64_t oom_id, rep_frag_t *x, int all_frames)
 {
-    ld_t L = {db, x};
+    ld_t L = {db, x, all_frames};
     int rc = fsc_rundb_frag_hard_tags(db, oom_id, tag_row, &L);
+    /* rows named alike get more calling frames until they read apart */
+    for (int i = 0; rc == 0 && i < x->ntags; i++)
+        for (int k = i + 1; rc == 0 && k < x->ntags; k++)
+            if (x->tags[i].id != x->tags[k].id && strcmp(x->tags[i].tag, x->tags[k].tag) == 0) {
+                rc = fsc_rundb_tag_label_apart(db, x->tags[i].id, x->tags[k].id, all_frames,
+                                               x->tags[i].tag, sizeof x->tags[i].tag);
+                if (rc == 0)
+                    rc = fsc_rundb_tag_label_apart(db, x->tags[k].id, x->tags[i].id,
+                                                   all_frames, x->tags[k].tag,
+                                                   sizeof x->tags[k].tag);
+            }
     return rc != 0 ? rc : fsc_rundb_frag_hard_blocks(db, oom_id, block_row, &L);
 }
 
@@ -105,9 +116,9 @@ int fsc__report_load_frag(fsc_rundb_t *db, rep_t *r)
 {
     int rc = fsc_rundb_frag_classes(db, class_row, r);
     if (rc == 0)
-        rc = load_pins(db, FSC_RUNDB_NULL, &r->at_peak);
+        rc = load_pins(db, FSC_RUNDB_NULL, &r->at_peak, r->all_frames);
     for (int i = 0; rc == 0 && i < r->nooms && i < REP_OOMS_DETAILED; i++)
-        rc = load_pins(db, r->ooms[i].id, &r->ooms[i].frag);
+        rc = load_pins(db, r->ooms[i].id, &r->ooms[i].frag, r->all_frames);
     return rc;
 }
 
@@ -119,12 +130,12 @@ int fsc__report_load_frag(fsc_rundb_t *db, rep_t *r)
  * frames say the most. */
 static const char *tail(const char *path, char *buf, size_t cap)
 {
-    return fsc__report_tail(path, 64, buf, cap);
+    return fsc__report_tail(path, 100, buf, cap);
 }
 
 static void split_lines(const rep_frag_t *x, FILE *f, const char *ind)
 {
-    char b[4][32], tb[128];
+    char b[4][32], tb[160];
     const rep_cls_t *c = &x->pool[2];
     fprintf(f, "%ssoft           %12s  free segments: empty_cache() would return them\n", ind,
             SZ(0, c->soft));
@@ -169,7 +180,7 @@ void fsc__report_frag_text(const rep_t *r, FILE *f)
 
 void fsc__report_frag_oom_text(const rep_oom_t *o, FILE *f)
 {
-    char b[6][32], tb[128];
+    char b[6][32], tb[160];
     const rep_cls_t *c = &o->frag.pool[2];
     if (!c->valid)
         return;
@@ -194,7 +205,7 @@ static void md_escape(FILE *f, const char *s)
 
 void fsc__report_frag_markdown(const rep_t *r, FILE *f)
 {
-    char b[6][32], tb[128];
+    char b[6][32], tb[160];
     if (!r->at_peak.pool[2].valid)
         return;
     fprintf(f, "\n### Where reserved − allocated sits\n\n"

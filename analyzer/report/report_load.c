@@ -207,26 +207,21 @@ static int tag_row(void *ud, const fsc_rundb_tag_stat_t *s)
                                sizeof t->path);
 }
 
-/* Two rows named alike get more calling frames until they read apart. */
+/* Two rows named alike are told apart by the frame where their paths part
+ * ("… ← modeling_gpt2.py:305 forward"). */
 static int distinguish(ld_t *L, rep_tag_t *v, int n)
 {
-    for (int depth = 3; depth <= 8; depth++) {
-        int clash = 0;
-        for (int i = 0; i < n; i++)
-            for (int k = i + 1; k < n; k++)
-                if (v[i].tag != v[k].tag && strcmp(v[i].path, v[k].path) == 0) {
-                    clash = 1;
-                    int rc = fsc_rundb_tag_label(L->db, v[i].tag, L->r->all_frames, depth,
-                                                 v[i].path, sizeof v[i].path);
-                    if (rc == 0)
-                        rc = fsc_rundb_tag_label(L->db, v[k].tag, L->r->all_frames, depth,
-                                                 v[k].path, sizeof v[k].path);
-                    if (rc != 0)
-                        return rc;
-                }
-        if (!clash)
-            break;
-    }
+    for (int i = 0; i < n; i++)
+        for (int k = i + 1; k < n; k++)
+            if (v[i].tag != v[k].tag && strcmp(v[i].path, v[k].path) == 0) {
+                int rc = fsc_rundb_tag_label_apart(L->db, v[i].tag, v[k].tag, L->r->all_frames,
+                                                   v[i].path, sizeof v[i].path);
+                if (rc == 0)
+                    rc = fsc_rundb_tag_label_apart(L->db, v[k].tag, v[i].tag, L->r->all_frames,
+                                                   v[k].path, sizeof v[k].path);
+                if (rc != 0)
+                    return rc;
+            }
     return 0;
 }
 

@@ -49,6 +49,7 @@ typedef struct rep_cls {
 typedef struct rep_hard_tag {
     char tag[256];
     int64_t hard, blocks, bytes;
+    int64_t id; /* tags.id */
 } rep_hard_tag_t;
 
 typedef struct rep_hard_block {

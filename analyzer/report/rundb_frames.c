@@ -127,6 +127,72 @@ int fsc_rundb_tag_label(fsc_rundb_t *db, int64_t id, int all_frames, int depth, 
     return 0;
 }
 
+/* The frames from id up to the root (innermost first) that the filter
+ * keeps (all when all_frames), at most cap; names malloc'd. */
+static int chain(fsc_rundb_t *db, int64_t id, int all_frames, node_t *out, int cap)
+{
+    int n = 0;
+    for (int64_t t = id; t != 0 && n < cap;) {
+        sqlite3_stmt *s;
+        int rc = fsc__rundb_lookup(db, FSC__RQ_TAG_NODE, NULL, t, 0, &s);
+        if (rc <= 0)
+            return rc < 0 ? rc : n;
+        int64_t parent = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 0);
+        const char *nm = (const char *)sqlite3_column_text(s, 1);
+        size_t len = nm ? (size_t)sqlite3_column_bytes(s, 1) : 0;
+        node_t *x = &out[n];
+        if ((x->name = malloc(len + 1)) == NULL) {
+            sqlite3_reset(s);
+            return fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+        }
+        memcpy(x->name, nm ? nm : "", len);
+        x->name[len] = '\0';
+        x->len = len;
+        sqlite3_reset(s);
+        x->is_frame = fsc_frame_parse(x->name, x->len, &x->f);
+        x->cls = fsc_frame_class(&x->f, x->is_frame);
+        if (all_frames || x->cls != FSC_FRAME_NOISE)
+            n++;
+        else
+            free(x->name);
+        t = parent == t ? 0 : parent;
+    }
+    return n;
+}
+
+int fsc_rundb_tag_label_apart(fsc_rundb_t *db, int64_t id, int64_t other, int all_frames,
+                              char *buf, size_t cap)
+{
+    int rc = fsc_rundb_tag_label(db, id, all_frames, 2, buf, cap);
+    if (rc != 0 || id == other)
+        return rc;
+    node_t *a = calloc(2 * LABEL_MAX_WALK, sizeof *a);
+    if (a == NULL)
+        return fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+    node_t *b = a + LABEL_MAX_WALK;
+    int na = chain(db, id, all_frames, a, LABEL_MAX_WALK);
+    int nb = na < 0 ? 0 : chain(db, other, all_frames, b, LABEL_MAX_WALK);
+    if (na >= 0 && nb >= 0) {
+        /* from the root down, the first frame where the two paths part */
+        int d = 0;
+        while (d < na && d < nb && a[na - 1 - d].len == b[nb - 1 - d].len &&
+               memcmp(a[na - 1 - d].name, b[nb - 1 - d].name, a[na - 1 - d].len) == 0)
+            d++;
+        /* not the head or its caller, which the name shows already */
+        if (d < na && na - 1 - d >= 2) {
+            const node_t *x = &a[na - 1 - d];
+            char one[256];
+            fsc_frame_short(&x->f, x->is_frame, one, sizeof one);
+            size_t len = strlen(buf);
+            snprintf(buf + len, cap - len, " … ← %s", one);
+        }
+    }
+    nodes_free(a, na > 0 ? na : 0);
+    nodes_free(b, nb > 0 ? nb : 0);
+    free(a);
+    return na < 0 ? na : nb < 0 ? nb : 0;
+}
+
 /* The string under key in the JSON object text (or "" when absent). */
 static int json_text(const char *json, const char *key, char *buf, size_t cap, int *found)
 {

@@ -341,6 +341,11 @@ int fsc_rundb_tag_label(fsc_rundb_t *db, int64_t id, int all_frames, int depth, 
                         size_t cap);
 /* (A tag whose path holds no frame at all, as the tag-stack API makes, is
  * named by its path from the root, "step/forward/layer.3".) */
+/* The same name (depth 2) followed by " … ← FRAME", FRAME being where the
+ * paths of id and other part from the root down: for two tags that would
+ * otherwise read alike. */
+int fsc_rundb_tag_label_apart(fsc_rundb_t *db, int64_t id, int64_t other, int all_frames,
+                              char *buf, size_t cap);
 
 /* A string field of the PyTorch history entry behind event seq (its
  * pytorch.entry record, else the value every entry had): e.g.
