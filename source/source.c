@@ -234,9 +234,18 @@ static int on_event(void *ud, const fsc_event_t *ev)
     return 0;
 }
 
+static void on_import_bytes(void *ud, uint64_t done, uint64_t total)
+{
+    fsc_source_t *s = ud;
+    if (s->opts.progress != NULL)
+        s->opts.progress(s->opts.progress_ud, done, total);
+}
+
 static int run_snapshot(fsc_source_t *s)
 {
     fsc_import_opts_t io = FSC_IMPORT_OPTS_DEFAULT;
+    io.progress_bytes = on_import_bytes;
+    io.progress_ud = s;
     io.lenient = s->opts.lenient;
     io.keep_records = s->opts.keep_records;
     if (s->opts.pick_device)

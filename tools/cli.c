@@ -77,25 +77,57 @@ void fsc_progress_init(fsc_progress_t *p, const char *label)
 {
     memset(p, 0, sizeof *p);
     p->label = label;
+    p->start_ns = fsc_now_ns();
     const char *no = getenv("FRAGSCOPE_NO_PROGRESS");
     p->enabled = isatty(STDERR_FILENO) && (no == NULL || no[0] == '\0');
 }
 
-void fsc_progress_update(fsc_progress_t *p, uint64_t done, uint64_t total)
+static void progress_show(fsc_progress_t *p, uint64_t done, uint64_t total)
 {
     if (!p->enabled)
         return;
     uint64_t now = fsc_now_ns();
+    if (now - p->start_ns < 2000000000ull) /* quick commands show nothing */
+        return;
     if (p->shown && now - p->last_ns < 100000000ull)
         return;
     p->last_ns = now;
     p->shown = 1;
+    double secs = (double)(now - p->start_ns) / 1e9;
+    char line[256];
+    int n = 0;
     if (total > 0)
-        fprintf(stderr, "\r%s: %5.1f%%", p->label, 100.0 * (double)done / (double)total);
+        n = snprintf(line, sizeof line, "%s: %5.1f%%", p->label,
+                     100.0 * (double)done / (double)total);
     else
-        fprintf(stderr, "\r%s: %llu", p->label, (unsigned long long)done);
+        n = snprintf(line, sizeof line, "%s: %llu", p->label, (unsigned long long)done);
+    if (p->bytes && n > 0 && (size_t)n < sizeof line)
+        n += snprintf(line + n, sizeof line - (size_t)n, "  %.1f of %.1f MB, %.1f MB/s",
+                      (double)done / 1e6, (double)total / 1e6, (double)done / 1e6 / secs);
+    if (p->events > 0 && n > 0 && (size_t)n < sizeof line)
+        n += snprintf(line + n, sizeof line - (size_t)n, "  %.2f M events",
+                      (double)p->events / 1e6);
+    if (total > 0 && done > 0 && done < total && n > 0 && (size_t)n < sizeof line) {
+        double eta = secs * (double)(total - done) / (double)done;
+        n += snprintf(line + n, sizeof line - (size_t)n, "  ETA %d:%02d", (int)(eta / 60),
+                      (int)eta % 60);
+    }
+    fprintf(stderr, "\r%s\033[K", line);
     fflush(stderr);
 }
+
+void fsc_progress_update(fsc_progress_t *p, uint64_t done, uint64_t total)
+{
+    progress_show(p, done, total);
+}
+
+void fsc_progress_bytes(fsc_progress_t *p, uint64_t done, uint64_t total)
+{
+    p->bytes = 1;
+    progress_show(p, done, total);
+}
+
+void fsc_progress_events(fsc_progress_t *p, uint64_t events) { p->events = events; }
 
 void fsc_progress_done(fsc_progress_t *p)
 {

@@ -37,16 +37,23 @@ int fsc_cli_size(const char *cmd, const char *opt, const char *val, uint64_t *ou
 /* Parse a ratio in [0, 1] (or a percentage "12%"). */
 int fsc_cli_ratio(const char *cmd, const char *opt, const char *val, double *out);
 
-/* Progress on a terminal (stderr is a tty and not disabled): at most ~10
- * updates a second; done/total may be bytes or events (total 0 = unknown). */
+/* Progress on a terminal (stderr is a tty and FRAGSCOPE_NO_PROGRESS is not
+ * set), shown once the command has run 2 s, at most ~10 updates a second:
+ * done/total (a percentage and an ETA when total is known), and for
+ * fsc_progress_bytes the bytes read, their rate, and the events counted by
+ * fsc_progress_events. */
 typedef struct fsc_progress {
     const char *label;
-    uint64_t last_ns;
+    uint64_t start_ns, last_ns;
+    uint64_t events;
+    int bytes; /* done/total are bytes */
     int enabled;
     int shown;
 } fsc_progress_t;
 void fsc_progress_init(fsc_progress_t *p, const char *label);
 void fsc_progress_update(fsc_progress_t *p, uint64_t done, uint64_t total);
+void fsc_progress_bytes(fsc_progress_t *p, uint64_t done, uint64_t total);
+void fsc_progress_events(fsc_progress_t *p, uint64_t events);
 void fsc_progress_done(fsc_progress_t *p);
 
 #define FSC_CMD(name)                                  \

@@ -66,7 +66,10 @@ typedef struct job {
 
 static void on_progress(void *ud, uint64_t done, uint64_t total)
 {
-    fsc_progress_update(ud, done, total);
+    if (total == 0)
+        fsc_progress_events(ud, done); /* events so far */
+    else
+        fsc_progress_bytes(ud, done, total);
 }
 
 /* The database is complete and closed, still under its temporary name

@@ -134,7 +134,13 @@ static int on_event(void *ud, const fsc_event_t *ev)
 
 static void on_progress(void *ud, uint64_t done, uint64_t total)
 {
-    fsc_progress_update(ud, done, total);
+    (void)total;
+    fsc_progress_events(ud, done); /* history entries replayed */
+}
+
+static void on_progress_bytes(void *ud, uint64_t done, uint64_t total)
+{
+    fsc_progress_bytes(ud, done, total);
 }
 
 static int parse_device(const char *val, int *out)
@@ -249,6 +255,7 @@ int fsc_cmd_import(int argc, char **argv)
     fsc_progress_t prog;
     fsc_progress_init(&prog, "import");
     opts.progress = on_progress;
+    opts.progress_bytes = on_progress_bytes;
     opts.progress_ud = &prog;
     int rc = fsc_pytorch_import(in, &opts, &sink, &st, &err);
     fsc_progress_done(&prog);

@@ -55,7 +55,9 @@ static void print_help(FILE *out)
             "'fragscope help COMMAND' describes one command. Sizes accept units (512MiB, 18GiB).\n"
             "Exit codes: 0 success, 1 a check failed, 2 bad input or usage, 3 other failure\n"
             "(an output or standard output that cannot be written), 128+N killed by\n"
-            "signal N (130 Ctrl-C, 143 SIGTERM: no half-written output is left).\n");
+            "signal N (130 Ctrl-C, 143 SIGTERM: no half-written output is left).\n"
+            "Commands running over 2 s show their progress on stderr when it is a terminal\n"
+            "(bytes read, events, rate, ETA); FRAGSCOPE_NO_PROGRESS=1 turns it off.\n");
 }
 
 static const char *g_cmd = "";

@@ -46,7 +46,9 @@ typedef struct fsc_source_opts {
     int keep_records; /* snapshots: emit the pytorch.* records among the
                          events (fragscope/pytorch.h) */
     /* Called every 65536 events: bytes read of the file's bytes (traces),
-     * events so far and 0 (snapshots). May be NULL. */
+     * events so far and 0 (snapshots); and for pickled snapshots every few
+     * MiB read: bytes read over all the import's passes and their total.
+     * May be NULL. */
     void (*progress)(void *ud, uint64_t done, uint64_t total);
     void *progress_ud;
 } fsc_source_opts_t;
