@@ -39,7 +39,7 @@ static const char *const k_grid[] = {
 static int fits(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg, uint64_t cap,
                 int *ok, fsc_err_t *err)
 {
-    fsc_whatif_opts_t o = {cap, 1, 1, NULL, NULL, 0};
+    fsc_whatif_opts_t o = {.capacity = cap, .threads = 1}; /* stops at the first OOM */
     fsc_whatif_result_t r;
     memset(&r, 0, sizeof r);
     int rc = fsc__whatif_replay_lean(rs, cfg, &o, &r, err);
@@ -53,7 +53,7 @@ static int needed_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
 {
     const uint64_t step = FSC_WHATIF_CAPACITY_STEP;
     *out = 0;
-    fsc_whatif_opts_t o = {0, 1, 1, NULL, NULL, 0};
+    fsc_whatif_opts_t o = {.threads = 1}; /* unlimited; stops at the first OOM */
     fsc_whatif_result_t r;
     memset(&r, 0, sizeof r);
     int rc = fsc__whatif_replay_lean(rs, cfg, &o, &r, err);
@@ -143,7 +143,10 @@ static void *sworker(void *arg)
             break;
         cand_t *c = &j->c[i];
         fsc_err_t err = {0, ""};
-        fsc_whatif_opts_t o = {j->capacity, 0, 1, NULL, NULL, 0};
+        /* At the capacity of interest the replay stops at the first failed
+         * request too: peaks measured past it would describe a run that
+         * could not happen. */
+        fsc_whatif_opts_t o = {.capacity = j->capacity, .threads = 1};
         c->rc = fsc__whatif_replay_cfg(j->rs, &c->cfg, &o, NULL, &c->at_cap, &err);
         if (c->rc == 0)
             c->rc = needed_cfg(j->rs, &c->cfg, 0, &c->needed, &err);
