@@ -122,6 +122,13 @@ static void test_h200_external_with_device_memory(void)
     rc = fsc_test_sh(out, sizeof out, "%s report %s", fsc_test_fragscope(), db);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "memory used outside this allocator: 134.96 GiB"));
+    const char *html = fsc_test_path("ext_total.html");
+    rc = fsc_test_sh(out, sizeof out, "%s view %s -o %s", fsc_test_fragscope(), db, html);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    char *page = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "outside the allocator</th><td>134.96 GiB at OOM #1"));
+    free(page);
 }
 
 static void test_h200_external_total_unknown(void)
@@ -268,6 +275,13 @@ static void test_sim_recorded_samples(void)
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "outside the allocator     700.00 MiB  (most at a device "
                                        "sample, event 1; 2 samples"));
+    const char *html = fsc_test_path("taken.html");
+    rc = fsc_test_sh(out, sizeof out, "%s view %s -o %s", fsc_test_fragscope(), db, html);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    char *page = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "700.00 MiB at most (event 1; 2 device samples)"));
+    free(page);
     rc = fsc_test_sh(out, sizeof out, "%s info %s", fsc_test_fragscope(), trace);
     CU_ASSERT_EQUAL(rc, 0);
 }

@@ -133,6 +133,39 @@ static void cards(fsc__sb_t *sb, const fsc__model_t *m)
     card(sb, "sum-leaks", "Live at the end", v, sub, 0);
 }
 
+/* Memory of the device outside this allocator (docs/metrics.md, "Memory
+ * outside the allocator"): the most at a device sample, and at the first
+ * OOM whose device free bytes are known, total − free − reserved. */
+static void external_rows(fsc__sb_t *sb, const fsc__model_t *m)
+{
+    char a[64], line[192];
+    int64_t samples = fsc__model_meta_i(m, "device_samples", 0);
+    int64_t most = fsc__model_meta_i(m, "external_max_bytes", -1);
+    if (samples > 0 && most >= 0) {
+        fsc_size_format((uint64_t)most, a, sizeof a);
+        snprintf(line, sizeof line, "%s at most (event %" PRId64 "; %" PRId64 " device samples)",
+                 a, fsc__model_meta_i(m, "external_max_seq", -1), samples);
+        kv_row(sb, "outside the allocator", line, 0);
+    }
+    int64_t dev = fsc__model_meta_i(m, "device_total", 0);
+    for (size_t i = 0; i < m->nooms; i++) {
+        const fsc__voom_t *o = &m->ooms[i];
+        if (o->device_free < 0)
+            continue;
+        if (dev > 0) {
+            int64_t x = dev - o->device_free - o->reserved;
+            fsc_size_format((uint64_t)(x > 0 ? x : 0), a, sizeof a);
+            snprintf(line, sizeof line, "%s at OOM #%zu (device total − free − reserved)", a,
+                     i + 1);
+        } else {
+            snprintf(line, sizeof line, "unknown at OOM #%zu: the device's total was not "
+                     "recorded (analyze --device-memory SIZE)", i + 1);
+        }
+        kv_row(sb, "outside the allocator", line, 0);
+        break;
+    }
+}
+
 static void facts(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
 {
     char buf[128], a[64], b[64];
@@ -174,6 +207,7 @@ static void facts(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps
         snprintf(line, sizeof line, "%" PRId64 " events contradicted the replay and were skipped", warnings);
         kv_row(sb, "warnings", line, 0);
     }
+    external_rows(sb, m);
     fsc__sb_puts(sb, "</table>\n");
 }
 
