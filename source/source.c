@@ -32,6 +32,8 @@ struct fsc_source {
     fsc_trace_reader_t *r;      /* traces */
     uint8_t *defined;           /* traces: node carried over already */
     size_t ndefined;
+    uint32_t *chain;            /* traces: ancestors still to carry over */
+    size_t chain_cap;
     tag_entry_t *tags;          /* snapshots */
     uint32_t next_tag;
     const fsc_source_sink_t *sink;
@@ -113,6 +115,7 @@ void fsc_source_close(fsc_source_t *s)
         free(e);
     }
     free(s->defined);
+    free(s->chain);
     free(s->path);
     free(s);
 }
@@ -126,26 +129,39 @@ static int fail(fsc_source_t *s, int rc)
     return rc;
 }
 
-/* Carry node (and its ancestors) from the reader's tag tree over. */
+/* Carry node (and its ancestors) from the reader's tag tree over, the
+ * outermost first. Iterative: a tag path can be as deep as the input is long
+ * (PyTorch frames 20 000 deep are real), so no recursion per level. */
 static int carry_tag(fsc_source_t *s, uint32_t node)
 {
-    if (node == 0 || (node < s->ndefined && s->defined[node]))
-        return 0;
-    if (fsc__vec_reserve_zero(&s->defined, &s->ndefined, (size_t)node + 1, 1) != 0)
-        return fsc_err_set(s->err, FSC_ENOMEM, "out of memory");
-    const char *name;
-    size_t len;
-    uint32_t parent;
-    if (fsc_trace_tag(s->r, node, &name, &len, &parent) != 0)
-        return 0; /* unknown to the reader: the consumer names it */
-    s->defined[node] = 1;
-    if (parent != node) {
-        int rc = carry_tag(s, parent);
-        if (rc != 0)
-            return rc;
+    size_t n = 0;
+    for (uint32_t at = node; at != 0 && !(at < s->ndefined && s->defined[at]);) {
+        if (fsc__vec_reserve_zero(&s->defined, &s->ndefined, (size_t)at + 1, 1) != 0 ||
+            FSC__VEC_RESERVE(s->chain, s->chain_cap, n + 1) != 0)
+            return fsc_err_set(s->err, FSC_ENOMEM, "out of memory");
+        const char *name;
+        size_t len;
+        uint32_t parent;
+        if (fsc_trace_tag(s->r, at, &name, &len, &parent) != 0)
+            break; /* unknown to the reader: the consumer names it */
+        s->defined[at] = 1;
+        s->chain[n++] = at;
+        if (parent == at)
+            break;
+        at = parent;
     }
-    int rc = s->sink->tag(s->sink->ud, node, parent == node ? 0 : parent, name, len, s->err);
-    return rc != 0 ? fail(s, rc) : 0;
+    while (n > 0) {
+        uint32_t at = s->chain[--n];
+        const char *name;
+        size_t len;
+        uint32_t parent;
+        if (fsc_trace_tag(s->r, at, &name, &len, &parent) != 0)
+            continue;
+        int rc = s->sink->tag(s->sink->ud, at, parent == at ? 0 : parent, name, len, s->err);
+        if (rc != 0)
+            return fail(s, rc);
+    }
+    return 0;
 }
 
 static int run_trace(fsc_source_t *s)
