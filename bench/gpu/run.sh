@@ -18,6 +18,8 @@
 #   caps           GPT-2 under caps CAP_FRACS (fractions of its uncapped peak reserved, default
 #                  "0.70 0.80 0.90 0.94 0.97 1.0") x CAP_CONFS settings, native allocator
 #   shim-samples   the shim's sample traces (sample_traces/gpt2_h200_shim*.fstrace)
+#   shim-external  GPT-2 through the shim after raw cudaMalloc took all but LEAVE_GIB (default 5)
+#                  of the device: the trace's device samples and the OOM diagnosed `external`
 #   record         real PyTorch recordings of common habits (bench/gpu/record_all.py;
 #                  RECORD="habits caps external" by default)
 set -u
@@ -86,6 +88,20 @@ task_shim_samples() {
     --label shim_cap14g > "$d/shim_cap14g.json" 2> "$d/shim_cap14g.err"
   "$B/build/fragscope" info "$d/gpt2_h200_shim.fstrace" | tail -4
   "$B/build/fragscope" info "$d/gpt2_h200_shim_cap14g.fstrace" | tail -4
+}
+
+task_shim_external() {
+  local d=$1
+  train --alloc fragscope --hooks forward --steps 4 --layers 6 --leave-gib "${LEAVE_GIB:-5}" \
+    --trace "$d/gpt2_shim_external.fstrace" --label shim_external > "$d/shim_external.json" 2> "$d/shim_external.err"
+  "$B/build/fragscope" info "$d/gpt2_shim_external.fstrace" | tail -4
+  "$B/build/fragscope" analyze "$d/gpt2_shim_external.fstrace" -o "$d/shim_external.db" > "$d/analyze.txt" 2>&1
+  cat "$d/analyze.txt"
+  "$B/build/fragscope" report "$d/shim_external.db" --format json > "$d/report.json"
+  sqlite3 "$d/shim_external.db" "select cause, requested, reserved, device_free, device_total, external_bytes from ooms" \
+    > "$d/ooms.txt" 2>&1 || python3 -c "import sqlite3,sys;print(sqlite3.connect(sys.argv[1]).execute('select cause, requested, reserved, device_free, device_total, external_bytes from ooms').fetchall())" "$d/shim_external.db" > "$d/ooms.txt"
+  cat "$d/ooms.txt" "$d/shim_external.json"
+  rm -f "$d/shim_external.db"
 }
 
 task_record() {

@@ -32,6 +32,8 @@ ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--label", default="")
 ap.add_argument("--hooks", choices=["none", "forward", "all"], default="all",
                 help="fragscope only: which module hooks push tags")
+ap.add_argument("--leave-gib", type=float, default=0.0,
+                help="before training, cudaMalloc outside any allocator until this much is left")
 ap.add_argument("--shuffle", type=int, default=0, help="sort lengths: 0 as drawn, 1 ascending")
 args = ap.parse_args()
 
@@ -57,6 +59,29 @@ if args.alloc == "native":
         torch.cuda.set_per_process_memory_fraction(args.cap_gib * (1 << 30) / total)
     if args.snapshot:
         torch.cuda.memory._record_memory_history(max_entries=1000000, stacks="python")
+
+raw_keep = None
+if args.leave_gib > 0:
+    # Memory taken behind the allocator's back, as NCCL or a library would.
+    import ctypes
+    import glob
+    cands = glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libcudart*.so*"))
+    cands += glob.glob("/usr/local/lib/python3*/dist-packages/nvidia/cu*/lib/libcudart.so*")
+    cands += glob.glob("/usr/local/cuda/lib64/libcudart.so*") + ["libcudart.so"]
+    cudart = None
+    for c in cands:
+        try:
+            cudart = ctypes.CDLL(c)
+            break
+        except OSError:
+            continue
+    torch.cuda.init()
+    free0, total0 = torch.cuda.mem_get_info()
+    want = max(0, free0 - int(args.leave_gib * (1 << 30)))
+    raw_keep = ctypes.c_void_p()
+    rc = cudart.cudaMalloc(ctypes.byref(raw_keep), ctypes.c_size_t(want))
+    raw_info = {"bytes": want, "rc": rc, "device_total": total0,
+                "mem_get_info_after": list(torch.cuda.mem_get_info())}
 
 cfg = GPT2Config(n_layer=args.layers, n_embd=args.width, n_head=max(1, args.width // 64),
                  n_positions=1024)
@@ -107,6 +132,8 @@ else:
     out["num_alloc_retries"] = st["num_alloc_retries"]
     out["num_ooms"] = st["num_ooms"]
     fragscope_torch.flush()
+if raw_keep is not None:
+    out["raw_cudamalloc"] = raw_info
 out["step_s"] = times
 steady = times[2:] if len(times) > 3 else times
 out["mean_step_s"] = sum(steady) / len(steady) if steady else None
