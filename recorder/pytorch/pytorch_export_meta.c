@@ -203,7 +203,7 @@ int fsc__xm_entry_absent(const fsc__xmeta_t *xm, const char *key)
 
 int fsc__xm_write_entry_keys(fsc__xmeta_t *xm, fsc__pw_t *w)
 {
-    fsc__json_member_t d[XM_MAX_MEMBERS], e[XM_MAX_MEMBERS], dm, ab;
+    fsc__json_member_t d[XM_MAX_MEMBERS], e[XM_MAX_MEMBERS], dm, ab = {0};
     int nd = 0, ne = 0, rc = 0;
     if (xm->snap != NULL && find(xm->snap, xm->snap_len, "entry_defaults", &dm))
         nd = fsc__json_members(dm.val, dm.val_end, d, XM_MAX_MEMBERS);
