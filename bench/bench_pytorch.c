@@ -55,7 +55,7 @@ static int rec_header(void *ud, const fsc_trace_header_t *h)
 {
     rec_ctx_t *c = ud;
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.synchronous = 1;
     fsc_err_t err;
     return fsc_recorder_open(c->path, h, &o, &c->r, &err);
 }

@@ -243,7 +243,7 @@ int main(int argc, char **argv)
     double bpe3 = 0;
     for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++) {
         fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-        o.background = 0;
+        o.synchronous = 1;
         o.zstd_level = levels[li];
         fsc_recorder_t *r = NULL;
         if (fsc_recorder_open(path, &h, &o, &r, &err) != 0)

@@ -341,21 +341,21 @@ static int open_file(fsc_recorder_t *r, const char *path, fsc_err_t *err)
     if (r->fd < 0) {
         int e = errno;
         fsc_outfile_abort(&of);
-        return fsc_err_set(err, FSC_EIO, "%s: cannot create: %s", path, strerror(e));
+        return fsc_err_set(err, FSC_EIO, "%s: cannot create: %s", r->path, strerror(e));
     }
     uint8_t *hb = NULL;
     size_t hl = 0;
     rc = fsc__header_encode(&r->hdr.h, &hb, &hl);
     if (rc != 0) {
         fsc_outfile_abort(&of);
-        return fsc_err_set(err, rc, "%s: header strings too long (max %u bytes each)", path,
+        return fsc_err_set(err, rc, "%s: header strings too long (max %u bytes each)", r->path,
                            FSC__MAX_STRING_BYTES);
     }
     if (fsc__write_all(r->fd, hb, hl) != 0) {
         int e = errno;
         free(hb);
         fsc_outfile_abort(&of);
-        return fsc_err_set(err, FSC_EIO, "%s: write failed: %s", path, strerror(e));
+        return fsc_err_set(err, FSC_EIO, "%s: write failed: %s", r->path, strerror(e));
     }
     free(hb);
     r->bytes_written = hl;
@@ -387,23 +387,24 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
     if (opts != NULL)
         o = *opts;
+    const char *name = o.name != NULL ? o.name : path; /* in messages */
     if (o.chunk_bytes == 0)
         o.chunk_bytes = DEFAULT_CHUNK;
     if (o.chunk_bytes < MIN_CHUNK || o.chunk_bytes > FSC__MAX_WRITER_CHUNK)
-        return fsc_err_set(err, FSC_EINVAL, "%s: chunk size %zu outside [%u, %u] bytes", path,
+        return fsc_err_set(err, FSC_EINVAL, "%s: chunk size %zu outside [%u, %u] bytes", name,
                            o.chunk_bytes, MIN_CHUNK, FSC__MAX_WRITER_CHUNK);
     if (o.flush_interval_ms == 0)
         o.flush_interval_ms = 100;
     if (o.zstd_level == 0)
         o.zstd_level = 3;
     if (o.ring_events > MAX_RING)
-        return fsc_err_set(err, FSC_ELIMIT, "%s: ring of %llu events exceeds %llu", path,
+        return fsc_err_set(err, FSC_ELIMIT, "%s: ring of %llu events exceeds %llu", name,
                            (unsigned long long)o.ring_events, (unsigned long long)MAX_RING);
 
     fsc_recorder_t *r = calloc(1, sizeof *r);
     if (r == NULL || init_sync(r) != 0) {
         free(r);
-        return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", path);
+        return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
     }
     r->fd = -1;
     r->pid = (int)getpid();
@@ -436,33 +437,33 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
     r->hdr.h.producer = r->hdr.producer;
     r->hdr.h.config = r->hdr.config;
     r->hdr.h.backend = r->hdr.backend;
-    r->path = strdup(path);
+    r->path = strdup(name);
     r->cur = fsc__chunk_new(r->chunk_bytes + FSC__HEADROOM);
     r->cctx = ZSTD_createCCtx();
     int rc = FSC_ENOMEM;
     if (r->hdr.producer == NULL || r->hdr.config == NULL || r->hdr.backend == NULL ||
         r->path == NULL || r->cur == NULL || r->cctx == NULL) {
-        fsc_err_set(err, rc, "%s: out of memory", path);
+        fsc_err_set(err, rc, "%s: out of memory", name);
         goto fail;
     }
     ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_compressionLevel, o.zstd_level);
     ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_contentSizeFlag, 1);
     if (fsc__prepare_compression(r) != 0) {
-        rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", path);
+        rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
         goto fail;
     }
     if (r->ring_mode && (rc = fsc__ring_init(&r->ring, o.ring_events)) != 0) {
-        fsc_err_set(err, rc, "%s: cannot hold a ring of %llu events", path,
+        fsc_err_set(err, rc, "%s: cannot hold a ring of %llu events", name,
                     (unsigned long long)o.ring_events);
         goto fail;
     }
     if ((rc = open_file(r, path, err)) != 0)
         goto fail;
     /* Ring mode writes only on OOM, flush and exit: no thread needed. */
-    if (o.background && !r->ring_mode) {
+    if (!o.synchronous && !r->ring_mode) {
         if (pthread_create(&r->thread, NULL, fsc__writer_thread, r) != 0) {
-            rc = fsc_err_set(err, FSC_ENOMEM, "%s: cannot start the writer thread", path);
+            rc = fsc_err_set(err, FSC_ENOMEM, "%s: cannot start the writer thread", name);
             close(r->fd);
             r->fd = -1;
             unlink(path);

@@ -264,8 +264,8 @@ static int run_snapshot(fsc_source_t *s)
     io.progress_ud = s;
     io.lenient = s->opts.lenient;
     io.keep_records = s->opts.keep_records;
-    if (s->opts.pick_device)
-        io.device = s->opts.device;
+    io.pick_device = s->opts.pick_device;
+    io.device = s->opts.device;
     fsc_import_sink_t sink = {s, on_header, on_tag, on_event};
     fsc_err_t ierr;
     fsc_err_clear(&ierr);

@@ -318,7 +318,7 @@ static const char *write_trace(const char *name, int bad)
     h.capacity = 16 * MiB;
     h.rank = -1;
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.synchronous = 1;
     fsc_recorder_t *r = NULL;
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(path, &h, &o, &r, &err), 0);

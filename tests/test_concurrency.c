@@ -321,7 +321,7 @@ static void stress(const char *config, uint64_t capacity, const char *name)
     memset(&cs, 0, sizeof cs);
     fsc_err_t err;
     fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
-    ro.background = 1;
+    ro.synchronous = 0;
     ro.chunk_bytes = 64 * 1024;
     CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(path, NULL, &ro, &cs.rec, &err), 0);
     fsc_backend_t *be = NULL;

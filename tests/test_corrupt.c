@@ -76,7 +76,7 @@ static int make_trace(const char *path)
     fsc_err_t err;
     fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
     ro.chunk_bytes = 2048;
-    ro.background = 0;
+    ro.synchronous = 1;
     fsc_trace_header_t h = {0};
     h.producer = "fragscope test_corrupt";
     h.config = "max_split_size_mb:64";

@@ -102,7 +102,7 @@ static void child_main(const char *path, int fd, uint64_t seed, int handlers)
     child_t c = {fd, NULL, 0, 0};
     fsc_err_t err;
     fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
-    ro.background = 1;
+    ro.synchronous = 0;
     ro.chunk_bytes = 1024 + (size_t)(seed % 4) * 1024;
     ro.flush_interval_ms = 2;
     ro.install_signal_handlers = handlers;

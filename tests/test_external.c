@@ -227,7 +227,7 @@ static void test_sim_recorded_samples(void)
     hdr.device_total = 1024 * MiB;
     hdr.rank = -1;
     fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
-    ro.background = 0;
+    ro.synchronous = 1;
     fsc_recorder_t *rec = NULL;
     fsc_err_t err = {0, ""};
     CU_ASSERT_FATAL(fsc_recorder_open(trace, &hdr, &ro, &rec, &err) == 0);

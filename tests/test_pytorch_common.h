@@ -181,7 +181,8 @@ static inline int tp_import(const char *path, int device, int lenient, tp_col_t 
 {
     memset(c, 0, sizeof *c);
     fsc_import_opts_t o = FSC_IMPORT_OPTS_DEFAULT;
-    o.device = device;
+    o.pick_device = device >= 0; /* -1: the only device with history */
+    o.device = device >= 0 ? device : 0;
     o.lenient = lenient;
     fsc_import_sink_t s = tp_sink(c);
     return fsc_pytorch_import(path, &o, &s, st, err);

@@ -76,7 +76,7 @@ static const fsc_event_t k_events[] = {
 static int write_golden_like(const char *path)
 {
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.synchronous = 1;
     o.chunk_bytes = 128;
     fsc_recorder_t *r = NULL;
     fsc_err_t err;
@@ -187,7 +187,7 @@ static void test_golden_bytes(void)
 static size_t make_small(const char *path, fsc_event_t *evs, char texts[][16])
 {
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.synchronous = 1;
     o.chunk_bytes = 100;
     fsc_recorder_t *r = NULL;
     fsc_err_t err;
@@ -377,7 +377,7 @@ static void test_newer_minor_records_skipped(void)
      * length-prefixed record (0x55) around two events. */
     const char *p = fsc_test_path("minor.fstrace");
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.synchronous = 1;
     fsc_recorder_t *w = NULL;
     fsc_err_t err;
     CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(p, &k_hdr, &o, &w, &err), 0);
@@ -441,7 +441,7 @@ static void test_hostile_sizes(void)
      * allocate it: the file is shorter, so it is a damaged tail. */
     const char *p = fsc_test_path("huge.fstrace");
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.synchronous = 1;
     fsc_recorder_t *w = NULL;
     fsc_err_t err;
     CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(p, &k_hdr, &o, &w, &err), 0);
@@ -477,7 +477,7 @@ static void test_hostile_sizes(void)
 static void test_writer_rejects_bad_input(void)
 {
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.synchronous = 1;
     fsc_recorder_t *w = NULL;
     fsc_err_t err;
     const char *p = fsc_test_path("rej.fstrace");
@@ -556,7 +556,7 @@ static void test_long_marker_text(void)
      * than the 64 KiB limit: refused by write, cut by the sink. */
     const char *p = fsc_test_path("marker.fstrace");
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.synchronous = 1;
     o.chunk_bytes = 4096;
     fsc_recorder_t *w = NULL;
     fsc_err_t err;

@@ -43,7 +43,7 @@ static void test_oom_on_disk_when_sink_returns(void)
     for (int ring = 0; ring <= 1; ring++) {
         const char *p = fsc_test_path(ring ? "oom_ring.fstrace" : "oom.fstrace");
         fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-        o.background = 1;
+        o.synchronous = 0;
         o.flush_interval_ms = 60000; /* only the OOM may write */
         o.ring_events = ring ? 50 : 0;
         fsc_recorder_t *r = NULL;
@@ -252,7 +252,7 @@ static void test_ring_keeps_last_n(void)
     for (int bg = 0; bg <= 1; bg++) {
         const char *p = fsc_test_path(bg ? "ring_bg.fstrace" : "ring.fstrace");
         fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-        o.background = bg;
+        o.synchronous = !bg;
         o.ring_events = 100;
         o.chunk_bytes = 512;
         fsc_recorder_t *r = NULL;
@@ -432,7 +432,7 @@ static void test_forked_child_does_not_write(void)
     for (int bg = 0; bg <= 1; bg++) {
     const char *p = fsc_test_path(bg ? "forked_bg.fstrace" : "forked.fstrace");
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = bg;
+    o.synchronous = !bg;
     fsc_recorder_t *r = NULL;
     fsc_err_t err;
     CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(p, NULL, &o, &r, &err), 0);

@@ -505,7 +505,7 @@ static void test_from_trace(void)
     hdr.device_total = 80 * FSC_GiB;
     hdr.rank = -1;
     fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
-    ro.background = 0;
+    ro.synchronous = 1;
     fsc_recorder_t *rec = NULL;
     fsc_err_t err = {0, ""};
     CU_ASSERT_FATAL(fsc_recorder_open(path, &hdr, &ro, &rec, &err) == 0);

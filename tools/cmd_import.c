@@ -42,38 +42,13 @@ const char fsc_cmd_import_usage[] =
 
 typedef struct import_ctx {
     const char *tmp_path;
+    const char *out; /* what the user named the trace: messages use it */
     fsc_recorder_t *rec;
     int rec_failed; /* the recorder, not the snapshot, failed */
     fsc_err_t rec_err;
     uint64_t capacity; /* --capacity; 0 = unknown */
     uint64_t cut_markers; /* markers longer than a trace holds */
 } import_ctx_t;
-
-/* The recorder writes the temporary file and names it in its messages; the
- * user knows only the output's name. */
-static const char *user_msg(const char *msg, const char *tmp, const char *out, char *buf,
-                            size_t cap)
-{
-    size_t n = strlen(tmp), k = 0;
-    const char *p = msg;
-    while (*p != '\0' && k + 1 < cap) {
-        if (strncmp(p, tmp, n) == 0) {
-            k += (size_t)snprintf(buf + k, cap - k, "%s", out);
-            if (k >= cap)
-                k = cap - 1;
-            p += n;
-            /* "OUT: OUT: what" reads as "OUT: what" */
-            size_t m = strlen(out);
-            if (k >= 2 * m + 2 && strncmp(buf + k - 2 * m - 2, out, m) == 0 &&
-                strncmp(buf + k - m - 2, ": ", 2) == 0)
-                k -= m + 2;
-        } else {
-            buf[k++] = *p++;
-        }
-    }
-    buf[k] = '\0';
-    return buf;
-}
 
 /* Longest prefix of at most max bytes that does not end inside a UTF-8
  * sequence. */
@@ -89,7 +64,8 @@ static int on_header(void *ud, const fsc_trace_header_t *hdr)
 {
     import_ctx_t *c = ud;
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.background = 0;
+    o.synchronous = 1;
+    o.name = c->out; /* the recorder writes tmp_path, the user knows out */
     fsc_trace_header_t h = *hdr;
     if (c->capacity != 0) {
         h.capacity = c->capacity;
@@ -218,6 +194,7 @@ int fsc_cmd_import(int argc, char **argv)
                 return fsc_cli_usage_error("import", "--device needs a value");
             if (parse_device(argv[i], &opts.device) != 0)
                 return FSC_EXIT_BAD_INPUT;
+            opts.pick_device = 1;
         } else if (strcmp(a, "--lenient") == 0) {
             opts.lenient = 1;
         } else if (strcmp(a, "--capacity") == 0) {
@@ -249,6 +226,7 @@ int fsc_cmd_import(int argc, char **argv)
     import_ctx_t c;
     memset(&c, 0, sizeof c);
     c.tmp_path = of.tmp_path;
+    c.out = out;
     c.capacity = capacity;
     fsc_import_sink_t sink = {&c, on_header, on_tag, on_event};
     fsc_import_stats_t st;
@@ -268,8 +246,7 @@ int fsc_cmd_import(int argc, char **argv)
     if (rc != 0) {
         fsc_outfile_abort(&of);
         if (c.rec_failed) {
-            char buf[FSC_ERR_MSG_MAX + 4096];
-            const char *m = user_msg(fsc_err_msg(&c.rec_err), of.tmp_path, out, buf, sizeof buf);
+            const char *m = fsc_err_msg(&c.rec_err);
             if (strncmp(m, out, strlen(out)) == 0)
                 fsc_cli_error("%s", m);
             else

@@ -57,8 +57,10 @@ typedef struct fsc_import_sink {
 } fsc_import_sink_t;
 
 typedef struct fsc_import_opts {
-    int device;  /* CUDA device whose trace to import; -1 = the only device
-                    with recorded history (error when several have one) */
+    int pick_device; /* 1: import the trace of `device`; 0 (default): the
+                        only device with recorded history (error when
+                        several have one) */
+    int device;      /* with pick_device: the CUDA device */
     int lenient; /* 1: an entry that contradicts the block model is skipped
                     and counted in stats.warnings instead of failing */
     /* Called every few thousand history entries and once at the end with
@@ -75,7 +77,8 @@ typedef struct fsc_import_opts {
     int keep_records;
 } fsc_import_opts_t;
 
-#define FSC_IMPORT_OPTS_DEFAULT {-1, 0, NULL, NULL, NULL, 0}
+/* Zeroed options are the defaults. */
+#define FSC_IMPORT_OPTS_DEFAULT {0, 0, 0, NULL, NULL, NULL, 0}
 
 /* What a snapshot holds beyond the allocator's events travels as MARKER
  * events whose text is "pytorch.KIND JSON" (KIND: snapshot, entry, action,

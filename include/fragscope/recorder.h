@@ -59,15 +59,21 @@ typedef struct fsc_recorder_opts {
     uint64_t ring_events;     /* >0: ring mode keeping the last N events in
                                  memory, written on OOM, flush and close (at
                                  most 2^28; no background thread) */
-    int background;           /* 0 = compress/write on the caller's thread
-                                 when a chunk fills (deterministic output, no
-                                 time bound; importer, tests), 1 = thread */
+    int synchronous;          /* 0 (default): a background thread compresses
+                                 and writes full chunks; 1 = compress/write on
+                                 the caller's thread when a chunk fills
+                                 (deterministic output, no time bound;
+                                 importer, tests) */
     int install_signal_handlers; /* best-effort write of buffered events and
                                     the end record on SIGSEGV/SIGABRT/SIGBUS/
                                     SIGTERM, then the previous handler runs */
+    const char *name;         /* what messages call the file (NULL = path):
+                                 a writer recording under a temporary name
+                                 gives the name the user knows */
 } fsc_recorder_opts_t;
 
-#define FSC_RECORDER_OPTS_DEFAULT {0, 0, 0, 0, 1, 0}
+/* Zeroed options are the defaults. */
+#define FSC_RECORDER_OPTS_DEFAULT {0, 0, 0, 0, 0, 0, NULL}
 
 /* Create path (written to path, with a temporary name until the header is
  * on disk). hdr may be NULL; its strings are copied; version fields are

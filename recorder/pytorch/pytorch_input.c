@@ -350,7 +350,7 @@ int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t 
     im->st->devices = count;
     fsc__pv_t *const *t;
     uint32_t nt = fsc__pv_seq(traces, &t);
-    if (im->opts.device >= 0) {
+    if (im->opts.pick_device) {
         im->device = im->opts.device;
         int in_segs = 0;
         fsc__pv_t *const *s;
