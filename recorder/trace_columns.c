@@ -43,15 +43,9 @@ static void walk(const uint8_t *rows, size_t n, cols_t *c, int write)
     const uint8_t *p = rows, *end = rows + n;
     while (p < end) {
         uint8_t t = *p;
-        if (t == FSC__REC_STRING) {
-            put(c, FSC__COL_RECORDS, p, 1, write);
-            const uint8_t *q = p + 1;
-            uint64_t len = 0;
-            fsc__get_varint(&q, end, &len);
-            size_t k = (size_t)(q - (p + 1)) + (size_t)len;
-            put(c, FSC__COL_DEFS, p + 1, k, write);
-            p += 1 + k;
-        } else if (t >= FSC__REC_EXT_MIN && t <= FSC__REC_EXT_MAX) {
+        if (t == FSC__REC_STRING || (t >= FSC__REC_EXT_MIN && t <= FSC__REC_EXT_MAX)) {
+            /* a length-prefixed body: string definitions and extension
+             * records alike go to the definitions column */
             put(c, FSC__COL_RECORDS, p, 1, write);
             const uint8_t *q = p + 1;
             uint64_t len = 0;

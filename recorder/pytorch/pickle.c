@@ -281,20 +281,15 @@ int fsc__pv_is_str(const fsc__pv_t *v, const char *s)
 
 int fsc__pv_int(const fsc__pv_t *v, int64_t *out)
 {
-    if (v == NULL)
-        return 0;
-    if (v->kind == FSC__PV_INT || v->kind == FSC__PV_BOOL) {
-        *out = v->u.i;
+    if (v != NULL && (v->kind == FSC__PV_INT || v->kind == FSC__PV_BOOL)) {
+        *out = v->u.i; /* exact: never through a double */
         return 1;
     }
-    if (v->kind == FSC__PV_FLOAT) {
-        double f = v->u.f;
-        if (f >= -9.2e18 && f <= 9.2e18 && f == (double)(int64_t)f) {
-            *out = (int64_t)f;
-            return 1;
-        }
-    }
-    return 0;
+    double f;
+    if (!fsc__pv_num(v, &f) || !(f >= -9.2e18 && f <= 9.2e18) || f != (double)(int64_t)f)
+        return 0; /* not a number, or a float with no exact integer value */
+    *out = (int64_t)f;
+    return 1;
 }
 
 int fsc__pv_num(const fsc__pv_t *v, double *out)
