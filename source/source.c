@@ -83,6 +83,9 @@ int fsc_source_open(const char *path, const fsc_source_opts_t *opts, fsc_source_
         int rc = fsc_trace_open(path, &s->r, err);
         if (rc != 0) {
             fsc_source_close(s);
+            /* no trace magic and no snapshot shape: say both were tried */
+            if (kind == FSC_SOURCE_UNKNOWN && rc == FSC_EFORMAT)
+                fsc_err_set(err, rc, "%s: neither a fragscope trace nor a PyTorch snapshot", path);
             return fsc_err_name_file(err, path);
         }
     }

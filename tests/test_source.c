@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fragscope/analyzer.h"
 #include "fragscope/source.h"
@@ -113,6 +114,19 @@ static void test_errors_name_the_file(void)
     CU_ASSERT_EQUAL(fsc_source_open(missing, NULL, &src, &err), FSC_ENOENT);
     CU_ASSERT_PTR_NULL(src);
     CU_ASSERT_EQUAL(strncmp(fsc_err_msg(&err), missing, strlen(missing)), 0);
+
+    /* a file of neither kind says both were tried */
+    const char *junk = fsc_test_path("junk.pickle");
+    FILE *f = fopen(junk, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("not a snapshot, not a trace\n", f);
+    fclose(f);
+    fsc_err_clear(&err);
+    CU_ASSERT_EQUAL(fsc_source_open(junk, NULL, &src, &err), FSC_EFORMAT);
+    char want[1200];
+    snprintf(want, sizeof want, "%s: neither a fragscope trace nor a PyTorch snapshot", junk);
+    CU_ASSERT_STRING_EQUAL(fsc_err_msg(&err), want);
+    unlink(junk);
 
     /* through the analysis: the input, then the output */
     fsc_analysis_summary_t sum;
