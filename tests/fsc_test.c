@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,4 +140,34 @@ int fsc_test_file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+int fsc_test_run_fragscope(const char *const *args, const char *stderr_path, long stack_kb,
+                           long *maxrss_kb)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (stderr_path != NULL && freopen(stderr_path, "w", stderr) == NULL)
+            _exit(126);
+        if (freopen("/dev/null", "w", stdout) == NULL)
+            _exit(126);
+        if (stack_kb > 0) {
+            struct rlimit rl = {(rlim_t)stack_kb * 1024, (rlim_t)stack_kb * 1024};
+            setrlimit(RLIMIT_STACK, &rl);
+        }
+        const char *argv[16];
+        int n = 0;
+        argv[n++] = fsc_test_fragscope();
+        for (const char *const *a = args; *a != NULL && n < 15; a++)
+            argv[n++] = *a;
+        argv[n] = NULL;
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid)
+        return -1;
+    *maxrss_kb = ru.ru_maxrss;
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }

@@ -27,6 +27,12 @@ const char *fsc_test_path(const char *name);
 const char *fsc_test_data(const char *name);
 /* Path of the built fragscope binary. */
 const char *fsc_test_fragscope(void);
+/* Run the fragscope binary with args (NULL-terminated, at most 14), stdout
+ * to /dev/null and stderr to stderr_path (NULL: inherited), under a stack
+ * limit of stack_kb KiB (0: inherited). Returns the exit status (128 + N
+ * for signal N, -1 when it could not run); *maxrss_kb gets its peak RSS. */
+int fsc_test_run_fragscope(const char *const *args, const char *stderr_path, long stack_kb,
+                           long *maxrss_kb);
 
 /* Run a shell command line; capture up to cap-1 bytes of stdout+stderr into
  * out (may be NULL). Returns the exit status, or 128+signal when killed. */
@@ -44,5 +50,10 @@ size_t fsc_test_count(const char *hay, const char *needle);
  * schema's one definition), filled by the given fixture (a file of
  * tests/viewer/); a failure is a fatal assertion. */
 const char *fsc_test_viewer_db(const char *name, const char *fixture);
+/* The part of a dumped DOM from `start` to the next `end` (a malloc'd copy),
+ * or NULL when `start` is absent. */
+char *fsc_test_dom_part(const char *dom, const char *start, const char *end);
+/* The value of the page probe's "name=value" line (a malloc'd copy), or NULL. */
+char *fsc_test_probe_value(const char *dom, const char *name);
 
 #endif

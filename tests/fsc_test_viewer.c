@@ -54,3 +54,38 @@ const char *fsc_test_viewer_db(const char *name, const char *fixture)
     CU_ASSERT_FATAL(ok);
     return path;
 }
+
+char *fsc_test_dom_part(const char *dom, const char *start, const char *end)
+{
+    const char *a = strstr(dom, start);
+    if (a == NULL)
+        return NULL;
+    const char *b = strstr(a, end);
+    size_t n = b ? (size_t)(b - a) : strlen(a);
+    char *out = malloc(n + 1);
+    memcpy(out, a, n);
+    out[n] = '\0';
+    return out;
+}
+
+char *fsc_test_probe_value(const char *dom, const char *name)
+{
+    char *box = fsc_test_dom_part(dom, "<pre id=\"probe\">", "</pre>");
+    if (box == NULL)
+        return NULL;
+    size_t k = strlen(name);
+    char *val = NULL;
+    /* lines start with "name="; the first follows the tag itself */
+    for (char *line = strchr(box, '>') + 1; line != NULL && *line != '\0';) {
+        size_t n = strcspn(line, "\n");
+        if (n > k && strncmp(line, name, k) == 0 && line[k] == '=') {
+            val = malloc(n - k);
+            memcpy(val, line + k + 1, n - k - 1);
+            val[n - k - 1] = '\0';
+            break;
+        }
+        line = line[n] == '\n' ? line + n + 1 : NULL;
+    }
+    free(box);
+    return val;
+}

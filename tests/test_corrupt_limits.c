@@ -51,29 +51,11 @@ static run_t run_measured(const char *const *args)
     snprintf(errp, sizeof errp, "%s", fsc_test_path("limits.stderr"));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        FILE *e = freopen(errp, "w", stderr);
-        FILE *o = freopen("/dev/null", "w", stdout);
-        (void)e;
-        (void)o;
-        const char *argv[16];
-        int n = 0;
-        argv[n++] = fsc_test_fragscope();
-        for (const char *const *a = args; *a != NULL && n < 15; a++)
-            argv[n++] = *a;
-        argv[n] = NULL;
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    struct rusage ru;
-    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid)
+    r.status = fsc_test_run_fragscope(args, errp, 0, &r.maxrss_kb);
+    if (r.status < 0)
         return r;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     r.seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    r.maxrss_kb = ru.ru_maxrss;
-    r.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     size_t len = 0;
     char *err = fsc_test_slurp(errp, &len);
     if (err != NULL) {

@@ -52,29 +52,7 @@ static long g_stack_kb;
 /* Run fragscope with args (NULL-terminated): exit status, peak RSS. */
 static int run_measured(const char *const *args, long *maxrss_kb)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (g_stack_kb > 0) {
-            struct rlimit rl = {(rlim_t)g_stack_kb * 1024, (rlim_t)g_stack_kb * 1024};
-            setrlimit(RLIMIT_STACK, &rl);
-        }
-        FILE *o = freopen("/dev/null", "w", stdout);
-        (void)o;
-        const char *argv[16];
-        int n = 0;
-        argv[n++] = fsc_test_fragscope();
-        for (const char *const *a = args; *a != NULL && n < 15; a++)
-            argv[n++] = *a;
-        argv[n] = NULL;
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    struct rusage ru;
-    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid)
-        return -1;
-    *maxrss_kb = ru.ru_maxrss;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return fsc_test_run_fragscope(args, NULL, g_stack_kb, maxrss_kb);
 }
 
 /* A snapshot: one 1 GiB segment, then nallocs allocations of 1 MiB, each

@@ -18,23 +18,10 @@
 
 static int g_no_browser;
 
-/* The part of the DOM from `start` to the next `end` (a copy). */
-static char *part(const char *dom, const char *start, const char *end)
-{
-    const char *a = strstr(dom, start);
-    if (a == NULL)
-        return NULL;
-    const char *b = strstr(a, end);
-    size_t n = b ? (size_t)(b - a) : strlen(a);
-    char *out = malloc(n + 1);
-    memcpy(out, a, n);
-    out[n] = '\0';
-    return out;
-}
 
 static size_t count_in(const char *dom, const char *start, const char *end, const char *needle)
 {
-    char *p = part(dom, start, end);
+    char *p = fsc_test_dom_part(dom, start, end);
     size_t n = p ? fsc_test_count(p, needle) : 0;
     free(p);
     return n;
@@ -74,7 +61,7 @@ static void check_clean(const char *dom)
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<ul id=\"csp-violations\" class=\"diag\"></ul>"));
     if (strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>") == NULL) {
-        char *e = part(dom, "<pre id=\"js-errors\"", "</pre>");
+        char *e = fsc_test_dom_part(dom, "<pre id=\"js-errors\"", "</pre>");
         fprintf(stderr, "\n%s\n", e ? e : "?");
         free(e);
     }
@@ -139,7 +126,7 @@ static void test_large_in_browser(void)
     CU_ASSERT_EQUAL(fsc_test_count(dom, "class=\"oom-card\""), 40);
     /* The data block says how many segments the peak layout embeds; the map
      * draws exactly those. */
-    char *json = part(dom, "<script type=\"application/json\" id=\"data\">", "</script>");
+    char *json = fsc_test_dom_part(dom, "<script type=\"application/json\" id=\"data\">", "</script>");
     CU_ASSERT_PTR_NOT_NULL_FATAL(json);
     cJSON *d = cJSON_Parse(strchr(json, '>') + 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
@@ -166,32 +153,10 @@ static void test_odd_in_browser(void)
     free(dom);
 }
 
-/* The probe's "name=value" line (a copy of the value), or NULL. */
-static char *probe_value(const char *dom, const char *name)
-{
-    char *box = part(dom, "<pre id=\"probe\">", "</pre>");
-    if (box == NULL)
-        return NULL;
-    /* Lines start with "name="; skip the tag itself. */
-    size_t k = strlen(name);
-    char *val = NULL;
-    for (char *line = strchr(box, '>') + 1; line != NULL && *line != '\0';) {
-        size_t n = strcspn(line, "\n");
-        if (n > k && strncmp(line, name, k) == 0 && line[k] == '=') {
-            val = malloc(n - k);
-            memcpy(val, line + k + 1, n - k - 1);
-            val[n - k - 1] = '\0';
-            break;
-        }
-        line = line[n] == '\n' ? line + n + 1 : NULL;
-    }
-    free(box);
-    return val;
-}
 
 static void expect_probe(const char *dom, const char *name, const char *want, int exact)
 {
-    char *v = probe_value(dom, name);
+    char *v = fsc_test_probe_value(dom, name);
     int ok = v != NULL && (exact ? strcmp(v, want) == 0 : strstr(v, want) != NULL);
     if (!ok) {
         fprintf(stderr, "\nprobe %s: want %s'%s', got '%s'\n", name, exact ? "" : "to contain ", want,
@@ -235,7 +200,7 @@ static void test_interaction(void)
     char *dom = fsc_test_slurp(dom_path, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(dom);
     check_clean(dom);
-    char *error = probe_value(dom, "error");
+    char *error = fsc_test_probe_value(dom, "error");
     CU_ASSERT_PTR_NULL(error);
     free(error);
     /* Five wheel steps in, each to 0.8 of the span: 0.8^5 = 0.32768. */

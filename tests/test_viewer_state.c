@@ -18,40 +18,7 @@
 
 static int g_no_browser;
 
-static char *part(const char *dom, const char *start, const char *end)
-{
-    const char *a = strstr(dom, start);
-    if (a == NULL)
-        return NULL;
-    const char *b = strstr(a, end);
-    size_t n = b ? (size_t)(b - a) : strlen(a);
-    char *out = malloc(n + 1);
-    memcpy(out, a, n);
-    out[n] = '\0';
-    return out;
-}
 
-/* The probe's "name=value" line (a copy of the value), or NULL. */
-static char *probe_value(const char *dom, const char *name)
-{
-    char *box = part(dom, "<pre id=\"probe\">", "</pre>");
-    if (box == NULL)
-        return NULL;
-    size_t k = strlen(name);
-    char *val = NULL;
-    for (char *line = strchr(box, '>') + 1; line != NULL && *line != '\0';) {
-        size_t n = strcspn(line, "\n");
-        if (n > k && strncmp(line, name, k) == 0 && line[k] == '=') {
-            val = malloc(n - k);
-            memcpy(val, line + k + 1, n - k - 1);
-            val[n - k - 1] = '\0';
-            break;
-        }
-        line = line[n] == '\n' ? line + n + 1 : NULL;
-    }
-    free(box);
-    return val;
-}
 
 static void check_clean(const char *dom)
 {
@@ -59,7 +26,7 @@ static void check_clean(const char *dom)
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<ul id=\"csp-violations\" class=\"diag\"></ul>"));
     if (strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>") == NULL) {
-        char *e = part(dom, "<pre id=\"js-errors\"", "</pre>");
+        char *e = fsc_test_dom_part(dom, "<pre id=\"js-errors\"", "</pre>");
         fprintf(stderr, "\n%.2000s\n", e ? e : "?");
         free(e);
     }
@@ -67,13 +34,13 @@ static void check_clean(const char *dom)
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<section id=\"timeline\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<section id=\"state\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<section id=\"stacks\""));
-    char *tl = part(dom, "<section id=\"timeline\"", "</section>");
+    char *tl = fsc_test_dom_part(dom, "<section id=\"timeline\"", "</section>");
     CU_ASSERT(tl != NULL && strstr(tl, "<canvas id=\"bands\"") != NULL && strstr(tl, "data-drawn=\"") != NULL);
     free(tl);
-    char *st = part(dom, "<section id=\"state\"", "</section>");
+    char *st = fsc_test_dom_part(dom, "<section id=\"state\"", "</section>");
     CU_ASSERT(st != NULL && strstr(st, "class=\"segbar\"") != NULL);
     free(st);
-    char *sk = part(dom, "<section id=\"stacks\"", "</section>");
+    char *sk = fsc_test_dom_part(dom, "<section id=\"stacks\"", "</section>");
     CU_ASSERT(sk != NULL && strstr(sk, "class=\"frame\"") != NULL);
     free(sk);
 }
@@ -180,7 +147,7 @@ static cJSON *page_data(const char *name)
     snprintf(html, sizeof html, "%s.html", fsc_test_path(name));
     char *page = fsc_test_slurp(html, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(page);
-    char *json = part(page, "<script type=\"application/json\" id=\"data\">", "</script>");
+    char *json = fsc_test_dom_part(page, "<script type=\"application/json\" id=\"data\">", "</script>");
     CU_ASSERT_PTR_NOT_NULL_FATAL(json);
     cJSON *d = cJSON_Parse(strchr(json, '>') + 1);
     free(json);
@@ -196,7 +163,7 @@ static void check_events(const char *dom, sqlite3 *h, const long long *ev, size_
     for (size_t i = 0; i < n; i++) {
         char key[40];
         snprintf(key, sizeof key, "ev%lld", ev[i]);
-        char *got = probe_value(dom, key);
+        char *got = fsc_test_probe_value(dom, key);
         CU_ASSERT_PTR_NOT_NULL_FATAL(got);
         char *want = live_in_db(h, ev[i]);
         char head[64];
@@ -253,7 +220,7 @@ static void check_band(const char *dom, sqlite3 *h, int k)
 {
     char key[32];
     snprintf(key, sizeof key, "band%d", k);
-    char *got = probe_value(dom, key);
+    char *got = fsc_test_probe_value(dom, key);
     CU_ASSERT_PTR_NOT_NULL_FATAL(got);
     long long a = atoll(got);
     sqlite3_stmt *st;
@@ -290,7 +257,7 @@ static void check_band(const char *dom, sqlite3 *h, int k)
     free(got);
     /* The click highlighted that very block in the state view. */
     snprintf(key, sizeof key, "click%d", k);
-    got = probe_value(dom, key);
+    got = fsc_test_probe_value(dom, key);
     CU_ASSERT_PTR_NOT_NULL_FATAL(got);
     CU_ASSERT_EQUAL(atoll(got), a);
     free(got);
@@ -328,7 +295,7 @@ static void test_snapshot_state(void)
     char *dom = load("gpt2", js, NULL);
     if (dom != NULL) {
         check_clean(dom);
-        char *err = probe_value(dom, "error");
+        char *err = fsc_test_probe_value(dom, "error");
         CU_ASSERT_PTR_NULL(err);
         if (err)
             fprintf(stderr, "\nprobe error: %s\n", err);
@@ -337,7 +304,7 @@ static void test_snapshot_state(void)
         check_band(dom, h, 0);
         check_band(dom, h, nbands / 2);
         check_band(dom, h, nbands - 1);
-        char *c = probe_value(dom, "stacks_choices");
+        char *c = fsc_test_probe_value(dom, "stacks_choices");
         /* the peak and the chosen event (no OOM in this run) */
         CU_ASSERT(c != NULL && strcmp(c, "2") == 0);
         free(c);
@@ -347,7 +314,7 @@ static void test_snapshot_state(void)
     dom = load("gpt2", NULL, "#state?event=4321");
     if (dom != NULL) {
         check_clean(dom);
-        char *map = part(dom, "<svg id=\"statemap\"", ">");
+        char *map = fsc_test_dom_part(dom, "<svg id=\"statemap\"", ">");
         CU_ASSERT(map != NULL && strstr(map, "data-event=\"4321\"") != NULL &&
                   strstr(map, "data-exact=\"yes\"") != NULL);
         free(map);
@@ -365,13 +332,13 @@ static void test_oom_anchor(void)
     if (dom == NULL)
         return;
     check_clean(dom);
-    char *card = part(dom, "id=\"oom-1\"", "</h3>");
+    char *card = fsc_test_dom_part(dom, "id=\"oom-1\"", "</h3>");
     CU_ASSERT_PTR_NOT_NULL(card);
     free(card);
-    card = part(dom, "id=\"oom-1\"", "</svg>");
+    card = fsc_test_dom_part(dom, "id=\"oom-1\"", "</svg>");
     CU_ASSERT(card != NULL && strstr(card, "<svg") != NULL);
     free(card);
-    char *c = probe_value(dom, "stacks_choices");
+    char *c = fsc_test_probe_value(dom, "stacks_choices");
     CU_ASSERT(c != NULL && strcmp(c, "3") == 0); /* peak, the OOM, the chosen event */
     free(c);
     free(dom);
@@ -453,13 +420,13 @@ static void test_long_run_windows(void)
         check_events(dom, h, ev, 20, 1);
         char key[40];
         snprintf(key, sizeof key, "ev%lld", ev[20]);
-        char *got = probe_value(dom, key);
+        char *got = fsc_test_probe_value(dom, key);
         char head[64];
         snprintf(head, sizeof head, "%lld no ", edge);
         CU_ASSERT(got != NULL && strncmp(got, head, strlen(head)) == 0);
         free(got);
         snprintf(key, sizeof key, "note%lld", ev[20]);
-        char *note = probe_value(dom, key);
+        char *note = fsc_test_probe_value(dom, key);
         CU_ASSERT(note != NULL && strstr(note, "is not carried by this page") != NULL);
         free(note);
         check_band(dom, h, 0);
@@ -508,7 +475,7 @@ static void test_other_snapshots(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>"));
         CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<ul id=\"csp-violations\" class=\"diag\"></ul>"));
         if (strstr(dom, "<pre id=\"js-errors\" class=\"diag\"></pre>") == NULL) {
-            char *e = part(dom, "<pre id=\"js-errors\"", "</pre>");
+            char *e = fsc_test_dom_part(dom, "<pre id=\"js-errors\"", "</pre>");
             fprintf(stderr, "\n%s: %.2000s\n", k_snaps[i], e ? e : "?");
             free(e);
         }
