@@ -12,6 +12,9 @@ Scenarios (each a habit of real training code):
   graphed          an MLP wrapped in torch.cuda.make_graphed_callables (a CUDA-graph private pool)
   mempool          allocations under torch.cuda.use_mem_pool(MemPool()), then the pool released
   mempool_live     the same, snapshot taken while the pools still hold memory
+  mempool_oom      a MemPool(use_on_oom=True) whose cached blocks serve default-pool requests
+                   that the cap (--cap-gib) refuses, until an OOM; MemPool's signature recorded
+  mempool_nosplit  a MemPool(no_split=True), if this PyTorch has the option (else outcome error)
   side_stream      work on a side stream, with Tensor.record_stream and pending frees
   compile_ro       torch.compile(mode="reduce-overhead") (CUDA graphs), compile_context recorded
   stacks_all       stacks="all" (C++ frames)
@@ -205,6 +208,57 @@ def scenario_mempool_live():
     info["pool_id"] = str(pool.id)
     torch.cuda.synchronize()
     globals()["_live_pool"] = (pool, keep)
+
+
+def mempool_signature():
+    """MemPool's and _MemPool's constructor signatures, as this PyTorch has them."""
+    import inspect
+    out = {}
+    for k, f in (("MemPool", torch.cuda.MemPool.__init__), ("_MemPool", torch._C._MemPool.__init__)):
+        try:
+            out[k] = str(inspect.signature(f))
+        except (TypeError, ValueError):
+            out[k] = (getattr(f, "__doc__", "") or "")[:400]
+    info["mempool_signature"] = out
+    return out
+
+
+def scenario_mempool_oom():
+    """The pool's cached blocks are the last resort of default-pool requests
+    that the cap refuses (PyTorch's use_on_oom), until nothing fits."""
+    mempool_signature()
+    pool = torch.cuda.MemPool(use_on_oom=True)
+    with torch.cuda.use_mem_pool(pool):
+        ts = [torch.empty(s, dtype=torch.uint8, device=dev)
+              for s in (24 << 20, 40 << 20, 64 << 20, 3 << 20, 700_000)]
+    del ts  # cached in the pool
+    info["pool_id"] = str(pool.id)
+    keep = []
+    globals()["_live_pool"] = (pool, keep)
+    for i in range(64):
+        info["step"] = i
+        keep.append(torch.empty((i % 4 + 1) * (9 << 20) + 4096 * i, dtype=torch.uint8, device=dev))
+        if i % 5 == 4:
+            del keep[0]
+    torch.cuda.synchronize()
+
+
+def scenario_mempool_nosplit():
+    """A pool that never splits a block: each request takes a whole cached block or segment."""
+    sig = mempool_signature()
+    if "no_split" not in sig.get("MemPool", ""):
+        raise RuntimeError("torch.cuda.MemPool has no no_split here: " + sig.get("MemPool", ""))
+    pool = torch.cuda.MemPool(no_split=True)
+    with torch.cuda.use_mem_pool(pool):
+        a = [torch.empty(s, dtype=torch.uint8, device=dev)
+             for s in (100_000, 300_000, 1_500_000, 12 << 20, 25 << 20)]
+    del a[1], a[2]
+    with torch.cuda.use_mem_pool(pool):
+        b = [torch.empty(s, dtype=torch.uint8, device=dev) for s in (200_000, 1_000_000, 5 << 20)]
+    eager = [torch.empty(s, dtype=torch.uint8, device=dev) for s in (100_000, 3 << 20)]
+    info["pool_id"] = str(pool.id)
+    torch.cuda.synchronize()
+    globals()["_live_pool"] = (pool, a, b, eager)
 
 
 def scenario_side_stream():

@@ -12,8 +12,10 @@ one GPU, into OUTDIR:
            snapshot and memory_stats()
   external raw cudaMalloc outside the allocator leaves too little of the
            device for GPT-2 (run alone: it takes the whole device)
+  mempool_opts  MemPool's own settings: use_on_oom under a 0.5 GiB cap (to an
+           OOM), no_split (where this PyTorch has it); under a minute
 
-  python3 bench/gpu/record_all.py OUTDIR [habits] [caps] [external]
+  python3 bench/gpu/record_all.py OUTDIR [habits] [caps] [external] [mempool_opts]
 Prints one JSON line per run and writes OUTDIR/summary.json.
 """
 import concurrent.futures as cf
@@ -115,6 +117,10 @@ if "caps" in what:
                 jobs.append(job(f"{model}_cap{fr:.2f}_{tag}", "ckpt" if model == "ckpt" else "gpt2",
                                 argv + ["--cap-gib", str(cap)], conf=conf))
     results += pool(jobs, 8)
+
+if "mempool_opts" in what:
+    results += pool([job("mempool_oom", "mempool_oom", ["--cap-gib", "0.5"], timeout=120),
+                     job("mempool_nosplit", "mempool_nosplit", timeout=120)], 2)
 
 if "external" in what:
     results += pool([job("external_oom", "external", GPT2 + ["--leave-gib", "5"])], 1)

@@ -21,7 +21,7 @@
 #   shim-external  GPT-2 through the shim after raw cudaMalloc took all but LEAVE_GIB (default 5)
 #                  of the device: the trace's device samples and the OOM diagnosed `external`
 #   record         real PyTorch recordings of common habits (bench/gpu/record_all.py;
-#                  RECORD="habits caps external" by default)
+#                  RECORD="habits caps external" by default; "mempool_opts": MemPool use_on_oom, no_split)
 set -u
 B=${B:-gpu-carry}
 DATE=$(date +%F)
