@@ -13,7 +13,8 @@ one GPU, into OUTDIR:
   external raw cudaMalloc outside the allocator leaves too little of the
            device for GPT-2 (run alone: it takes the whole device)
   mempool_opts  MemPool's own settings: use_on_oom under a 0.5 GiB cap (to an
-           OOM), no_split (where this PyTorch has it); under a minute
+           OOM), no_split (where this PyTorch has it), and mempool_live under
+           expandable_segments:True; under a minute
 
   python3 bench/gpu/record_all.py OUTDIR [habits] [caps] [external] [mempool_opts]
 Prints one JSON line per run and writes OUTDIR/summary.json.
@@ -120,7 +121,9 @@ if "caps" in what:
 
 if "mempool_opts" in what:
     results += pool([job("mempool_oom", "mempool_oom", ["--cap-gib", "0.5"], timeout=120),
-                     job("mempool_nosplit", "mempool_nosplit", timeout=120)], 2)
+                     job("mempool_nosplit", "mempool_nosplit", timeout=120),
+                     job("mempool_live_exp", "mempool_live", conf="expandable_segments:True",
+                         timeout=120)], 3)
 
 if "external" in what:
     results += pool([job("external_oom", "external", GPT2 + ["--leave-gib", "5"])], 1)
