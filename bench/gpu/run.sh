@@ -20,6 +20,13 @@
 #   shim-samples   the shim's sample traces (sample_traces/gpt2_h200_shim*.fstrace)
 #   shim-external  GPT-2 through the shim after raw cudaMalloc took all but LEAVE_GIB (default 5)
 #                  of the device: the trace's device samples and the OOM diagnosed `external`
+#   ranks          a 3-stage pipeline job on the one GPU (bench/gpu/ranks.py): one process per
+#                  rank (RANK, WORLD_SIZE, LOCAL_RANK), each through the shim into pipe.r<rank>.fstrace
+#                  under its own cap (its calibrated peak reserved + RANK_MARGINS_MIB, default
+#                  "2048 512 16384": rank 1 has the least headroom), rank 2 then out of memory after
+#                  a raw cudaMalloc of all but 64 MiB of the device; the job analyzed into one database;
+#                  then GPT-2 step time with FRAGSCOPE_DEVICE_SAMPLES in DS_SETTINGS (default
+#                  "off segments 1"), DS_ROUNDS alternating rounds (default 3)
 #   record         real PyTorch recordings of common habits (bench/gpu/record_all.py;
 #                  RECORD="habits caps external" by default; "mempool_opts": MemPool use_on_oom, no_split)
 set -u
@@ -104,12 +111,132 @@ task_shim_external() {
   rm -f "$d/shim_external.db"
 }
 
+task_ranks() {
+  local d=$1 W=3 r fsc="$B/build/fragscope" pids=() caps
+  # shellcheck disable=SC2206
+  local margins=(${RANK_MARGINS_MIB:-2048 512 16384})
+  local stage=(--layers "${RANK_LAYERS:-8}" --width 1024 --mb 4 --seq 1024 --steps "${RANK_STEPS:-3}")
+  # 1. calibration: the same stages, uncapped and unrecorded, all at once
+  for r in 0 1 2; do
+    RANK=$r WORLD_SIZE=$W LOCAL_RANK=$r timeout 150 env -u FRAGSCOPE_TRACE python3 bench/gpu/ranks.py --out "$d" --calibrate "${stage[@]}" \
+      > "$d/calib.r$r.out" 2> "$d/calib.r$r.err" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"; pids=()
+  cat "$d"/calib.r?.out
+  caps=$(python3 - "$d" "${margins[@]}" <<'PY'
+import json, sys
+d, margins = sys.argv[1], [int(m) << 20 for m in sys.argv[2:5]]
+caps = {}
+for r in range(3):
+    c = json.load(open("%s/pipe.calib.r%d.json" % (d, r)))
+    peak = c["memory_stats"]["reserved_bytes.all.peak"]
+    caps[r] = {"calibrated_peak_reserved": peak, "margin_bytes": margins[r],
+               "cap_bytes": peak + margins[r]}
+json.dump({"caps": caps, "least_headroom_rank": min(caps, key=lambda r: margins[r])},
+          open(d + "/caps.json", "w"), indent=1)
+print(" ".join(str(caps[r]["cap_bytes"]) for r in range(3)))
+PY
+)
+  # shellcheck disable=SC2206
+  caps=($caps)
+  [ ${#caps[@]} -eq 3 ] || { echo "ranks: calibration failed"; tail -5 "$d"/calib.r?.err; return 1; }
+  log "caps ${caps[*]}"
+  # 2. the recorded job: three processes at once, each under its cap; rank 2 ends in an
+  #    out-of-memory caused by its raw cudaMalloc
+  for r in 0 1 2; do
+    local ext=(); [ $r -eq 2 ] && ext=(--external --leave-mib 64)
+    RANK=$r WORLD_SIZE=$W LOCAL_RANK=$r timeout 200 env -u FRAGSCOPE_TRACE python3 bench/gpu/ranks.py --out "$d" --cap-bytes "${caps[$r]}" \
+      --trace "$d/pipe.r%r.fstrace" --wait-s 90 "${stage[@]}" "${ext[@]}" \
+      > "$d/run.r$r.out" 2> "$d/run.r$r.err" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"; pids=()
+  cat "$d"/run.r?.out
+  python3 - "$d" <<'PY'
+import json, sys
+d = sys.argv[1]
+rows = []
+for r in range(3):
+    try:
+        c = json.load(open("%s/pipe.calib.r%d.json" % (d, r)))
+        j = json.load(open("%s/pipe.run.r%d.json" % (d, r)))
+    except (OSError, ValueError) as e:
+        rows.append({"rank": r, "error": str(e)})
+        continue
+    m = j["memory_stats"]
+    rows.append({"rank": r, "cap": j["cap_bytes"], "outcome": j["outcome"],
+                 "external_outcome": j.get("external_outcome"),
+                 "calib_peak_reserved": c["memory_stats"]["reserved_bytes.all.peak"],
+                 "peak_reserved": m["reserved_bytes.all.peak"],
+                 "peak_allocated": m["allocated_bytes.all.peak"],
+                 "headroom": j["cap_bytes"] - m["reserved_bytes.all.peak"],
+                 "raw_cudamalloc": j.get("raw_cudamalloc")})
+json.dump(rows, open(d + "/summary.json", "w"), indent=1)
+for row in rows:
+    print(json.dumps(row))
+PY
+  for r in 0 1 2; do "$fsc" info "$d/pipe.r$r.fstrace" | sed -n '1,12p;/device_memory\|oom\|integrity/p'; done
+  # 3. the job in one database (several inputs, when this build takes them; else one each)
+  if FRAGSCOPE_NO_PROGRESS=1 "$fsc" analyze "$d"/pipe.r{0,1,2}.fstrace -o "$d/job.db" > "$d/analyze.txt" 2>&1; then
+    "$fsc" report "$d/job.db" --format json > "$d/job_report.json" 2>&1
+    "$fsc" report "$d/job.db" > "$d/job_report.txt" 2>&1
+  else
+    cat "$d/analyze.txt"
+    for r in 0 1 2; do
+      FRAGSCOPE_NO_PROGRESS=1 "$fsc" analyze "$d/pipe.r$r.fstrace" -o "$d/pipe.r$r.db" >> "$d/analyze.txt" 2>&1
+      "$fsc" report "$d/pipe.r$r.db" --format json > "$d/report.r$r.json" 2>&1
+      "$fsc" report "$d/pipe.r$r.db" > "$d/report.r$r.txt" 2>&1
+    done
+  fi
+  tail -20 "$d/analyze.txt"
+  grep -h -A3 -i "external\|headroom" "$d"/job_report.txt "$d"/report.r2.txt 2>/dev/null | head -30
+  rm -f "$d"/*.db
+  # 4. the step-time cost of the shim's device samples: GPT-2 small, 30 steps each, the
+  #    settings in alternating order round by round
+  # shellcheck disable=SC2206
+  local settings=(${DS_SETTINGS:-off segments 1}) order ds
+  for r in $(seq 1 "${DS_ROUNDS:-3}"); do
+    order=("${settings[@]}")
+    [ $((r % 2)) -eq 0 ] && mapfile -t order < <(printf '%s\n' "${settings[@]}" | tac)
+    for ds in "${order[@]}"; do
+      [ $(( $(date +%s) - T0 )) -lt 240 ] || { echo "ds_${ds}_$r skipped: over 240 s"; continue; }
+      FRAGSCOPE_DEVICE_SAMPLES=$ds timeout 60 python3 bench/gpu/train_gpt2.py --alloc fragscope --hooks none --steps 30 \
+        --trace "/tmp/fsc_ds_$ds.fstrace" --label "ds_${ds}_$r" > "$d/ds_${ds}_$r.json" 2> "$d/ds_${ds}_$r.err"
+      echo "ds_${ds}_$r $(field "$d/ds_${ds}_$r.json" mean_step_s) s"
+    done
+  done
+  for ds in "${settings[@]}"; do
+    echo "$ds $("$fsc" info "/tmp/fsc_ds_$ds.fstrace" | grep -E '^events|device_memory' | tr -s ' ' | tr '\n' ' ')"
+  done > "$d/ds_events.txt"
+  cat "$d/ds_events.txt"
+  python3 - "$d" "${settings[@]}" <<'PY'
+import glob, json, sys
+d, settings = sys.argv[1], sys.argv[2:]
+mean = {}
+for s in settings:
+    v = []
+    for f in sorted(glob.glob("%s/ds_%s_*.json" % (d, s))):
+        try:
+            v.append(float(json.load(open(f))["mean_step_s"]))
+        except (ValueError, KeyError, TypeError):
+            pass
+    mean[s] = {"rounds": v, "mean_step_s": sum(v) / len(v) if v else None}
+base = mean[settings[0]]["mean_step_s"]
+res = {"baseline": settings[0], "settings": mean,
+       "ratio_to_baseline": {s: mean[s]["mean_step_s"] / base if base and mean[s]["mean_step_s"]
+                             else None for s in settings}}
+json.dump(res, open(d + "/device_samples_cost.json", "w"), indent=1)
+print(json.dumps(res["ratio_to_baseline"]))
+PY
+}
+
 task_record() {
   # shellcheck disable=SC2086
   timeout 560 python3 bench/gpu/record_all.py "$1" ${RECORD:-habits caps external}
 }
 
-[ $# -gt 0 ] || { sed -n '2,24p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,31p' "$0"; exit 2; }
 for t in "$@"; do
   fn="task_${t//-/_}"
   declare -F "$fn" >/dev/null || { echo "run.sh: unknown task $t" >&2; exit 2; }
