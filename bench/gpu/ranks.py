@@ -235,7 +235,11 @@ if args.external and out["outcome"] == "ok":
             # memory of the device outside this allocator before the raw allocation: the
             # CUDA contexts of every rank's process, the other ranks' reserved memory, libraries
             "outside_before": total0 - free0 - before["reserved_bytes.all.current"]}
+    # what the analyzer should find at the OOM: the raw allocation plus what was outside
+    # before it (want + outside_before), or, counting whatever the driver took with it,
+    # everything outside the allocator once it was made
     info["expected_external"] = want + info["outside_before"]
+    info["outside_after_raw"] = total0 - free1 - before["reserved_bytes.all.current"]
     t0 = time.perf_counter()
     try:
         step()
