@@ -168,7 +168,7 @@ model = GPT2Model(cfg).to(dev)
 model.train()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 if args.trace:
-    fst.watch(model, prefix="stage%d" % rank)
+    fst.watch(model)
     fst.watch_optimizer(opt)
 
 
