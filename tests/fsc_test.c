@@ -1,8 +1,11 @@
 /*
  * fsc_test.c — implementation of the shared test helpers.
  */
+#define _DEFAULT_SOURCE  /* wait4, mkdtemp */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "fsc_test.h"
 
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +14,31 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+static char g_tmp[512];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) == 0 ? 0 : -1;
+}
+
+/* The scratch directory goes when every test passed and stays, named on
+ * stderr, for a look at what a failing test left (docs/TESTING.md). */
+static void scratch_finish(int passed)
+{
+    if (g_tmp[0] == '\0')
+        return;
+    if (!passed) {
+        fprintf(stderr, "scratch directory kept for inspection: %s\n", g_tmp);
+        return;
+    }
+    if (nftw(g_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "could not remove the scratch directory %s\n", g_tmp);
+    g_tmp[0] = '\0';
+}
 
 int fsc_test_run(const char *suite, const fsc_test_case_t *tests)
 {
@@ -27,12 +55,11 @@ int fsc_test_run(const char *suite, const fsc_test_case_t *tests)
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
     unsigned run = CU_get_number_of_tests_run();
     CU_cleanup_registry();
+    scratch_finish(run > 0 && failed == 0);
     if (run == 0)
         return 3;
     return failed == 0 ? 0 : 1;
 }
-
-static char g_tmp[512];
 
 const char *fsc_test_tmpdir(void)
 {

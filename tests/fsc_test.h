@@ -13,7 +13,9 @@ typedef struct fsc_test_case {
     void (*fn)(void);
 } fsc_test_case_t;
 
-/* Run one suite; returns the process exit code (0 = every test passed). */
+/* Run one suite; returns the process exit code (0 = every test passed).
+ * The scratch directory (fsc_test_tmpdir) is removed when every test
+ * passed, and kept, its path on stderr, when one failed. */
 int fsc_test_run(const char *suite, const fsc_test_case_t *tests);
 
 #define FSC_TEST_MAIN(suite, table) \
