@@ -11,11 +11,19 @@
  * ...), widened to what an H200 PyTorch 2.11 snapshot shows: the Python C
  * API by its naming convention, the caching allocator's and the
  * dispatcher's C++ frames, and unresolved "??" symbols.
+ *
+ * The name a tag gets from its frames is made here too (fsc_frame_label),
+ * once for every command: report, diff and whatif read their frames from
+ * different places (the run database, a request stream) but must call the
+ * same tag by the same name.
  */
 #include "fragscope/frames.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "fragscope/common.h"
 
 static int all_digits(const char *p, size_t n)
 {
@@ -211,4 +219,137 @@ size_t fsc_frame_short(const fsc_frame_t *f, int is_frame, char *buf, size_t cap
     }
     buf[n] = '\0';
     return n;
+}
+
+/* ---- naming a tag ------------------------------------------------------------ */
+
+typedef struct lnode {
+    const char *name;
+    size_t len;
+    int is_frame, cls;
+    fsc_frame_t f;
+} lnode_t;
+
+static lnode_t *parse_all(const char *const *names, const size_t *lens, size_t n)
+{
+    lnode_t *v = calloc(n ? n : 1, sizeof *v);
+    if (v == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        v[i].name = names[i] ? names[i] : "";
+        v[i].len = names[i] ? lens[i] : 0;
+        v[i].is_frame = fsc_frame_parse(v[i].name, v[i].len, &v[i].f);
+        v[i].cls = fsc_frame_class(&v[i].f, v[i].is_frame);
+    }
+    return v;
+}
+
+int fsc_frame_label(const char *const *names, const size_t *lens, size_t n, int all_frames,
+                    int depth, char *buf, size_t cap)
+{
+    if (cap == 0)
+        return FSC_EINVAL;
+    buf[0] = '\0';
+    if (n > FSC_FRAME_LABEL_WALK)
+        n = FSC_FRAME_LABEL_WALK;
+    if (n == 0)
+        return 0;
+    if (depth < 1)
+        depth = 1;
+    if (depth > 16)
+        depth = 16;
+    lnode_t *v = parse_all(names, lens, n);
+    if (v == NULL)
+        return FSC_ENOMEM;
+    int any_frame = 0;
+    for (size_t i = 0; i < n && !any_frame; i++)
+        any_frame = v[i].is_frame;
+    if (!any_frame) {
+        /* tags of the tag-stack API: the path from the root reads best */
+        size_t len = 0;
+        for (size_t i = n; i-- > 0 && len + 1 < cap;) {
+            int w = snprintf(buf + len, cap - len, "%s%.*s", len ? "/" : "", (int)v[i].len,
+                             v[i].name);
+            if (w < 0 || (size_t)w >= cap - len)
+                break;
+            len += (size_t)w;
+        }
+        free(v);
+        return 0;
+    }
+    size_t pick[16];
+    int np = 0;
+    if (all_frames) {
+        for (size_t i = 0; i < n && np < depth; i++)
+            pick[np++] = i;
+    } else {
+        int has_user = 0;
+        for (size_t i = 0; i < n && !has_user; i++)
+            has_user = v[i].cls == FSC_FRAME_USER;
+        for (size_t i = 0; i < n && np < depth; i++)
+            if (has_user ? v[i].cls == FSC_FRAME_USER : v[i].cls != FSC_FRAME_NOISE)
+                pick[np++] = i;
+        if (np == 0)
+            pick[np++] = 0; /* only noise: say what there is */
+    }
+    size_t len = 0;
+    for (int k = 0; k < np && len + 8 < cap; k++) {
+        if (k > 0) {
+            int w = snprintf(buf + len, cap - len, " ← ");
+            if (w < 0 || (size_t)w >= cap - len)
+                break;
+            len += (size_t)w;
+        }
+        len += fsc_frame_short(&v[pick[k]].f, v[pick[k]].is_frame, buf + len, cap - len);
+    }
+    free(v);
+    return 0;
+}
+
+/* The nodes of v[0..n) the filter keeps (all when all_frames), in place;
+ * returns their count. */
+static size_t keep_filtered(lnode_t *v, size_t n, int all_frames)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (all_frames || v[i].cls != FSC_FRAME_NOISE)
+            v[k++] = v[i];
+    return k;
+}
+
+int fsc_frame_label_apart(const char *const *a, const size_t *alen, size_t na,
+                          const char *const *b, const size_t *blen, size_t nb, int all_frames,
+                          int depth, char *buf, size_t cap)
+{
+    int rc = fsc_frame_label(a, alen, na, all_frames, depth, buf, cap);
+    if (rc != 0)
+        return rc;
+    if (na > FSC_FRAME_LABEL_WALK)
+        na = FSC_FRAME_LABEL_WALK;
+    if (nb > FSC_FRAME_LABEL_WALK)
+        nb = FSC_FRAME_LABEL_WALK;
+    lnode_t *x = parse_all(a, alen, na), *y = parse_all(b, blen, nb);
+    if (x == NULL || y == NULL) {
+        free(x);
+        free(y);
+        return FSC_ENOMEM;
+    }
+    na = keep_filtered(x, na, all_frames);
+    nb = keep_filtered(y, nb, all_frames);
+    /* from the root down, the first frame where the two paths part */
+    size_t d = 0;
+    while (d < na && d < nb && x[na - 1 - d].len == y[nb - 1 - d].len &&
+           memcmp(x[na - 1 - d].name, y[nb - 1 - d].name, x[na - 1 - d].len) == 0)
+        d++;
+    /* not one of the innermost, which the name shows already */
+    if (d < na && na - 1 - d >= (size_t)(depth > 1 ? depth : 1)) {
+        const lnode_t *p = &x[na - 1 - d];
+        char one[256];
+        fsc_frame_short(&p->f, p->is_frame, one, sizeof one);
+        size_t len = strlen(buf);
+        snprintf(buf + len, cap - len, " … ← %s", one);
+    }
+    free(x);
+    free(y);
+    return 0;
 }

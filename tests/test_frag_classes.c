@@ -480,6 +480,18 @@ static void test_ci_example(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "  hard (pinned)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "hard at an OOM                          0 B     296.83 MiB"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "hard at peak pinned most by (base): "));
+    /* the pinning tags are named as `report` names them (its hard rows at
+     * the peak), the two batch_norm sites told apart */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "hard at peak pinned most by (base): 181.50 MiB "
+                                       "functional.py:2846 batch_norm ← batchnorm.py:194 forward "
+                                       "… ← resnet.py:275 _forward_impl, 111.50 MiB conv.py:548 "
+                                       "_conv_forward ← conv.py:553 forward, 51.20 MiB "
+                                       "functional.py:2846 batch_norm ← batchnorm.py:194 forward "
+                                       "… ← resnet.py:274 _forward_impl\n"));
+    char rep[1 << 15];
+    fsc_test_sh(rep, sizeof rep, "%s report %s", fsc_test_fragscope(), base);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  functional.py:2846 batch_norm ← batchnorm.py:194 "
+                                       "forward … ← resnet.py:275 _forward_impl\n"));
     /* a database without the split: the check says so, exit 2 */
     sqlite3 *h = NULL;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);

@@ -494,6 +494,63 @@ static void test_verify_reports_divergence(void)
  * so the replay with the recorded settings fails C at recorded event 7,
  * request 2, and max_split_size_mb:64 serves it (see above: 90 MiB).
  */
+/*
+ * OOM call sites are named as `report` names them (fsc_frame_label): two
+ * Python paths that part at "a.py:1 step" / "b.py:1 step" and end in the
+ * same three frames, the first with an unwinder frame innermost (noise).
+ * A replay under 80 MiB serves a recorded 1 MiB OOM and fails at the
+ * recording's second OOM (#1), a 40 MiB request at the second path.
+ */
+static void test_oom_site_named_as_report(void)
+{
+    sb_t b;
+    sb_init(&b);
+    fsc_err_t err = {0, ""};
+    static const struct {
+        uint32_t node, parent;
+        const char *name;
+    } k_tags[] = {
+        {1, 0, "train.py:10:main"}, {2, 1, "model.py:5:forward"}, {3, 2, "a.py:1:step"},
+        {4, 3, "layer.py:20:f"},    {5, 4, "util.py:3:g"},        {6, 5, "ops.py:7:h"},
+        {7, 2, "b.py:1:step"},      {8, 7, "layer.py:20:f"},      {9, 8, "util.py:3:g"},
+        {10, 9, "ops.py:7:h"},      {11, 6, "??:0:torch::unwind::unwind()"},
+    };
+    for (size_t i = 0; i < sizeof k_tags / sizeof *k_tags; i++)
+        CU_ASSERT_FATAL(fsc_request_stream_define_tag(b.rs, k_tags[i].node, k_tags[i].parent,
+                                                      k_tags[i].name, strlen(k_tags[i].name),
+                                                      &err) == 0);
+    char buf[512];
+    CU_ASSERT_EQUAL(fsc_request_stream_tag_label(b.rs, 11, 0, 0, 3, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "ops.py:7 h ← util.py:3 g ← layer.py:20 f");
+    CU_ASSERT_EQUAL(fsc_request_stream_tag_label(b.rs, 10, 0, 0, 3, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "ops.py:7 h ← util.py:3 g ← layer.py:20 f");
+    CU_ASSERT_EQUAL(fsc_request_stream_tag_label(b.rs, 11, 10, 0, 3, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "ops.py:7 h ← util.py:3 g ← layer.py:20 f … ← a.py:1 step");
+    CU_ASSERT_EQUAL(fsc_request_stream_tag_label(b.rs, 10, 11, 0, 3, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "ops.py:7 h ← util.py:3 g ← layer.py:20 f … ← b.py:1 step");
+    CU_ASSERT_EQUAL(fsc_request_stream_tag_label(b.rs, 11, 0, 1, 3, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "torch::unwind::unwind ← ops.py:7 h ← util.py:3 g");
+    CU_ASSERT_EQUAL(fsc_request_stream_tag_label(b.rs, 0, 0, 0, 3, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "");
+
+    sb_alloc(&b, 60 * MiB, 0, 11);
+    fsc_event_t ev = {0};
+    ev.type = FSC_EV_OOM;
+    ev.requested = ev.size = 1 * MiB;
+    ev.tag = 11;
+    sb_ev(&b, &ev);
+    ev.requested = ev.size = 40 * MiB;
+    ev.tag = 10;
+    sb_ev(&b, &ev);
+    fsc_whatif_result_t r = replay(b.rs, "", 80 * MiB);
+    CU_ASSERT_EQUAL(r.oom, 1);
+    CU_ASSERT_EQUAL(r.first_oom.request, 2);
+    CU_ASSERT_EQUAL(r.first_oom.recorded_oom, 1);
+    CU_ASSERT_EQUAL(r.first_oom.tag_node, 10);
+    CU_ASSERT_STRING_EQUAL(r.first_oom.tag, "ops.py:7 h ← util.py:3 g ← layer.py:20 f");
+    fsc_request_stream_destroy(b.rs);
+}
+
 static void test_from_trace(void)
 {
     const char *path = fsc_test_path("split.fstrace");
@@ -608,6 +665,7 @@ static const fsc_test_case_t k_tests[] = {
     {"needed capacity and suggestions", test_needed_capacity_and_suggest},
     {"fidelity on fragscope's own runs", test_fidelity_own_runs},
     {"verify reports the first divergence", test_verify_reports_divergence},
+    {"OOM call sites named as the report names them", test_oom_site_named_as_report},
     {"a trace written by the recorder", test_from_trace},
     {"suggestions table of a run database", test_fill_db},
     {NULL, NULL},

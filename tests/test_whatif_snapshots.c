@@ -25,6 +25,9 @@
 #define OOM_SEGMENTS 284
 #define OOM_ALLOCS 712
 #define OOM_REQUEST (96 * FSC_MiB) /* "Tried to allocate 96.00 MiB" */
+/* the call site of its OOM, as `report` names it */
+#define OOM_SITE "activations.py:66 forward ← module.py:1790 _call_impl ← module.py:1779 " \
+                 "_wrapped_call_impl"
 #define OOM_CAP (12 * FSC_GiB)     /* set_per_process_memory_fraction: 12 GiB */
 
 static fsc_request_stream_t *load(const char *name)
@@ -103,7 +106,8 @@ static void test_gpt2m_oom_reproduced(void)
     CU_ASSERT_EQUAL(r.first_oom.requested, OOM_REQUEST);
     CU_ASSERT_EQUAL(r.num_alloc_retries, 1);
     CU_ASSERT_EQUAL(r.num_ooms, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.first_oom.tag, "activations.py:66:forward"));
+    CU_ASSERT_STRING_EQUAL(r.first_oom.tag, OOM_SITE);
+    CU_ASSERT_EQUAL(r.first_oom.recorded_oom, 0);
     o.capacity = 0;
     CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "", &o, &r, &err), 0);
     CU_ASSERT_EQUAL(r.oom, 0);
@@ -176,6 +180,36 @@ static void test_cli_verify_and_suggest(void)
                      fsc_test_fragscope(), fsc_test_data("pytorch/gpt2m_oom_12g.pickle"));
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "the run's own settings need 12.06 GiB"));
+}
+
+/* whatif names the OOM's call site and number as `report` does. */
+static void test_cli_site_as_report(void)
+{
+    const char *db = fsc_test_path("site.db");
+    const char *snap = fsc_test_data("pytorch/gpt2m_oom_12g.pickle");
+    int st = fsc_test_sh(g_out, sizeof g_out, "%s analyze %s -o %s 2>&1", fsc_test_fragscope(),
+                         snap, db);
+    CU_ASSERT_EQUAL_FATAL(st, 0);
+    st = fsc_test_sh(g_out, sizeof g_out, "%s report %s 2>&1", fsc_test_fragscope(), db);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\n  #0 at event 1555: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\n    call site: " OOM_SITE "\n"));
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --capacity 12GiB --config '' 2>&1",
+                     fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "(recorded event 1555), 96.00 MiB requested; the "
+                                         "recording's OOM #0 failed there too\n"
+                                         "  call site: " OOM_SITE "\n"));
+    st = fsc_test_sh(g_out, sizeof g_out,
+                     "%s whatif %s --capacity 12GiB --config '' --format json 2>&1",
+                     fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"tag\": \"" OOM_SITE "\", \"recorded_oom\": 0, "));
+    /* the frame filter switched off: the same frames here (all Python) */
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --capacity 12GiB --config '' "
+                                          "--all-frames 2>&1", fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "  call site: " OOM_SITE "\n"));
 }
 
 /* The suggestions table of a database analyzed from the same snapshot: the
@@ -277,6 +311,7 @@ static const fsc_test_case_t k_tests[] = {
     {"whatif --format json", test_cli_json},
     {"whatif --verify and --suggest", test_cli_verify_and_suggest},
     {"whatif --db fills the suggestions table", test_cli_db},
+    {"whatif names the OOM site as report does", test_cli_site_as_report},
     {"whatif errors", test_cli_errors},
     {"whatif on a recording that ends at an OOM", test_cli_oom_prefix},
     {NULL, NULL},

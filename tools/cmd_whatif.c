@@ -16,7 +16,7 @@ const char fsc_cmd_whatif_summary[] = "replay a run with other allocator setting
 const char fsc_cmd_whatif_usage[] =
     "usage: fragscope whatif TRACE|SNAPSHOT [--capacity SIZE] --config STR [--config STR ...]\n"
     "                        [--suggest] [--verify] [--db run.db] [--format text|json]\n"
-    "                        [--threads N] [--device N] [--lenient]\n"
+    "                        [--threads N] [--device N] [--lenient] [--all-frames]\n"
     "\n"
     "Extracts what the program asked of its allocator (allocation sizes, frees,\n"
     "streams, record_stream completions, markers) from a .fstrace or a PyTorch\n"
@@ -50,6 +50,13 @@ const char fsc_cmd_whatif_usage[] =
     "  --device N       the CUDA device of a snapshot with several\n"
     "  --lenient        skip the history entries of a snapshot that contradict\n"
     "                   the importer's block model (as `import --lenient`)\n"
+    "  --all-frames     name an OOM's call site by all its frames, without the\n"
+    "                   frame filter (as `report --all-frames`)\n"
+    "\n"
+    "An OOM's call site is named as `report` names it: its innermost user\n"
+    "frames, and where two sites read alike, the frame where their paths part.\n"
+    "\"the recording's OOM #N\" is the OOM of `report` and `view` with that\n"
+    "number (ooms.id).\n"
     "\n"
     "exit status: 0 done (OOMs in replays are results), 1 --verify found a\n"
     "difference, 2 bad input or usage (a bad --config is named), 3 other errors.\n";
@@ -61,7 +68,7 @@ typedef struct wopts {
     const char *configs[MAX_CONFIGS];
     size_t nconfigs;
     uint64_t capacity;
-    int suggest, verify, json, threads, device, lenient;
+    int suggest, verify, json, threads, device, lenient, all_frames;
     const char *db;
 } wopts_t;
 
@@ -79,6 +86,10 @@ static int parse_args(int argc, char **argv, wopts_t *o)
         }
         if (strcmp(a, "--lenient") == 0) {
             o->lenient = 1;
+            continue;
+        }
+        if (strcmp(a, "--all-frames") == 0) {
+            o->all_frames = 1;
             continue;
         }
         if (a[0] != '-' || a[1] == '\0') {
@@ -164,7 +175,28 @@ static const char *cfg_name(const char *c)
     return c[0] ? c : "(defaults)";
 }
 
-static void print_results_json(const fsc_whatif_result_t *r, size_t n, FILE *f)
+/* The call site of r[i]'s first OOM as the report names it; told apart
+ * from another result's site that reads the same but is another tag. */
+static void site_name(const fsc_request_stream_t *rs, const fsc_whatif_result_t *r, size_t n,
+                      size_t i, int all_frames, char *buf, size_t cap)
+{
+    const fsc_whatif_oom_t *o = &r[i].first_oom;
+    uint32_t other = 0;
+    for (size_t k = 0; k < n && other == 0; k++)
+        if (k != i && r[k].oom && r[k].first_oom.tag_node != o->tag_node &&
+            strcmp(r[k].first_oom.tag, o->tag) == 0)
+            other = r[k].first_oom.tag_node;
+    if (!all_frames && other == 0) {
+        snprintf(buf, cap, "%s", o->tag);
+        return;
+    }
+    if (fsc_request_stream_tag_label(rs, o->tag_node, other, all_frames, FSC_WHATIF_SITE_DEPTH,
+                                     buf, cap) != 0)
+        snprintf(buf, cap, "%s", o->tag);
+}
+
+static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_result_t *r,
+                               size_t n, int all_frames, FILE *f)
 {
     fputs("[\n", f);
     for (size_t i = 0; i < n; i++) {
@@ -196,8 +228,15 @@ static void print_results_json(const fsc_whatif_result_t *r, size_t n, FILE *f)
                 json_str(f, o->marker);
             else
                 fputs("null", f);
+            char site[FSC_WHATIF_NOTE_MAX];
+            site_name(rs, r, n, i, all_frames, site, sizeof site);
             fputs(", \"tag\": ", f);
-            json_str(f, o->tag);
+            json_str(f, site);
+            fputs(", \"recorded_oom\": ", f);
+            if (o->recorded_oom >= 0)
+                fprintf(f, "%" PRId64, o->recorded_oom);
+            else
+                fputs("null", f);
             fprintf(f, ", \"requested_bytes\": %" PRIu64 ", \"stream\": %" PRIu64 "}",
                     o->requested, o->stream);
         }
@@ -206,8 +245,8 @@ static void print_results_json(const fsc_whatif_result_t *r, size_t n, FILE *f)
     fputs("]\n", f);
 }
 
-static void print_results_text(const fsc_whatif_result_t *r, size_t n, uint64_t capacity,
-                               FILE *f)
+static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_result_t *r,
+                               size_t n, uint64_t capacity, int all_frames, FILE *f)
 {
     char s1[32], s2[32];
     if (capacity)
@@ -248,9 +287,13 @@ static void print_results_text(const fsc_whatif_result_t *r, size_t n, uint64_t 
                 fsc_size_format(o->requested, s1, sizeof s1));
         if (o->has_marker)
             fprintf(f, ", after marker \"%s\"", o->marker);
+        if (o->recorded_oom >= 0)
+            fprintf(f, "; the recording's OOM #%" PRId64 " failed there too", o->recorded_oom);
         fputc('\n', f);
-        if (o->tag[0])
-            fprintf(f, "  at %s\n", o->tag);
+        char site[FSC_WHATIF_NOTE_MAX];
+        site_name(rs, r, n, i, all_frames, site, sizeof site);
+        if (site[0])
+            fprintf(f, "  call site: %s\n", site);
     }
 }
 
@@ -454,9 +497,9 @@ int fsc_cmd_whatif(int argc, char **argv)
         fsc_progress_done(&prog);
         if (rc == 0) {
             if (o.json)
-                print_results_json(res, o.nconfigs, stdout);
+                print_results_json(rs, res, o.nconfigs, o.all_frames, stdout);
             else
-                print_results_text(res, o.nconfigs, wo.capacity, stdout);
+                print_results_text(rs, res, o.nconfigs, wo.capacity, o.all_frames, stdout);
         }
         free(res);
     }

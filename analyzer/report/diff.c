@@ -93,7 +93,10 @@ typedef struct run_figs {
     double v[NMETRICS];
     char first_oom[96];
     int has_split;               /* the database holds the split */
-    char hard_tag[HARD_TAGS][72]; /* tags pinning the most hard bytes at the peak */
+    /* tags pinning the most hard bytes at the peak, named as `report`
+     * names them (fsc_rundb_tag_label; told apart where two read alike) */
+    char hard_tag[HARD_TAGS][256];
+    int64_t hard_tag_id[HARD_TAGS];
     double hard_tag_bytes[HARD_TAGS];
     int nhard;
 } run_figs_t;
@@ -109,14 +112,9 @@ static int hard_row(void *ud, const fsc_rundb_frag_hard_tag_t *t)
     run_figs_t *r = c->r;
     if (r->nhard >= HARD_TAGS)
         return FSC_RUNDB_STOP;
-    char *path = NULL;
-    int rc = fsc_rundb_tag_path(c->db, t->tag, 60, &path);
-    /* a cut path starts at its next frame */
-    const char *p = path && path[0] ? path : "(untagged)", *slash = strchr(p, '/');
-    if (path != NULL && slash != NULL && slash[1] != '\0' && strlen(path) >= 60)
-        p = slash + 1;
-    snprintf(r->hard_tag[r->nhard], sizeof r->hard_tag[0], "%s", p);
-    free(path);
+    r->hard_tag_id[r->nhard] = t->tag == FSC_RUNDB_NULL ? 0 : t->tag;
+    int rc = fsc_rundb_tag_label(c->db, r->hard_tag_id[r->nhard], 0, 2, r->hard_tag[r->nhard],
+                                 sizeof r->hard_tag[0]);
     r->hard_tag_bytes[r->nhard++] = t->hard_bytes == FSC_RUNDB_NULL ? 0 : (double)t->hard_bytes;
     return rc;
 }
@@ -137,6 +135,17 @@ static int read_run(const char *path, run_figs_t *r, fsc_err_t *err)
     hard_ctx_t hc = {db, r};
     if (rc == 0)
         rc = fsc_rundb_frag_hard_tags(db, FSC_RUNDB_NULL, hard_row, &hc);
+    /* two tags that read alike: each gets the frame where their paths part */
+    for (int i = 0; rc == 0 && i < r->nhard; i++)
+        for (int k = i + 1; rc == 0 && k < r->nhard; k++)
+            if (r->hard_tag_id[i] != r->hard_tag_id[k] &&
+                strcmp(r->hard_tag[i], r->hard_tag[k]) == 0) {
+                rc = fsc_rundb_tag_label_apart(db, r->hard_tag_id[i], r->hard_tag_id[k], 0,
+                                               r->hard_tag[i], sizeof r->hard_tag[0]);
+                if (rc == 0)
+                    rc = fsc_rundb_tag_label_apart(db, r->hard_tag_id[k], r->hard_tag_id[i], 0,
+                                                   r->hard_tag[k], sizeof r->hard_tag[0]);
+            }
     if (rc != 0 && db != NULL)
         fsc_err_copy(err, fsc_rundb_error(db));
     fsc_rundb_close(db);

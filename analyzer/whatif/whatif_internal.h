@@ -101,8 +101,6 @@ struct fsc_request_stream {
     fsc_request_stream_info_t info;
 };
 
-/* "a/b/c" of a tag node into buf. */
-void fsc__wstream_tag_path(const fsc_request_stream_t *rs, uint32_t node, char *buf, size_t cap);
 const char *fsc__wstream_string(const fsc_request_stream_t *rs, uint64_t off);
 
 /* The cap the recording ran under, as far as the stream knows: the

@@ -106,9 +106,10 @@ static void frag_visit(void *ud, const fsc_block_info_t *b)
 }
 
 static void fill_oom(const fsc_request_stream_t *rs, const fsc__wop_t *op, uint64_t id,
-                     long last_marker, fsc_whatif_result_t *out)
+                     long last_marker, int64_t recorded_ooms, fsc_whatif_result_t *out)
 {
     fsc_whatif_oom_t *o = &out->first_oom;
+    o->recorded_oom = (op->flags & FSC__WOP_F_RECORDED_OOM) ? recorded_ooms : -1;
     o->request = id;
     o->event = op->event;
     o->requested = op->arg;
@@ -123,17 +124,11 @@ static void fill_oom(const fsc_request_stream_t *rs, const fsc__wop_t *op, uint6
         memcpy(o->marker, m, n);
         o->marker[n] = '\0';
     }
-    /* Deep Python stacks exceed the field; the innermost frames say most. */
-    char full[4096];
-    fsc__wstream_tag_path(rs, op->tag, full, sizeof full);
-    size_t n = strlen(full);
-    if (n < sizeof o->tag) {
-        memcpy(o->tag, full, n + 1);
-    } else {
-        size_t keep = sizeof o->tag - 4;
-        memcpy(o->tag, "...", 3);
-        memcpy(o->tag + 3, full + n - keep, keep + 1);
-    }
+    /* What the report calls the call site; the full path can be kilobytes. */
+    o->tag_node = op->tag;
+    if (fsc_request_stream_tag_label(rs, op->tag, 0, 0, FSC_WHATIF_SITE_DEPTH, o->tag,
+                                     sizeof o->tag) != 0)
+        o->tag[0] = '\0';
 }
 
 /* The loop over the operations. Returns 0 or a hard error (not an OOM). */
@@ -143,6 +138,7 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
     fsc_whatif_verify_t *v = c->v;
     long last_marker = -1;
     uint64_t id = 0;
+    int64_t recorded_ooms = 0; /* OOM events of the recording before op i */
     size_t i;
     for (i = 0; i < rs->nops; i++) {
         const fsc__wop_t *op = &rs->ops[i];
@@ -155,9 +151,11 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
             if (rc == FSC_EOOM) {
                 rc = 0;
                 if (!out->oom)
-                    fill_oom(rs, op, id, last_marker, out);
+                    fill_oom(rs, op, id, last_marker, recorded_ooms, out);
                 out->oom = 1;
             }
+            if (op->flags & FSC__WOP_F_RECORDED_OOM)
+                recorded_ooms++;
             addrs[id] = addr;
             if (addr != 0 && (op->flags & FSC__WOP_F_RECORDED_OOM)) {
                 /* The recording failed here; this replay served it. */

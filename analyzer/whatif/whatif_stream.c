@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fragscope/frames.h"
 #include "whatif_internal.h"
 
 static int oom_host(fsc_err_t *err)
@@ -114,33 +115,46 @@ int fsc_request_stream_define_tag(fsc_request_stream_t *rs, uint32_t node, uint3
     return 0;
 }
 
-void fsc__wstream_tag_path(const fsc_request_stream_t *rs, uint32_t node, char *buf, size_t cap)
+/* The names from node up to the root, innermost first. Parents always
+ * have smaller ids, so the walk ends. */
+static size_t tag_chain(const fsc_request_stream_t *rs, uint32_t node, const char **names,
+                        size_t *lens)
+{
+    size_t n = 0;
+    while (node != 0 && node < rs->ntags && n < FSC_FRAME_LABEL_WALK) {
+        const fsc__wtag_t *t = &rs->tags[node];
+        names[n] = rs->strings + t->name_off;
+        lens[n++] = t->name_len;
+        node = t->parent;
+    }
+    return n;
+}
+
+int fsc_request_stream_tag_label(const fsc_request_stream_t *rs, uint32_t node, uint32_t other,
+                                 int all_frames, int depth, char *buf, size_t cap)
 {
     if (cap == 0)
-        return;
+        return FSC_EINVAL;
     buf[0] = '\0';
-    /* Collect the chain root-first; parents always have smaller ids, so the
-     * walk ends, and depth is bounded by the id. */
-    uint32_t chain[64];
-    size_t depth = 0;
-    while (node != 0 && node < rs->ntags && depth < 64) {
-        chain[depth++] = node;
-        node = rs->tags[node].parent;
+    if (rs == NULL || node == 0)
+        return 0;
+    const char **names = malloc(2 * FSC_FRAME_LABEL_WALK * sizeof *names);
+    size_t *lens = malloc(2 * FSC_FRAME_LABEL_WALK * sizeof *lens);
+    int rc = FSC_ENOMEM;
+    if (names != NULL && lens != NULL) {
+        size_t na = tag_chain(rs, node, names, lens);
+        if (other == 0 || other == node) {
+            rc = fsc_frame_label(names, lens, na, all_frames, depth, buf, cap);
+        } else {
+            const char **bn = names + FSC_FRAME_LABEL_WALK;
+            size_t *bl = lens + FSC_FRAME_LABEL_WALK;
+            size_t nb = tag_chain(rs, other, bn, bl);
+            rc = fsc_frame_label_apart(names, lens, na, bn, bl, nb, all_frames, depth, buf, cap);
+        }
     }
-    size_t w = 0;
-    for (size_t i = depth; i-- > 0;) {
-        const fsc__wtag_t *t = &rs->tags[chain[i]];
-        if (w > 0 && w + 1 < cap)
-            buf[w++] = '/';
-        size_t n = t->name_len;
-        if (w + n >= cap)
-            n = cap - 1 - w;
-        memcpy(buf + w, rs->strings + t->name_off, n);
-        w += n;
-        buf[w] = '\0';
-        if (w + 1 >= cap)
-            break;
-    }
+    free(names);
+    free(lens);
+    return rc;
 }
 
 /* ---- adding events ------------------------------------------------------------- */

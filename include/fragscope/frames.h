@@ -57,6 +57,29 @@ int fsc_frame_class(const fsc_frame_t *f, int is_frame);
  * name) into buf; returns the length written (truncated to cap - 1). */
 size_t fsc_frame_short(const fsc_frame_t *f, int is_frame, char *buf, size_t cap);
 
+/* ---- naming a tag -----------------------------------------------------------
+ * Every command names a tag the same way (report, diff, whatif, check):
+ * from its node names, innermost first (names[0] is the tag itself, then
+ * its parent, ... up to the root's child), as `fsc_rundb_tag_label`
+ * documents: the innermost `depth` frames the filter keeps, shortened by
+ * fsc_frame_short and joined with " ← " (all frames when all_frames); a
+ * path of plain tags only (the tag-stack API) reads from the root, joined
+ * with '/'. At most FSC_FRAME_LABEL_WALK names are read. Returns 0 or
+ * FSC_ENOMEM; buf always holds a string. */
+#define FSC_FRAME_LABEL_WALK 512
+int fsc_frame_label(const char *const *names, const size_t *lens, size_t n, int all_frames,
+                    int depth, char *buf, size_t cap);
+
+/* The label of path a (`depth` frames), told apart from path b: when the
+ * two differ, the frame where they part (from the root down, among the
+ * frames the filter keeps) is appended as " … ← frame" unless it is one of
+ * the `depth` innermost, which the label shows already. Reports use depth
+ * 2 for tags, whatif 3 for OOM call sites (as the report's call site).
+ * Returns 0 or FSC_ENOMEM. */
+int fsc_frame_label_apart(const char *const *a, const size_t *alen, size_t na,
+                          const char *const *b, const size_t *blen, size_t nb, int all_frames,
+                          int depth, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

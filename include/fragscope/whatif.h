@@ -51,6 +51,16 @@ int fsc_request_stream_set_header(fsc_request_stream_t *rs, const fsc_trace_head
 /* Tag node `node` = (parent, name), as in the trace; parents first. */
 int fsc_request_stream_define_tag(fsc_request_stream_t *rs, uint32_t node, uint32_t parent,
                                   const char *name, size_t len, fsc_err_t *err);
+/* What `report` calls tag node `node` (fsc_frame_label, docs/pytorch.md
+ * "Frames"): the innermost `depth` frames the filter keeps (all_frames:
+ * every frame), shortened; a path of plain tags reads "a/b/c". When other
+ * is not node and not 0, the frame where the two paths part is appended
+ * (fsc_frame_label_apart) so that two sites that read alike are told
+ * apart. "" for node 0. Returns 0 or FSC_ENOMEM. */
+int fsc_request_stream_tag_label(const fsc_request_stream_t *rs, uint32_t node, uint32_t other,
+                                 int all_frames, int depth, char *buf, size_t cap);
+/* Depth of an OOM call site's name, as the report's "call site". */
+#define FSC_WHATIF_SITE_DEPTH 3
 /* One recorded event, in order. Allocator-internal events (SPLIT, MERGE,
  * GC, SEGMENT_FREE, SEGMENT_UNMAP) only feed the recorded figures. A free
  * of an address that is not live is skipped and counted in `skipped`. */
@@ -123,7 +133,14 @@ typedef struct fsc_whatif_oom {
     uint64_t stream;
     int has_marker;
     char marker[FSC_WHATIF_TEXT_MAX]; /* last MARKER before it */
-    char tag[FSC_WHATIF_TEXT_MAX];    /* the request's tag path ("" = none) */
+    /* The request's call site as `report` names it (frame filter on,
+     * FSC_WHATIF_SITE_DEPTH frames; "" = no tag); tag_node its tag node,
+     * for fsc_request_stream_tag_label with other options. */
+    char tag[FSC_WHATIF_TEXT_MAX];
+    uint32_t tag_node;
+    /* The recording's OOM number (ooms.id of `fragscope analyze`, from 0)
+     * when the recording failed this very request too; -1 when it did not. */
+    int64_t recorded_oom;
 } fsc_whatif_oom_t;
 
 typedef struct fsc_whatif_result {
