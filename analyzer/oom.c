@@ -146,23 +146,16 @@ static int classify(fsc__oom_t *f)
     if ((limit != 0 && f->rounded > limit) ||
         (f->device_total != 0 && f->rounded > f->device_total))
         return FSC_OOM_OVERSIZE;
-    if (f->device_free_known && f->device_free < f->segment_size) {
-        /* The device had less free memory than the segment: it was the limit,
-         * unless a recorded cap refused first. Memory outside the allocator is
-         * the cause when this allocator's reserved bytes do not explain the
-         * shortfall: total − free − reserved >= segment − free, i.e. the device
-         * has at least reserved + segment. */
-        f->device_limited = f->known ? f->reserved + f->segment_size <= f->capacity : 1;
-        if (f->device_total != 0) {
-            f->external_known = 1;
-            f->external = f->device_total > f->device_free + f->reserved
-                              ? f->device_total - f->device_free - f->reserved
-                              : 0;
-        }
-        if (f->device_limited &&
-            (!f->external_known || f->device_total >= f->reserved + f->segment_size))
-            return FSC_OOM_EXTERNAL;
-    }
+    fsc_oom_state_t st = {
+        .allocated = f->allocated,
+        .reserved = f->reserved,
+        .capacity = f->capacity,
+        .device_free = f->device_free_known ? f->device_free : UINT64_MAX,
+        .device_total = f->device_total,
+        .segment_size = f->segment_size,
+    };
+    if (fsc_oom_external(&st, f->known, &f->device_limited, &f->external, &f->external_known))
+        return FSC_OOM_EXTERNAL;
     /* A perfect allocator (no waste between blocks) under cap C serves the
      * request when C >= allocated + rounded. */
     uint64_t need = f->allocated + f->rounded;

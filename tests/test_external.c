@@ -18,6 +18,7 @@
 #include "fragscope/analyzer.h"
 #include "fragscope/common.h"
 #include "fragscope/recorder.h"
+#include "fragscope/whatif.h"
 #include "fsc_test.h"
 
 #define MiB (1024ull * 1024)
@@ -284,6 +285,103 @@ static void test_sim_recorded_samples(void)
     free(page);
     rc = fsc_test_sh(out, sizeof out, "%s info %s", fsc_test_fragscope(), trace);
     CU_ASSERT_EQUAL(rc, 0);
+    /* whatif --suggest offers no setting, with the count (the trace has the
+     * device's total) */
+    rc = fsc_test_sh(out, sizeof out, "%s whatif %s --suggest", fsc_test_fragscope(), trace);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the recording's OOM #0 was external: memory outside this "
+                                       "allocator took what the\nrequest needed (700.00 MiB: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "No allocator setting can avoid it, so none is listed."));
+    CU_ASSERT_PTR_NULL(strstr(out, "settings that do better"));
+    static char js[1 << 16];
+    rc = fsc_test_sh(js, sizeof js, "%s whatif %s --suggest --format json", fsc_test_fragscope(),
+                     trace);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    cJSON *j = cJSON_Parse(js);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(j), 1);
+    cJSON *x = cJSON_GetArrayItem(j, 0);
+    CU_ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(x, "external")));
+    CU_ASSERT_EQUAL((int64_t)cJSON_GetObjectItem(x, "external_bytes")->valuedouble,
+                    (int64_t)(700 * MiB));
+    CU_ASSERT_EQUAL((int)cJSON_GetObjectItem(x, "recorded_oom")->valuedouble, 0);
+    CU_ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(x, "avoids_oom")));
+    cJSON_Delete(j);
+}
+
+/* whatif --suggest on the H200 external OOM: said so, no setting listed
+ * (it listed expandable_segments:True, which could not have helped). */
+static void test_h200_whatif_suggest(void)
+{
+    static char out[1 << 16];
+    const char *snap = fsc_test_data("gpu/external_oom.pickle");
+    int rc = fsc_test_sh(out, sizeof out, "%s whatif %s --suggest 2>&1", fsc_test_fragscope(),
+                         snap);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the recording's OOM #0 was external: memory outside this "
+                                       "allocator took what the\nrequest needed (how much is "
+                                       "unknown: the device's total was not recorded; "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "No allocator setting can avoid it, so none is listed.\n"
+                                       "What would help: find the other user of the device"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "NCCL buffers, raw cudaMalloc calls"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the CUDA context"));
+    CU_ASSERT_PTR_NULL(strstr(out, "expandable_segments"));
+    CU_ASSERT_PTR_NULL(strstr(out, "replaying at"));
+    rc = fsc_test_sh(out, sizeof out, "%s whatif %s --suggest --format json 2>/dev/null",
+                     fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    cJSON *j = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(j), 1);
+    cJSON *x = cJSON_GetArrayItem(j, 0);
+    CU_ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(x, "external")));
+    CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(x, "external_bytes")));
+    CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(x, "config")));
+    cJSON_Delete(j);
+}
+
+/* The stream's reading of recorded OOMs follows the analyzer's rule
+ * (run_device's figures): 80 GiB device external, 7 MiB device not. */
+static void stream_device(uint64_t device_total, fsc_request_stream_info_t *in)
+{
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_FATAL(fsc_request_stream_create(&rs, &err) == 0);
+    fsc_trace_header_t h;
+    memset(&h, 0, sizeof h);
+    h.config = "";
+    h.flags = FSC_TRACE_F_CAPACITY_UNKNOWN;
+    h.device_total = device_total;
+    CU_ASSERT_EQUAL(fsc_request_stream_set_header(rs, &h, &err), 0);
+    uint64_t s1 = 0x7f0000000000ull;
+    fsc_event_t ev[3] = {
+        {.type = FSC_EV_SEGMENT_ALLOC, .pool = 1, .addr = s1, .size = 4 * MiB},
+        {.type = FSC_EV_ALLOC, .pool = 1, .addr = s1, .size = 4 * MiB, .requested = 4 * MiB,
+         .segment = s1},
+        {.type = FSC_EV_OOM, .pool = 1, .size = 4 * MiB, .requested = 4 * MiB},
+    };
+    ev[2].oom.device_free = 2 * MiB;
+    ev[2].oom.segment_size = 4 * MiB;
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(fsc_request_stream_add(rs, &ev[i], &err), 0);
+    fsc_request_stream_info(rs, in);
+    fsc_request_stream_destroy(rs);
+}
+
+static void test_stream_external(void)
+{
+    fsc_request_stream_info_t in;
+    stream_device(80 * 1024 * MiB, &in);
+    CU_ASSERT_EQUAL(in.external_ooms, 1);
+    CU_ASSERT_EQUAL(in.first_external_oom, 0);
+    CU_ASSERT_EQUAL(in.external_bytes_known, 1);
+    CU_ASSERT_EQUAL(in.external_bytes, 80 * 1024 * MiB - 6 * MiB);
+    stream_device(7 * MiB, &in);
+    CU_ASSERT_EQUAL(in.external_ooms, 0);
+    CU_ASSERT_EQUAL(in.first_external_oom, -1);
+    stream_device(0, &in); /* total unknown: external, count unknown */
+    CU_ASSERT_EQUAL(in.external_ooms, 1);
+    CU_ASSERT_EQUAL(in.external_bytes_known, 0);
 }
 
 static void test_device_samples_parse(void)
@@ -307,6 +405,8 @@ static const fsc_test_case_t k_tests[] = {
     {"h200_external_with_device_memory", test_h200_external_with_device_memory},
     {"h200_external_total_unknown", test_h200_external_total_unknown},
     {"reserved_explains_shortfall", test_reserved_explains_shortfall},
+    {"h200_whatif_suggest", test_h200_whatif_suggest},
+    {"stream_external", test_stream_external},
     {NULL, NULL},
 };
 

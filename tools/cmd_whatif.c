@@ -297,6 +297,49 @@ static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_
     }
 }
 
+/* What helps with memory outside the allocator (as the report's
+ * explanation of an `external` OOM says it). */
+#define EXTERNAL_HELP                                                                        \
+    "find the other user of the device and free it or make room: other processes on the "  \
+    "GPU (nvidia-smi), NCCL buffers, raw cudaMalloc calls (extensions, libraries), the "    \
+    "CUDA context and library workspaces (cuBLAS, cuDNN)"
+
+/* An OOM of the recording diagnosed `external`: said instead of settings,
+ * since none can avoid it (docs/whatif.md). */
+static void print_external(const fsc_request_stream_info_t *in, int json, FILE *f)
+{
+    char b[32], what[256];
+    if (in->external_bytes_known)
+        snprintf(what, sizeof what, "%s: the device's total less its free bytes and this "
+                                    "allocator's reserved bytes",
+                 fsc_size_format(in->external_bytes, b, sizeof b));
+    else
+        snprintf(what, sizeof what, "how much is unknown: the device's total was not recorded; "
+                                    "`fragscope analyze --device-memory SIZE` measures it");
+    if (json) {
+        fprintf(f, "[\n  {\"config\": null, \"external\": true, \"external_bytes\": ");
+        if (in->external_bytes_known)
+            fprintf(f, "%" PRIu64, in->external_bytes);
+        else
+            fputs("null", f);
+        fprintf(f, ", \"recorded_oom\": %" PRId64 ", \"external_ooms\": %" PRIu64
+                   ", \"avoids_oom\": false, \"note\": ",
+                in->first_external_oom, in->external_ooms);
+        json_str(f, "the OOM was external: no allocator setting can avoid it");
+        fputs(", \"advice\": ", f);
+        json_str(f, EXTERNAL_HELP);
+        fputs("}\n]\n", f);
+        return;
+    }
+    fprintf(f, "the recording's OOM #%" PRId64 " was external: memory outside this allocator "
+               "took what the\nrequest needed (%s).\n"
+               "No allocator setting can avoid it, so none is listed.\n"
+               "What would help: " EXTERNAL_HELP ".\n",
+            in->first_external_oom, what);
+    if (in->external_ooms > 1)
+        fprintf(f, "(%" PRIu64 " of the recording's OOMs were external.)\n", in->external_ooms);
+}
+
 static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FILE *f)
 {
     char s1[32];
@@ -322,7 +365,8 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FIL
             fprintf(f,
                     ", \"baseline_needed_capacity_bytes\": %" PRIu64
                     ", \"peak_reserved_bytes\": %" PRIu64 ", \"peak_allocated_bytes\": %" PRIu64
-                    ", \"baseline_peak_reserved_bytes\": %" PRIu64 ", \"note\": ",
+                    ", \"baseline_peak_reserved_bytes\": %" PRIu64
+                    ", \"external\": false, \"external_bytes\": null, \"note\": ",
                     s[i].baseline_needed, s[i].peak_reserved, s[i].peak_allocated,
                     s[i].baseline_peak_reserved);
             json_str(f, s[i].note);
@@ -471,7 +515,7 @@ int fsc_cmd_whatif(int argc, char **argv)
     if (o.capacity == 0 && info.capacity_lower != 0) {
         wo.capacity = info.capacity_lower;
         inferred = 1;
-        if (o.nconfigs > 0 || o.suggest) {
+        if (o.nconfigs > 0 || (o.suggest && info.first_external_oom != 0)) {
             char lo[32], hi[32];
             fprintf(o.json ? stderr : stdout,
                     "the capacity was not recorded: replaying at %s, the lowest cap the run is "
@@ -512,7 +556,12 @@ int fsc_cmd_whatif(int argc, char **argv)
             status = print_verify(&v, &info, inferred, o.json, stdout);
         }
     }
-    if (rc == 0 && o.suggest) {
+    if (rc == 0 && o.suggest && info.first_external_oom == 0) {
+        /* The OOM the suggestions are about was external. */
+        if (!o.json && (o.nconfigs > 0 || o.verify))
+            fputc('\n', stdout);
+        print_external(&info, o.json, stdout);
+    } else if (rc == 0 && o.suggest) {
         fsc_suggestion_t *s = NULL;
         size_t n = 0;
         fsc_progress_init(&prog, "whatif: searching settings");

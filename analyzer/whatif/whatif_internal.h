@@ -103,6 +103,10 @@ struct fsc_request_stream {
 
 const char *fsc__wstream_string(const fsc_request_stream_t *rs, uint64_t off);
 
+/* A recorded OOM event just added (whatif_external.c): counts it in
+ * info.external_ooms when the analyzer would call it `external`. */
+void fsc__wstream_note_oom(fsc_request_stream_t *rs, const fsc_event_t *ev);
+
 /* The cap the recording ran under, as far as the stream knows: the
  * recorded capacity, else the inferred lower bound when it ran out of
  * memory, else 0 (unknown, no sign of one). */

@@ -39,6 +39,7 @@ int fsc_request_stream_create(fsc_request_stream_t **out, fsc_err_t *err)
     rs->ntags = 1;
     rs->strings[0] = '\0';
     rs->nstrings = 1;
+    rs->info.first_external_oom = -1;
     *out = rs;
     return 0;
 }
@@ -348,6 +349,8 @@ int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_
         break;
     case FSC_EV_OOM:
         rc = add_alloc(rs, ev, 1);
+        if (rc == 0)
+            fsc__wstream_note_oom(rs, ev);
         break;
     case FSC_EV_FREE_REQUESTED:
         rc = add_free(rs, ev);

@@ -50,6 +50,19 @@ typedef enum fsc_oom_cause {
 /* "capacity", ...; "unknown" for anything else. */
 const char *fsc_oom_cause_name(int cause);
 
+/* The rule of cause `external` (docs/metrics.md, "Memory outside the
+ * allocator"), shared by the analyzer and whatif. st holds the figures at
+ * the failure: reserved, capacity (meaningful when capacity_known),
+ * device_free (UINT64_MAX = unknown), device_total (0 = unknown) and
+ * segment_size (the segment the miss tried to create). When the device had
+ * less free memory than that segment, *device_limited says no recorded cap
+ * refused first, and with the total known *external_known = 1 and
+ * *external = total − free − reserved; all three are left alone otherwise.
+ * Returns 1 when the cause is `external`: the device itself refused and
+ * this allocator's reserved bytes do not explain the shortfall. */
+int fsc_oom_external(const fsc_oom_state_t *st, int capacity_known, int *device_limited,
+                     uint64_t *external, int *external_known);
+
 /* ---- metric formulas (docs/metrics.md) ------------------------------- */
 
 /* num / den; 0 when den is 0. */

@@ -117,6 +117,16 @@ typedef struct fsc_request_stream_info {
      * OOM plus the segment it could not get. Both 0 otherwise. A replay at
      * capacity_lower fails where the recording failed. */
     uint64_t capacity_lower, capacity_upper;
+    /* Recorded OOMs whose cause is `external` by the analyzer's rule
+     * (fsc_oom_external): the device refused and memory outside this
+     * allocator, not its own reserved bytes, explains it. No allocator
+     * setting avoids them. first_external_oom: the first one's number
+     * (ooms.id), -1 when none; external_bytes at it (device total − free −
+     * reserved) when external_bytes_known (the total was recorded). */
+    uint64_t external_ooms;
+    int64_t first_external_oom;
+    int external_bytes_known;
+    uint64_t external_bytes;
 } fsc_request_stream_info_t;
 
 int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_info_t *out);
