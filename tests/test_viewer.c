@@ -230,7 +230,7 @@ static void test_small_report(void)
     }
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "first reached at 1.250 s (event 20)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "<tr><th>capacity</th><td>66.00 MiB</td></tr>"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(html, "<b>OOM #1</b> at 2.400 s (event 38): <span class=\"cause fragmentation\">"
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "<b>OOM #0</b> at 2.400 s (event 38): <span class=\"cause fragmentation\">"
                                         "fragmentation</span> &mdash; requested 30.00 MiB with 34.00 MiB "
                                         "allocated and 42.00 MiB reserved"));
 
@@ -252,7 +252,7 @@ static void test_small_report(void)
 
     CU_ASSERT_EQUAL(len(d, "layouts"), 2);
     CU_ASSERT_STRING_EQUAL(str(d, "layouts.0.kind"), "peak");
-    CU_ASSERT_STRING_EQUAL(str(d, "layouts.1.name"), "at OOM #1");
+    CU_ASSERT_STRING_EQUAL(str(d, "layouts.1.name"), "at OOM #0"); /* ooms.id */
     CU_ASSERT_EQUAL(len(d, "layouts.0.segments"), 3);
     CU_ASSERT_EQUAL(num(d, "layouts.0.segments.0.addr"), (double)0x7f0000000000LL);
     CU_ASSERT_EQUAL(num(d, "layouts.0.segments.0.size"), 20971520);

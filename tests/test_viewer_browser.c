@@ -216,7 +216,7 @@ static void test_interaction(void)
     expect_probe(dom, "tip_peak", "reserved42.00 MiB", 0);
     expect_probe(dom, "tip_peak", "allocated34.00 MiB", 0);
     expect_probe(dom, "tip_peak", "event20", 0);
-    expect_probe(dom, "tip_oom", "OOM #130.00 MiB requested", 0);
+    expect_probe(dom, "tip_oom", "OOM #030.00 MiB requested", 0); /* ooms.id 0 */
     /* The brush selects a quarter of the run, from 25 % to 50 %. */
     expect_probe(dom, "brush", "0.250..0.500", 1);
     expect_probe(dom, "tip_block", "block 0x7f0000000000", 0);

@@ -210,6 +210,15 @@ static void test_cli_site_as_report(void)
                                           "--all-frames 2>&1", fsc_test_fragscope(), snap);
     CU_ASSERT_EQUAL(st, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "  call site: " OOM_SITE "\n"));
+    /* the viewer numbers it the same: #0, anchor #oom-0 */
+    const char *html = fsc_test_path("site.html");
+    st = fsc_test_sh(g_out, sizeof g_out, "%s view %s -o %s 2>&1", fsc_test_fragscope(), db, html);
+    CU_ASSERT_EQUAL_FATAL(st, 0);
+    char *page = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "<li><b>OOM #0</b> at "));
+    CU_ASSERT_PTR_NULL(strstr(page, "OOM #1"));
+    free(page);
 }
 
 /* The suggestions table of a database analyzed from the same snapshot: the

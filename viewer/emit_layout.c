@@ -79,7 +79,7 @@ static int cmp_seg_size_desc(const void *a, const void *b)
 static void layout_name(const fsc__vlayout_t *l, char *buf, size_t cap)
 {
     if (l->oom_id >= 0)
-        snprintf(buf, cap, "at OOM #%llu", (unsigned long long)l->oom_id + 1u);
+        snprintf(buf, cap, "at OOM #%lld", (long long)l->oom_id); /* ooms.id */
     else if (strcmp(l->kind, "peak_allocated") == 0)
         snprintf(buf, cap, "at the allocated peak");
     else

@@ -155,11 +155,11 @@ static void external_rows(fsc__sb_t *sb, const fsc__model_t *m)
         if (dev > 0) {
             int64_t x = dev - o->device_free - o->reserved;
             fsc_size_format((uint64_t)(x > 0 ? x : 0), a, sizeof a);
-            snprintf(line, sizeof line, "%s at OOM #%zu (device total − free − reserved)", a,
-                     i + 1);
+            snprintf(line, sizeof line, "%s at OOM #%lld (device total − free − reserved)", a,
+                     (long long)o->id);
         } else {
-            snprintf(line, sizeof line, "unknown at OOM #%zu: the device's total was not "
-                     "recorded (analyze --device-memory SIZE)", i + 1);
+            snprintf(line, sizeof line, "unknown at OOM #%lld: the device's total was not "
+                     "recorded (analyze --device-memory SIZE)", (long long)o->id);
         }
         kv_row(sb, "outside the allocator", line, 0);
         break;
@@ -224,8 +224,8 @@ static void oom_list(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *c
         fsc_size_format((uint64_t)o->requested, req, sizeof req);
         fsc_size_format((uint64_t)o->allocated, al, sizeof al);
         fsc_size_format((uint64_t)o->reserved, re, sizeof re);
-        fsc__sb_printf(sb, "<li><b>OOM #%zu</b> at %s (event %" PRId64 "): <span class=\"cause ", i + 1, t,
-                       o->seq);
+        fsc__sb_printf(sb, "<li><b>OOM #%" PRId64 "</b> at %s (event %" PRId64 "): <span class=\"cause ",
+                       o->id, t, o->seq);
         const char *cause = o->cause ? o->cause : "unknown";
         for (const char *c = cause; *c; c++) /* a class name: letters only */
             if (*c >= 'a' && *c <= 'z')

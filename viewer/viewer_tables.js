@@ -117,8 +117,8 @@
     if (!OOMS.length) { box.appendChild(el('p', 'empty', 'No out-of-memory error in this run.')); return; }
     OOMS.forEach(function (o, k) {
       var card = el('div', 'oom-card'), h = el('h3');
-      card.id = 'oom-' + (k + 1);
-      h.appendChild(document.createTextNode('OOM #' + (k + 1)));
+      card.id = 'oom-' + o.id; /* ooms.id: the number of report and whatif */
+      h.appendChild(document.createTextNode('OOM #' + o.id));
       h.appendChild(el('span', 'cause ' + String(o.cause || '').replace(/[^a-z]/g, ''), o.cause || 'unknown'));
       h.appendChild(el('span', 'muted', 'at ' + (o.t !== null && o.t !== undefined && XMODE === 'time' ? fmtTime(o.t) : 'event ' + fmtCount(o.seq)) +
         (o.tag !== undefined && o.tag !== null ? ' \u00b7 ' + shortTag(o.tag, 120) : '')));

@@ -139,7 +139,7 @@
       if (ox === null || ox === undefined || ox < view.x0 || ox > view.x1) return;
       var x = x2px(ox), go = sv('g', { 'class': 'oom-line' }, svg);
       sv('line', { x1: x, x2: x, y1: M.t - 4, y2: M.t + g.ph }, go);
-      svText(go, x + 3, M.t - 8, 'OOM #' + (k + 1));
+      svText(go, x + 3, M.t - 8, 'OOM #' + o.id);
     });
   };
 
@@ -232,7 +232,7 @@
     }, this);
     if (near) rows.push([null, 'marker', near.text]);
     OOMS.forEach(function (o, k) {
-      if (Math.abs(this.scale.x2px(itemX(o)) - p.px) < 5) rows.push(['#dc2626', 'OOM #' + (k + 1), fmtBytes(o.requested_bytes) + ' requested']);
+      if (Math.abs(this.scale.x2px(itemX(o)) - p.px) < 5) rows.push(['#dc2626', 'OOM #' + o.id, fmtBytes(o.requested_bytes) + ' requested']);
     }, this);
     showTip(this.tip, this.wrap, evt, fmtX(XS[i]), rows);
   };
