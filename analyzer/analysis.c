@@ -13,6 +13,7 @@
 
 #include "analysis.h"
 #include "pymeta.h"
+#include "report/run_facts.h"
 #include "fsc/vec.h"
 
 #define MAX_TAG_ID (1u << 26)
@@ -434,6 +435,29 @@ static int write_meta(fsc_analysis_t *a)
     }
     for (const fsc__kv_t *kv = a->meta; kv != NULL && rc == 0; kv = kv->next)
         rc = fsc__store_meta(s, kv->key, kv->text, kv->ival);
+    /* the runs row (run 0): rank from the caller, the header or the file
+     * name, said in meta.rank_source */
+    int64_t rank = -1, name_rank = -1;
+    const char *rank_source = NULL;
+    if (a->opts.has_rank && a->opts.rank >= 0) {
+        rank = a->opts.rank;
+        rank_source = "option";
+    } else if (h->rank >= 0) {
+        rank = h->rank;
+        rank_source = "trace header";
+    } else if (fsc_rundb_rank_from_name(a->source_path, &name_rank)) {
+        rank = name_rank;
+        rank_source = "file name";
+    }
+    if (rank_source != NULL)
+        MT("rank_source", rank_source);
+    int64_t device = fsc__run_device_from_backend(a->backend);
+    for (const fsc__kv_t *kv = a->meta; kv != NULL; kv = kv->next)
+        if (strcmp(kv->key, "import.device") == 0 && kv->text == NULL)
+            device = kv->ival;
+    if (rc == 0)
+        rc = fsc__store_run(s, rank, device == FSC_RUNDB_NULL ? -1 : device, NULL, h->pid,
+                            a->source_path, fsc__run_kind(a->source_kind));
 #undef MT
 #undef MI
     return from_store(a, rc);

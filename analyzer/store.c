@@ -17,33 +17,33 @@
 #include "store_internal.h"
 
 static const char *const k_stmts[FSC__ST_COUNT] = {
-    [FSC__ST_OTHER] = "INSERT INTO events_other VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_BLOCK] = "INSERT INTO blocks VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+    [FSC__ST_OTHER] = "INSERT INTO events_other VALUES(0,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_BLOCK] = "INSERT INTO blocks VALUES(0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
                       "?,?,?,?)",
-    [FSC__ST_SEGMENT] = "INSERT INTO segments VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_SEGMENT] = "INSERT INTO segments VALUES(0,?,?,?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_TAG] = "INSERT OR REPLACE INTO tags(id, parent, name) VALUES(?,?,?)",
-    [FSC__ST_MARKER] = "INSERT OR REPLACE INTO markers VALUES(?,?,?)",
-    [FSC__ST_WARNING] = "INSERT INTO warnings VALUES(?,?)",
-    [FSC__ST_META] = "INSERT OR REPLACE INTO meta VALUES(?,?)",
-    [FSC__ST_SUMMARY] = "INSERT OR REPLACE INTO summary VALUES(?,?,?)",
-    [FSC__ST_TIMELINE] = "INSERT INTO timeline VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+    [FSC__ST_MARKER] = "INSERT OR REPLACE INTO markers VALUES(0,?,?,?)",
+    [FSC__ST_WARNING] = "INSERT INTO warnings VALUES(0,?,?)",
+    [FSC__ST_META] = "INSERT OR REPLACE INTO meta VALUES(0,?,?)",
+    [FSC__ST_SUMMARY] = "INSERT OR REPLACE INTO summary VALUES(0,?,?,?)",
+    [FSC__ST_TIMELINE] = "INSERT INTO timeline VALUES(0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
                          "?,?,?,?,?)",
-    [FSC__ST_OOM] = "INSERT INTO ooms VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_OOM_SEG] = "INSERT INTO oom_segments VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_OOM_PIN] = "INSERT INTO oom_pinning_blocks VALUES(?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_OOM_TAG] = "INSERT INTO oom_tags VALUES(?,?,?,?,?)",
-    [FSC__ST_SNAP] = "INSERT INTO layout_snapshots VALUES(?,?,?,?,?,?,?)",
-    [FSC__ST_LAYOUT] = "INSERT INTO layout VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_BIN] = "INSERT INTO bins VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_TAGSTAT] = "INSERT INTO tag_stats VALUES(?,?,?,?,?,?,?)",
-    [FSC__ST_FRAG] = "INSERT INTO frag_classes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_FRAG_BLOCK] = "INSERT INTO frag_hard_blocks VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_FRAG_TAG] = "INSERT INTO frag_hard_tags VALUES(?,?,?,?,?,?,?)",
-    [FSC__ST_TIMELINE_FRAG] = "INSERT INTO timeline_frag VALUES(?,?,?,?,?,?,?,?)",
-    [FSC__ST_TIMELINE_EXT] = "INSERT INTO timeline_external VALUES(?,?,?)",
-    [FSC__ST_TAGFRAME] = "INSERT OR REPLACE INTO tag_frames VALUES(?,?,?,?,?)",
-    [FSC__ST_PYMETA] = "INSERT INTO pytorch_meta VALUES(NULL,?,?,?)",
-    [FSC__ST_DEVMEM] = "INSERT INTO device_memory VALUES(?,?,?,?,?,?)",
+    [FSC__ST_OOM] = "INSERT INTO ooms VALUES(0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_OOM_SEG] = "INSERT INTO oom_segments VALUES(0,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_OOM_PIN] = "INSERT INTO oom_pinning_blocks VALUES(0,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_OOM_TAG] = "INSERT INTO oom_tags VALUES(0,?,?,?,?,?)",
+    [FSC__ST_SNAP] = "INSERT INTO layout_snapshots VALUES(0,?,?,?,?,?,?,?)",
+    [FSC__ST_LAYOUT] = "INSERT INTO layout VALUES(0,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_BIN] = "INSERT INTO bins VALUES(0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_TAGSTAT] = "INSERT INTO tag_stats VALUES(0,?,?,?,?,?,?,?)",
+    [FSC__ST_FRAG] = "INSERT INTO frag_classes VALUES(0,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_FRAG_BLOCK] = "INSERT INTO frag_hard_blocks VALUES(0,?,?,?,?,?,?,?,?,?,?,?)",
+    [FSC__ST_FRAG_TAG] = "INSERT INTO frag_hard_tags VALUES(0,?,?,?,?,?,?,?)",
+    [FSC__ST_TIMELINE_FRAG] = "INSERT INTO timeline_frag VALUES(0,?,?,?,?,?,?,?,?)",
+    [FSC__ST_TIMELINE_EXT] = "INSERT INTO timeline_external VALUES(0,?,?,?)",
+    [FSC__ST_TAGFRAME] = "INSERT OR REPLACE INTO tag_frames VALUES(0,?,?,?,?,?)",
+    [FSC__ST_PYMETA] = "INSERT INTO pytorch_meta VALUES(0,NULL,?,?,?)",
+    [FSC__ST_DEVMEM] = "INSERT INTO device_memory VALUES(0,?,?,?,?,?,?)",
 };
 
 static int db_err(fsc__store_t *a, const char *what)
@@ -101,7 +101,7 @@ static int create(fsc__store_t *a, const char *tmp_path)
     if (sqlite3_exec(a->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         return db_err(a, "BEGIN");
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(a->db, "INSERT INTO event_types VALUES(?,?)", -1, &s, NULL) !=
+    if (sqlite3_prepare_v2(a->db, "INSERT INTO event_types VALUES(0,?,?)", -1, &s, NULL) !=
         SQLITE_OK)
         return db_err(a, "event_types");
     for (int t = 1; t < FSC_EV__COUNT; t++) {
@@ -608,6 +608,28 @@ int fsc__store_summary(fsc__store_t *a, const fsc__sumrow_t *r)
         sqlite3_bind_int64(s, 2, (sqlite3_int64)r->value);
     sqlite3_bind_text(s, 3, r->unit, -1, SQLITE_STATIC);
     return step(a, s, "summary");
+}
+
+int fsc__store_run(fsc__store_t *a, int64_t rank, int64_t device, const char *host, int64_t pid,
+                   const char *source, const char *kind)
+{
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(a->db, "INSERT INTO runs VALUES(0,?,?,?,?,?,?)", -1, &s, NULL) !=
+        SQLITE_OK)
+        return db_err(a, "runs");
+    if (rank >= 0)
+        sqlite3_bind_int64(s, 1, rank);
+    if (device >= 0)
+        sqlite3_bind_int64(s, 2, device);
+    if (host != NULL && host[0] != '\0')
+        sqlite3_bind_text(s, 3, host, -1, SQLITE_TRANSIENT);
+    if (pid > 0)
+        sqlite3_bind_int64(s, 4, pid);
+    sqlite3_bind_text(s, 5, source ? source : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 6, kind, -1, SQLITE_STATIC);
+    int rc = step(a, s, "runs");
+    sqlite3_finalize(s);
+    return rc;
 }
 
 int fsc__store_meta(fsc__store_t *a, const char *key, const char *text, int64_t ival)

@@ -64,6 +64,10 @@ int fsc__store_frag_point(fsc__store_t *s, const char *point, int64_t oom_id,
 int fsc__store_frag_pins(fsc__store_t *s, const char *point, int64_t oom_id,
                          const fsc__frag_pins_t *p);
 int fsc__store_timeline_frag(fsc__store_t *s, uint64_t index, const fsc__frag_sample_t *x);
+/* The runs row of run 0: rank, device, pid negative (pid 0 too) and host
+ * NULL or "" when unknown. */
+int fsc__store_run(fsc__store_t *s, int64_t rank, int64_t device, const char *host, int64_t pid,
+                   const char *source, const char *kind);
 /* meta: text, or the integer when text is NULL. */
 int fsc__store_meta(fsc__store_t *s, const char *key, const char *text, int64_t ival);
 

@@ -48,9 +48,9 @@ int fsc_test_file_exists(const char *path);
 /* Occurrences of needle in hay. */
 size_t fsc_test_count(const char *hay, const char *needle);
 
-/* A run database at tmpdir/name with the tables of fsc_rundb_schema() (the
- * schema's one definition), filled by the given fixture (a file of
- * tests/viewer/); a failure is a fatal assertion. */
+/* A run database at tmpdir/name with the tables of fsc_rundb_schema_v1()
+ * (the fixtures are schema-1 files: one run, no run column), filled by the
+ * given fixture (a file of tests/viewer/); a failure is a fatal assertion. */
 const char *fsc_test_viewer_db(const char *name, const char *fixture);
 /* The part of a dumped DOM from `start` to the next `end` (a malloc'd copy),
  * or NULL when `start` is absent. */

@@ -1,7 +1,8 @@
 /*
  * fsc_test_viewer.c — shared helpers of the viewer suites: hand-built run
- * databases (the tables of fsc_rundb_schema, the one definition of the
- * schema, filled by an SQL fixture in tests/viewer/), and substring counts.
+ * databases (the tables of fsc_rundb_schema_v1, the one definition of the
+ * schema-1 layout the fixtures in tests/viewer/ fill: one run per file,
+ * which every reader still reads), and substring counts.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -48,7 +49,7 @@ const char *fsc_test_viewer_db(const char *name, const char *fixture)
     sqlite3 *db = NULL;
     int ok = sqlite3_open(path, &db) == SQLITE_OK &&
              sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
-             exec_sql(db, "the schema", fsc_rundb_schema()) == 0 && exec_file(db, fixture) == 0 &&
+             exec_sql(db, "the schema", fsc_rundb_schema_v1()) == 0 && exec_file(db, fixture) == 0 &&
              sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
     sqlite3_close(db);
     CU_ASSERT_FATAL(ok);

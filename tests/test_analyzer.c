@@ -408,7 +408,7 @@ static void test_metrics(void)
                     2 * MiB);
 
     /* meta */
-    CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='schema_version'"), 1);
+    CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='schema_version'"), 2);
     CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='capacity'"), 8 * MiB);
     CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='events.split'"), 3);
     CU_ASSERT_EQUAL(qi("SELECT value FROM meta WHERE key='warnings'"), 0);

@@ -166,7 +166,9 @@ static void test_deep_snapshot(void)
     fprintf(stderr, "\n  deep snapshot: %lld bytes in, analyze %ld KiB peak RSS, %lld-byte db\n",
             in, rss, out);
     CU_ASSERT(rss < RSS_SNAP_KB);
-    CU_ASSERT(out > 0 && out < 4 * in); /* measured: 2.5x */
+    /* measured: 3.9x with schema 1, 4.5x with schema 2 (tags and tag_frames
+     * keyed by (run, id) hold the id in the row) */
+    CU_ASSERT(out > 0 && out < 5 * in);
     check_paths(db, 20 * DEPTH);
     unlink(snap);
     unlink(db);

@@ -156,6 +156,10 @@ static void test_schema_matches_docs(void)
         snprintf(sql, sizeof sql, "SELECT name, type, pk FROM pragma_table_info('%s')", name);
         sqlite3_stmt *cols = NULL;
         CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(db, sql, -1, &cols, NULL), SQLITE_OK);
+        int npk = 0;
+        while (sqlite3_step(cols) == SQLITE_ROW)
+            npk += sqlite3_column_int(cols, 2) > 0;
+        sqlite3_reset(cols);
         while (sqlite3_step(cols) == SQLITE_ROW) {
             const char *col = (const char *)sqlite3_column_text(cols, 0);
             const char *type = (const char *)sqlite3_column_text(cols, 1);
@@ -169,8 +173,11 @@ static void test_schema_matches_docs(void)
                 /* An untyped column is documented by what it holds. */
                 const char *dt = doc[i].type;
                 int untyped = strcmp(dt, "any") == 0 || strcmp(dt, "INTEGER or REAL") == 0;
+                /* a key of one column: "INTEGER PRIMARY KEY"; each column of
+                 * a key of several, (run, id): "INTEGER KEY" */
                 char have[64];
-                snprintf(have, sizeof have, "%s%s", type, pk ? " PRIMARY KEY" : "");
+                snprintf(have, sizeof have, "%s%s", type,
+                         pk ? (npk > 1 ? " KEY" : " PRIMARY KEY") : "");
                 if (untyped ? type[0] != '\0' : strcmp(have, dt) != 0) {
                     fprintf(stderr, "\n%s.%s: docs/schema.md says %s, the schema %s\n", name,
                             col, dt, have[0] ? have : "(no type)");
@@ -188,7 +195,7 @@ static void test_schema_matches_docs(void)
     }
     sqlite3_finalize(tables);
     sqlite3_close(db);
-    CU_ASSERT_EQUAL(ntables, 29);
+    CU_ASSERT_EQUAL(ntables, 30);
     for (size_t i = 0; i < ndoc; i++) {
         char key[80];
         snprintf(key, sizeof key, " %.63s ", doc[i].table);
@@ -204,9 +211,13 @@ static void test_schema_matches_docs(void)
  * made from it read back. */
 static void test_schema_version(void)
 {
-    CU_ASSERT_EQUAL(FSC_RUNDB_SCHEMA_VERSION, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_rundb_schema(), "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"));
+    CU_ASSERT_EQUAL(FSC_RUNDB_SCHEMA_VERSION, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_rundb_schema(), "CREATE TABLE meta(run INTEGER NOT NULL "
+                                                      "DEFAULT 0, key TEXT, value, "
+                                                      "PRIMARY KEY(run, key));"));
     CU_ASSERT_PTR_NOT_NULL(strstr(fsc_rundb_schema(), "CREATE VIEW events AS"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_rundb_schema_v1(), "CREATE TABLE meta(key TEXT PRIMARY "
+                                                         "KEY, value);"));
 }
 
 /* ---- opening: one check, one set of errors ------------------------------------- */
@@ -264,10 +275,10 @@ static size_t bad_cases(bad_case_t *c)
                                   "INSERT INTO meta VALUES('schema_version', 'one');"),
         FSC_EFORMAT, "%s: not a fragscope run database (no schema version)");
     CU_ASSERT_FATAL(strlen(fsc_rundb_schema()) + 64 < sizeof schema_v);
-    snprintf(schema_v, sizeof schema_v, "%s INSERT INTO meta VALUES('schema_version', 2);",
-             fsc_rundb_schema());
+    snprintf(schema_v, sizeof schema_v,
+             "%s INSERT INTO meta(key, value) VALUES('schema_version', 3);", fsc_rundb_schema());
     BAD(make_db("future.db", schema_v), FSC_EVERSION,
-        "%s: run database schema version 2 is newer than this fragscope reads (1); upgrade "
+        "%s: run database schema version 3 is newer than this fragscope reads (2); upgrade "
         "fragscope");
     p = make_db("husk.db", "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
                            "INSERT INTO meta VALUES('schema_version', 1);");

@@ -623,8 +623,9 @@ static void test_fill_db(void)
      * suggestion; fill_db reads ooms and rewrites suggestions. */
     CU_ASSERT(sqlite3_exec(db, fsc_rundb_schema(), NULL, NULL, NULL) == SQLITE_OK);
     CU_ASSERT(sqlite3_exec(db,
-                           "INSERT INTO meta VALUES('schema_version', 1);"
-                           "INSERT INTO summary VALUES('num_ooms', 1, 'count');"
+                           "INSERT INTO runs(run, kind) VALUES(0, 'trace');"
+                           "INSERT INTO meta(key, value) VALUES('schema_version', 2);"
+                           "INSERT INTO summary(key, value, unit) VALUES('num_ooms', 1, 'count');"
                            "INSERT INTO ooms(id, seq, capacity) VALUES(0, 8, 83886080);"
                            "INSERT INTO suggestions(config) VALUES('stale');",
                            NULL, NULL, NULL) == SQLITE_OK);

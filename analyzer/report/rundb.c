@@ -87,6 +87,9 @@ static int check(fsc_rundb_t *db, fsc_err_t *err)
                            "%s: run database schema version %lld is newer than this fragscope "
                            "reads (%d); upgrade fragscope",
                            path, (long long)version, FSC_RUNDB_SCHEMA_VERSION);
+    /* Schema 2: the lowest run is the one read until another is selected. */
+    if (fsc__rundb_select_first(db) != 0)
+        return fsc_err_copy(err, &db->err);
     /* An analysis that failed never renames its file into place, so a
      * database without its summary was damaged or made by something else. */
     sqlite3_stmt *st = NULL;

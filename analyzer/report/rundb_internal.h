@@ -27,7 +27,18 @@ struct fsc_rundb {
     char *path;
     fsc_err_t err;
     sqlite3_stmt *cache[FSC__RQ_COUNT];
+    int has_runs;     /* schema 2: a runs table, every table with a run column */
+    int64_t selected; /* the run the per-run views show (rundb_select.c) */
 };
+
+/* The CREATE TEMP VIEW statement of view `name` (events, tag_paths) over
+ * the reader's per-run views of the tables, or NULL for another name
+ * (schema.c). */
+const char *fsc__rundb_run_view(const char *name);
+
+/* After the checks of fsc_rundb_open: note the layout and select the lowest
+ * run (rundb_select.c). */
+int fsc__rundb_select_first(fsc_rundb_t *db);
 
 /* The error of the last SQLite call on db, while reading table: a file
  * SQLite cannot read as a database, or a table or column missing, is a

@@ -49,12 +49,18 @@ static int oom_read(void *ud, const fsc_rundb_oom_t *o)
 }
 
 /* The run's OOMs, read (and the database checked) by the run database
- * reader before anything is written. */
-static int read_ooms(const char *path, oom_row_t **out, size_t *n, fsc_err_t *err)
+ * reader before anything is written; *run is the run they belong to (the
+ * reader's first), -1 for a schema-1 database (no run column). */
+static int read_ooms(const char *path, oom_row_t **out, size_t *n, int64_t *run,
+                     fsc_err_t *err)
 {
     fsc_rundb_t *db = NULL;
     oom_list_t l = {NULL, 0, 0};
+    int has_runs = 0;
     int rc = fsc_rundb_open(path, &db, err);
+    if (rc == 0 && (rc = fsc_rundb_has_table(db, "runs", &has_runs)) != 0)
+        fsc_err_copy(err, fsc_rundb_error(db));
+    *run = rc == 0 && has_runs ? fsc_rundb_selected_run(db) : -1;
     if (rc == 0 && (rc = fsc_rundb_ooms(db, oom_read, &l)) != 0) {
         if (rc == FSC_ENOMEM)
             fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
@@ -72,15 +78,17 @@ static int read_ooms(const char *path, oom_row_t **out, size_t *n, fsc_err_t *er
     return rc;
 }
 
-static int insert_rows(sqlite3 *db, const char *path, const oom_row_t *ooms, size_t nooms,
-                       const fsc_suggestion_t *s, size_t ns, size_t *rows, fsc_err_t *err)
+static int insert_rows(sqlite3 *db, const char *path, int64_t run, const oom_row_t *ooms,
+                       size_t nooms, const fsc_suggestion_t *s, size_t ns, size_t *rows,
+                       fsc_err_t *err)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO suggestions(oom_id, config, capacity, needed_capacity,"
-                           " avoids_oom, peak_reserved, peak_allocated, note)"
-                           " VALUES(?,?,?,?,?,?,?,?)",
-                           -1, &st, NULL) != SQLITE_OK)
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO suggestions(%soom_id, config, capacity, needed_capacity,"
+             " avoids_oom, peak_reserved, peak_allocated, note) VALUES(%s?1,?2,?3,?4,?5,?6,?7,?8)",
+             run >= 0 ? "run, " : "", run >= 0 ? "?9," : "");
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return fsc_err_set(err, FSC_EFORMAT, "%s: no usable suggestions table (%s)", path,
                            sqlite3_errmsg(db));
     int rc = 0;
@@ -109,6 +117,8 @@ static int insert_rows(sqlite3 *db, const char *path, const oom_row_t *ooms, siz
             sqlite3_bind_int64(st, 6, (sqlite3_int64)x->peak_reserved);
             sqlite3_bind_int64(st, 7, (sqlite3_int64)x->peak_allocated);
             sqlite3_bind_text(st, 8, x->note, -1, SQLITE_STATIC);
+            if (run >= 0)
+                sqlite3_bind_int64(st, 9, run);
             if (sqlite3_step(st) != SQLITE_DONE)
                 rc = db_fail(db, path, err);
             else
@@ -139,7 +149,8 @@ int fsc_whatif_fill_db_opts(const char *db_path, const fsc_request_stream_t *rs,
         o = *opts;
     oom_row_t *ooms = NULL;
     size_t nooms = 0;
-    int rc = read_ooms(db_path, &ooms, &nooms, err);
+    int64_t run = -1;
+    int rc = read_ooms(db_path, &ooms, &nooms, &run, err);
     if (rc != 0)
         return rc;
     sqlite3 *db = NULL;
@@ -159,18 +170,27 @@ int fsc_whatif_fill_db_opts(const char *db_path, const fsc_request_stream_t *rs,
     size_t ns = 0, rows = 0;
     if (rc == 0)
         rc = fsc_whatif_suggest_opts(rs, &o, &s, &ns, err);
-    if (rc == 0 && sqlite3_exec(db, "BEGIN IMMEDIATE; DELETE FROM suggestions;", NULL, NULL,
-                                NULL) != SQLITE_OK)
+    /* a job database: only this run's suggestions are replaced */
+    char del[128] = "BEGIN IMMEDIATE; DELETE FROM suggestions;";
+    if (run >= 0)
+        snprintf(del, sizeof del, "BEGIN IMMEDIATE; DELETE FROM suggestions WHERE run = %lld;",
+                 (long long)run);
+    if (rc == 0 && sqlite3_exec(db, del, NULL, NULL, NULL) != SQLITE_OK)
         rc = fsc_err_set(err, FSC_EFORMAT, "%s: no usable suggestions table (%s)", db_path,
                          sqlite3_errmsg(db));
     if (rc == 0)
-        rc = insert_rows(db, db_path, ooms, nooms, s, ns, &rows, err);
+        rc = insert_rows(db, db_path, run, ooms, nooms, s, ns, &rows, err);
     /* What the suggestions cover, for the reports: a recording that ended
      * at an OOM only shows that the failed request would have been served. */
     if (rc == 0) {
-        char sql[96];
-        snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES('run_complete', %d)",
-                 fsc__wstream_run_complete(rs));
+        char sql[128];
+        if (run >= 0)
+            snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(run, key, value)"
+                     " VALUES(%lld, 'run_complete', %d)", (long long)run,
+                     fsc__wstream_run_complete(rs));
+        else
+            snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value)"
+                     " VALUES('run_complete', %d)", fsc__wstream_run_complete(rs));
         if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
             rc = db_fail(db, db_path, err);
     }

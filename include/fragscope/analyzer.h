@@ -105,9 +105,14 @@ typedef struct fsc_analysis_opts {
     int (*before_commit)(void *ud, const char *tmp_db_path,
                          const struct fsc_analysis_summary *sum, fsc_err_t *err);
     void *before_commit_ud;
+    /* The run's rank (table runs), when has_rank: it overrides the trace
+     * header's. Without it: the header's rank, else the one the file name
+     * of source_path says (fsc_rundb_rank_from_name), else unknown. */
+    int has_rank;
+    int64_t rank;
 } fsc_analysis_opts_t;
 
-#define FSC_ANALYSIS_OPTS_DEFAULT {0, 0, NULL, NULL, NULL, NULL}
+#define FSC_ANALYSIS_OPTS_DEFAULT {0, 0, NULL, NULL, NULL, NULL, 0, 0}
 
 /* Headline figures, also stored in table summary. */
 typedef struct fsc_analysis_summary {

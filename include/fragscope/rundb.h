@@ -46,12 +46,16 @@ extern "C" {
 
 /* meta.schema_version of the databases this fragscope writes; it reads
  * every version from 1 up to this one. */
-#define FSC_RUNDB_SCHEMA_VERSION 1
+#define FSC_RUNDB_SCHEMA_VERSION 2
 
 /* The CREATE TABLE and CREATE VIEW statements of every table, ';'-separated,
  * ready for sqlite3_exec on an empty database (docs/schema.md documents
  * each column). Static storage. */
 const char *fsc_rundb_schema(void);
+
+/* The same for schema 1 (one run per file, no run column, no runs table),
+ * for tests and tools that build schema-1 files; every reader reads them. */
+const char *fsc_rundb_schema_v1(void);
 
 /* ---- opening ------------------------------------------------------------ */
 
@@ -76,10 +80,53 @@ int fsc_rundb_has_table(fsc_rundb_t *db, const char *table, int *out);
 /* *out = number of rows of table (0 when the table is missing). */
 int fsc_rundb_count(fsc_rundb_t *db, const char *table, int64_t *out);
 
-/* ---- rows --------------------------------------------------------------- */
-
 /* An INTEGER column that holds SQL NULL. */
 #define FSC_RUNDB_NULL INT64_MIN
+
+/* ---- runs --------------------------------------------------------------- */
+
+/* A database holds one or more runs (one input stream of one device of one
+ * process: a trace, or one device of a snapshot), numbered from 0 (table
+ * runs, docs/schema.md). A schema-1 database is one run, run 0, described
+ * from its meta table. */
+typedef struct fsc_rundb_run {
+    int64_t run;        /* runs.run */
+    int64_t rank;       /* FSC_RUNDB_NULL when unknown */
+    int64_t device;     /* FSC_RUNDB_NULL when unknown */
+    int64_t pid;        /* FSC_RUNDB_NULL when unknown */
+    const char *host;   /* NULL when unknown */
+    const char *source; /* the input file as given to analyze */
+    const char *kind;   /* "trace", "snapshot" or "simulation" */
+} fsc_rundb_run_t;
+
+/* *out = number of runs (1 for a schema-1 database). */
+int fsc_rundb_run_count(fsc_rundb_t *db, int64_t *out);
+
+/* Calls cb for every run in run order; cb returns as for the other
+ * iterators (0, FSC_RUNDB_STOP or a negative code). The runs are read
+ * before the first call, so cb may select a run. */
+int fsc_rundb_each_run(fsc_rundb_t *db, int (*cb)(const fsc_rundb_run_t *run, void *ctx),
+                       void *ctx);
+
+/* Scope every other reader function on db (every iterator, fsc_rundb_count,
+ * has_table, the single values) to one run: afterwards the database reads
+ * as if it held only that run. fsc_rundb_open selects the lowest run, so
+ * code written for one run works unchanged. FSC_ENOENT with a message
+ * naming the file when there is no such run. */
+int fsc_rundb_select_run(fsc_rundb_t *db, int64_t run);
+int64_t fsc_rundb_selected_run(const fsc_rundb_t *db);
+
+/* "rank 3 (device 0, host node17)", or "run 2 (trace a.fstrace)" when the
+ * rank is unknown: the words every message about one run uses. Returns
+ * buf. */
+const char *fsc_rundb_run_label(const fsc_rundb_run_t *run, char *buf, size_t n);
+
+/* The rank a file name says (docs/jobs.md): "rank3", "rank_3", "rank-3"
+ * (any case) or ".r3." in its last component. 1 and *rank when it says
+ * one, else 0. */
+int fsc_rundb_rank_from_name(const char *path, int64_t *rank);
+
+/* ---- rows --------------------------------------------------------------- */
 
 /* What a row callback returns: 0 for the next row, FSC_RUNDB_STOP to end the
  * iteration early (the iterator then returns 0), or a negative FSC_E* code,
