@@ -134,8 +134,24 @@ static int oom(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64_t siz
                        a->set_fraction ? " allowed; " : "", s_alloc, s_unalloc);
 }
 
-/* lookup → GC → device alloc → free oversize cached blocks → release every
- * cached unsplit block and retry. *out NULL with 0: out of memory. */
+/* PyTorch's try_mempool_fallback: the best fit in the first use_on_oom pool
+ * that has one (lookup only: nothing is allocated or released for it). */
+static fsc__block_t *use_on_oom_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,
+                                      uint64_t rounded)
+{
+    for (size_t i = 0; i < a->nprivate; i++) {
+        if (!(a->private_flags[i] & FSC_POOL_USE_ON_OOM))
+            continue;
+        fsc__block_t *b = fsc__get_free_block(a, &a->pools[2 * (i + 1) + p->id], stream, rounded);
+        if (b != NULL)
+            return b;
+    }
+    return NULL;
+}
+
+/* lookup → GC → device alloc → a use_on_oom pool's cached block → free
+ * oversize cached blocks → release every cached unsplit block and retry.
+ * *out NULL with 0: out of memory. */
 static int find_or_create(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64_t rounded,
                           uint64_t alloc_size, fsc__block_t **out)
 {
@@ -147,6 +163,10 @@ static int find_or_create(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, u
     int rc = fsc__alloc_block(a, p, stream, rounded, alloc_size, 0, out);
     if (rc != 0 || *out != NULL)
         return rc;
+    /* A default-pool request the device refused may take a cached block of
+     * a pool created with use_on_oom, before anything is released. */
+    if (p->index < 2 && (*out = use_on_oom_block(a, p, stream, rounded)) != NULL)
+        return 0;
     if (fsc__release_available_cached_blocks(a, p, stream, rounded)) {
         rc = fsc__alloc_block(a, p, stream, rounded, alloc_size, 0, out);
         if (rc != 0 || *out != NULL)
@@ -187,13 +207,13 @@ int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream
         goto out;
     }
     uint64_t rounded = fsc_alloc_round_size(&a->cfg, size);
-    int slot = pool_id == 0 ? 0 : private_slot(a, pool_id);
-    if (slot < 0) {
+    int pslot = pool_id == 0 ? 0 : private_slot(a, pool_id);
+    if (pslot < 0) {
         rc = fsc_err_set(&a->err, FSC_ELIMIT, "allocator: more than %d private pools",
                          FSC__MAX_PRIVATE_POOLS);
         goto out;
     }
-    fsc__pool_t *p = &a->pools[2 * slot + (int)fsc_alloc_pool_of(rounded)];
+    fsc__pool_t *p = &a->pools[2 * pslot + (int)fsc_alloc_pool_of(rounded)];
     uint64_t alloc_size = fsc_alloc_segment_size(rounded);
     fsc__block_t *b;
     rc = find_or_create(a, p, stream, rounded, alloc_size, &b);
@@ -203,7 +223,10 @@ int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream
         rc = oom(a, p, stream, size, rounded, alloc_size);
         goto out;
     }
-    int split = fsc_alloc_should_split(&a->cfg, p->id, b->size, rounded, 0);
+    /* A pool created with no_split hands out whole blocks. */
+    int slot = b->pool / 2;
+    int split = !(slot > 0 && (a->private_flags[slot - 1] & FSC_POOL_NO_SPLIT)) &&
+                fsc_alloc_should_split(&a->cfg, p->id, b->size, rounded, 0);
     fsc__block_t *nb = fsc__alloc_found_block(a, b, rounded, size, split);
     if (nb == NULL) {
         rc = fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
@@ -416,6 +439,7 @@ static int private_slot(fsc_allocator_t *a, uint64_t pool_id)
         return -1;
     a->private_ids[a->nprivate] = pool_id;
     a->private_released[a->nprivate] = 0;
+    a->private_flags[a->nprivate] = 0;
     return (int)++a->nprivate;
 }
 
@@ -427,6 +451,34 @@ int fsc_allocator_release_pool(fsc_allocator_t *a, uint64_t pool_id)
     for (size_t i = 0; i < a->nprivate; i++)
         if (a->private_ids[i] == pool_id)
             a->private_released[i] = 1;
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+}
+
+int fsc_allocator_set_pool_flags(fsc_allocator_t *a, uint64_t pool_id, unsigned flags)
+{
+    if (a == NULL || pool_id == 0 || (flags & ~(unsigned)(FSC_POOL_USE_ON_OOM | FSC_POOL_NO_SPLIT)))
+        return FSC_EINVAL;
+    pthread_mutex_lock(&a->mu);
+    int slot = private_slot(a, pool_id);
+    int rc = 0;
+    if (slot < 0)
+        rc = fsc_err_set(&a->err, FSC_ELIMIT, "allocator: more than %d private pools",
+                         FSC__MAX_PRIVATE_POOLS);
+    else
+        a->private_flags[slot - 1] = (uint8_t)flags;
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+}
+
+int fsc_allocator_empty_cache_pool(fsc_allocator_t *a, uint64_t pool_id)
+{
+    if (a == NULL || pool_id == 0)
+        return FSC_EINVAL;
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < a->nprivate; i++)
+        if (a->private_ids[i] == pool_id)
+            fsc__release_private_pool(a, i + 1);
     pthread_mutex_unlock(&a->mu);
     return 0;
 }

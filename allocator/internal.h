@@ -102,6 +102,7 @@ struct fsc_allocator {
     fsc__pool_t pools[FSC__NPOOLS];
     uint64_t private_ids[FSC__MAX_PRIVATE_POOLS]; /* slot - 1 -> pool id */
     uint8_t private_released[FSC__MAX_PRIVATE_POOLS];
+    uint8_t private_flags[FSC__MAX_PRIVATE_POOLS]; /* FSC_POOL_USE_ON_OOM, FSC_POOL_NO_SPLIT */
     size_t nprivate;
     fsc__u64map_t live;      /* live block address -> fsc__block_t * */
     fsc__segment_t *segments;
@@ -174,8 +175,14 @@ void fsc__garbage_collect(fsc_allocator_t *a);
 int fsc__release_available_cached_blocks(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,
                                          uint64_t size);
 void fsc__release_cached_blocks(fsc_allocator_t *a);
+/* PyTorch's emptyCache(pool): a released private pool's (slot >= 1)
+ * pending frees completed and its unsplit cached blocks released; the
+ * default pool and the other pools are left alone. */
+void fsc__release_private_pool(fsc_allocator_t *a, size_t slot);
 void fsc__process_events(fsc_allocator_t *a);
 void fsc__sync_and_free_events(fsc_allocator_t *a);
+/* The same for the pending frees of one private pool only. */
+void fsc__sync_pool_events(fsc_allocator_t *a, uint8_t small_index);
 void fsc__stream_done(fsc_allocator_t *a, uint64_t stream);
 int fsc__insert_events(fsc_allocator_t *a, fsc__block_t *b);
 

@@ -163,6 +163,15 @@ void fsc__release_cached_blocks(fsc_allocator_t *a)
     }
 }
 
+void fsc__release_private_pool(fsc_allocator_t *a, size_t slot)
+{
+    if (slot == 0 || slot > a->nprivate || !a->private_released[slot - 1])
+        return;
+    fsc__sync_pool_events(a, (uint8_t)(2 * slot));
+    release_blocks(a, &a->pools[2 * slot + FSC_POOL_LARGE]);
+    release_blocks(a, &a->pools[2 * slot + FSC_POOL_SMALL]);
+}
+
 /* ---- frees that wait on other streams ---------------------------------- */
 
 static void complete_use(fsc_allocator_t *a, fsc__pending_t *e)
@@ -251,6 +260,23 @@ void fsc__stream_done(fsc_allocator_t *a, uint64_t stream)
 {
     if (a->npending > 0)
         sweep(a, on_stream, stream);
+}
+
+/* Pending uses of blocks of one private pool (its small pool index). */
+static int in_pool(fsc_allocator_t *a, fsc__pending_t *e, uint64_t small_index)
+{
+    if ((e->block->pool & ~1u) != small_index)
+        return 0;
+    if (e->event != NULL)
+        a->be->ops->event_sync(a->be, e->event);
+    return 1;
+}
+
+void fsc__sync_pool_events(fsc_allocator_t *a, uint8_t small_index)
+{
+    a->st.num_sync_all_streams++;
+    if (a->npending > 0)
+        sweep(a, in_pool, small_index);
 }
 
 void fsc__sync_and_free_events(fsc_allocator_t *a)

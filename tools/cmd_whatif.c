@@ -393,6 +393,19 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FIL
               f);
 }
 
+/* Private pools the snapshot no longer names, inferred (docs/whatif.md). */
+static void print_pools_note(const fsc_request_stream_info_t *info, const char *indent, FILE *f)
+{
+    if (info->inferred_pools == 0)
+        return;
+    fprintf(f,
+            "%sprivate pools: %" PRIu64 " inferred, %" PRIu64 " segments and %" PRIu64
+            " requests the snapshot names no pool for\n%s(released before it was taken); "
+            "replayed in the pools the recorded placements imply\n",
+            indent, info->inferred_pools, info->inferred_pool_segments,
+            info->inferred_pool_allocs, indent);
+}
+
 static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_info_t *info,
                         int inferred, int json, FILE *f)
 {
@@ -406,6 +419,11 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
             fprintf(f, ", \"capacity_lower\": %" PRIu64 ", \"capacity_upper\": %" PRIu64,
                     info->capacity_lower, info->capacity_upper);
         fprintf(f, ", \"run_complete\": %s", info->run_complete ? "true" : "false");
+        fprintf(f,
+                ", \"pools_inferred\": %" PRIu64 ", \"pool_segments_inferred\": %" PRIu64
+                ", \"pool_allocs_inferred\": %" PRIu64 ", \"pool_releases\": %" PRIu64,
+                info->inferred_pools, info->inferred_pool_segments, info->inferred_pool_allocs,
+                info->pool_releases);
         fprintf(f,
                 ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
                 ", \"first_divergence\": ",
@@ -441,6 +459,7 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                 fsc_size_format(info->capacity_lower, lo, sizeof lo), lo,
                 fsc_size_format(info->capacity_upper, hi, sizeof hi));
     }
+    print_pools_note(info, "  ", f);
     fprintf(f, "  segments       %" PRIu64 " recorded, %" PRIu64 " replayed\n",
             v->segments_expected, v->segments_got);
     if (v->first_divergence >= 0) {
@@ -524,6 +543,11 @@ int fsc_cmd_whatif(int argc, char **argv)
                     fsc_size_format(info.capacity_lower, lo, sizeof lo), lo,
                     fsc_size_format(info.capacity_upper, hi, sizeof hi), o.json ? "" : "\n");
         }
+    }
+    if (o.nconfigs > 0 || o.suggest) {
+        print_pools_note(&info, "", o.json ? stderr : stdout);
+        if (info.inferred_pools && !o.json)
+            fputc('\n', stdout);
     }
     wo.threads = o.threads;
     fsc_progress_t prog;

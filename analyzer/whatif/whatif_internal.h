@@ -37,6 +37,9 @@ enum {
 /* RELEASE: explained by the allocator: a failed request (OOM), a GC pass,
  * or a recorded EMPTY_CACHE that is replayed itself. */
 #define FSC__WOP_F_EXPLAINED 0x4
+/* RELEASE: it freed only private pools' segments (a MemPool's destructor,
+ * whatif_pools.c): the pools' releases at this op, no empty_cache(). */
+#define FSC__WOP_F_POOL_ONLY 0x8
 
 typedef struct fsc__wop {
     uint8_t kind;
@@ -47,6 +50,13 @@ typedef struct fsc__wop {
     uint64_t stream;
     uint64_t event; /* index of the recorded event */
 } fsc__wop_t;
+
+/* The program released private pool pool_ids[pool - 1] before op `op`
+ * (whatif_pools.c). */
+typedef struct fsc__wpool_rel {
+    size_t op;
+    uint16_t pool;
+} fsc__wpool_rel_t;
 
 typedef struct fsc__wtag {
     uint32_t parent;
@@ -76,6 +86,11 @@ struct fsc_request_stream {
     size_t nscript, cap_script, cap_script_sizes;
     uint64_t *pool_ids; /* distinct private pools of the allocations */
     size_t npools, cap_pools;
+    /* Pools of segments the snapshot lost, and pool releases (whatif_pools.c). */
+    struct fsc__wpools *wpools; /* the model while the stream is read */
+    uint8_t infer_pools;        /* infer them (a PyTorch snapshot) */
+    fsc__wpool_rel_t *pool_rel; /* in op order */
+    size_t npool_rel, cap_pool_rel;
     uint64_t *va_bases; /* distinct SEGMENT_MAP bases, first seen first */
     size_t nva, cap_va;
 
@@ -100,6 +115,14 @@ struct fsc_request_stream {
     int release_seen_seg; /* that burst was followed by a new segment */
     fsc_request_stream_info_t info;
 };
+
+/* whatif_pools.c: each recorded event, before (after = 0) and after the
+ * stream took it; at the end, the inferred pools and release points. */
+int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int after);
+int fsc__wpools_finish(fsc_request_stream_t *rs);
+void fsc__wpools_free(fsc_request_stream_t *rs);
+/* 1 for the id of a pool inferred from a snapshot (no PyTorch id). */
+int fsc__wpool_is_inferred(uint64_t pool_id);
 
 const char *fsc__wstream_string(const fsc_request_stream_t *rs, uint64_t off);
 

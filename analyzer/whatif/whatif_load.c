@@ -65,8 +65,12 @@ int fsc_request_stream_load_opts(const char *path, int device, int lenient,
     fsc_request_stream_t *rs;
     rc = fsc_request_stream_create(&rs, err);
     if (rc == 0) {
+        /* A snapshot names the pools of its final segments only. */
+        rs->infer_pools = kind == FSC_SOURCE_SNAPSHOT;
         fsc_source_sink_t sink = {rs, on_header, on_tag, on_event};
         rc = fsc_source_run(src, &sink, err);
+        if (rc == 0 && fsc__wpools_finish(rs) != 0)
+            rc = fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
     }
     fsc_source_info_t info;
     fsc_source_info(src, &info);

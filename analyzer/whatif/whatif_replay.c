@@ -139,11 +139,19 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
     long last_marker = -1;
     uint64_t id = 0;
     int64_t recorded_ooms = 0; /* OOM events of the recording before op i */
-    size_t i;
+    size_t i, rel = 0;
     for (i = 0; i < rs->nops; i++) {
         const fsc__wop_t *op = &rs->ops[i];
         int rc = 0;
-        switch (op->kind) {
+        /* The program released a private pool here (whatif_pools.c): as a
+         * MemPool's destructor, releasePool and the pool's own emptyCache. */
+        for (; rel < rs->npool_rel && rs->pool_rel[rel].op <= i && rc == 0; rel++) {
+            uint64_t pid = rs->pool_ids[rs->pool_rel[rel].pool - 1];
+            rc = fsc_allocator_release_pool(a, pid);
+            if (rc == 0)
+                rc = fsc_allocator_empty_cache_pool(a, pid);
+        }
+        switch (rc == 0 ? op->kind : 0) {
         case FSC__WOP_ALLOC: {
             uint64_t addr = 0;
             rc = fsc_allocator_malloc_pool(a, op->arg, op->stream,

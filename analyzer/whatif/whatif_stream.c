@@ -57,6 +57,7 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
     free(rs->script_addrs);
     free(rs->script_sizes);
     free(rs->va_bases);
+    fsc__wpools_free(rs);
     free(rs->pool_ids);
     free(rs->streams);
     free(rs->config);
@@ -341,7 +342,9 @@ int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_
 {
     if (rs == NULL || ev == NULL)
         return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or event");
-    int rc = 0;
+    int rc = fsc__wpools_on_event(rs, ev, 0);
+    if (rc != 0)
+        return oom_host(err);
     uint64_t off;
     switch (ev->type) {
     case FSC_EV_ALLOC:
@@ -399,6 +402,8 @@ int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_
     default:
         break; /* SPLIT, MERGE: the allocator's own doing */
     }
+    if (rc == 0)
+        rc = fsc__wpools_on_event(rs, ev, 1);
     if (rc != 0)
         return oom_host(err);
     rs->info.events++;
@@ -429,6 +434,7 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
         if (rs->ops[i].kind == FSC__WOP_RELEASE &&
             fsc__wop_release_is_program(&rs->ops[i], cap, gc))
             out->inferred_empty_caches++;
+    out->pool_releases = rs->npool_rel;
     if (rs->info.recorded_ooms > 0 && (rs->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) != 0) {
         out->capacity_lower = rs->info.recorded_peak_reserved;
         out->capacity_upper = rs->oom_upper > out->capacity_lower ? rs->oom_upper
@@ -448,7 +454,7 @@ uint64_t fsc__wstream_recorded_cap(const fsc_request_stream_t *rs)
 
 int fsc__wop_release_is_program(const fsc__wop_t *op, uint64_t recorded_cap, double gc)
 {
-    if (op->flags & FSC__WOP_F_EXPLAINED)
+    if (op->flags & (FSC__WOP_F_EXPLAINED | FSC__WOP_F_POOL_ONLY))
         return 0;
     uint64_t before = op->arg, next_seg = op->stream;
     if (next_seg != 0 && recorded_cap != 0) {

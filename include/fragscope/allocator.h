@@ -160,6 +160,17 @@ int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream
 /* The program released the pool (releasePool): later cache releases free
  * its unused segments too. */
 int fsc_allocator_release_pool(fsc_allocator_t *a, uint64_t pool_id);
+/* PyTorch's emptyCache(pool), which a MemPool's destructor calls after
+ * releasing it: a released pool's unsplit cached blocks go back to the
+ * device now; the default pool's stay. Nothing happens to a pool in use. */
+int fsc_allocator_empty_cache_pool(fsc_allocator_t *a, uint64_t pool_id);
+/* A MemPool's own settings (torch.cuda.MemPool(use_on_oom=..., no_split=...)):
+ * USE_ON_OOM: a default-pool request the device (or the cap) refuses takes
+ * the pool's best-fitting cached block before any cache is released;
+ * NO_SPLIT: the pool never splits a block, each request takes a whole one.
+ * Set before or after the pool's first allocation; flags replace the old. */
+enum { FSC_POOL_USE_ON_OOM = 1, FSC_POOL_NO_SPLIT = 2 };
+int fsc_allocator_set_pool_flags(fsc_allocator_t *a, uint64_t pool_id, unsigned flags);
 int fsc_allocator_free(fsc_allocator_t *a, uint64_t addr);
 /* The block at addr is in use on `stream` too: its free completes only after
  * fsc_allocator_stream_done(stream) (sim) or the recorded CUDA event. */

@@ -127,6 +127,12 @@ typedef struct fsc_request_stream_info {
     int64_t first_external_oom;
     int external_bytes_known;
     uint64_t external_bytes;
+    /* Private pools the snapshot no longer names (released before it was
+     * taken), inferred from the recorded placements (docs/whatif.md): how
+     * many pools, their segments, and the allocations replayed into them. */
+    uint64_t inferred_pools, inferred_pool_segments, inferred_pool_allocs;
+    /* Points where the program released a private pool (replayed there). */
+    uint64_t pool_releases;
 } fsc_request_stream_info_t;
 
 int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_info_t *out);

@@ -1,0 +1,621 @@
+/*
+ * whatif_pools.c — the private pools of a recording that its snapshot no
+ * longer names, and the points where the program released a pool.
+ *
+ * A PyTorch snapshot gives segment_pool_id only for the segments still
+ * there at the end; its history entries carry no pool. A MemPool or CUDA
+ * graph pool released before the snapshot leaves segments that look like
+ * the default pool's, and replaying their requests there serves them from
+ * the default pool's free blocks: the replay drifts from the first such
+ * request on. This file infers the missing pools from what the recorded
+ * allocator decided, which it could only decide pool by pool:
+ *
+ *   - best fit within a pool: a request served from block B (or from a new
+ *     segment) proves that no free block of B's pool, on that stream and
+ *     of that size class, fitted better (fitted at all). Every segment that
+ *     held such a block is in another pool than B's segment. These
+ *     "different pool" pairs are collected while the stream is read,
+ *     against a model of the free blocks (each segment's gaps between
+ *     active blocks; free neighbours always merge outside expandable
+ *     segments, which are left out).
+ *   - a private pool still in the snapshot was never released, so a
+ *     segment released before the end is not one of its segments.
+ *
+ * After the stream is read, each released segment of the default pool id
+ * gets a pool, in creation order: the pool of the request made just before
+ * the one that created it (programs switch pools rarely), else the default
+ * pool, else an inferred pool, else a new inferred pool, the first of
+ * these that no pair forbids. Then the explanation with the fewest program
+ * actions is taken: when every default-pool segment released in a burst
+ * alongside an inferred pool's segments may belong to that pool, it does,
+ * and the burst is that pool's release alone (a MemPool's destructor
+ * releases its own segments, not the default pool's). The result is
+ * consistent with every recorded placement; it is an inference, and the
+ * stream says so (fsc_request_stream_info_t.inferred_pools).
+ *
+ * Pool releases: a private pool's segments are freed only after the
+ * program released the pool, so the first release burst that frees one of
+ * them is where the replay releases the pool (releasePool and the pool's
+ * own emptyCache, as a MemPool's destructor does). A burst that freed only
+ * private pools' segments is not replayed as empty_cache().
+ *
+ * The model costs a tree lookup per allocation and a walk over the
+ * segment's blocks per allocation and free (segments hold few blocks); the
+ * per-allocation segment numbers are kept until the stream is finished.
+ */
+#include <bsd/sys/tree.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "whatif_internal.h"
+
+#define NONE UINT32_MAX
+/* Inferred pools get ids no PyTorch pool has (its ids are small counters). */
+#define INFERRED_BASE 0xfffffff000000000ull
+
+typedef struct wp_gap {
+    RB_ENTRY(wp_gap) rb;
+    uint64_t stream, size, addr;
+    uint32_t seg;
+    uint8_t small;
+} wp_gap_t;
+
+static int gap_cmp(const wp_gap_t *a, const wp_gap_t *b)
+{
+    if (a->stream != b->stream)
+        return a->stream < b->stream ? -1 : 1;
+    if (a->small != b->small)
+        return a->small < b->small ? -1 : 1;
+    if (a->size != b->size)
+        return a->size < b->size ? -1 : 1;
+    if (a->addr != b->addr)
+        return a->addr < b->addr ? -1 : 1;
+    return 0;
+}
+
+RB_HEAD(fsc__wp_tree, wp_gap);
+RB_PROTOTYPE(fsc__wp_tree, wp_gap, rb, gap_cmp)
+RB_GENERATE(fsc__wp_tree, wp_gap, rb, gap_cmp)
+
+typedef struct wp_piece {
+    uint64_t addr, size;
+    wp_gap_t *gap; /* NULL: an active block (allocated or its free pending) */
+} wp_piece_t;
+
+typedef struct wp_seg {
+    uint64_t base, size, stream, pool_id;
+    uint32_t prev; /* segment of the request before the one that created it */
+    uint32_t label; /* 0 default, k = pool_ids[k - 1] of the stream */
+    size_t burst;   /* 1 + op index of the release burst that freed it; 0 alive */
+    uint64_t first; /* id of the request that created it; UINT64_MAX unknown */
+    uint8_t small, expandable;
+    wp_piece_t *pc;
+    size_t npc, cap_pc;
+} wp_seg_t;
+
+struct fsc__wpools {
+    fsc_alloc_config_t cfg;
+    wp_seg_t *segs;
+    size_t nsegs, cap_segs;
+    fsc__u64map_t live; /* base -> segment index */
+    struct fsc__wp_tree gaps;
+    uint32_t *alloc_seg; /* per alloc id: its segment, NONE when unknown */
+    size_t nalloc_seg, cap_alloc_seg;
+    int infer; /* model the free blocks and collect pairs (snapshots) */
+    uint64_t *pairs; /* a << 32 | b, a < b: segments a and b are in different pools */
+    size_t npairs, cap_pairs;
+    fsc__u64map_t pair_seen;
+    uint32_t last_alloc_seg, created; /* segment created by the last event */
+};
+
+static int seg_index(const struct fsc__wpools *w, uint64_t base, uint32_t *out)
+{
+    uint64_t v;
+    if (!fsc__u64map_get(&w->live, base, &v))
+        return 0;
+    *out = (uint32_t)v;
+    return 1;
+}
+
+static int piece_insert(wp_seg_t *s, size_t at, wp_piece_t p)
+{
+    if (FSC__VEC_RESERVE(s->pc, s->cap_pc, s->npc + 1) != 0)
+        return FSC_ENOMEM;
+    memmove(&s->pc[at + 1], &s->pc[at], (s->npc - at) * sizeof *s->pc);
+    s->pc[at] = p;
+    s->npc++;
+    return 0;
+}
+
+static void piece_remove(wp_seg_t *s, size_t at)
+{
+    memmove(&s->pc[at], &s->pc[at + 1], (s->npc - at - 1) * sizeof *s->pc);
+    s->npc--;
+}
+
+static wp_gap_t *gap_new(struct fsc__wpools *w, uint32_t seg, uint64_t addr, uint64_t size)
+{
+    wp_gap_t *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return NULL;
+    const wp_seg_t *s = &w->segs[seg];
+    g->stream = s->stream;
+    g->small = s->small;
+    g->size = size;
+    g->addr = addr;
+    g->seg = seg;
+    RB_INSERT(fsc__wp_tree, &w->gaps, g);
+    return g;
+}
+
+static void gap_drop(struct fsc__wpools *w, wp_gap_t *g)
+{
+    if (g != NULL) {
+        RB_REMOVE(fsc__wp_tree, &w->gaps, g);
+        free(g);
+    }
+}
+
+static int add_pair(struct fsc__wpools *w, uint32_t a, uint32_t b)
+{
+    if (a == b)
+        return 0;
+    const wp_seg_t *sa = &w->segs[a], *sb = &w->segs[b];
+    if (sa->pool_id != 0 && sb->pool_id != 0)
+        return 0; /* both known */
+    uint64_t key = a < b ? (uint64_t)a << 32 | b : (uint64_t)b << 32 | a;
+    uint64_t v;
+    if (fsc__u64map_get(&w->pair_seen, key, &v))
+        return 0;
+    if (fsc__u64map_put(&w->pair_seen, key, 1) != 0 ||
+        FSC__VEC_RESERVE(w->pairs, w->cap_pairs, w->npairs + 1) != 0)
+        return FSC_ENOMEM;
+    w->pairs[w->npairs++] = key;
+    return 0;
+}
+
+/* Would PyTorch's get_free_block hand block size `have` to a request of
+ * `r` bytes (rounded)? The oversize rules of max_split_size. */
+static int fits(const fsc_alloc_config_t *c, uint64_t have, uint64_t r)
+{
+    if (have < r)
+        return 0;
+    uint64_t ms = c->max_split_size ? c->max_split_size : UINT64_MAX;
+    uint64_t tol = c->max_non_split_rounding ? c->max_non_split_rounding : 20 * FSC_MiB;
+    if (r < ms && have >= ms)
+        return 0;
+    if (r >= ms && have >= r + tol)
+        return 0;
+    return 1;
+}
+
+static int on_alloc(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_event_t *ev)
+{
+    uint64_t id = rs->nallocs;
+    if (id != w->nalloc_seg || FSC__VEC_RESERVE(w->alloc_seg, w->cap_alloc_seg, id + 1) != 0)
+        return FSC_ENOMEM;
+    w->alloc_seg[w->nalloc_seg++] = NONE;
+    uint32_t x;
+    if (ev->type != FSC_EV_ALLOC || !seg_index(w, ev->segment, &x))
+        return 0;
+    w->alloc_seg[id] = x;
+    uint32_t created = w->created;
+    w->created = NONE;
+    w->last_alloc_seg = x;
+    wp_seg_t *s = &w->segs[x];
+    if (created == x)
+        s->first = id;
+    if (s->expandable || !w->infer)
+        return 0;
+    size_t k = 0;
+    while (k < s->npc && s->pc[k].addr != ev->addr)
+        k++;
+    if (k == s->npc || s->pc[k].gap == NULL || s->pc[k].size < ev->size)
+        return 0; /* not the model's free block: nothing to learn */
+    wp_gap_t *b = s->pc[k].gap;
+    uint64_t r = fsc_alloc_round_size(&w->cfg, ev->requested ? ev->requested : ev->size);
+    int is_new = created == x && s->npc == 1;
+    /* Free blocks a same-pool request would have taken instead. */
+    wp_gap_t key = {.stream = s->stream, .small = r <= FSC_MiB, .size = r, .addr = 0};
+    for (wp_gap_t *g = RB_NFIND(fsc__wp_tree, &w->gaps, &key);
+         g != NULL && g->stream == key.stream && g->small == key.small;
+         g = RB_NEXT(fsc__wp_tree, &w->gaps, g)) {
+        if (!is_new && gap_cmp(g, b) >= 0)
+            break;
+        if (g->seg != x && fits(&w->cfg, g->size, r) && add_pair(rs->wpools, x, g->seg) != 0)
+            return FSC_ENOMEM;
+    }
+    /* Carve the block out of the gap. */
+    uint64_t rest = s->pc[k].size - ev->size;
+    gap_drop(w, b);
+    s->pc[k].gap = NULL;
+    s->pc[k].size = ev->size;
+    if (rest > 0) {
+        wp_piece_t p = {ev->addr + ev->size, rest, gap_new(w, x, ev->addr + ev->size, rest)};
+        if (p.gap == NULL || piece_insert(s, k + 1, p) != 0)
+            return FSC_ENOMEM;
+    }
+    return 0;
+}
+
+static int on_free(struct fsc__wpools *w, const fsc_event_t *ev)
+{
+    uint32_t x;
+    if (!seg_index(w, ev->segment, &x))
+        return 0;
+    wp_seg_t *s = &w->segs[x];
+    if (s->expandable || !w->infer)
+        return 0;
+    size_t k = 0;
+    while (k < s->npc && s->pc[k].addr != ev->addr)
+        k++;
+    if (k == s->npc || s->pc[k].gap != NULL)
+        return 0;
+    uint64_t addr = s->pc[k].addr, size = s->pc[k].size;
+    if (k + 1 < s->npc && s->pc[k + 1].gap != NULL) {
+        size += s->pc[k + 1].size;
+        gap_drop(w, s->pc[k + 1].gap);
+        piece_remove(s, k + 1);
+    }
+    if (k > 0 && s->pc[k - 1].gap != NULL) {
+        addr = s->pc[k - 1].addr;
+        size += s->pc[k - 1].size;
+        gap_drop(w, s->pc[k - 1].gap);
+        piece_remove(s, k - 1);
+        k--;
+    }
+    s->pc[k].addr = addr;
+    s->pc[k].size = size;
+    s->pc[k].gap = gap_new(w, x, addr, size);
+    return s->pc[k].gap == NULL ? FSC_ENOMEM : 0;
+}
+
+static int on_segment(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_event_t *ev)
+{
+    int map = ev->type == FSC_EV_SEGMENT_MAP;
+    uint64_t base = map ? ev->segment : ev->addr;
+    uint32_t x;
+    if (map && seg_index(w, base, &x))
+        return 0; /* an expandable segment grows */
+    if (w->nsegs >= NONE - 1 || FSC__VEC_RESERVE(w->segs, w->cap_segs, w->nsegs + 1) != 0)
+        return FSC_ENOMEM;
+    x = (uint32_t)w->nsegs++;
+    wp_seg_t *s = &w->segs[x];
+    memset(s, 0, sizeof *s);
+    s->base = base;
+    s->size = ev->size;
+    s->stream = ev->stream;
+    s->pool_id = ev->pool_id;
+    s->prev = w->last_alloc_seg;
+    s->first = UINT64_MAX;
+    s->expandable = (uint8_t)map;
+    s->small = !map && ev->size == 2 * FSC_MiB;
+    w->created = x;
+    if (fsc__u64map_put(&w->live, base, x) != 0)
+        return FSC_ENOMEM;
+    if (map || !w->infer)
+        return 0;
+    wp_piece_t p = {base, ev->size, gap_new(w, x, base, ev->size)};
+    (void)rs;
+    return p.gap == NULL ? FSC_ENOMEM : piece_insert(s, 0, p);
+}
+
+static void on_segment_free(fsc_request_stream_t *rs, struct fsc__wpools *w,
+                            const fsc_event_t *ev)
+{
+    uint32_t x;
+    uint64_t base = ev->type == FSC_EV_SEGMENT_UNMAP ? ev->segment : ev->addr;
+    if (!seg_index(w, base, &x))
+        return;
+    wp_seg_t *s = &w->segs[x];
+    if (ev->type == FSC_EV_SEGMENT_UNMAP) {
+        s->burst = rs->open_release; /* the last unmap counts */
+        return;
+    }
+    s->burst = rs->open_release; /* 1 + op index of the burst (whatif_stream.c) */
+    for (size_t k = 0; k < s->npc; k++)
+        gap_drop(w, s->pc[k].gap);
+    free(s->pc);
+    s->pc = NULL;
+    s->npc = s->cap_pc = 0;
+    uint64_t v;
+    fsc__u64map_del(&w->live, base, &v);
+}
+
+int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int after)
+{
+    struct fsc__wpools *w = rs->wpools;
+    if (w == NULL) {
+        if ((w = calloc(1, sizeof *w)) == NULL)
+            return FSC_ENOMEM;
+        if (fsc_alloc_config_parse(rs->config, &w->cfg, NULL) != 0) {
+            fsc_alloc_config_t d = FSC_ALLOC_CONFIG_DEFAULT;
+            w->cfg = d;
+        }
+        fsc__u64map_init(&w->live);
+        fsc__u64map_init(&w->pair_seen);
+        RB_INIT(&w->gaps);
+        w->last_alloc_seg = w->created = NONE;
+        w->infer = rs->infer_pools;
+        rs->wpools = w;
+    }
+    if (!after) {
+        /* Before the stream takes the event: alloc ids are still the event's. */
+        return ev->type == FSC_EV_ALLOC || ev->type == FSC_EV_OOM ? on_alloc(rs, w, ev) : 0;
+    }
+    switch (ev->type) {
+    case FSC_EV_FREE_COMPLETED: return on_free(w, ev);
+    case FSC_EV_SEGMENT_ALLOC:
+    case FSC_EV_SEGMENT_MAP: return on_segment(rs, w, ev);
+    case FSC_EV_SEGMENT_FREE:
+    case FSC_EV_SEGMENT_UNMAP: on_segment_free(rs, w, ev); return 0;
+    default: return 0;
+    }
+}
+
+static void model_free(struct fsc__wpools *w)
+{
+    if (w == NULL)
+        return;
+    for (size_t i = 0; i < w->nsegs; i++)
+        free(w->segs[i].pc);
+    wp_gap_t *g, *n;
+    for (g = RB_MIN(fsc__wp_tree, &w->gaps); g != NULL; g = n) {
+        n = RB_NEXT(fsc__wp_tree, &w->gaps, g);
+        RB_REMOVE(fsc__wp_tree, &w->gaps, g);
+        free(g);
+    }
+    free(w->segs);
+    free(w->alloc_seg);
+    free(w->pairs);
+    fsc__u64map_free(&w->live);
+    fsc__u64map_free(&w->pair_seen);
+    free(w);
+}
+
+void fsc__wpools_free(fsc_request_stream_t *rs)
+{
+    model_free(rs->wpools);
+    rs->wpools = NULL;
+    free(rs->pool_rel);
+    rs->pool_rel = NULL;
+    rs->npool_rel = 0;
+}
+
+/* ---- labelling ------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t *off, *adj; /* CSR of the pairs */
+} wp_graph_t;
+
+static int graph_build(const struct fsc__wpools *w, wp_graph_t *g)
+{
+    g->off = calloc(w->nsegs + 1, sizeof *g->off);
+    g->adj = malloc((2 * w->npairs + 1) * sizeof *g->adj);
+    if (g->off == NULL || g->adj == NULL)
+        return FSC_ENOMEM;
+    for (size_t i = 0; i < w->npairs; i++) {
+        g->off[(w->pairs[i] >> 32) + 1]++;
+        g->off[(w->pairs[i] & 0xffffffffu) + 1]++;
+    }
+    for (size_t i = 0; i < w->nsegs; i++)
+        g->off[i + 1] += g->off[i];
+    uint32_t *fill = calloc(w->nsegs + 1, sizeof *fill);
+    if (fill == NULL)
+        return FSC_ENOMEM;
+    for (size_t i = 0; i < w->npairs; i++) {
+        uint32_t a = (uint32_t)(w->pairs[i] >> 32), b = (uint32_t)(w->pairs[i] & 0xffffffffu);
+        g->adj[g->off[a] + fill[a]++] = b;
+        g->adj[g->off[b] + fill[b]++] = a;
+    }
+    free(fill);
+    return 0;
+}
+
+/* 1 when no pair forbids segment s the label l. */
+static int allowed(const struct fsc__wpools *w, const wp_graph_t *g, uint32_t s, uint32_t l)
+{
+    for (uint32_t i = g->off[s]; i < g->off[s + 1]; i++)
+        if (w->segs[g->adj[i]].label == l)
+            return 0;
+    return 1;
+}
+
+static int unknown(const wp_seg_t *s)
+{
+    return s->pool_id == 0 && s->burst != 0 && !s->expandable;
+}
+
+static int pool_label(fsc_request_stream_t *rs, uint64_t id, uint32_t *label)
+{
+    size_t k = 0;
+    while (k < rs->npools && rs->pool_ids[k] != id)
+        k++;
+    if (k == rs->npools) {
+        if (k >= UINT16_MAX - 1 ||
+            FSC__VEC_RESERVE(rs->pool_ids, rs->cap_pools, rs->npools + 1) != 0)
+            return FSC_ENOMEM;
+        rs->pool_ids[rs->npools++] = id;
+    }
+    *label = (uint32_t)k + 1;
+    return 0;
+}
+
+static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w, const wp_graph_t *g)
+{
+    uint32_t first_inferred = 0, ninferred = 0;
+    for (size_t i = 0; i < w->nsegs; i++) {
+        wp_seg_t *s = &w->segs[i];
+        s->label = unknown(s) ? NONE : 0; /* undecided matches no label */
+        if (s->pool_id != 0 && pool_label(rs, s->pool_id, &s->label) != 0)
+            return FSC_ENOMEM;
+    }
+    for (size_t i = 0; i < w->nsegs; i++) {
+        wp_seg_t *s = &w->segs[i];
+        if (!unknown(s))
+            continue;
+        uint32_t want = NONE;
+        if (s->prev != NONE) {
+            uint32_t pl = w->segs[s->prev].label;
+            if (pl == 0 || (ninferred > 0 && pl >= first_inferred))
+                want = pl;
+        }
+        if (want != NONE && allowed(w, g, (uint32_t)i, want)) {
+            s->label = want;
+            continue;
+        }
+        if (allowed(w, g, (uint32_t)i, 0)) {
+            s->label = 0;
+            continue;
+        }
+        for (uint32_t l = first_inferred; ninferred > 0 && l < first_inferred + ninferred; l++)
+            if (allowed(w, g, (uint32_t)i, l)) {
+                s->label = l;
+                break;
+            }
+        if (s->label != NONE)
+            continue;
+        uint32_t l;
+        if (pool_label(rs, INFERRED_BASE + ninferred + 1, &l) != 0)
+            return FSC_ENOMEM;
+        if (ninferred == 0)
+            first_inferred = l;
+        ninferred++;
+        s->label = l;
+    }
+    if (ninferred == 0)
+        return 0;
+    /* Requests between two of an inferred pool's were made in that pool
+     * too (the program was inside one use_mem_pool or capture): a segment
+     * labelled default whose creating request sits between requests of
+     * pool L, freed where L was released, is L's when nothing forbids. */
+    for (size_t i = 0; i < w->nsegs; i++) {
+        wp_seg_t *s = &w->segs[i];
+        if (!unknown(s) || s->label != 0 || s->first == UINT64_MAX)
+            continue;
+        uint32_t next = NONE;
+        for (uint64_t id = s->first + 1; id < w->nalloc_seg && next == NONE; id++)
+            if (w->alloc_seg[id] != NONE && w->alloc_seg[id] != i)
+                next = w->segs[w->alloc_seg[id]].label;
+        uint32_t prev = s->prev != NONE ? w->segs[s->prev].label : NONE;
+        if (next == NONE || next == 0 || next < first_inferred || (prev != NONE && prev != next))
+            continue;
+        int same_burst = 0;
+        for (size_t j = 0; j < w->nsegs && !same_burst; j++)
+            same_burst = j != i && w->segs[j].label == next && w->segs[j].burst == s->burst;
+        if (same_burst && allowed(w, g, (uint32_t)i, next))
+            s->label = next;
+    }
+    /* Fewest program actions: a burst that freed an inferred pool's
+     * segments is that pool's release alone when its default-labelled
+     * segments may all be that pool's. */
+    for (size_t i = 0; i < w->nsegs; i++) {
+        const wp_seg_t *p = &w->segs[i];
+        if (!unknown(p) || p->label < first_inferred)
+            continue;
+        int ok = 1, any = 0;
+        for (size_t j = 0; j < w->nsegs && ok; j++) {
+            wp_seg_t *q = &w->segs[j];
+            if (q->burst != p->burst || !unknown(q) || q->label != 0)
+                continue;
+            any = 1;
+            q->label = NONE;
+            ok = allowed(w, g, (uint32_t)j, p->label);
+            q->label = 0;
+        }
+        if (!any || !ok)
+            continue;
+        for (size_t j = 0; j < w->nsegs; j++) {
+            wp_seg_t *q = &w->segs[j];
+            if (q->burst == p->burst && unknown(q) && q->label == 0 &&
+                allowed(w, g, (uint32_t)j, p->label))
+                q->label = p->label;
+        }
+    }
+    return 0;
+}
+
+static int release_points(fsc_request_stream_t *rs, const struct fsc__wpools *w)
+{
+    for (size_t i = 0; i < w->nsegs; i++) {
+        const wp_seg_t *s = &w->segs[i];
+        if (s->label == 0 || s->burst == 0)
+            continue;
+        size_t op = s->burst - 1;
+        size_t k = 0;
+        while (k < rs->npool_rel && rs->pool_rel[k].pool != s->label)
+            k++;
+        if (k < rs->npool_rel) {
+            if (rs->pool_rel[k].op > op)
+                rs->pool_rel[k].op = op;
+            continue;
+        }
+        if (FSC__VEC_RESERVE(rs->pool_rel, rs->cap_pool_rel, rs->npool_rel + 1) != 0)
+            return FSC_ENOMEM;
+        rs->pool_rel[rs->npool_rel++] = (fsc__wpool_rel_t){op, (uint16_t)s->label};
+    }
+    /* In op order (few entries). */
+    for (size_t i = 1; i < rs->npool_rel; i++)
+        for (size_t j = i; j > 0 && rs->pool_rel[j - 1].op > rs->pool_rel[j].op; j--) {
+            fsc__wpool_rel_t t = rs->pool_rel[j];
+            rs->pool_rel[j] = rs->pool_rel[j - 1];
+            rs->pool_rel[j - 1] = t;
+        }
+    /* Bursts that freed no default-pool segment are pool releases only. */
+    for (size_t k = 0; k < rs->npool_rel; k++) {
+        size_t op = rs->pool_rel[k].op;
+        int dflt = 0;
+        for (size_t i = 0; i < w->nsegs && !dflt; i++)
+            dflt = w->segs[i].burst == op + 1 && w->segs[i].label == 0;
+        if (!dflt && op < rs->nops && rs->ops[op].kind == FSC__WOP_RELEASE)
+            rs->ops[op].flags |= FSC__WOP_F_POOL_ONLY;
+    }
+    return 0;
+}
+
+int fsc__wpools_finish(fsc_request_stream_t *rs)
+{
+    struct fsc__wpools *w = rs->wpools;
+    if (w == NULL)
+        return 0;
+    int rc = 0;
+    wp_graph_t g = {NULL, NULL};
+    if (graph_build(w, &g) != 0 || label_segments(rs, w, &g) != 0) {
+        rc = FSC_ENOMEM;
+        goto out;
+    }
+    /* Requests follow their segment's pool. */
+    uint64_t id = 0;
+    for (size_t i = 0; i < rs->nops; i++) {
+        fsc__wop_t *op = &rs->ops[i];
+        if (op->kind != FSC__WOP_ALLOC)
+            continue;
+        if (id < w->nalloc_seg && !(op->flags & FSC__WOP_F_RECORDED_OOM) &&
+            w->alloc_seg[id] != NONE) {
+            const wp_seg_t *s = &w->segs[w->alloc_seg[id]];
+            if (unknown(s) && s->label != 0) {
+                op->pool = (uint16_t)s->label;
+                rs->info.inferred_pool_allocs++;
+            }
+        }
+        id++;
+    }
+    for (size_t i = 0; i < w->nsegs; i++)
+        if (unknown(&w->segs[i]) && w->segs[i].label != 0)
+            rs->info.inferred_pool_segments++;
+    for (size_t k = 0; k < rs->npools; k++)
+        if (rs->pool_ids[k] > INFERRED_BASE)
+            rs->info.inferred_pools++;
+    rc = release_points(rs, w);
+out:
+    free(g.off);
+    free(g.adj);
+    model_free(w);
+    rs->wpools = NULL;
+    return rc;
+}
+
+int fsc__wpool_is_inferred(uint64_t pool_id)
+{
+    return pool_id > INFERRED_BASE;
+}

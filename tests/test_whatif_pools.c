@@ -1,0 +1,239 @@
+/*
+ * test_whatif_pools.c — private pools that a PyTorch snapshot no longer
+ * names (analyzer/whatif/whatif_pools.c), and MemPool's own rules in the
+ * allocator: the pool's own emptyCache at its release, use_on_oom and
+ * no_split.
+ *
+ * The recordings are the H200 runs `mempool` (two MemPools, both released
+ * before the snapshot, so it names no private pool at all) and
+ * `mempool_live` (a live pool, (0, 1), and a second one released midway),
+ * from bench/gpu/results/2026-12-01; NAME.stats.json holds PyTorch's
+ * memory_stats() of the same run.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fragscope/whatif.h"
+#include "fsc_test.h"
+
+#define MiB FSC_MiB
+
+static uint64_t stat_u64(const char *name, const char *key)
+{
+    char path[256];
+    snprintf(path, sizeof path, "gpu/%s.stats.json", name);
+    char *s = fsc_test_slurp(fsc_test_data(path), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    cJSON *j = cJSON_Parse(s);
+    free(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    uint64_t r = v && cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : UINT64_MAX;
+    cJSON_Delete(j);
+    return r;
+}
+
+static fsc_request_stream_t *load(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "gpu/%s.pickle", name);
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    int rc = fsc_request_stream_load(fsc_test_data(path), &rs, &err);
+    if (rc != 0)
+        fprintf(stderr, "%s: %s\n", name, fsc_err_msg(&err));
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    return rs;
+}
+
+/* Every block address, the segment sequence and PyTorch's own peaks. */
+static void verify_exact(const char *name)
+{
+    fsc_request_stream_t *rs = load(name);
+    fsc_whatif_verify_t v;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+    CU_ASSERT(v.match);
+    CU_ASSERT_EQUAL(v.allocs_compared, stat_u64(name, "allocation.all.allocated"));
+    CU_ASSERT_EQUAL(v.alloc_addr_matches, v.allocs_compared);
+    CU_ASSERT_EQUAL(v.segments_got, stat_u64(name, "num_device_alloc"));
+    CU_ASSERT_EQUAL(v.peak_reserved_got, stat_u64(name, "reserved_bytes.all.peak"));
+    CU_ASSERT_EQUAL(v.peak_allocated_got, stat_u64(name, "allocated_bytes.all.peak"));
+    fsc_request_stream_destroy(rs);
+}
+
+static void info_of(const char *name, fsc_request_stream_info_t *info)
+{
+    fsc_request_stream_t *rs = load(name);
+    fsc_request_stream_info(rs, info);
+    fsc_request_stream_destroy(rs);
+}
+
+/* Two MemPools released before the snapshot: 40 + 25 + 1 requests in the
+ * first (11 segments), 20 in the second (5 segments), found from the
+ * placements alone; both released at the burst of `del pool, pool2`,
+ * which also holds the empty_cache() that follows. */
+static void test_released_pools(void)
+{
+    verify_exact("mempool");
+    fsc_request_stream_info_t info;
+    info_of("mempool", &info);
+    CU_ASSERT_EQUAL(info.inferred_pools, 2);
+    CU_ASSERT_EQUAL(info.inferred_pool_segments, 16);
+    CU_ASSERT_EQUAL(info.inferred_pool_allocs, 86);
+    CU_ASSERT_EQUAL(info.pool_releases, 2);
+    CU_ASSERT_EQUAL(info.inferred_empty_caches, 1);
+}
+
+/* A live pool (0, 1) named by the snapshot, and a pool of 12 requests in 4
+ * segments released midway (`del tmp`): its burst is that pool's own
+ * emptyCache, not an empty_cache() of the default pool. */
+static void test_live_and_released_pool(void)
+{
+    verify_exact("mempool_live");
+    fsc_request_stream_info_t info;
+    info_of("mempool_live", &info);
+    CU_ASSERT_EQUAL(info.inferred_pools, 1);
+    CU_ASSERT_EQUAL(info.inferred_pool_segments, 4);
+    CU_ASSERT_EQUAL(info.inferred_pool_allocs, 12);
+    CU_ASSERT_EQUAL(info.pool_releases, 1);
+    CU_ASSERT_EQUAL(info.inferred_empty_caches, 0);
+}
+
+/* Recordings without private pools infer none. */
+static void test_no_pools_inferred(void)
+{
+    static const char *const names[] = {"gpu/gpt2_emptycache.pickle", "gpu/graphed.pickle",
+                                        "gpu/side_stream.pickle", "pytorch/gpt2m_oom_12g.pickle"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        fsc_request_stream_t *rs = NULL;
+        fsc_err_t err = {0, ""};
+        CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(fsc_test_data(names[i]), &rs, &err), 0);
+        fsc_request_stream_info_t info;
+        fsc_request_stream_info(rs, &info);
+        CU_ASSERT_EQUAL(info.inferred_pools, 0);
+        CU_ASSERT_EQUAL(info.inferred_pool_allocs, 0);
+        CU_ASSERT_EQUAL(info.pool_releases, 0);
+        fsc_request_stream_destroy(rs);
+    }
+}
+
+typedef struct {
+    fsc_backend_t *be;
+    fsc_allocator_t *a;
+} alloc_t;
+
+static void open_alloc(alloc_t *x, uint64_t capacity)
+{
+    CU_ASSERT_EQUAL_FATAL(fsc_backend_sim_create(1024 * MiB, 0, &x->be), 0);
+    fsc_allocator_opts_t ao = {FSC_ALLOC_CONFIG_DEFAULT, x->be, capacity, NULL, NULL};
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&ao, &x->a, &err), 0);
+}
+
+static void close_alloc(alloc_t *x)
+{
+    fsc_allocator_destroy(x->a);
+    fsc_backend_destroy(x->be);
+}
+
+static int64_t reserved(fsc_allocator_t *a)
+{
+    fsc_alloc_stats_t st;
+    fsc_allocator_get_stats(a, &st);
+    return st.reserved_bytes[FSC_STAT_ALL].current;
+}
+
+/* A MemPool's destructor: releasePool, then emptyCache(pool): the pool's
+ * cached segments go at once, the default pool's stay; a pool still in
+ * use keeps its own. */
+static void test_empty_cache_pool(void)
+{
+    alloc_t x;
+    open_alloc(&x, 0);
+    uint64_t p = 0, q = 0, d = 0;
+    CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(x.a, 12 * MiB, 0, 1, &p), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(x.a, 14 * MiB, 0, 2, &q), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(x.a, 16 * MiB, 0, &d), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_free(x.a, p), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_free(x.a, q), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_free(x.a, d), 0);
+    CU_ASSERT_EQUAL(reserved(x.a), 42 * MiB);
+    CU_ASSERT_EQUAL(fsc_allocator_empty_cache_pool(x.a, 1), 0); /* in use: nothing */
+    CU_ASSERT_EQUAL(reserved(x.a), 42 * MiB);
+    CU_ASSERT_EQUAL(fsc_allocator_release_pool(x.a, 1), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_empty_cache_pool(x.a, 1), 0);
+    CU_ASSERT_EQUAL(reserved(x.a), 30 * MiB); /* pool 2 and the default pool's stay */
+    CU_ASSERT_EQUAL(fsc_allocator_empty_cache(x.a), 0);
+    CU_ASSERT_EQUAL(reserved(x.a), 14 * MiB); /* pool 2 was never released */
+    close_alloc(&x);
+}
+
+/* use_on_oom (try_mempool_fallback): a default-pool request the cap
+ * refuses takes the pool's best-fitting cached block before anything is
+ * released, without a retry; without the flag the retry frees the default
+ * pool's cache and the request fails. */
+static void test_use_on_oom(void)
+{
+    for (int flag = 0; flag <= 1; flag++) {
+        alloc_t x;
+        open_alloc(&x, 64 * MiB);
+        uint64_t p1 = 0, p2 = 0, d1 = 0, d2 = 0;
+        if (flag)
+            CU_ASSERT_EQUAL(fsc_allocator_set_pool_flags(x.a, 1, FSC_POOL_USE_ON_OOM), 0);
+        CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(x.a, 24 * MiB, 0, 1, &p1), 0);
+        CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(x.a, 12 * MiB, 0, 1, &p2), 0);
+        CU_ASSERT_EQUAL(fsc_allocator_free(x.a, p1), 0);
+        CU_ASSERT_EQUAL(fsc_allocator_free(x.a, p2), 0);
+        CU_ASSERT_EQUAL(fsc_allocator_malloc(x.a, 26 * MiB, 0, &d1), 0); /* 62 MiB reserved */
+        int rc = fsc_allocator_malloc(x.a, 10 * MiB, 0, &d2);
+        fsc_alloc_stats_t st;
+        fsc_allocator_get_stats(x.a, &st);
+        if (flag) {
+            CU_ASSERT_EQUAL(rc, 0);
+            CU_ASSERT_EQUAL(d2, p2); /* the 12 MiB block fits best, split to 10 MiB */
+            CU_ASSERT_EQUAL(st.num_alloc_retries, 0);
+            CU_ASSERT_EQUAL(st.reserved_bytes[FSC_STAT_ALL].current, 62 * MiB);
+        } else {
+            CU_ASSERT_EQUAL(rc, FSC_EOOM);
+            CU_ASSERT_EQUAL(st.num_alloc_retries, 1);
+        }
+        close_alloc(&x);
+    }
+}
+
+/* no_split: the pool hands out whole blocks, a small request a whole
+ * 2 MiB segment, and a freed block serves a smaller request whole. */
+static void test_no_split(void)
+{
+    alloc_t x;
+    open_alloc(&x, 0);
+    CU_ASSERT_EQUAL(fsc_allocator_set_pool_flags(x.a, 1, FSC_POOL_NO_SPLIT), 0);
+    uint64_t a1 = 0, a2 = 0, b = 0;
+    CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(x.a, 100000, 0, 1, &a1), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(x.a, 100000, 0, 1, &a2), 0);
+    fsc_alloc_stats_t st;
+    fsc_allocator_get_stats(x.a, &st);
+    CU_ASSERT_EQUAL(st.segment[FSC_STAT_ALL].current, 2);
+    CU_ASSERT_EQUAL(st.allocated_bytes[FSC_STAT_ALL].current, 4 * MiB);
+    CU_ASSERT_EQUAL(fsc_allocator_free(x.a, a1), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(x.a, 5 * MiB, 0, 1, &b), 0);
+    fsc_allocator_get_stats(x.a, &st);
+    CU_ASSERT_EQUAL(st.allocated_bytes[FSC_STAT_ALL].current, 22 * MiB); /* 2 + a 20 MiB segment */
+    CU_ASSERT_EQUAL(fsc_allocator_set_pool_flags(x.a, 0, FSC_POOL_NO_SPLIT), FSC_EINVAL);
+    CU_ASSERT_EQUAL(fsc_allocator_set_pool_flags(x.a, 1, 0x80), FSC_EINVAL);
+    close_alloc(&x);
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"two MemPools released before the snapshot: inferred, reproduced", test_released_pools},
+    {"a live pool and one released midway: reproduced", test_live_and_released_pool},
+    {"no pools inferred where there are none", test_no_pools_inferred},
+    {"a pool's own empty_cache at its release", test_empty_cache_pool},
+    {"use_on_oom: the pool's cached blocks before the OOM retry", test_use_on_oom},
+    {"no_split: whole blocks", test_no_split},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("whatif_pools", k_tests)
