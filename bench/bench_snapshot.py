@@ -4,6 +4,7 @@ unpickler, on the same file in the same run.
 
     python3 bench/bench_snapshot.py SNAPSHOT [--fragscope BIN]... [--cpu N]
                                     [--commands import,analyze,whatif] [--json OUT]
+                                    [--timeout S]
 
 The baseline is `python3 -c "import pickle; pickle.load(open(F,'rb'))"`,
 the least any tool reading a PyTorch snapshot in Python does. Each command
@@ -25,7 +26,7 @@ import tempfile
 import time
 
 
-def measure(argv, cpu):
+def measure(argv, cpu, timeout=None):
     def pin():
         if cpu is not None and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, {cpu})
@@ -33,8 +34,15 @@ def measure(argv, cpu):
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          preexec_fn=pin, env=dict(os.environ, FRAGSCOPE_NO_PROGRESS="1"))
+    timer = None
+    if timeout:
+        import threading
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
+    if timer is not None:
+        timer.cancel()
     wall = time.monotonic() - t0
     code = os.waitstatus_to_exitcode(status)
     return {"seconds": round(wall, 3), "user": round(ru.ru_utime, 3), "sys": round(ru.ru_stime, 3),
@@ -50,6 +58,8 @@ def main():
     ap.add_argument("--commands", default="import,analyze")
     ap.add_argument("--cpu", type=int, default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="kill a command after this many seconds (its row says exit -9)")
     a = ap.parse_args()
     bins = a.fragscope or ["build/fragscope"]
     cpu = a.cpu
@@ -73,7 +83,7 @@ def main():
                     argv = [b, "whatif", a.snapshot, "--config", "expandable_segments:True"]
                 else:
                     sys.exit("unknown command " + c)
-                r = measure(argv, cpu)
+                r = measure(argv, cpu, a.timeout)
                 rows.append(("%s %s" % (b, c), r))
                 for f in os.listdir(tmp):
                     os.unlink(os.path.join(tmp, f))

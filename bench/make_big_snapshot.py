@@ -19,6 +19,13 @@ batches of 1000 items), without building the big object tree in Python:
 each entry of the first copy is pickled once into a byte template, and the
 later copies patch its address and time in place (written as 8-byte LONG1
 integers so that they can be patched). pickle.load reads the file as usual.
+
+By default the copies share the first copy's frame lists through the memo,
+so a reader keeps few of them. With --fresh-frames each copy pickles its
+own frame lists (memoized anew, the frees' references to them patched per
+copy; the frame dicts stay shared), as in a long recording where every
+allocation's stack is a new list read again by its frees: a reader that
+keeps every list read again grows with the file.
 """
 import argparse
 import pickle
@@ -37,6 +44,9 @@ class Writer:
         self.keep = []  # objects whose id is in memo
         self.buf = []
         self.size = 0
+        self.n = 0  # memo entries stored
+        self.patch_from = None  # memo refs at or above it are recorded (fresh frames)
+        self.patches = []  # offsets in buf of such refs' 4-byte index
 
     def w(self, b):
         self.buf.append(b)
@@ -49,7 +59,8 @@ class Writer:
         self.buf = []
 
     def memoize(self, obj):
-        self.memo[id(obj)] = len(self.memo)
+        self.memo[id(obj)] = self.n
+        self.n += 1
         self.keep.append(obj)
         self.w(b"\x94")
 
@@ -57,6 +68,10 @@ class Writer:
         i = self.memo.get(id(obj))
         if i is None:
             return False
+        if self.patch_from is not None and i >= self.patch_from:
+            self.patches.append(sum(len(x) for x in self.buf) + 1)
+            self.w(b"j" + struct.pack("<I", i))
+            return True
         self.w(b"h" + bytes([i]) if i < 256 else b"j" + struct.pack("<I", i))
         return True
 
@@ -164,6 +179,10 @@ def main():
     ap.add_argument("real")
     ap.add_argument("out")
     ap.add_argument("--copies", type=int, required=True)
+    ap.add_argument("--fresh-frames", action="store_true",
+                    help="each copy pickles its own frame lists (frame dicts stay shared), "
+                         "as a long recording does: every allocation's stack is a new list "
+                         "that its frees read again")
     a = ap.parse_args()
     snap = pickle.load(open(a.real, "rb"))
     traces = snap["device_traces"]
@@ -206,7 +225,13 @@ def main():
                 for i, e in enumerate(hist):
                     if n % 1000 == 0:
                         w.w(b"(")
+                    if k == 1 and i == 0 and a.fresh_frames:
+                        for x in hist:
+                            if isinstance(x.get("frames"), list):
+                                w.memo.pop(id(x["frames"]), None)
+                        w.patch_from = w.n
                     if k <= 1:
+                        w.patches = []
                         if k == 1:
                             e = dict(e)
                             if "addr" in e:
@@ -225,18 +250,27 @@ def main():
                                 if key in e and isinstance(e[key], int):
                                     old = b"\x8a\x08" + struct.pack("<q", e[key])
                                     offs.append((piece.find(old) + 2, e[key], SHIFT if key == "addr" else span))
-                            templates.append((piece, offs))
+                            templates.append((piece, offs, list(w.patches)))
+                            if i == len(hist) - 1 and w.patch_from is not None:
+                                per_copy = w.n - w.patch_from
                     else:
-                        piece, offs = templates[i]
+                        piece, offs, patches = templates[i]
                         b = bytearray(piece)
                         for at, val, step in offs:
                             b[at:at + 8] = struct.pack("<q", val + (k - 1) * step)
+                        for at in patches:
+                            idx = struct.unpack_from("<I", piece, at)[0]
+                            struct.pack_into("<I", b, at, idx + (k - 1) * per_copy)
                         w.w(bytes(b))
                     n += 1
                     if n % 1000 == 0:
                         w.w(b"e")
             if n % 1000 != 0:
                 w.w(b"e")
+            if w.patch_from is not None:
+                # the later copies' frame lists were memoized by the templates
+                w.n += per_copy * max(0, a.copies - 2)
+                w.patch_from = None
         if len(traces) > 1:
             w.w(b"e")
         else:

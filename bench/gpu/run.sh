@@ -29,6 +29,10 @@
 #                  "off segments 1"), DS_ROUNDS alternating rounds (default 3)
 #   record         real PyTorch recordings of common habits (bench/gpu/record_all.py;
 #                  RECORD="habits caps external" by default; "mempool_opts": MemPool use_on_oom, no_split)
+#   big            a real >= 1 GB snapshot (bench/gpu/record_big.py: GPT-2 trained BIG_SECONDS,
+#                  default 110, under max_entries=12e6) and bench/bench_snapshot.py on it
+#                  (pickle.load vs import, analyze, whatif); the snapshot is not kept
+#                  (BIG_SNAPSHOT=FILE benches an existing file instead of recording)
 set -u
 B=${B:-gpu-carry}
 DATE=$(date +%F)
@@ -236,7 +240,22 @@ task_record() {
   timeout 560 python3 bench/gpu/record_all.py "$1" ${RECORD:-habits caps external}
 }
 
-[ $# -gt 0 ] || { sed -n '2,31p' "$0"; exit 2; }
+task_big() {
+  local d=$1 snap=${BIG_SNAPSHOT:-/tmp/fragscope-big.pickle}
+  if [ -z "${BIG_SNAPSHOT:-}" ]; then
+    timeout 300 python3 bench/gpu/record_big.py "$snap" --seconds "${BIG_SECONDS:-110}" \
+      --max-entries 12000000 > "$d/record.json" 2> "$d/record.err"
+    tail -2 "$d/record.err"; cat "$d/record.json"
+    cp "${snap%.pickle}.stats.json" "$d/big.stats.json" 2>/dev/null
+  fi
+  timeout 280 python3 bench/bench_snapshot.py "$snap" --fragscope "$B/build/fragscope" \
+    --commands "${BIG_COMMANDS:-import,analyze,whatif}" --json "$d/bench.json" --timeout 100 > "$d/bench.txt" 2>&1
+  cat "$d/bench.txt"
+  nproc > "$d/cpus.txt"
+  [ -n "${BIG_SNAPSHOT:-}" ] || rm -f "$snap" "${snap%.pickle}.stats.json"
+}
+
+[ $# -gt 0 ] || { sed -n '2,35p' "$0"; exit 2; }
 for t in "$@"; do
   fn="task_${t//-/_}"
   declare -F "$fn" >/dev/null || { echo "run.sh: unknown task $t" >&2; exit 2; }
