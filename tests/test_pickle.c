@@ -422,7 +422,7 @@ static void test_stream_matches_tree(void)
         c.n = fsc__pv_seq(tr[0], (fsc__pv_t *const **)&c.want);
         fsc__pscan_t *sc = NULL;
         CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, NULL, &sc), 0);
-        fsc__pstream_t cb = {&c, on_stream_entry, NULL};
+        fsc__pstream_t cb = {&c, on_stream_entry, NULL, NULL};
         int rc = fsc__pickle_stream(data, len, files[f], sc, &cb, &d, &err);
         if (rc != 0)
             fprintf(stderr, "\n%s\n", err.msg);
@@ -455,7 +455,7 @@ static void test_stream_checks_layout(void)
     fsc__pscan_t *sc = NULL;
     CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p, sizeof p - 1, NULL, &sc), 0);
     stream_check_t c = {NULL, 0, 0, 0};
-    fsc__pstream_t cb = {&c, NULL, NULL};
+    fsc__pstream_t cb = {&c, NULL, NULL, NULL};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL(fsc__pickle_stream(p, sizeof p - 1, "mem", sc, &cb, &d, &err), FSC_EFORMAT);
@@ -464,7 +464,159 @@ static void test_stream_checks_layout(void)
     fsc__pscan_free(sc);
 }
 
+/* ---- kept lists freed at their last read --------------------------------- */
+
+typedef struct {
+    uint8_t *b;
+    size_t n, cap;
+    uint32_t memo;
+} pbuf_t;
+
+static void pb(pbuf_t *p, const void *s, size_t n)
+{
+    if (p->n + n > p->cap) {
+        p->cap = (p->n + n) * 2;
+        p->b = realloc(p->b, p->cap);
+    }
+    memcpy(p->b + p->n, s, n);
+    p->n += n;
+}
+static uint32_t pb_memo(pbuf_t *p) { pb(p, "\x94", 1); return p->memo++; }
+static void pb_str(pbuf_t *p, const char *s)
+{
+    uint8_t h[2] = {0x8c, (uint8_t)strlen(s)};
+    pb(p, h, 2);
+    pb(p, s, strlen(s));
+}
+static void pb_get(pbuf_t *p, uint32_t idx)
+{
+    uint8_t h[5] = {'j', (uint8_t)idx, (uint8_t)(idx >> 8), (uint8_t)(idx >> 16), (uint8_t)(idx >> 24)};
+    pb(p, h, 5);
+}
+
+typedef struct {
+    uint64_t entries, frames_ok, dropped;
+    uint32_t want_frames;
+} free_check_t;
+
+static int on_free_entry(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v)
+{
+    free_check_t *c = ud;
+    (void)dev, (void)idx;
+    c->entries++;
+    fsc__pv_t *const *it;
+    if (fsc__pv_seq(fsc__pv_get(v, "frames"), &it) == c->want_frames &&
+        fsc__pv_is_str(fsc__pv_get(it[0], "name"), "f"))
+        c->frames_ok++;
+    return 0;
+}
+
+static void on_free_dropped(void *ud, const fsc__pv_t *v)
+{
+    free_check_t *c = ud;
+    if (v->kind == FSC__PV_LIST)
+        c->dropped++;
+}
+
+/* A long recording: every allocation's frame list is a new memo entry that
+ * its free reads again. Each list is freed after that last read, so the
+ * document ends holding little more than a node per list, not the lists;
+ * every entry still sees its whole list, and a list the snapshot's other
+ * parts hold (the segment's) is kept. */
+static void test_stream_frees_lists(void)
+{
+    enum { N = 20000, K = 16 };
+    pbuf_t p = {0};
+    pb(&p, "\x80\x04}", 3);
+    pb_memo(&p);
+    pb(&p, "(", 1);
+    pb_str(&p, "segments");
+    pb_memo(&p);
+    pb(&p, "]", 1);
+    pb_memo(&p);
+    pb(&p, "}", 1);
+    pb_memo(&p);
+    pb(&p, "(", 1);
+    pb_str(&p, "frames");
+    uint32_t k_frames = pb_memo(&p);
+    pb(&p, "]", 1);
+    uint32_t seg_list = pb_memo(&p);
+    pb(&p, "}", 1);
+    uint32_t frame = pb_memo(&p);
+    pb(&p, "(", 1);
+    pb_str(&p, "name");
+    uint32_t k_name = pb_memo(&p);
+    pb_str(&p, "f");
+    pb_memo(&p);
+    pb(&p, "ua", 2); /* the frame into the segment's list */
+    pb(&p, "ua", 2); /* 'frames' into the segment, the segment into segments */
+    pb_str(&p, "device_traces");
+    pb_memo(&p);
+    pb(&p, "]", 1);
+    pb_memo(&p);
+    pb(&p, "]", 1);
+    pb_memo(&p);
+    for (int i = 0; i < N; i++) {
+        if (i % 500 == 0)
+            pb(&p, "(", 1);
+        uint32_t list = 0;
+        for (int e = 0; e < 2; e++) {
+            pb(&p, "}", 1);
+            pb_memo(&p);
+            pb(&p, "(", 1);
+            pb_get(&p, k_frames);
+            if (e == 0) {
+                pb(&p, "]", 1);
+                list = pb_memo(&p);
+                pb(&p, "(", 1);
+                for (int f = 0; f < K; f++)
+                    pb_get(&p, frame);
+                pb(&p, "e", 1);
+            } else {
+                pb_get(&p, list);
+            }
+            pb(&p, "u", 1);
+        }
+        if (i == N / 2) { /* one entry reads the segment's list too */
+            pb(&p, "}", 1);
+            pb_memo(&p);
+            pb(&p, "(", 1);
+            pb_get(&p, k_frames);
+            pb_get(&p, seg_list);
+            pb(&p, "u", 1);
+        }
+        if (i % 500 == 499)
+            pb(&p, "e", 1);
+    }
+    pb(&p, "a", 1); /* the device's list into device_traces */
+    pb(&p, "u.", 2); /* the root's items */
+    (void)k_name;
+    fsc__pscan_t *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p.b, p.n, NULL, &sc), 0);
+    free_check_t c = {0, 0, 0, K};
+    fsc__pstream_t cb = {&c, on_free_entry, NULL, on_free_dropped};
+    fsc__pdoc_t *d = NULL;
+    fsc_err_t err = {0};
+    int rc = fsc__pickle_stream(p.b, p.n, "mem", sc, &cb, &d, &err);
+    if (rc != 0)
+        fprintf(stderr, "\n%s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(c.entries, 2 * N + 1);
+    CU_ASSERT_EQUAL(c.frames_ok, 2 * N); /* the segment's list has 1 frame */
+    CU_ASSERT_EQUAL(c.dropped, N);
+    /* the lists' items alone would take N * K pointers */
+    CU_ASSERT(fsc__pdoc_mem(d) < (size_t)N * K * sizeof(void *) / 2);
+    fsc__pv_t *const *segs;
+    CU_ASSERT_EQUAL_FATAL(fsc__pv_seq(fsc__pv_get(fsc__pdoc_root(d), "segments"), &segs), 1);
+    fsc__pv_t *const *fr;
+    CU_ASSERT_EQUAL(fsc__pv_seq(fsc__pv_get(segs[0], "frames"), &fr), 1);
+    fsc__pdoc_free(d);
+    fsc__pscan_free(sc);
+    free(p.b);
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"streaming: a list is freed after its last read", test_stream_frees_lists},
     {"streaming: same entries as the tree, less memory", test_stream_matches_tree},
     {"streaming: the history's place is checked", test_stream_checks_layout},
     {"scalars of every opcode", test_scalars},

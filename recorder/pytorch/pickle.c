@@ -43,6 +43,12 @@ struct fsc__pdoc {
     char *input;       /* copy of the parsed bytes (strings point into it); NULL if borrowed */
     const fsc__pv_t *root;
     fsc__pv_t none, yes, no;
+    /* streaming: kept lists get their items from the heap (F_HEAP), so
+     * that a list read for the last time can give them back; all of them
+     * are listed here to be freed with the document */
+    int heap_lists;
+    fsc__pv_t **heap;
+    size_t nheap, capheap;
 };
 
 /* Flags in fsc__pv_t.sealed. */
@@ -51,6 +57,10 @@ struct fsc__pdoc {
 #define F_KEEP 4u     /* in the 'keep' arena: outlives a streamed batch */
 #define F_OWNTEXT 8u  /* STR: bytes decoded into the arena, not the input */
 #define F_ROLE_SHIFT 4 /* 2 bits: list role for streaming (R_*) */
+#define F_HEAP 64u    /* kept LIST whose items array is malloc'd (streaming) */
+#define F_HELD 128u   /* held by a container that may outlive the batch of history
+                          entries being read (a kept one, or any container built
+                          outside such a batch): its items are never freed */
 enum { R_UNKNOWN = 0, R_OTHER = 1, R_TRACES = 2, R_DEVLIST = 3 };
 
 #define FSC__ACHUNK_MIN (64u * 1024u)
@@ -138,6 +148,9 @@ void fsc__pdoc_free(fsc__pdoc_t *d)
 {
     if (d == NULL)
         return;
+    for (size_t i = 0; i < d->nheap; i++)
+        free(d->heap[i]->u.items);
+    free(d->heap);
     arena_free(&d->keep);
     arena_free(&d->tmp);
     free(d->input);
@@ -208,6 +221,34 @@ static int is_container(const fsc__pv_t *v)
     return v->kind == FSC__PV_LIST || v->kind == FSC__PV_TUPLE || v->kind == FSC__PV_DICT;
 }
 
+/* Room for ncap (> cap) item pointers in c, the old ones kept: in c's arena,
+ * or on the heap for a list marked F_HEAP. */
+static int items_room(fsc__pdoc_t *d, fsc__pv_t *c, uint32_t ncap)
+{
+    if (c->sealed & F_HEAP) {
+        size_t add = (size_t)(ncap - c->cap) * sizeof *c->u.items;
+        if (budget_take(d, add) != 0)
+            return FSC_ELIMIT;
+        fsc__pv_t **ni = realloc(c->u.items, (size_t)ncap * sizeof *ni);
+        if (ni == NULL) {
+            d->mem -= add;
+            return FSC_ELIMIT;
+        }
+        c->u.items = ni;
+        c->cap = ncap;
+        return 0;
+    }
+    fsc__pv_t **ni =
+        arena_alloc(d, (c->sealed & F_KEEP) ? &d->keep : &d->tmp, (size_t)ncap * sizeof *ni);
+    if (ni == NULL)
+        return FSC_ELIMIT;
+    if (c->cap > 0)
+        memcpy(ni, c->u.items, (size_t)c->cap * sizeof *ni);
+    c->u.items = ni;
+    c->cap = ncap;
+    return 0;
+}
+
 /* Append one item; for dicts the caller pushes key and value, and len counts
  * pairs (a pending key is kept in slot 2*len until its value arrives). The
  * items array lives in the container's arena. */
@@ -217,20 +258,15 @@ static int push_raw(fsc__pdoc_t *d, fsc__pv_t *c, fsc__pv_t *item, uint32_t slot
         if (c->cap >= (UINT32_MAX / 2))
             return FSC_ELIMIT;
         uint32_t ncap = c->cap < 4 ? 4 : c->cap * 2;
-        fsc__pv_t **ni =
-            arena_alloc(d, (c->sealed & F_KEEP) ? &d->keep : &d->tmp, (size_t)ncap * sizeof *ni);
-        if (ni == NULL)
-            return FSC_ELIMIT;
-        if (c->cap > 0)
-            memcpy(ni, c->u.items, (size_t)c->cap * sizeof *ni);
-        c->u.items = ni;
-        c->cap = ncap;
+        int rc = items_room(d, c, ncap);
+        if (rc != 0)
+            return rc;
     }
     c->u.items[slot] = item;
     if (item->depth + 1 > c->depth)
         c->depth = (uint16_t)(item->depth + 1);
     if (is_container(item))
-        item->sealed |= F_SEALED;
+        item->sealed |= (uint8_t)(F_SEALED | ((c->sealed & F_KEEP) ? F_HELD : 0u));
     return 0;
 }
 
@@ -351,7 +387,13 @@ struct fsc__pscan {
     uint32_t *rank; /* rank[w]: bits set in bits[0..w) */
     size_t words;
     size_t refs;    /* bits set */
+    /* GETs per memo entry, saturating at FSC__PSCAN_MANY (never freed):
+     * by index during the scan, then by slot. */
+    uint8_t *reads;
+    size_t nreads;
 };
+
+#define FSC__PSCAN_MANY 255u
 
 static int scan_ref(fsc__pscan_t *sc, uint64_t idx, size_t len)
 {
@@ -370,6 +412,19 @@ static int scan_ref(fsc__pscan_t *sc, uint64_t idx, size_t len)
         sc->words = nw;
     }
     sc->bits[w] |= 1ull << (idx & 63);
+    if (idx >= sc->nreads) {
+        size_t nn = sc->nreads ? sc->nreads : 65536;
+        while (nn <= idx)
+            nn *= 2;
+        uint8_t *nr = realloc(sc->reads, nn);
+        if (nr == NULL)
+            return FSC_ENOMEM;
+        memset(nr + sc->nreads, 0, nn - sc->nreads);
+        sc->reads = nr;
+        sc->nreads = nn;
+    }
+    if (sc->reads[idx] < FSC__PSCAN_MANY)
+        sc->reads[idx]++;
     return 0;
 }
 
@@ -472,6 +527,14 @@ int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc
         n += popcount64(sc->bits[w]);
     }
     sc->refs = n;
+    /* reads by slot (slots are the referenced indices in order), in place */
+    size_t slot = 0;
+    for (size_t w = 0; w < sc->words; w++) {
+        for (uint64_t b = sc->bits[w]; b != 0; b &= b - 1) {
+            size_t idx = (w << 6) + (size_t)__builtin_ctzll(b);
+            sc->reads[slot++] = sc->reads[idx];
+        }
+    }
     *out = sc;
     return 0;
 }
@@ -482,6 +545,7 @@ void fsc__pscan_free(fsc__pscan_t *sc)
         return;
     free(sc->bits);
     free(sc->rank);
+    free(sc->reads);
     free(sc);
 }
 
@@ -542,6 +606,21 @@ typedef struct fsc__pparse {
     fsc__pv_t fe_vals[FSC__FAST_PAIRS];
     fsc__pv_t *fe_items[2 * FSC__FAST_PAIRS];
     fsc__pv_t fe_dict;
+    /* streaming: reads left per memo slot (the scan's counts), so that a
+     * kept list is freed after its last read. Lists whose last read is in
+     * a batch of history entries wait in 'dead' until the batch has been
+     * handed over; mark_dead[m] is ndead when mark m was pushed, so the
+     * batch's own are those after its MARK. The fast path's reads count
+     * only once its entry is taken (fe_rd). */
+    uint8_t *left;
+    fsc__pv_t **dead;
+    size_t ndead, capdead;
+    size_t *mark_dead;
+    size_t mdcap, popped_dead;
+    uint64_t fe_rd[2 * FSC__FAST_PAIRS];
+    size_t fe_nrd;
+    size_t batch_mp; /* mp while inside a batch of history entries (MARK above a
+                        history list); 0 outside */
 } fsc__pparse_t;
 
 /* The kept value of memo index idx, or NULL (streaming). */
@@ -619,6 +698,8 @@ static fsc__pv_t *pcont(fsc__pparse_t *ps, fsc__pv_kind_t kind, uint32_t cap)
     return container_in(ps->d, ps->a, kind, cap);
 }
 
+static void release(fsc__pparse_t *ps, fsc__pv_t *v);
+
 static fsc__pdev_t *dev_of(fsc__pparse_t *ps, const fsc__pv_t *list)
 {
     for (size_t i = ps->ndev; i-- > 0;)
@@ -642,13 +723,31 @@ static fsc__pv_t *persist(fsc__pparse_t *ps, fsc__pv_t *v)
     c->sealed |= F_KEEP;
     if (is_container(v)) {
         uint32_t n = v->kind == FSC__PV_DICT ? 2 * v->len + ((v->sealed & F_KEY) ? 1u : 0u) : v->len;
-        c->cap = n;
+        c->cap = 0;
         c->u.items = NULL;
-        if (n > 0 && (c->u.items = arena_alloc(d, &d->keep, (size_t)n * sizeof *c->u.items)) == NULL)
+        if (v->kind == FSC__PV_LIST && d->heap_lists) {
+            if (d->nheap == d->capheap) {
+                size_t nc = d->capheap ? d->capheap * 2 : 1024;
+                fsc__pv_t **nh = realloc(d->heap, nc * sizeof *nh);
+                if (nh == NULL || budget_take(d, (nc - d->capheap) * sizeof *nh) != 0) {
+                    if (nh != NULL)
+                        d->heap = nh;
+                    return NULL;
+                }
+                d->heap = nh;
+                d->capheap = nc;
+            }
+            d->heap[d->nheap++] = c;
+            c->sealed |= F_HEAP;
+        }
+        if (n > 0 && items_room(d, c, n) != 0)
             return NULL;
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = 0; i < n; i++) {
             if ((c->u.items[i] = persist(ps, v->u.items[i])) == NULL)
                 return NULL;
+            if (is_container(c->u.items[i]))
+                c->u.items[i]->sealed |= F_HELD;
+        }
         fsc__pdev_t *dv = ((v->sealed >> F_ROLE_SHIFT) & 3u) == R_DEVLIST ? dev_of(ps, v) : NULL;
         if (dv != NULL)
             dv->list = c;
@@ -679,6 +778,9 @@ static int top_mark(fsc__pparse_t *ps, const char *op, size_t *base)
     if (ps->mp == 0)
         return perr(ps, FSC_EFORMAT, "%s without a MARK", op);
     *base = ps->marks[--ps->mp];
+    ps->popped_dead = ps->mark_dead != NULL ? ps->mark_dead[ps->mp] : ps->ndead;
+    if (ps->mp < ps->batch_mp)
+        ps->batch_mp = 0;
     return 0;
 }
 
@@ -705,6 +807,10 @@ static int add_item(fsc__pparse_t *ps, fsc__pv_t *c, fsc__pv_t *item, const char
         return nomem(ps);
     if (fsc__pdoc_push(ps->d, c, item) != 0)
         return nomem(ps);
+    /* Outside a batch of entries the container may live on (the snapshot's
+     * other parts): what it holds is never freed. */
+    if (ps->left != NULL && is_container(item) && (ps->batch_mp == 0 || ps->mp < ps->batch_mp))
+        item->sealed |= F_HELD;
     return 0;
 }
 
@@ -812,6 +918,11 @@ static int stream_items(fsc__pparse_t *ps, size_t ci, size_t base)
     }
     ps->sp = base;
     arena_reset(ps->d, &ps->d->tmp, ps->wm[ci]);
+    /* the batch's lists read for the last time (a lone APPEND's stay) */
+    for (size_t i = ps->popped_dead; i < ps->ndead; i++)
+        release(ps, ps->dead[i]);
+    if (ps->popped_dead < ps->ndead)
+        ps->ndead = ps->popped_dead;
     return 0;
 }
 
@@ -837,16 +948,9 @@ static int fill_from(fsc__pparse_t *ps, size_t base, fsc__pv_kind_t want, const 
     /* room for all the items at once */
     size_t slots = (want == FSC__PV_DICT ? 2u * c->len + ((c->sealed & F_KEY) ? 1u : 0u) : c->len) +
                    (ps->sp - base);
-    if (slots > c->cap && slots < UINT32_MAX / 2 && !(c->sealed & F_SEALED)) {
-        fsc__pv_t **ni = arena_alloc(ps->d, (c->sealed & F_KEEP) ? &ps->d->keep : &ps->d->tmp,
-                                     slots * sizeof *ni);
-        if (ni == NULL)
-            return nomem(ps);
-        if (c->cap > 0)
-            memcpy(ni, c->u.items, (size_t)c->cap * sizeof *ni);
-        c->u.items = ni;
-        c->cap = (uint32_t)slots;
-    }
+    if (slots > c->cap && slots < UINT32_MAX / 2 && !(c->sealed & F_SEALED) &&
+        items_room(ps->d, c, (uint32_t)slots) != 0)
+        return nomem(ps);
     for (size_t i = base; i < ps->sp; i++) {
         int rc = add_item(ps, c, ps->stack[i], op);
         if (rc != 0)
@@ -924,11 +1028,46 @@ static int memo_put(fsc__pparse_t *ps, uint64_t idx, const char *op)
     return 0;
 }
 
+/* Frees the items of a kept list read for the last time, unless a kept
+ * container holds it. */
+static void release(fsc__pparse_t *ps, fsc__pv_t *v)
+{
+    if ((v->sealed & (F_HEAP | F_HELD)) != F_HEAP || v->u.items == NULL)
+        return;
+    if (ps->cb != NULL && ps->cb->dropped != NULL)
+        ps->cb->dropped(ps->cb->ud, v);
+    free(v->u.items);
+    ps->d->mem -= (size_t)v->cap * sizeof *v->u.items;
+    v->u.items = NULL;
+    v->cap = 0;
+    v->len = 0;
+}
+
+/* One read of memo entry idx (value v) done: 1 when it was the last one of
+ * a list that can be freed. */
+static int read_done(fsc__pparse_t *ps, uint64_t idx, const fsc__pv_t *v)
+{
+    if (ps->left == NULL || !(v->sealed & F_HEAP))
+        return 0;
+    size_t slot = scan_slot(ps->scan, idx);
+    if (slot == SIZE_MAX || ps->left[slot] == FSC__PSCAN_MANY || ps->left[slot] == 0)
+        return 0;
+    return --ps->left[slot] == 0;
+}
+
 static int memo_get(fsc__pparse_t *ps, uint64_t idx, const char *op)
 {
     fsc__pv_t *v = NULL;
     if (ps->scan != NULL) {
         v = memo_at(ps, idx, ps->memo_n);
+        if (v != NULL && read_done(ps, idx, v)) {
+            if (ps->ndead == ps->capdead) {
+                int rc = grow(ps, &ps->dead, &ps->capdead, ps->ndead + 1, sizeof *ps->dead);
+                if (rc != 0)
+                    return rc;
+            }
+            ps->dead[ps->ndead++] = v;
+        }
     } else if (idx < ps->memo_n) {
         v = ps->memo[idx];
     }
@@ -1316,6 +1455,10 @@ static int fe_value(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t *
         idx = rd_le(p + at, n);
         if ((*out = memo_at(ps, idx, *memo_n)) == NULL)
             return 0;
+        if (((*out)->sealed & F_HEAP) && ps->fe_nrd < 2 * FSC__FAST_PAIRS)
+            ps->fe_rd[ps->fe_nrd++] = idx;
+        else if ((*out)->sealed & F_HEAP)
+            return 0;
         *pos = at + n;
         return !is_key || (*out)->kind == FSC__PV_STR;
     }
@@ -1416,6 +1559,7 @@ static int fast_entry(fsc__pparse_t *ps)
     fsc__pv_t *c = ps->stack[c_at];
     if (c->kind != FSC__PV_LIST || (c->sealed & F_SEALED) || list_role(ps, c_at) != R_DEVLIST)
         return 0;
+    ps->fe_nrd = 0;
     size_t pos = ps->pos, memo_n = ps->memo_n;
     uint64_t idx;
     int ref = 0;
@@ -1480,6 +1624,11 @@ static int fast_entry(fsc__pparse_t *ps)
         }
     }
     c->aux++;
+    for (size_t i = 0; i < ps->fe_nrd; i++) {
+        fsc__pv_t *v = memo_at(ps, ps->fe_rd[i], ps->memo_n);
+        if (v != NULL && read_done(ps, ps->fe_rd[i], v))
+            release(ps, v);
+    }
     return 1;
 }
 
@@ -1528,11 +1677,21 @@ static int step(fsc__pparse_t *ps)
     case '(': /* MARK */
         if ((rc = grow(ps, &ps->marks, &ps->mcap, ps->mp + 1, sizeof *ps->marks)) != 0)
             return rc;
+        if (ps->left != NULL) {
+            if ((rc = grow(ps, &ps->mark_dead, &ps->mdcap, ps->mp + 1, sizeof *ps->mark_dead)) != 0)
+                return rc;
+            ps->mark_dead[ps->mp] = ps->ndead;
+            if (ps->batch_mp == 0 && ps->sp > 0 && ps->stack[ps->sp - 1]->kind == FSC__PV_LIST &&
+                !(ps->stack[ps->sp - 1]->sealed & F_SEALED) && list_role(ps, ps->sp - 1) == R_DEVLIST)
+                ps->batch_mp = ps->mp + 1;
+        }
         ps->marks[ps->mp++] = ps->sp;
         return 0;
     case '0': /* POP */
         if (ps->mp > 0 && ps->marks[ps->mp - 1] == ps->sp) {
             ps->mp--; /* Python pops a mark when it is on top */
+            if (ps->mp < ps->batch_mp)
+                ps->batch_mp = 0;
             return 0;
         }
         return pop_one(ps, "POP", &a);
@@ -1575,6 +1734,7 @@ static int step(fsc__pparse_t *ps)
             return perr(ps, FSC_EFORMAT, "APPEND on a value that is not a list");
         if (streams(ps, ps->sp - 1)) {
             ps->sp++; /* v is still in its slot */
+            ps->popped_dead = ps->ndead;
             return stream_items(ps, ps->sp - 2, ps->sp - 1);
         }
         return add_item(ps, ps->stack[ps->sp - 1], v, "APPEND");
@@ -1698,6 +1858,9 @@ static int run_parser(fsc__pparse_t *ps)
     free(ps->wm);
     free(ps->marks);
     free(ps->memo);
+    free(ps->left);
+    free(ps->dead);
+    free(ps->mark_dead);
     if (ps->devv != ps->devs)
         free(ps->devv);
     return rc < 0 ? rc : 0;
@@ -1747,11 +1910,22 @@ int fsc__pickle_stream(const void *data, size_t len, const char *name, const fsc
             rc = nomem(&ps);
         else if ((ps.memo = calloc(scan->refs, sizeof *ps.memo)) == NULL)
             rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
+        if (rc == 0 && scan->reads != NULL) {
+            if (budget_take(d, scan->refs) != 0)
+                rc = nomem(&ps);
+            else if ((ps.left = malloc(scan->refs)) == NULL)
+                rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
+            else
+                memcpy(ps.left, scan->reads, scan->refs);
+            d->heap_lists = 1;
+        }
     }
-    if (rc == 0)
+    if (rc == 0) {
         rc = run_parser(&ps);
-    else
+    } else {
         free(ps.memo);
+        free(ps.left);
+    }
     if (rc < 0) {
         fsc__pdoc_free(d);
         return ps.cb_rc != 0 ? ps.cb_rc : rc;

@@ -107,6 +107,10 @@ struct fsc__pstream {
     int (*entry)(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v);
     /* Every few MiB of input (may be NULL). */
     void (*progress)(void *ud, size_t done, size_t total);
+    /* A kept list was read for the last time and its items were freed (it
+     * is empty from now on; the node itself stays, so its address is not
+     * reused): drop what was cached under its address. May be NULL. */
+    void (*dropped)(void *ud, const fsc__pv_t *v);
 };
 
 /* Fails only with FSC_ENOMEM; cb (may be NULL) gets progress only. */

@@ -95,11 +95,28 @@ static int on_entry_replay(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t
     return rc != 0 ? rc : fsc__imp_replay_one(im, idx, &e);
 }
 
+/* A frame list read for the last time: its tag is not looked up again. */
+static void on_dropped(void *ud, const fsc__pv_t *v)
+{
+    stream_ctx_t *c = ud;
+    fsc__imp_t *im = c->im;
+    fsc__tag_cache_t *t = NULL;
+    HASH_FIND_PTR(im->tags, &v, t);
+    if (t != NULL) {
+        HASH_DEL(im->tags, t);
+        free(t);
+    }
+    size_t h = ((uintptr_t)v >> 4) & (FSC__IMP_FCACHE - 1);
+    if (im->fcache[h].frames == v)
+        im->fcache[h].frames = NULL;
+}
+
 static int parse(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
 {
     fsc__imp_t *im = c->im;
     c->pass = pass;
-    fsc__pstream_t cb = {c, pass == 3 ? on_entry_replay : on_entry_start, on_progress};
+    fsc__pstream_t cb = {c, pass == 3 ? on_entry_replay : on_entry_start, on_progress,
+                         on_dropped};
     c->snap->dropped = 0;
     int rc = fsc__pickle_stream(c->snap->data, c->snap->len, im->path, c->scan, &cb, doc, im->err);
     fsc__snap_done_before(c->snap, c->snap->len + ((size_t)8 << 20));
@@ -137,7 +154,7 @@ int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
     c.im = im;
     c.snap = snap;
     c.total = 3 * (uint64_t)snap->len;
-    fsc__pstream_t scb = {&c, NULL, on_progress};
+    fsc__pstream_t scb = {&c, NULL, on_progress, NULL};
     c.pass = 1;
     if (fsc__pickle_scan(snap->data, snap->len, &scb, &c.scan) != 0)
         return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
