@@ -573,6 +573,10 @@ typedef struct fsc__pdev {
 
 #define FSC__PICKLE_MAX_DEVLISTS 1024
 #define FSC__FAST_PAIRS 64
+#define FSC__MCACHE 4096 /* memo reads cached: keys, actions, the frame dicts of stacks */
+/* Longest list of memo references the fast path reads (frames of a stack:
+ * tens to a few hundred); longer ones go through the generic parser. */
+#define FSC__FAST_LIST 1000
 
 typedef struct fsc__pparse {
     fsc__pdoc_t *d;
@@ -601,7 +605,7 @@ typedef struct fsc__pparse {
     struct {
         uint64_t idx;
         fsc__pv_t *v;
-    } mcache[256];
+    } mcache[FSC__MCACHE];
     /* fast path: one history entry decoded without allocating */
     fsc__pv_t fe_vals[FSC__FAST_PAIRS];
     fsc__pv_t *fe_items[2 * FSC__FAST_PAIRS];
@@ -617,8 +621,11 @@ typedef struct fsc__pparse {
     size_t ndead, capdead;
     size_t *mark_dead;
     size_t mdcap, popped_dead;
-    uint64_t fe_rd[2 * FSC__FAST_PAIRS];
+    uint64_t fe_rd[2 * FSC__FAST_PAIRS + FSC__FAST_LIST];
     size_t fe_nrd;
+    /* the items of an entry's list that is not kept (one per entry) */
+    fsc__pv_t *fe_list[FSC__FAST_LIST];
+    int fe_list_used;
     size_t batch_mp; /* mp while inside a batch of history entries (MARK above a
                         history list); 0 outside */
 } fsc__pparse_t;
@@ -626,7 +633,7 @@ typedef struct fsc__pparse {
 /* The kept value of memo index idx, or NULL (streaming). */
 static inline fsc__pv_t *memo_at(fsc__pparse_t *ps, uint64_t idx, size_t memo_n)
 {
-    size_t h = (size_t)(idx & 255u);
+    size_t h = (size_t)(idx & (FSC__MCACHE - 1));
     if (ps->mcache[h].v != NULL && ps->mcache[h].idx == idx)
         return ps->mcache[h].v;
     size_t slot = idx < memo_n ? scan_slot(ps->scan, idx) : SIZE_MAX;
@@ -1012,7 +1019,7 @@ static int memo_put(fsc__pparse_t *ps, uint64_t idx, const char *op)
             return nomem(ps);
         ps->stack[ps->sp - 1] = v;
         ps->memo[slot] = v;
-        ps->mcache[idx & 255u].v = NULL;
+        ps->mcache[idx & (FSC__MCACHE - 1)].v = NULL;
         return 0;
     }
     if (idx >= ps->memo_n) {
@@ -1395,8 +1402,10 @@ static int make_from_mark(fsc__pparse_t *ps, fsc__pv_kind_t kind, const char *op
  * values; errors are always reported by the generic parser. */
 
 /* Skips FRAME opcodes (their lengths checked as step does); 0 if bad. */
-static int fe_skip_frames(fsc__pparse_t *ps, size_t *pos)
+static inline int fe_skip_frames(fsc__pparse_t *ps, size_t *pos)
 {
+    if (*pos < ps->len && ps->p[*pos] != 0x95)
+        return 1;
     while (*pos < ps->len && ps->p[*pos] == 0x95) {
         if (ps->len - *pos < 9 || rd_le(ps->p + *pos + 1, 8) > ps->len - *pos - 9)
             return 0;
@@ -1436,6 +1445,106 @@ static int fe_memo(fsc__pparse_t *ps, size_t *pos, int *referenced, uint64_t *id
     return 1;
 }
 
+static int fe_memo_ref(fsc__pparse_t *ps, size_t *pos, fsc__pv_t **out, size_t memo_n)
+{
+    const uint8_t *p = ps->p;
+    size_t n = p[*pos] == 'h' ? 1 : 4;
+    if (ps->len - *pos - 1 < n)
+        return 0;
+    uint64_t idx = rd_le(p + *pos + 1, n);
+    if ((*out = memo_at(ps, idx, memo_n)) == NULL)
+        return 0;
+    if ((*out)->sealed & F_HEAP) {
+        if (ps->fe_nrd == sizeof ps->fe_rd / sizeof ps->fe_rd[0])
+            return 0;
+        ps->fe_rd[ps->fe_nrd++] = idx;
+    }
+    *pos += 1 + n;
+    return 1;
+}
+
+/* The items of a list whose ']' (and memo store, idx when ref) were read:
+ * none, one memo reference then APPEND, or MARK, memo references, APPENDS;
+ * as the generic parser would build it: kept (in the memo) when read
+ * again, else valid during the entry's callback. */
+static int fe_list(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t **out,
+                   size_t *memo_n, int ref, uint64_t idx)
+{
+    const uint8_t *p = ps->p;
+    size_t q = *pos;
+    fsc__pv_t **items = ps->fe_list;
+    uint32_t n = 0;
+    uint16_t depth = 1;
+    if (!fe_skip_frames(ps, &q))
+        return 0;
+    int batch = p[q] == '(';
+    if (batch || p[q] == 'h' || p[q] == 'j') {
+        if (batch)
+            q++;
+        for (;;) {
+            if (!fe_skip_frames(ps, &q))
+                return 0;
+            if (batch && p[q] == 'e' && n > 0) {
+                q++;
+                break;
+            }
+            if ((p[q] != 'h' && p[q] != 'j') || n == FSC__FAST_LIST)
+                return 0;
+            fsc__pv_t *v = NULL;
+            if (!fe_memo_ref(ps, &q, &v, *memo_n))
+                return 0;
+            if (v->depth + 1 > depth)
+                depth = (uint16_t)(v->depth + 1);
+            items[n++] = v;
+            if (!batch) {
+                if (!fe_skip_frames(ps, &q) || p[q] != 'a')
+                    return 0;
+                q++;
+                break;
+            }
+        }
+    }
+    if (depth > FSC__PICKLE_MAX_DEPTH)
+        return 0;
+    /* more items (APPENDS again, a second APPEND) go the generic way */
+    if (!fe_skip_frames(ps, &q) || p[q] == '(' || p[q] == 'a' || p[q] == 'e')
+        return 0;
+    fsc__pv_t *c = mine;
+    if (ref) {
+        fsc__pdoc_t *d = ps->d;
+        size_t slot = scan_slot(ps->scan, idx);
+        if (slot == SIZE_MAX || (c = node_in(d, &d->keep, FSC__PV_LIST)) == NULL)
+            return 0;
+        if (d->heap_lists) {
+            if (d->nheap == d->capheap)
+                return 0; /* the registry grows on the generic path */
+            d->heap[d->nheap++] = c;
+            c->sealed |= F_HEAP;
+        }
+        if (n > 0) {
+            if (items_room(d, c, n) != 0)
+                return 0;
+            memcpy(c->u.items, items, (size_t)n * sizeof *items);
+        }
+        ps->memo[slot] = c;
+        ps->mcache[idx & (FSC__MCACHE - 1)].v = NULL;
+    } else {
+        if (n > 0 && ps->fe_list_used)
+            return 0;
+        ps->fe_list_used = n > 0;
+        c->u.items = items;
+        c->cap = n;
+    }
+    c->len = n;
+    c->depth = depth;
+    for (uint32_t i = 0; i < n; i++)
+        if (is_container(items[i]))
+            items[i]->sealed |= (uint8_t)(F_SEALED | (ref ? F_HELD : 0u));
+    *pos = q;
+    *out = c;
+    return 1;
+}
+
 /* One value at *pos into *out (a node of ours or a memo entry). */
 static int fe_value(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t **out,
                     size_t *memo_n, int is_key)
@@ -1448,20 +1557,10 @@ static int fe_value(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t *
     uint64_t idx = 0;
     switch (op) {
     case 'h':
-    case 'j': {
-        size_t n = op == 'h' ? 1 : 4;
-        if (left < n)
+    case 'j':
+        if (!fe_memo_ref(ps, pos, out, *memo_n))
             return 0;
-        idx = rd_le(p + at, n);
-        if ((*out = memo_at(ps, idx, *memo_n)) == NULL)
-            return 0;
-        if (((*out)->sealed & F_HEAP) && ps->fe_nrd < 2 * FSC__FAST_PAIRS)
-            ps->fe_rd[ps->fe_nrd++] = idx;
-        else if ((*out)->sealed & F_HEAP)
-            return 0;
-        *pos = at + n;
         return !is_key || (*out)->kind == FSC__PV_STR;
-    }
     case 0x8c:
     case 'X': {
         size_t n = op == 0x8c ? 1 : 4;
@@ -1523,14 +1622,15 @@ static int fe_value(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t *
     case 0x88: *out = &ps->d->yes; *pos = at; return 1;
     case 0x89: *out = &ps->d->no; *pos = at; return 1;
     case ']': {
-        /* an empty list (frames of an entry without a stack) */
+        /* a list: empty (frames of an entry without a stack), or of memo
+         * references (the frames of a stack, each frame dict met before) */
         mine->kind = FSC__PV_LIST;
         *pos = at;
         int ref = 0;
-        if (!fe_memo(ps, pos, &ref, &idx, memo_n) || ref)
+        if (!fe_memo(ps, pos, &ref, &idx, memo_n))
             return 0;
-        if (*pos < ps->len && (p[*pos] == '(' || p[*pos] == 'a'))
-            return 0; /* items follow */
+        if (*pos < ps->len && (p[*pos] == '(' || p[*pos] == 'a' || p[*pos] == 0x95 || ref))
+            return fe_list(ps, pos, mine, out, memo_n, ref, idx);
         break;
     }
     default: return 0;
@@ -1560,6 +1660,7 @@ static int fast_entry(fsc__pparse_t *ps)
     if (c->kind != FSC__PV_LIST || (c->sealed & F_SEALED) || list_role(ps, c_at) != R_DEVLIST)
         return 0;
     ps->fe_nrd = 0;
+    ps->fe_list_used = 0;
     size_t pos = ps->pos, memo_n = ps->memo_n;
     uint64_t idx;
     int ref = 0;
@@ -1900,35 +2001,50 @@ int fsc__pickle_stream(const void *data, size_t len, const char *name, const fsc
     if (fsc__pdoc_new(&d) != 0)
         return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
     d->budget = len * FSC__PICKLE_MEM_FACTOR + (1u << 20);
-    fsc__pparse_t ps = {.d = d, .a = &d->tmp, .p = data, .len = len, .name = name, .err = err,
-                        .scan = scan, .cb = cb, .devv = NULL, .devcap = 16};
-    ps.devv = ps.devs;
+    /* on the heap: the caches make it too large for a small stack */
+    fsc__pparse_t *ps = calloc(1, sizeof *ps);
+    if (ps == NULL) {
+        fsc__pdoc_free(d);
+        return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
+    }
+    ps->d = d;
+    ps->a = &d->tmp;
+    ps->p = data;
+    ps->len = len;
+    ps->name = name;
+    ps->err = err;
+    ps->scan = scan;
+    ps->cb = cb;
+    ps->devcap = 16;
+    ps->devv = ps->devs;
     int rc = 0;
     if (scan->refs > 0) {
-        ps.memo_cap = scan->refs;
-        if (budget_take(d, scan->refs * sizeof *ps.memo) != 0)
-            rc = nomem(&ps);
-        else if ((ps.memo = calloc(scan->refs, sizeof *ps.memo)) == NULL)
+        ps->memo_cap = scan->refs;
+        if (budget_take(d, scan->refs * sizeof *ps->memo) != 0)
+            rc = nomem(ps);
+        else if ((ps->memo = calloc(scan->refs, sizeof *ps->memo)) == NULL)
             rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
         if (rc == 0 && scan->reads != NULL) {
             if (budget_take(d, scan->refs) != 0)
-                rc = nomem(&ps);
-            else if ((ps.left = malloc(scan->refs)) == NULL)
+                rc = nomem(ps);
+            else if ((ps->left = malloc(scan->refs)) == NULL)
                 rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);
             else
-                memcpy(ps.left, scan->reads, scan->refs);
+                memcpy(ps->left, scan->reads, scan->refs);
             d->heap_lists = 1;
         }
     }
     if (rc == 0) {
-        rc = run_parser(&ps);
+        rc = run_parser(ps);
     } else {
-        free(ps.memo);
-        free(ps.left);
+        free(ps->memo);
+        free(ps->left);
     }
+    int cb_rc = ps->cb_rc;
+    free(ps);
     if (rc < 0) {
         fsc__pdoc_free(d);
-        return ps.cb_rc != 0 ? ps.cb_rc : rc;
+        return cb_rc != 0 ? cb_rc : rc;
     }
     *out = d;
     return 0;

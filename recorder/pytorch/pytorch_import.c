@@ -312,6 +312,11 @@ void fsc__imp_free(fsc__imp_t *im)
         HASH_DEL(im->last_seg, ls);
         free(ls);
     }
+    fsc__stack_cache_t *k, *kt;
+    HASH_ITER (hh, im->stacks, k, kt) {
+        HASH_DEL(im->stacks, k);
+        free(k);
+    }
     fsc__frame_cache_t *f, *ft;
     HASH_ITER (hh, im->frame_tags, f, ft) {
         HASH_DEL(im->frame_tags, f);

@@ -87,6 +87,26 @@ typedef struct fsc__frame_cache {
     uint32_t node;
 } fsc__frame_cache_t;
 
+/* Tag node of a stack by its frame dicts (all kept nodes, so their
+ * addresses identify them): lists are new per allocation, their items are
+ * shared. */
+typedef struct fsc__stack_key {
+    uint64_t hash;
+    uint64_t n;
+} fsc__stack_key_t;
+
+typedef struct fsc__stack_cache {
+    UT_hash_handle hh;
+    fsc__stack_key_t key;
+    uint32_t node;
+    const fsc__pv_t *items[];
+} fsc__stack_cache_t;
+
+/* Stacks longer than this, or beyond this many bytes of cache, are walked
+ * frame by frame each time (through the per-frame cache). */
+#define FSC__IMP_STACK_MAX 4096
+#define FSC__IMP_STACK_BYTES ((size_t)64 << 20)
+
 /* A segment entry of the history, kept in order by the first pass: which
  * segments existed before the first entry is decided once the final
  * segments are known (they may follow the history in the file). */
@@ -135,6 +155,8 @@ typedef struct fsc__imp {
     fsc__seg_info_t *segs;
     fsc__tag_cache_t *tags;
     fsc__frame_cache_t *frame_tags;
+    fsc__stack_cache_t *stacks;
+    size_t stack_bytes;
     struct {
         const fsc__pv_t *frames;
         uint32_t node;

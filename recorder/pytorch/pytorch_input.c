@@ -86,14 +86,28 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
         *out = im->fcache[h].node;
         return 0;
     }
-    fsc__tag_cache_t *c = NULL;
-    if (stable)
-        HASH_FIND_PTR(im->tags, &frames, c);
-    if (c != NULL) {
-        im->fcache[h].frames = frames;
-        im->fcache[h].node = c->node;
-        *out = c->node;
-        return 0;
+    /* The same stack recurs as new lists of the same frame dicts (each
+     * step of a training loop): look the list up by its items. */
+    fsc__stack_cache_t *sc = NULL;
+    fsc__stack_key_t sk = {0, n};
+    int by_items = n <= FSC__IMP_STACK_MAX;
+    for (uint32_t i = 0; by_items && i < n; i++) {
+        if (!fsc__pv_stable(fr[i]))
+            by_items = 0;
+        sk.hash = (sk.hash ^ (uint64_t)(uintptr_t)fr[i]) * 0x100000001b3ull;
+    }
+    if (by_items) {
+        HASH_FIND(hh, im->stacks, &sk, sizeof sk, sc);
+        if (sc != NULL && memcmp(sc->items, fr, (size_t)n * sizeof *fr) == 0) {
+            if (stable) {
+                im->fcache[h].frames = frames;
+                im->fcache[h].node = sc->node;
+            }
+            *out = sc->node;
+            return 0;
+        }
+        if (sc != NULL)
+            by_items = 0; /* another stack with the same hash: not cached */
     }
     uint32_t node = 0;
     for (uint32_t i = n; i-- > 0;) { /* outermost frame is last */
@@ -152,15 +166,20 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
         HASH_ADD(hh, im->frame_tags, key, sizeof fk, fc);
     }
     *out = node;
-    if (!stable)
+    if (stable) {
+        im->fcache[h].frames = frames;
+        im->fcache[h].node = node;
+    }
+    size_t bytes = sizeof *sc + (size_t)n * sizeof *fr;
+    if (!by_items || im->stack_bytes + bytes > FSC__IMP_STACK_BYTES)
         return 0;
-    c = malloc(sizeof *c);
-    if (c == NULL)
+    if ((sc = malloc(bytes)) == NULL)
         return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
-    c->key = frames;
-    c->node = node;
-    HASH_ADD_PTR(im->tags, key, c);
-    *out = node;
+    im->stack_bytes += bytes;
+    sc->key = sk;
+    sc->node = node;
+    memcpy(sc->items, fr, (size_t)n * sizeof *fr);
+    HASH_ADD(hh, im->stacks, key, sizeof sk, sc);
     return 0;
 }
 
