@@ -25,7 +25,7 @@ static char g_out[65536];
 /* snapshot -> import -> export -> compare_snapshots.py: "0 differences". */
 static void roundtrip(const char *rel, int device)
 {
-    const char *snap = fsc_test_data(rel);
+    const char *snap = rel[0] == '/' ? rel : fsc_test_data(rel); /* or a file of ours */
     char trace[512], out[600], dev[32] = "";
     const char *base = strrchr(rel, '/') + 1;
     snprintf(trace, sizeof trace, "%s.fstrace", fsc_test_path(base));
@@ -66,6 +66,42 @@ static void test_roundtrip_device1(void) { roundtrip(H200 "two_devices.pickle", 
 /* torch.compile(mode="reduce-overhead"): frames of generated code with
  * line 2^64 - 1, compile_context on every entry, CUDA-graph pools */
 static void test_roundtrip_compile(void) { roundtrip("pytorch/compile_ro.pickle", -1); }
+
+/* torch.cuda.memory._snapshot(augment_with_fx_traces=True) adds fx_node_op,
+ * fx_node_name, fx_node_target and fx_original_trace to the frames of
+ * generated code, which memory_viz shows beside the frame ("node=addmm,
+ * op=call_function, target=...") with the original source line. No H200
+ * recording has them, so tests/make_fx_snapshot.py adds them to compile_ro
+ * as PyTorch would (15 frame dicts, 20 tag nodes, a None op among them).
+ * They are kept per tag node (pytorch_meta kind 'frame') and exported again. */
+static void test_fx_frame_keys(void)
+{
+    const char *fx = fsc_test_path("compile_ro_fx.pickle");
+    int rc = fsc_test_sh(g_out, sizeof g_out, "python3 %s/tests/make_fx_snapshot.py %s %s",
+                         FSC_SOURCE_DIR, fsc_test_data("pytorch/compile_ro.pickle"), fx);
+    if (rc == 127) {
+        fprintf(stderr, "\n(python3 not found: skipped)\n");
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "15 frames augmented\n");
+    roundtrip(fx, -1);
+    const char *db = fsc_test_path("fx.db");
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "%s analyze %s -o %s",
+                                      fsc_test_fragscope(), fx, db), 0);
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out,
+                                "sqlite3 %s \"SELECT count(*) FROM pytorch_meta WHERE kind ="
+                                " 'frame'; SELECT count(*) FROM pytorch_meta WHERE kind = 'frame'"
+                                " AND json_type(json, '$.fx_node_op') = 'null'; SELECT"
+                                " f.line || ' ' || f.function || ' ' || m.json FROM pytorch_meta m"
+                                " JOIN tag_frames f ON f.tag = json_extract(m.json, '$.tag')"
+                                " WHERE m.kind = 'frame' AND f.line = 139 LIMIT 1\"", db), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "20\n2\n139 call {\"tag\":223,\"fx_node_op\":\"call_module\","
+                                  "\"fx_node_name\":\"addmm_4\",\"fx_node_target\":"
+                                  "\"aten.addmm.default\",\"fx_original_trace\":\"  File "
+                                  "\\\"model.py\\\", line 139, in forward\\n    a = "
+                                  "self.net1(x)\\n\"}\n");
+}
 
 /* memory_viz shows each entry's compile_context in its timeline. fragscope
  * keeps it per entry (pytorch_meta) for the report to name the compiled
@@ -356,6 +392,7 @@ static const fsc_test_case_t k_tests[] = {
     {"round trip, field by field: device 1 of two", test_roundtrip_device1},
     {"round trip, field by field: torch.compile reduce-overhead", test_roundtrip_compile},
     {"compile_context kept per entry", test_compile_context},
+    {"fx_* frame keys kept and exported again", test_fx_frame_keys},
     {"unknown actions and keys are kept and counted", test_unknown_actions_and_keys},
     {"--device on a two-device snapshot", test_devices},
     {"stacks='all': tags named by user frames", test_frames_stacks_all},

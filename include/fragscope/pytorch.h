@@ -81,7 +81,7 @@ typedef struct fsc_import_opts {
 #define FSC_IMPORT_OPTS_DEFAULT {0, 0, 0, NULL, NULL, NULL, 0}
 
 /* What a snapshot holds beyond the allocator's events travels as MARKER
- * events whose text is "pytorch.KIND JSON" (KIND: snapshot, entry, action,
+ * events whose text is "pytorch.KIND JSON" (KIND: snapshot, entry, action, frame,
  * segment; docs/pytorch.md). A record longer than a marker may hold is cut
  * into markers "pytorch.KIND+ PART" followed by a last "pytorch.KIND PART".
  * The analyzer stores them in table pytorch_meta instead of counting them as

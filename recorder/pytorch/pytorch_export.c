@@ -133,6 +133,8 @@ static void write_frame(exp_t *x, uint32_t node, const char *name, size_t len)
         fsc__pw_str(x->w, fr.function, fr.function_len);
     else
         fsc__pw_str(x->w, name, len);
+    if (fsc__xm_write_frame_keys(x->xm, x->w, node) != 0)
+        x->xm_err = 1;
     fsc__pw_dict_close(x->w);
     if (nm != NULL) {
         nm->frame_memo = fsc__pw_memoize(x->w);

@@ -3,8 +3,9 @@
  * (pytorch_keys.c writes them at import): the snapshot's own settings,
  * annotations, host memory and unknown top-level keys, the keys every
  * history entry held, whole entries of actions without an event, and the
- * frames, pool ids and unknown keys of segments and blocks, written back
- * where PyTorch had them. A trace without records (a fragscope recording)
+ * frames, pool ids and unknown keys of segments and blocks, and the fx_*
+ * keys of frames (one record per tag node), written back where PyTorch had
+ * them. A trace without records (a fragscope recording)
  * exports as before.
  */
 #include "pytorch_export_meta.h"
@@ -25,7 +26,15 @@ typedef struct seg_rec {
     size_t len;
 } seg_rec_t;
 
+typedef struct frame_rec {
+    UT_hash_handle hh;
+    uint32_t node;
+    char *text;
+    size_t len;
+} frame_rec_t;
+
 struct fsc__xmeta {
+    frame_rec_t *frames;
     char *part; /* record being joined */
     size_t part_len;
     char *snap; /* the snapshot record */
@@ -52,6 +61,12 @@ void fsc__xm_free(fsc__xmeta_t *xm)
         HASH_DEL(xm->segs, s);
         free(s->text);
         free(s);
+    }
+    frame_rec_t *f, *g;
+    HASH_ITER(hh, xm->frames, f, g) {
+        HASH_DEL(xm->frames, f);
+        free(f->text);
+        free(f);
     }
     free(xm->part);
     free(xm->snap);
@@ -136,6 +151,23 @@ int fsc__xm_feed(fsc__xmeta_t *xm, const fsc_event_t *ev, int *kind)
         }
         HASH_ADD(hh, xm->segs, addr, sizeof s->addr, s);
         *kind = FSC__XM_SEGMENT;
+    } else if (KIND_IS("frame")) {
+        frame_rec_t *f = calloc(1, sizeof *f), *old = NULL;
+        if (f == NULL) {
+            free(text);
+            return FSC_ENOMEM;
+        }
+        f->node = (uint32_t)member_u64(text, len, "tag");
+        f->text = text;
+        f->len = len;
+        HASH_FIND(hh, xm->frames, &f->node, sizeof f->node, old);
+        if (old != NULL) { /* the first record of a node stands */
+            free(f->text);
+            free(f);
+        } else {
+            HASH_ADD(hh, xm->frames, node, sizeof f->node, f);
+        }
+        *kind = FSC__XM_FRAME;
     } else {
         free(text); /* a kind of a later version: ignored */
     }
@@ -313,5 +345,23 @@ int fsc__xm_write_block_rest(fsc__xmeta_t *xm, fsc__pw_t *w, uint64_t seg, uint6
             if (write_member(w, &k[j]) != 0)
                 return FSC_EFORMAT;
     }
+    return 0;
+}
+
+int fsc__xm_write_frame_keys(fsc__xmeta_t *xm, fsc__pw_t *w, uint32_t node)
+{
+    frame_rec_t *f = NULL;
+    if (xm == NULL)
+        return 0;
+    HASH_FIND(hh, xm->frames, &node, sizeof node, f);
+    if (f == NULL)
+        return 0;
+    fsc__json_member_t m[XM_MAX_MEMBERS];
+    int n = fsc__json_members(f->text, f->text + f->len, m, XM_MAX_MEMBERS);
+    if (n < 0)
+        return FSC_EFORMAT;
+    for (int i = 0; i < n && i < XM_MAX_MEMBERS; i++)
+        if (!fsc__json_key_is(&m[i], "tag") && write_member(w, &m[i]) != 0)
+            return FSC_EFORMAT;
     return 0;
 }

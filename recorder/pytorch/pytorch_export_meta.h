@@ -18,7 +18,8 @@ enum {
     FSC__XM_SNAPSHOT,
     FSC__XM_ENTRY,
     FSC__XM_ACTION,
-    FSC__XM_SEGMENT
+    FSC__XM_SEGMENT,
+    FSC__XM_FRAME
 };
 
 int fsc__xm_new(fsc__xmeta_t **out);
@@ -44,5 +45,8 @@ int fsc__xm_write_segment_key(fsc__xmeta_t *xm, fsc__pw_t *w, uint64_t seg, cons
 /* A segment's unknown keys, and a block's. */
 int fsc__xm_write_segment_rest(fsc__xmeta_t *xm, fsc__pw_t *w, uint64_t seg);
 int fsc__xm_write_block_rest(fsc__xmeta_t *xm, fsc__pw_t *w, uint64_t seg, uint64_t addr);
+/* The keys a frame of tag node `node` held beyond filename, line and name
+ * (PyTorch's fx_* keys), as key/value pairs into the open frame dict. */
+int fsc__xm_write_frame_keys(fsc__xmeta_t *xm, fsc__pw_t *w, uint32_t node);
 
 #endif

@@ -229,6 +229,10 @@ int fsc__imp_keys_end(fsc__imp_t *im);
 /* A frame dict seen for the first time: count keys other than filename,
  * line and name. */
 void fsc__imp_keys_frame(fsc__imp_t *im, const fsc__pv_t *frame);
+/* The frame became tag node `node`: when it holds keys beyond filename,
+ * line and name (PyTorch's fx_* keys), emit them once per node as a
+ * "pytorch.frame" record {"tag": node, key: value, ...}. */
+int fsc__imp_keys_frame_record(fsc__imp_t *im, const fsc__pv_t *frame, uint32_t node);
 void fsc__imp_keys_free(fsc__imp_t *im);
 
 /* ---- pytorch_rebuild.c --------------------------------------------------- */

@@ -157,6 +157,8 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
             return fsc_err_set(im->err, rc, "%s: the tag consumer failed (%s)", im->path,
                                fsc_err_name(rc));
         node = child;
+        if ((rc = fsc__imp_keys_frame_record(im, f, child)) != 0)
+            return rc;
         if (!fstable)
             continue;
         if ((fc = malloc(sizeof *fc)) == NULL)

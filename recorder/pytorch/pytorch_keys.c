@@ -3,7 +3,8 @@
  * kept: settings PyTorch writes beyond the rules, host memory, history keys
  * such as compile_context, user_metadata and forward_frames, actions
  * without a fragscope event (snapshot, user_defined, annotate, and actions
- * this version does not know), segment frames and pool ids, and any key
+ * this version does not know), segment frames and pool ids, the fx_* keys
+ * of frames (one record per tag node), and any key
  * this version does not know. They travel as "pytorch.KIND JSON" markers
  * (fragscope/pytorch.h), which the analyzer stores in table pytorch_meta and
  * the exporter writes back, so that import -> export gives PyTorch's own
@@ -16,6 +17,8 @@
  * size before it is expanded, which a tree builder would do first.
  */
 #include "pytorch_import.h"
+
+#include "fsc/u64map.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +56,8 @@ typedef struct fsc__keys {
     note_t notes[KEYS_MAX_NOTES];
     uint32_t nnotes;
     sbuf_t b, v;
+    sbuf_t f;              /* a "pytorch.frame" record being written */
+    fsc__u64map_t framed;  /* tag nodes whose frame record was emitted */
 } fsc__keys_t;
 
 static void sb_put(sbuf_t *b, const char *s, size_t n)
@@ -251,9 +256,14 @@ static const char *const k_block[] = {"address", "size", "requested_size", "stat
                                       "history", NULL};
 static const char *const k_entry[] = {"user_metadata", "compile_context", "forward_frames",
                                       "pool_id", NULL};
-static const char *const k_frame[] = {"filename",    "line",         "name",
-                                      "fx_node_op",  "fx_node_name", "fx_original_trace",
-                                      "fx_node_info", NULL};
+/* A frame's keys: filename, line and name make its tag; PyTorch's FX
+ * augmentation (torch.cuda.memory._snapshot(augment_with_fx_traces=True))
+ * adds the fx_* keys to frames of generated code, kept as "pytorch.frame"
+ * records. */
+static const char *const k_frame[] = {"filename",       "line",           "name",
+                                      "fx_node_op",     "fx_node_name",   "fx_node_target",
+                                      "fx_original_trace", NULL};
+static const char *const k_frame_tag[] = {"filename", "line", "name", NULL};
 static const char *const k_event_actions[] = {
     "alloc",         "free_requested", "free_completed", "free",        "segment_alloc",
     "segment_free",  "segment_map",    "segment_unmap",  "oom",         "empty_cache", NULL};
@@ -373,6 +383,43 @@ void fsc__imp_keys_frame(fsc__imp_t *im, const fsc__pv_t *frame)
 {
     if (keys_init(im) == 0)
         count_unknown(im, frame, k_frame, "frame");
+}
+
+int fsc__imp_keys_frame_record(fsc__imp_t *im, const fsc__pv_t *frame, uint32_t node)
+{
+    if (!im->opts.keep_records || node == 0 || !fsc__imp_dict_ok(frame))
+        return 0;
+    uint32_t i = 0;
+    while (i < frame->len && in_list(frame->u.items[2 * i], k_frame_tag))
+        i++;
+    if (i == frame->len)
+        return 0; /* filename, line and name only: the tag says it all */
+    int rc = keys_init(im);
+    if (rc != 0)
+        return rc;
+    fsc__keys_t *k = im->keys;
+    uint64_t seen;
+    if (fsc__u64map_get(&k->framed, node, &seen))
+        return 0; /* the node's first frame speaks for it */
+    if (fsc__u64map_put(&k->framed, node, 1) != 0)
+        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    sbuf_t *b = &k->f;
+    b->n = 0;
+    int first = 1;
+    char num[24];
+    sb_put(b, "{", 1);
+    put_ckey(b, &first, "tag");
+    snprintf(num, sizeof num, "%u", node);
+    sb_cs(b, num);
+    for (i = 0; i < frame->len; i++) {
+        const fsc__pv_t *key = frame->u.items[2 * i];
+        if (in_list(key, k_frame_tag))
+            continue;
+        put_key(b, &first, key);
+        put_value(im, b, frame->u.items[2 * i + 1]);
+    }
+    sb_put(b, "}", 1);
+    return emit(im, "frame", b);
 }
 
 /* One "pytorch.segment" record: {"address": A, kept keys..., "blocks":
@@ -643,6 +690,8 @@ void fsc__imp_keys_free(fsc__imp_t *im)
     free(k->snap);
     free(k->b.p);
     free(k->v.p);
+    free(k->f.p);
+    fsc__u64map_free(&k->framed);
     free(k);
     im->keys = NULL;
 }
