@@ -276,11 +276,21 @@ int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err)
 
 int fsc__model_load_opts(const char *db_path, size_t bands, fsc__model_t *m, fsc_err_t *err)
 {
+    return fsc__model_load_run(db_path, -1, bands, m, err);
+}
+
+int fsc__model_load_run(const char *db_path, int64_t run, size_t bands, fsc__model_t *m,
+                        fsc_err_t *err)
+{
     memset(m, 0, sizeof *m);
     fsc__loader_t L = {NULL, db_path, err, 0, NULL, 0, 0};
     int rc = fsc_rundb_open(db_path, &L.db, err);
     if (rc != 0)
         return rc;
+    if (run >= 0 && (rc = fsc__ld_read(&L, fsc_rundb_select_run(L.db, run))) != 0) {
+        fsc_rundb_close(L.db);
+        return rc;
+    }
     const char *base = strrchr(db_path, '/');
     m->db_name = fsc__ld_strdup(base ? base + 1 : db_path);
     if (m->db_name == NULL)

@@ -145,6 +145,10 @@ typedef struct fsc__model {
 int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err);
 /* The same with the number of allocations drawn as bands (0 = default). */
 int fsc__model_load_opts(const char *db_path, size_t bands, fsc__model_t *m, fsc_err_t *err);
+/* The same for one run of a job database (run < 0: the run selected when
+ * the database is opened, its lowest). */
+int fsc__model_load_run(const char *db_path, int64_t run, size_t bands, fsc__model_t *m,
+                        fsc_err_t *err);
 void fsc__model_free_state(struct fsc__vstate *s);
 void fsc__model_free(fsc__model_t *m);
 

@@ -322,7 +322,7 @@
       if (h.band !== undefined && fsc.openBlock) fsc.openBlock(B.a[h.band], end[h.band], Math.round(h.seq));
       else if (fsc.openState) fsc.openState(Math.round(h.seq));
     });
-    window.addEventListener('pointermove', function (evt) {
+    fsc.onWindow('pointermove', function (evt) {
       if (!drag) return;
       var dx = evt.clientX - drag.x;
       if (Math.abs(dx) > 3) drag.moved = true;
@@ -357,7 +357,7 @@
       evt.preventDefault();
     });
     byId('bands-reset').addEventListener('click', function () { setRange(0, E); });
-    window.addEventListener('resize', draw);
+    fsc.onWindow('resize', draw);
     draw();
   }
 

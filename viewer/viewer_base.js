@@ -11,7 +11,15 @@ window.fsc = (function () {
   'use strict';
 
   var SVGNS = document.getElementById('svg-ns').namespaceURI;
-  var D = JSON.parse(document.getElementById('data').textContent);
+  /* A job page names the data block of the run shown (viewer_runs.js). */
+  var D = JSON.parse(document.getElementById(window.fscDataId || 'data').textContent);
+  /* Listeners on window go through onWindow, so that the picker of a job
+   * page can take them off before it draws another run. */
+  var WINDOW_LISTENERS = window.fscWindowListeners = [];
+  function onWindow(type, fn) {
+    window.addEventListener(type, fn);
+    WINDOW_LISTENERS.push([type, fn]);
+  }
   var TAGS = D.tags || [];
 
   /* ---- formatting ------------------------------------------------------ */
@@ -226,6 +234,6 @@ window.fsc = (function () {
     svText: svText, capture: capture, release: release, clear: clear, byId: byId, legend: legend,
     showTip: showTip, hideTip: hideTip, byteTicks: byteTicks, pctTicks: pctTicks, xTicks: xTicks,
     lowerBound: lowerBound, TL: TL, N: N, XMODE: XMODE, XS: XS, fmtX: fmtX, itemX: itemX,
-    view: view, MARKERS: MARKERS, OOMS: OOMS
+    view: view, MARKERS: MARKERS, OOMS: OOMS, onWindow: onWindow
   };
 })();

@@ -10,6 +10,8 @@
 (function (fsc) {
   'use strict';
   var costs = [];
+  /* On a job page: "run-N/", what this run's anchors start with. */
+  var PREFIX = window.fscHashPrefix || '';
   function guarded(name, fn) {
     var t0 = window.performance ? performance.now() : 0;
     try { return fn(); } catch (e) {
@@ -32,7 +34,7 @@
     if (!state || !state.model) return null;
     var r = state.show(N, highlight);
     if (window.history && window.history.replaceState) {
-      try { window.history.replaceState(null, '', '#state?event=' + Math.round(N)); } catch (e) { /* file:// may refuse */ }
+      try { window.history.replaceState(null, '', '#' + PREFIX + 'state?event=' + Math.round(N)); } catch (e) { /* file:// may refuse */ }
     }
     scrollTo('state');
     return r;
@@ -55,8 +57,13 @@
     }
     return r;
   };
-  /* "#state?event=N", "#oom-3", "#stacks" ... */
+  /* "#state?event=N", "#oom-3", "#stacks" ... (on a job page also after
+   * the run shown: "#run-2/state?event=N"; another run's are not ours) */
   fsc.route = function (hash) {
+    if (/^#run-\d+/.test(hash || '')) {
+      if (!PREFIX || hash.indexOf('#' + PREFIX) !== 0) return null;
+      hash = '#' + hash.slice(PREFIX.length + 1);
+    }
     var m = /^#state\?(?:.*&)?event=(\d+)/.exec(hash || '');
     if (m && state && state.model) {
       state.show(Number(m[1]));
@@ -76,8 +83,8 @@
   guarded('tags', fsc.renderTags);
   fsc.stateView = state;
   fsc.stacks = stacks;
-  window.addEventListener('hashchange', function () { guarded('anchor', function () { fsc.route(location.hash); }); });
-  guarded('anchor', function () { fsc.route(location.hash); });
+  fsc.onWindow('hashchange', function () { guarded('anchor', function () { fsc.route(location.hash); }); });
+  guarded('anchor', function () { fsc.route(window.fscFirstHash !== undefined ? window.fscFirstHash : location.hash); });
   /* Milliseconds from the start of navigation until everything is drawn
    * (bench/bench_viewer.sh reads it). */
   if (window.performance && performance.now) {

@@ -153,7 +153,7 @@
       showTip(tip, wrap, evt, 'block ' + fmtAddr(s.addr + b[0]), rows);
     });
     svg.addEventListener('pointerleave', function () { hideTip(tip); });
-    window.addEventListener('resize', function () { render(); });
+    fsc.onWindow('resize', function () { render(); });
     render();
     return self;
   }

@@ -337,7 +337,7 @@
     new Brush('chart-brush', mem.filter(function (s) { return s.values && s.values.length === N && s.key !== 'requested'; }));
     byId('zoom-reset').addEventListener('click', function () { view.reset(); });
     var pending = false;
-    window.addEventListener('resize', function () {
+    fsc.onWindow('resize', function () {
       if (pending) return;
       pending = true;
       window.requestAnimationFrame(function () { pending = false; view.set(view.x0, view.x1); });

@@ -36,9 +36,26 @@ typedef struct fsc_view_opts {
     /* Allocations drawn as their own band in the active memory timeline
      * (the largest by size x lifetime); 0 = 2000. */
     size_t bands;
+    /* A database of several runs (a job: ranks, devices, inputs) gets an
+     * overview of every run and the detail of a bounded set of them: every
+     * run when there are at most detail_limit (0 = 8), else the run that
+     * ran out of memory first, the run with the least headroom and the runs
+     * listed in runs[0..nruns) (run numbers). Each run's detail is bounded
+     * by max_bytes as a one-run page is. */
+    const int64_t *runs;
+    size_t nruns;
+    size_t detail_limit;
+    /* The run shown first (and carried): FSC_VIEW_OPEN_AUTO (the first to
+     * run out of memory, else the least headroom, else the lowest rank),
+     * FSC_VIEW_OPEN_RUN (run open_value) or FSC_VIEW_OPEN_RANK (the run of
+     * rank open_value). */
+    int open_by;
+    int64_t open_value;
 } fsc_view_opts_t;
 
-#define FSC_VIEW_OPTS_DEFAULT {NULL, 0, 0}
+enum { FSC_VIEW_OPEN_AUTO = 0, FSC_VIEW_OPEN_RUN = 1, FSC_VIEW_OPEN_RANK = 2 };
+
+#define FSC_VIEW_OPTS_DEFAULT {NULL, 0, 0, NULL, 0, 0, FSC_VIEW_OPEN_AUTO, 0}
 
 /* Render the report of the database at db_path into a malloc'd,
  * NUL-terminated buffer (*html, *len excluding the NUL); the caller frees
