@@ -1,6 +1,7 @@
 /*
  * cmd_view.c — `fragscope view run.db -o report.html`: the HTML report.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 const char fsc_cmd_view_summary[] = "write a self-contained HTML report of a run database";
 const char fsc_cmd_view_usage[] =
     "usage: fragscope view RUN.db [-o REPORT.html] [--title TEXT] [--max-size SIZE]\n"
-    "                      [--bands N]\n"
+    "                      [--bands N] [--runs LIST] [--run N | --rank R]\n"
+    "                      [--detail-limit N]\n"
     "\n"
     "Write one self-contained HTML file (no network access of any kind; opens from\n"
     "file:// in any current browser) showing the run analyzed into RUN.db by\n"
@@ -32,11 +34,80 @@ const char fsc_cmd_view_usage[] =
     "                      timeline, the largest by size x lifetime (default 2000,\n"
     "                      at most 20000); the others are summed per tag\n"
     "\n"
+    "A job database (several runs: ranks, devices, inputs) gets an overview at\n"
+    "the top, one small chart per run sorted by rank, the run that ran out of\n"
+    "memory first and the least headroom marked, and a rank picker that shows\n"
+    "the whole detail for the run picked (anchors #run-N, #run-N/oom-1, ...).\n"
+    "The page carries the detail of every run up to --detail-limit, beyond that\n"
+    "of the first to run out of memory, the least headroom and --runs:\n"
+    "  --runs LIST         also carry these runs' detail (run numbers: 3,17,40-47)\n"
+    "  --run N, --rank R   carry this run and show it first (default: the first\n"
+    "                      to run out of memory, else the least headroom)\n"
+    "  --detail-limit N    carry every run's detail up to N runs (default 8)\n"
+    "Each run's detail is bounded by --max-size as a one-run page is.\n"
+    "\n"
     "The file is written under a temporary name and renamed when complete.\n"
     "Exit codes: 0 written, 2 bad input (missing file, not a fragscope database,\n"
     "bad option), 3 other failure (e.g. the output cannot be written).\n";
 
+/* "3,17,40-47" appended to *runs; 0 or a usage error. */
+static int parse_runs(const char *s, int64_t **runs, size_t *n, size_t *cap)
+{
+    const char *p = s;
+    while (*p != '\0') {
+        char *end = NULL;
+        long long a = strtoll(p, &end, 10), b = a;
+        if (end == p || a < 0)
+            return fsc_cli_usage_error("view", "--runs takes run numbers such as 3,17,40-47, not '%s'", s);
+        p = end;
+        if (*p == '-') {
+            b = strtoll(p + 1, &end, 10);
+            if (end == p + 1 || b < a || b - a >= 100000)
+                return fsc_cli_usage_error("view", "--runs takes run numbers such as 3,17,40-47, not '%s'", s);
+            p = end;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p != '\0')
+            return fsc_cli_usage_error("view", "--runs takes run numbers such as 3,17,40-47, not '%s'", s);
+        for (long long v = a; v <= b; v++) {
+            if (*n == *cap) {
+                size_t nc = *cap ? *cap * 2 : 16;
+                int64_t *q = realloc(*runs, nc * sizeof *q);
+                if (q == NULL)
+                    return fsc_cli_usage_error("view", "out of memory");
+                *runs = q;
+                *cap = nc;
+            }
+            (*runs)[(*n)++] = v;
+        }
+    }
+    return 0;
+}
+
+static int number_opt(const char *opt, const char *val, long long lo, long long hi, long long *out)
+{
+    char *end = NULL;
+    long long v = strtoll(val, &end, 10);
+    if (end == val || *end != '\0' || v < lo || v > hi)
+        return fsc_cli_usage_error("view", "%s must be a number from %lld to %lld, not '%s'", opt, lo,
+                                   hi, val);
+    *out = v;
+    return 0;
+}
+
+static int view_main(int argc, char **argv, int64_t **runs, size_t *cap);
+
 int fsc_cmd_view(int argc, char **argv)
+{
+    int64_t *runs = NULL;
+    size_t cap = 0;
+    int rc = view_main(argc, argv, &runs, &cap);
+    free(runs);
+    return rc;
+}
+
+static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
 {
     const char *db = NULL, *out = NULL;
     fsc_view_opts_t opts = FSC_VIEW_OPTS_DEFAULT;
@@ -69,6 +140,32 @@ int fsc_cmd_view(int argc, char **argv)
                 return fsc_cli_usage_error("view", "--bands must be a number from 1 to 20000, not '%s'",
                                            argv[i]);
             opts.bands = (size_t)v;
+        } else if (strcmp(a, "--runs") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("view", "--runs needs a list of run numbers");
+            int rc = parse_runs(argv[i], runs, &opts.nruns, cap);
+            if (rc != 0)
+                return rc;
+            opts.runs = *runs;
+        } else if (strcmp(a, "--run") == 0 || strcmp(a, "--rank") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("view", "%s needs a number", a);
+            if (opts.open_by != FSC_VIEW_OPEN_AUTO)
+                return fsc_cli_usage_error("view", "give one of --run and --rank, once");
+            long long v = 0;
+            int rc = number_opt(a, argv[i], 0, INT64_MAX, &v);
+            if (rc != 0)
+                return rc;
+            opts.open_by = strcmp(a, "--run") == 0 ? FSC_VIEW_OPEN_RUN : FSC_VIEW_OPEN_RANK;
+            opts.open_value = v;
+        } else if (strcmp(a, "--detail-limit") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("view", "--detail-limit needs a number");
+            long long v = 0;
+            int rc = number_opt(a, argv[i], 1, 1000000, &v);
+            if (rc != 0)
+                return rc;
+            opts.detail_limit = (size_t)v;
         } else if (strcmp(a, "--") == 0) {
             if (i + 1 < argc && db == NULL)
                 db = argv[++i];

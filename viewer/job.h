@@ -39,6 +39,7 @@ typedef struct fsc__vrun {
     int64_t peak_alloc, peak_res; /* -1 = unknown */
     int64_t capacity;           /* -1 = unknown (0 in meta, or inferred) */
     int64_t nooms, first_oom_t, first_oom_seq; /* -1 = none */
+    int64_t clock_origin;       /* meta.clock_origin_ns: wall clock of time 0; 0 = unknown */
     char first_cause[24];
     int64_t seq0, seq_end;      /* the events the chart spans */
     size_t npts;                /* overview points: bucket maxima */
@@ -54,6 +55,8 @@ typedef struct fsc__vjob {
     size_t n;
     size_t *order;              /* indices by rank (unknown ranks last, by run) */
     long first_oom, least_headroom, highest_peak; /* indices, -1 = none */
+    int oom_wall_clock;         /* first OOMs compared by wall clock (else by time
+                                 * since each run's start: a run lacks its origin) */
     long open;                  /* the run shown first */
     size_t ndetail, limit;
     int64_t ymax;               /* shared y scale of the small charts */

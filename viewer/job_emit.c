@@ -201,7 +201,10 @@ static void marks_list(fsc__sb_t *sb, const fsc__vjob_t *job)
         job_mark(sb, job, job->first_oom, "First to run out of memory");
         fsc__sb_printf(sb, " (event %" PRId64 ", cause ", v->first_oom_seq);
         fsc__sb_html(sb, v->first_cause, 0);
-        fsc__sb_puts(sb, "; the runs' first OOMs compared by their recorded times)</li>\n");
+        fsc__sb_puts(sb, job->oom_wall_clock
+                             ? "; the runs' first OOMs compared on the wall clock)</li>\n"
+                             : "; the runs' first OOMs compared by the time since each run's start, "
+                               "as some runs do not record their wall-clock origin)</li>\n");
     } else {
         fsc__sb_puts(sb, "<li>No run ran out of memory.</li>\n");
     }

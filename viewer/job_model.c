@@ -6,7 +6,9 @@
  * peak is lost), and which runs the page carries in detail.
  *
  * The job's marks: the run that ran out of memory first (the earliest
- * first OOM by its recorded time; ties to the lower rank) and the run with
+ * first OOM on the wall clock, meta.clock_origin_ns + time_ns; by the time
+ * since each run's start when a run lacks its origin; ties to the lower
+ * rank) and the run with
  * the least headroom (capacity − peak reserved, over the runs whose
  * capacity is known). When no run's capacity is known there is no headroom
  * to compare, and the run with the highest peak reserved is marked instead,
@@ -104,6 +106,10 @@ static int load_run(fsc_rundb_t *db, fsc__vrun_t *v)
         rc = fsc_rundb_meta_int(db, "capacity", 0, &cap);
     if (rc == 0)
         rc = fsc_rundb_meta_int(db, "capacity_inferred", 0, &inferred);
+    if (rc == 0)
+        rc = fsc_rundb_meta_int(db, "clock_origin_ns", 0, &v->clock_origin);
+    if (v->clock_origin < 0)
+        v->clock_origin = 0;
     /* An inferred capacity is a lower bound, not the limit: no headroom. */
     v->capacity = cap > 0 && inferred == 0 ? cap : -1;
     v->first_oom_t = v->first_oom_seq = -1;
@@ -147,15 +153,27 @@ static size_t rank_pos(const fsc__vjob_t *job, size_t r)
     return job->n;
 }
 
+/* When the first OOM of v happened: on the wall clock when every run that
+ * ran out of memory has its clock origin, else since v's own start. */
+static int64_t oom_when(const fsc__vjob_t *job, const fsc__vrun_t *v)
+{
+    return job->oom_wall_clock ? v->clock_origin + v->first_oom_t : v->first_oom_t;
+}
+
 static void pick_marks(fsc__vjob_t *job)
 {
     job->first_oom = job->least_headroom = job->highest_peak = -1;
+    job->oom_wall_clock = 1;
+    for (size_t i = 0; i < job->n; i++)
+        if (job->runs[i].nooms > 0 && job->runs[i].clock_origin == 0)
+            job->oom_wall_clock = 0;
     for (size_t i = 0; i < job->n; i++) {
         const fsc__vrun_t *v = &job->runs[i];
         if (v->nooms > 0) {
             const fsc__vrun_t *f = job->first_oom >= 0 ? &job->runs[job->first_oom] : NULL;
-            if (f == NULL || v->first_oom_t < f->first_oom_t ||
-                (v->first_oom_t == f->first_oom_t && rank_pos(job, i) < rank_pos(job, (size_t)job->first_oom)))
+            if (f == NULL || oom_when(job, v) < oom_when(job, f) ||
+                (oom_when(job, v) == oom_when(job, f) &&
+                 rank_pos(job, i) < rank_pos(job, (size_t)job->first_oom)))
                 job->first_oom = (long)i;
         }
         if (v->capacity > 0 && v->peak_res >= 0) {

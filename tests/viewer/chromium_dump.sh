@@ -22,7 +22,11 @@ set -- --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-default-apps --disable-extensions --no-default-browser-check --disable-dev-shm-usage \
     --user-data-dir="$profile" --window-size=${FSC_WINDOW:-1400,2000} --hide-scrollbars \
     --enable-logging=stderr --v=0
-url="file://$(cd "$(dirname "$html")" && pwd)/$(basename "$html")"
+# An anchor after the file name ("report.html#run-2/oom-1") stays out of
+# the path arithmetic.
+file=${html%%#*}
+anchor=${html#"$file"}
+url="file://$(cd "$(dirname "$file")" && pwd)/$(basename "$file")$anchor"
 timeout 90 "$browser" "$@" --dump-dom "$url" > "$dom" 2> "$dom.log"
 rc=$?
 if [ $rc -ne 0 ]; then
