@@ -219,6 +219,8 @@ static long find_rank(const fsc__vjob_t *job, int64_t rank)
 
 static int pick_detail(const char *path, fsc__vjob_t *job, const fsc_view_opts_t *o, fsc_err_t *err)
 {
+    if (job->n == 0)
+        return fsc_err_set(err, FSC_EFORMAT, "%s: the database lists no run", path);
     job->limit = o->detail_limit ? o->detail_limit : FSC__VJOB_DETAIL_DEFAULT;
     for (size_t k = 0; k < o->nruns; k++) {
         long i = find_run(job, o->runs[k]);
@@ -273,11 +275,19 @@ int fsc__job_load(const char *db_path, const fsc_view_opts_t *opts, fsc__vjob_t 
         return rc;
     int64_t count = 0;
     lister_t ls = {job, 0, 0};
-    if ((rc = fsc_rundb_run_count(db, &count)) == 0 && count > 1)
+    if ((rc = fsc_rundb_run_count(db, &count)) == 0)
         rc = fsc_rundb_each_run(db, run_row, &ls);
-    else if (rc == 0)
+    if (rc == 0 && count <= 1 && job->n == 1) {
+        /* One run: the page of today; the options may only name it. */
+        job->order = &(size_t){0};
+        rc = pick_detail(db_path, job, opts, err);
+        job->order = NULL;
+        fsc_rundb_close(db);
+        fsc__job_free(job);
         job->n = 1;
-    for (size_t i = 0; rc == 0 && count > 1 && i < job->n; i++)
+        return rc;
+    }
+    for (size_t i = 0; rc == 0 && i < job->n; i++)
         rc = load_run(db, &job->runs[i]);
     if (rc != 0) {
         if (ls.nomem)
