@@ -469,10 +469,10 @@ static void test_anchors_in_browser(void)
     CU_ASSERT(v != NULL && strstr(v, "|3|500|") != NULL);
     free(v);
     free(dom);
-    /* #run-N/oom-1: run N's first OOM card is there. */
-    dom = load("anchor.html", "#run-3/oom-1", 0);
+    /* #run-N/oom-0: run N's first OOM card is there. */
+    dom = load("anchor.html", "#run-3/oom-0", 0);
     expect_run(dom, "first", 0, 1);
-    v = fsc_test_probe_value(dom, "oom1");
+    v = fsc_test_probe_value(dom, "oom0");
     CU_ASSERT(v != NULL && strcmp(v, "yes") == 0);
     free(v);
     free(dom);

@@ -37,7 +37,7 @@ const char fsc_cmd_view_usage[] =
     "A job database (several runs: ranks, devices, inputs) gets an overview at\n"
     "the top, one small chart per run sorted by rank, the run that ran out of\n"
     "memory first and the least headroom marked, and a rank picker that shows\n"
-    "the whole detail for the run picked (anchors #run-N, #run-N/oom-1, ...).\n"
+    "the whole detail for the run picked (anchors #run-N, #run-N/oom-0, ...).\n"
     "The page carries the detail of every run up to --detail-limit, beyond that\n"
     "of the first to run out of memory, the least headroom and --runs:\n"
     "  --runs LIST         also carry these runs' detail (run numbers: 3,17,40-47)\n"

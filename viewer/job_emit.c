@@ -279,7 +279,7 @@ static void picker(fsc__sb_t *sb, const fsc__vjob_t *job)
     }
     fsc__sb_printf(sb, "</select></label> <span class=\"muted\">%zu of %zu runs carried; link to one "
                    "with <code>#run-N</code>, to a view of it with <code>#run-N/state?event=E</code> or "
-                   "<code>#run-N/oom-1</code></span> <span id=\"run-note\" class=\"muted\"></span></div>\n",
+                   "<code>#run-N/oom-0</code></span> <span id=\"run-note\" class=\"muted\"></span></div>\n",
                    job->ndetail, job->n);
 }
 

@@ -28,7 +28,7 @@
   }
   try {
     read('first');
-    put('oom1', document.getElementById('oom-1') ? 'yes' : 'no');
+    put('oom0', document.getElementById('oom-0') ? 'yes' : 'no');
     put('note', text('#run-note'));
     if (window.FSC_PROBE_PICK) {
       var pick = document.getElementById('run-pick');
