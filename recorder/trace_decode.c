@@ -227,6 +227,8 @@ int fsc__decode_record(fsc_trace_reader_t *r, fsc_event_t *ev)
     if (t >= 1 && t < FSC_EV_DEVICE_MEMORY) { /* the types with event records */
         if ((rc = decode_event(r, t, ev)) != 0)
             return rc;
+        ev->pool_id = r->next_pool_id; /* a POOL record before it (2.2) */
+        r->next_pool_id = 0;
         r->chunk_seen++;
         r->integ.events++;
         return 1;
@@ -254,7 +256,12 @@ int fsc__decode_record(fsc_trace_reader_t *r, fsc_event_t *ev)
             ev->oom.device_total = tot;
             return 1; /* an event, not counted against the chunk's events */
         }
-        *p += n; /* a record type of a newer minor version */
+        if (t == FSC__REC_POOL) {
+            const uint8_t *q = *p;
+            if (fsc__get_varint(&q, *p + n, &r->next_pool_id) != 0 || r->next_pool_id == 0)
+                return fsc__reader_bad(r, "bad pool record");
+        }
+        *p += n; /* a record type of a newer minor version, or fields it appends */
         return 0;
     }
     return fsc__reader_bad(r, "unknown record type");

@@ -39,6 +39,15 @@ __attribute__((always_inline)) static inline uint8_t *fsc__encode_event(fsc__enc
         (void)tag;
         return p + (q - body);
     }
+    if (__builtin_expect(ev->pool_id != 0, 0)) {
+        /* 2.2: the event's private pool, in a record of its own that older
+         * readers skip */
+        uint8_t body[10], *q = fsc__put_varint(body, ev->pool_id);
+        *p++ = FSC__REC_POOL;
+        *p++ = (uint8_t)(q - body);
+        memcpy(p, body, (size_t)(q - body));
+        p += q - body;
+    }
     /* Branch-free presence bits: this runs for every event. */
     const fsc_oom_state_t *o = &ev->oom;
     uint32_t mask = (uint32_t)(ev->addr != 0) * FSC__F_ADDR |

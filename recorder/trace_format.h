@@ -20,7 +20,7 @@
  * other, addr against the previous addr, segment against addr) is still
  * read. */
 #define FSC__TRACE_MAJOR 2u
-#define FSC__TRACE_MINOR 1u
+#define FSC__TRACE_MINOR 2u
 
 /* zstd skippable frames: magic (LE u32) in 0x184D2A50..0x184D2A5F, then the
  * payload size (LE u32), then the payload. */
@@ -58,6 +58,11 @@ enum {
      * then varint time_ns (absolute: it leaves the events' deltas alone),
      * varint device_free + 1 (0 = unknown), varint device_total */
     FSC__REC_DEVICE_MEMORY = 0x40,
+    /* 2.2: the private pool (CUDA graph pool, MemPool) of the next event
+     * record: varint length, then varint pool id (PyTorch's (a, b) as
+     * a << 32 | b). Written before every event whose pool id is not 0; a
+     * 2.0 or 2.1 reader skips it and reads the event as the default pool's. */
+    FSC__REC_POOL = 0x41,
     FSC__REC_EXT_MAX = 0x7F
 };
 
@@ -99,7 +104,9 @@ enum {
 };
 
 /* Largest encoding of one event record, text excluded. */
-#define FSC__MAX_EVENT_REC (1 + 2 + 10 * 16 + 3)
+#define FSC__MAX_EVENT_REC (1 + 2 + 10 * 16 + 3 + FSC__MAX_POOL_REC)
+/* A POOL record (2.2): type, length, a varint pool id. */
+#define FSC__MAX_POOL_REC (1 + 1 + 10)
 
 /* ---- little-endian fixed-width ---------------------------------------- */
 

@@ -324,6 +324,7 @@ static int next_chunk(fsc_trace_reader_t *r)
         r->chunk_expected = d.events;
         r->chunk_seen = 0;
         r->prev_time = r->prev_addr = r->prev_segment = r->prev_stream = 0;
+        r->next_pool_id = 0;
         r->integ.chunks++;
         r->integ.compressed_bytes = r->off;
         return 1;

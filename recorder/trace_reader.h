@@ -43,6 +43,7 @@ struct fsc_trace_reader {
     int in_chunk;
     uint32_t chunk_expected, chunk_seen;
     uint64_t prev_time, prev_addr, prev_segment, prev_stream;
+    uint64_t next_pool_id; /* from a POOL record (2.2), for the next event */
     rstr_t *strs;
     uint32_t n_strs;
     size_t strs_cap;

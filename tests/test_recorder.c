@@ -30,7 +30,7 @@ static const fsc_trace_header_t k_hdr = {
 /* Tag ids in the golden trace: 1 forward, 2 forward/layer.0, 3 backward. */
 static const fsc_event_t k_events[] = {
     {.type = FSC_EV_SEGMENT_ALLOC, .pool = 1, .time_ns = 1000, .addr = 0x7f0000000000ull,
-     .size = 20971520, .stream = 7, .thread = 1},
+     .size = 20971520, .stream = 7, .thread = 1, .pool_id = 1},
     {.type = FSC_EV_SEGMENT_MAP, .pool = 1, .time_ns = 1500, .addr = 0x7f0001400000ull,
      .size = 20971520, .stream = 7, .segment = 0x7f0000000000ull, .thread = 1},
     {.type = FSC_EV_SPLIT, .pool = 1, .time_ns = 2000, .addr = 0x7f0000000000ull,
@@ -38,7 +38,7 @@ static const fsc_event_t k_events[] = {
      .thread = 1},
     {.type = FSC_EV_ALLOC, .pool = 1, .tag = 2, .time_ns = 2100, .addr = 0x7f0000000000ull,
      .size = 4194304, .requested = 4000000, .stream = 7, .segment = 0x7f0000000000ull,
-     .thread = 1},
+     .thread = 1, .pool_id = 1},
     {.type = FSC_EV_ALLOC, .pool = 0, .tag = 1, .time_ns = 2200, .addr = 0x7f0000400000ull,
      .size = 512, .requested = 1, .segment = 0x7f0000000000ull, .thread = 2},
     {.type = FSC_EV_MARKER, .time_ns = 2300, .thread = 2, .text = "step 12", .text_len = 7},
@@ -54,7 +54,7 @@ static const fsc_event_t k_events[] = {
     {.type = FSC_EV_SEGMENT_UNMAP, .pool = 1, .time_ns = 2700, .addr = 0x7f0001400000ull,
      .size = 20971520, .stream = 7, .segment = 0x7f0000000000ull, .thread = 1},
     {.type = FSC_EV_SEGMENT_FREE, .pool = 1, .time_ns = 2800, .addr = 0x7f0000000000ull,
-     .size = 20971520, .stream = 7, .thread = 1},
+     .size = 20971520, .stream = 7, .thread = 1, .pool_id = UINT64_MAX},
     {.type = FSC_EV_GC, .time_ns = 2900, .size = 41943040, .requested = 62914560, .thread = 1},
     {.type = FSC_EV_EMPTY_CACHE, .time_ns = 3000, .size = 2097152, .thread = 3},
     {.type = FSC_EV_OOM, .pool = 1, .tag = 2, .time_ns = 3100, .size = 100663296,
@@ -118,6 +118,8 @@ static void check_events_v(const char *path, uint32_t major, uint32_t minor)
     while ((rc = fsc_trace_next(r, &ev)) == 1) {
         CU_ASSERT_FATAL(i < N_EVENTS);
         CU_ASSERT(rt_event_eq(&ev, &k_events[i]));
+        /* pool ids from 2.2 on; older files read as the default pool's */
+        CU_ASSERT_EQUAL(ev.pool_id, major == 2 && minor >= 2 ? k_events[i].pool_id : 0);
         i++;
     }
     CU_ASSERT_EQUAL(rc, 0);
@@ -151,7 +153,7 @@ static void check_events_v(const char *path, uint32_t major, uint32_t minor)
 
 static void check_events(const char *path)
 {
-    check_events_v(path, 2, 1);
+    check_events_v(path, 2, 2);
 }
 
 static void test_round_trip_every_field(void)
@@ -340,7 +342,7 @@ static void test_newer_major_refused(void)
     CU_ASSERT_EQUAL(fsc_trace_open(p, &r, &err), FSC_EVERSION);
     char want[1200];
     snprintf(want, sizeof want,
-             "%s: trace format version 3.1 is newer than this fragscope reads (2.x); "
+             "%s: trace format version 3.2 is newer than this fragscope reads (2.x); "
              "upgrade fragscope",
              p);
     CU_ASSERT_STRING_EQUAL(err.msg, want);
@@ -621,11 +623,19 @@ static void test_reads_version_2_0(void)
     check_events_v(fsc_test_data("recorder_golden_v2_0.fstrace"), 2, 0);
 }
 
+static void test_reads_version_2_1(void)
+{
+    /* The golden trace as format 2.1 wrote it (before POOL records): the
+     * same events, every one in the default pool. */
+    check_events_v(fsc_test_data("recorder_golden_v2_1.fstrace"), 2, 1);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"round_trip_every_field", test_round_trip_every_field},
     {"golden_bytes", test_golden_bytes},
     {"reads_version_1", test_reads_version_1},
     {"reads_version_2_0", test_reads_version_2_0},
+    {"reads_version_2_1", test_reads_version_2_1},
     {"cut_at_every_byte", test_cut_at_every_byte},
     {"damaged_byte_anywhere", test_damaged_byte_anywhere},
     {"not_a_trace", test_not_a_trace},

@@ -11,9 +11,12 @@
  * memory_stats() of the same run.
  */
 #include <cjson/cJSON.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "fragscope/analyzer.h"
+#include "fragscope/recorder.h"
 #include "fragscope/whatif.h"
 #include "fsc_test.h"
 
@@ -226,7 +229,74 @@ static void test_no_split(void)
     close_alloc(&x);
 }
 
+/* A .fstrace keeps the pool of every event (format 2.2): fragscope's own
+ * allocator recorded with a MemPool-like pool (0, 5), released midway; the
+ * analyzer stores segments.pool_id, and what-if replays it exactly, with
+ * the pool's release, and infers nothing. */
+static void test_trace_pool_ids(void)
+{
+    const char *path = fsc_test_path("pools.fstrace");
+    const uint64_t pool = 5; /* (0, 5) */
+    fsc_backend_t *be = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_backend_sim_create(1024 * MiB, 0, &be), 0);
+    fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
+    ro.synchronous = 1;
+    fsc_recorder_t *rec = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(path, NULL, &ro, &rec, &err), 0);
+    fsc_allocator_opts_t ao = {FSC_ALLOC_CONFIG_DEFAULT, be, 0, fsc_recorder_sink, rec};
+    fsc_allocator_t *a = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&ao, &a, &err), 0);
+    uint64_t p[4] = {0}, d[2] = {0};
+    CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(a, 3 * MiB, 0, pool, &p[0]), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc_pool(a, 500000, 0, pool, &p[1]), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 2 * MiB, 0, &d[0]), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_free(a, p[0]), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 3 * MiB, 0, &d[1]), 0); /* not the pool's block */
+    CU_ASSERT(d[1] != p[0]);
+    CU_ASSERT_EQUAL(fsc_allocator_free(a, p[1]), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_release_pool(a, pool), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_empty_cache_pool(a, pool), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 4 * MiB, 0, &p[2]), 0);
+    fsc_allocator_destroy(a);
+    CU_ASSERT_EQUAL(fsc_recorder_close(rec), 0);
+    fsc_backend_destroy(be);
+
+    const char *db = fsc_test_path("pools.db");
+    CU_ASSERT_EQUAL_FATAL(fsc_analyze_file(path, db, NULL, NULL, NULL, &err), 0);
+    sqlite3 *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "SELECT pool_id, count(*) FROM segments "
+                                                "GROUP BY pool_id ORDER BY pool_id",
+                                             -1, &st, NULL),
+                          SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+    CU_ASSERT_EQUAL(sqlite3_column_int64(st, 0), 0);
+    CU_ASSERT_EQUAL(sqlite3_column_int64(st, 1), 1); /* the default pool's 20 MiB segment */
+    CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+    CU_ASSERT_EQUAL(sqlite3_column_int64(st, 0), (long long)pool);
+    CU_ASSERT_EQUAL(sqlite3_column_int64(st, 1), 2); /* the pool's 20 MiB and 2 MiB */
+    CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+
+    fsc_request_stream_t *rs = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(path, &rs, &err), 0);
+    fsc_request_stream_info_t info;
+    fsc_request_stream_info(rs, &info);
+    CU_ASSERT_EQUAL(info.inferred_pools, 0);
+    CU_ASSERT_EQUAL(info.pool_releases, 1);
+    fsc_whatif_verify_t v;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+    CU_ASSERT(v.match);
+    CU_ASSERT_EQUAL(v.alloc_addr_matches, 5);
+    CU_ASSERT_EQUAL(v.allocs_compared, 5);
+    fsc_request_stream_destroy(rs);
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"a .fstrace keeps pool ids: analyzer and what-if", test_trace_pool_ids},
     {"two MemPools released before the snapshot: inferred, reproduced", test_released_pools},
     {"a live pool and one released midway: reproduced", test_live_and_released_pool},
     {"no pools inferred where there are none", test_no_pools_inferred},

@@ -128,8 +128,8 @@ typedef struct fsc_event {
     fsc_oom_state_t oom; /* OOM; DEVICE_MEMORY: device_free and device_total */
     /* Private pool (CUDA graph pool, MemPool) of the segment or block; 0 =
      * the default pool. PyTorch's segment_pool_id (a, b) is a << 32 | b.
-     * Not stored in .fstrace files yet: known to consumers of the importer
-     * and of the allocator's sink. */
+     * Stored in .fstrace files from format 2.2 on (a POOL record before the
+     * event, docs/trace-format.md §5.4); older files read 0. */
     uint64_t pool_id;
 } fsc_event_t;
 
