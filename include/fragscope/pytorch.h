@@ -93,6 +93,8 @@ typedef struct fsc_import_stats {
     int format;              /* FSC_SNAP_* */
     int device;              /* the device imported */
     uint32_t devices;        /* devices with recorded history */
+    uint64_t device_mask;    /* which: bit d for device d < 64 (set even when the
+                                import fails for want of --device) */
     int segments_only;       /* input was a list of segments (no history) */
     int reconstructed;       /* the starting state was rebuilt */
     uint64_t entries;        /* history entries read for the device */

@@ -400,6 +400,46 @@ int fsc_rundb_tag_label_apart(fsc_rundb_t *db, int64_t id, int64_t other, int al
  * an imported snapshot, or PyTorch did not record it). */
 int fsc_rundb_entry_text(fsc_rundb_t *db, int64_t seq, const char *key, char *buf, size_t cap);
 
+/* ---- job databases: merging runs ---------------------------------------- */
+
+/* A merge writes a job database (docs/jobs.md): the runs of every input, in
+ * input order, renumbered from the output's next run. It is streaming (each
+ * input is ATTACHed and copied table by table with INSERT ... SELECT, in
+ * key order) and idempotent: a run already in the output (same source,
+ * kind, rank, device and host in table runs, and the same summary table)
+ * is skipped. The output is written under a temporary name beside it and
+ * renamed when complete; an existing output is copied in first, as the
+ * first input (docs/decisions.md says why not in place). */
+typedef struct fsc_rundb_merger fsc_rundb_merger_t;
+
+typedef struct fsc_rundb_merge_stats {
+    uint64_t inputs;       /* databases added (an existing output not counted) */
+    uint64_t runs;         /* runs in the output */
+    uint64_t runs_existing; /* of them: the existing output's, copied first */
+    uint64_t runs_added;   /* of the inputs' runs: copied */
+    uint64_t runs_skipped; /* already in the output */
+    uint64_t rows;         /* rows copied from the inputs (all tables) */
+    uint64_t bytes_in;     /* size of the inputs */
+} fsc_rundb_merge_stats_t;
+
+/* Start a merge into out_path. keep_existing = 1: an existing out_path is
+ * the first input (fragscope merge); 0: it is replaced (analyze). */
+int fsc_rundb_merger_open(const char *out_path, int keep_existing, fsc_rundb_merger_t **out,
+                          fsc_err_t *err);
+/* Add the runs of one database (schema 1 or 2, checked as fsc_rundb_open
+ * does). On error the message names the file it is about; the merger can
+ * then only be aborted. */
+int fsc_rundb_merger_add(fsc_rundb_merger_t *m, const char *db_path, fsc_err_t *err);
+/* Put the output in place and free m; *st (may be NULL) gets the figures. */
+int fsc_rundb_merger_commit(fsc_rundb_merger_t *m, fsc_rundb_merge_stats_t *st, fsc_err_t *err);
+/* Remove the temporary and free m. NULL is a no-op. */
+void fsc_rundb_merger_abort(fsc_rundb_merger_t *m);
+
+/* Everything above in one call: inputs[0..n) into out_path (an existing
+ * out_path kept as the first input). */
+int fsc_rundb_merge(const char *const *inputs, size_t n, const char *out_path,
+                    fsc_rundb_merge_stats_t *st, fsc_err_t *err);
+
 /* ---- the run report --------------------------------------------------- */
 
 typedef enum fsc_report_format {

@@ -371,6 +371,9 @@ int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t 
     im->st->devices = count;
     fsc__pv_t *const *t;
     uint32_t nt = fsc__pv_seq(traces, &t);
+    for (uint32_t i = 0; i < nt && i < 64; i++)
+        if (fsc__pv_count(t[i]) > 0)
+            im->st->device_mask |= 1ull << i;
     if (im->opts.pick_device) {
         im->device = im->opts.device;
         int in_segs = 0;
