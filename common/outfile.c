@@ -37,7 +37,7 @@
  * forgets to commit or abort leaves a name here, never a dangling pointer
  * for the handler to follow. A slot is claimed by its flag, filled, then
  * published (state 2); the handler reads only published slots. */
-#define MAX_LIVE 32
+#define MAX_LIVE 256 /* analyze of many inputs: 2 per worker (<= 64) and a window of 128 */
 typedef struct live {
     atomic_int state; /* 0 free, 1 being filled, 2 published */
     char tmp[sizeof ((fsc_outfile_t *)0)->tmp_path];

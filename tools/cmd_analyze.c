@@ -14,10 +14,11 @@
 #include "fragscope/source.h"
 #include "fragscope/whatif.h"
 
-const char fsc_cmd_analyze_summary[] = "replay a trace or PyTorch snapshot into a run database";
+const char fsc_cmd_analyze_summary[] =
+    "replay traces or PyTorch snapshots into a run (or job) database";
 const char fsc_cmd_analyze_usage[] =
-    "usage: fragscope analyze TRACE|SNAPSHOT -o RUN.db [--device N] [--lenient]\n"
-    "                         [--timeline-samples N]\n"
+    "usage: fragscope analyze TRACE|SNAPSHOT... -o RUN.db [-j N] [--rank R]\n"
+    "                         [--device N] [--lenient] [--timeline-samples N]\n"
     "                         [--no-suggest] [--capacity SIZE] [--device-memory SIZE]\n"
     "\n"
     "Replays every event of a .fstrace trace, or of a PyTorch memory snapshot\n"
@@ -27,13 +28,25 @@ const char fsc_cmd_analyze_usage[] =
     "diagnosis of every OOM, bins and per-tag statistics. Metrics are defined\n"
     "in docs/metrics.md. The database, what-if suggestions included, is written\n"
     "under a temporary name, synced, and renamed when complete; the output may\n"
-    "not be the input.\n"
+    "not be an input.\n"
+    "\n"
+    "Several inputs (the ranks of a job, traces and snapshots mixed) give one job\n"
+    "database with one run per input, in input order, and one run per device of a\n"
+    "snapshot with history on several devices (docs/jobs.md). The inputs are\n"
+    "analyzed in parallel, each into a temporary database beside RUN.db, then\n"
+    "merged as 'fragscope merge' does; memory is bounded by one input per worker.\n"
+    "Any input that fails fails the command with its message, and nothing is\n"
+    "written. Each run's rank is --rank, else the trace header's (the recorder's\n"
+    "RANK), else the one the file name says (rank3, rank_3, rank-3, .r3.), else\n"
+    "unknown.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE      the database to write (required)\n"
-    "  --device N             the CUDA device of a snapshot (default: the only one\n"
-    "                         with history; a snapshot with history on several\n"
-    "                         devices needs it, one database per device)\n"
+    "  -j, --jobs N           inputs analyzed at once (default: the online cores,\n"
+    "                         at most the number of inputs)\n"
+    "  --rank R               the rank of the run (one input only)\n"
+    "  --device N             the CUDA device of a snapshot (default: every device\n"
+    "                         with history, one run each)\n"
     "  --lenient              count events that contradict the replayed state as\n"
     "                         warnings (stored in the database) instead of failing\n"
     "  --timeline-samples N   most rows of the timeline table (default 2000)\n"
@@ -52,17 +65,9 @@ const char fsc_cmd_analyze_usage[] =
     "exit status: 0 ok, 2 bad input (unreadable file, an event that contradicts\n"
     "the replay without --lenient) or usage, 3 cannot write the output.\n";
 
-typedef struct job {
-    const char *in_path, *out_path;
-    fsc_progress_t prog;
-    uint64_t capacity; /* --capacity; 0 = the input's */
-    uint64_t device_memory; /* --device-memory; 0 = the input's */
-    int no_suggest, suggested, external;
-    size_t suggestions;
-    int run_complete; /* of the request stream the suggestions replayed */
-    char suggest_warning[FSC_ERR_MSG_MAX];
-    int device, lenient; /* for the what-if replays of a snapshot */
-} job_t;
+#include "analyze_job.h"
+
+typedef fsc__analyze_job_t job_t;
 
 static void on_progress(void *ud, uint64_t done, uint64_t total)
 {
@@ -78,8 +83,8 @@ static void on_progress(void *ud, uint64_t done, uint64_t total)
  * the file renamed into place. A failure to compute them leaves the
  * database as analyzed and is reported as a warning; a failure to write
  * them (the output's disk) fails the command like any other write. */
-static int add_suggestions(void *ud, const char *tmp_db, const fsc_analysis_summary_t *sum,
-                           fsc_err_t *out_err)
+int fsc__analyze_add_suggestions(void *ud, const char *tmp_db,
+                                 const fsc_analysis_summary_t *sum, fsc_err_t *out_err)
 {
     job_t *j = ud;
     if (j->no_suggest || sum->num_ooms == 0)
@@ -114,6 +119,17 @@ static int add_suggestions(void *ud, const char *tmp_db, const fsc_analysis_summ
     return 0;
 }
 
+/* --rank R / -j N: a number in [lo, hi], else a usage error. */
+static int int_opt(const char *opt, const char *val, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    long v = val ? strtol(val, &end, 10) : 0;
+    if (val == NULL || end == val || *end != '\0' || v < lo || v > hi)
+        return fsc_cli_usage_error("analyze", "%s needs a number from %ld to %ld", opt, lo, hi);
+    *out = v;
+    return 0;
+}
+
 int fsc_cmd_analyze(int argc, char **argv)
 {
     job_t j;
@@ -121,8 +137,31 @@ int fsc_cmd_analyze(int argc, char **argv)
     fsc_analyze_opts_t o;
     memset(&o, 0, sizeof o);
     j.device = -1;
+    const char **inputs = calloc((size_t)argc, sizeof *inputs);
+    size_t ninputs = 0;
+    long workers = 0;
+    if (inputs == NULL)
+        return fsc_cli_error("out of memory");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        long v = 0;
+        if (strcmp(a, "--rank") == 0 || strcmp(a, "-j") == 0 || strcmp(a, "--jobs") == 0) {
+            int is_rank = strcmp(a, "--rank") == 0;
+            int rc = int_opt(a, i + 1 < argc ? argv[i + 1] : NULL, is_rank ? 0 : 1,
+                             is_rank ? 0x7fffffffL : 1024, &v);
+            if (rc != 0) {
+                free(inputs);
+                return rc;
+            }
+            i++;
+            if (is_rank) {
+                o.analysis.has_rank = 1;
+                o.analysis.rank = v;
+            } else {
+                workers = v;
+            }
+            continue;
+        }
         if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
             j.out_path = argv[++i];
         } else if (strcmp(a, "--device") == 0) {
@@ -160,20 +199,34 @@ int fsc_cmd_analyze(int argc, char **argv)
             o.analysis.timeline_samples = (uint32_t)v;
         } else if (a[0] == '-' && a[1] != '\0') {
             return fsc_cli_usage_error("analyze", "unknown option '%s'", a);
-        } else if (j.in_path == NULL) {
-            j.in_path = a;
         } else {
-            return fsc_cli_usage_error("analyze", "one input only ('%s')", a);
+            inputs[ninputs++] = a;
         }
     }
+    j.in_path = ninputs > 0 ? inputs[0] : NULL;
+    int urc = 0;
     if (j.in_path == NULL)
-        return fsc_cli_usage_error("analyze", "no input trace or snapshot given");
-    if (j.out_path == NULL)
-        return fsc_cli_usage_error("analyze", "no output given (-o RUN.db)");
-    o.analysis.before_commit = add_suggestions;
+        urc = fsc_cli_usage_error("analyze", "no input trace or snapshot given");
+    else if (j.out_path == NULL)
+        urc = fsc_cli_usage_error("analyze", "no output given (-o RUN.db)");
+    else if (ninputs > 1 && o.analysis.has_rank)
+        urc = fsc_cli_usage_error("analyze", "--rank applies to one input only (%zu given); "
+                                  "ranks of several come from their headers or file names",
+                                  ninputs);
+    if (urc != 0) {
+        free(inputs);
+        return urc;
+    }
+    o.analysis.before_commit = fsc__analyze_add_suggestions;
     o.analysis.before_commit_ud = &j;
     o.capacity = j.capacity;
     o.device_memory = j.device_memory;
+    if (ninputs > 1) {
+        int rc = fsc__analyze_many(inputs, ninputs, j.out_path, &o, &j, (int)workers);
+        free(inputs);
+        return rc;
+    }
+    free(inputs);
     o.progress = on_progress;
     o.progress_ud = &j.prog;
     fsc_outfile_guard_input(j.in_path);
@@ -188,6 +241,12 @@ int fsc_cmd_analyze(int argc, char **argv)
         fprintf(stderr, "fragscope: %s: trace was not closed cleanly; analyzed the %llu "
                         "events of its complete chunks\n", j.in_path,
                 (unsigned long long)info.integrity.events);
+    /* a snapshot with history on several devices: one run per device */
+    if (rc == FSC_EINVAL && !o.pick_device && info.kind == FSC_SOURCE_SNAPSHOT &&
+        info.import.devices > 1 && info.import.device_mask != 0) {
+        const char *one[1] = {j.in_path};
+        return fsc__analyze_many(one, 1, j.out_path, &o, &j, (int)workers);
+    }
     if (rc != 0) {
         fsc_cli_error("%s", fsc_err_msg(&err)); /* it names info.error_file */
         return fsc_cli_exit_code(rc);
