@@ -173,19 +173,21 @@ static void test_unknown_actions_and_keys(void)
 }
 
 /* memory_viz plots every device of a snapshot (its device argument is
- * deprecated). fragscope writes one device per trace or database: --device
- * picks it, and without it a snapshot with history on several devices is
- * refused with one line naming them. */
+ * deprecated). fragscope's analyze writes every device with history into
+ * one database, one run each (runs.device); --device picks one. */
 static void test_devices(void)
 {
     const char *snap = fsc_test_data(H200 "two_devices.pickle");
     const char *db = fsc_test_path("dev.db");
     int rc = fsc_test_sh(g_out, sizeof g_out, "%s analyze %s -o %s", fsc_test_fragscope(),
                          snap, db);
-    CU_ASSERT_EQUAL(rc, 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "the snapshot has history for devices 0, 1: choose "
-                                         "one with --device"));
-    CU_ASSERT_FALSE(fsc_test_file_exists(db));
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "2 runs from 1 input"));
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out,
+                                "sqlite3 %s \"SELECT r.device, s.value FROM runs r JOIN summary s"
+                                " USING (run) WHERE s.key = 'peak_allocated_bytes' ORDER BY run\"",
+                                db), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "0|6061770240\n1|25165824\n");
     /* device 1 is pinned.pickle: its peaks (pinned.stats.json) */
     rc = fsc_test_sh(g_out, sizeof g_out, "%s analyze %s -o %s --device 1", fsc_test_fragscope(),
                      snap, db);

@@ -1,0 +1,241 @@
+/*
+ * test_jobs.c — job databases: analyze of several inputs and merge, on the
+ * simulated four-rank job of tests/data/jobs/ (different peaks per rank)
+ * and the two-device snapshot of tests/data/gpu/. Each run of a job must
+ * read exactly as the single-input analyze of its input; merging twice
+ * must add nothing; runs are renumbered after those already there; a bad
+ * input fails the command with one line naming it and leaves no file.
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fragscope/rundb.h"
+#include "fsc_test.h"
+
+#define NRANKS 4
+
+static char g_trace[NRANKS][1024], g_single[NRANKS][1024], g_job[1024];
+static char g_out[16384];
+
+static int64_t q_int(const char *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int64_t q_int(const char *db, const char *fmt, ...)
+{
+    char sql[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    else
+        fprintf(stderr, "\n%s: %s: %s\n", db, sql, sqlite3_errmsg(h));
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
+static int64_t summary(const char *db, int64_t run, const char *key)
+{
+    return q_int(db, "SELECT value FROM summary WHERE run = %lld AND key = '%s'", (long long)run,
+                 key);
+}
+
+/* Files in the scratch directory whose name starts with prefix. */
+static int leftovers(const char *prefix)
+{
+    DIR *d = opendir(fsc_test_tmpdir());
+    int n = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static const char *const k_keys[] = {"events", "peak_allocated_bytes", "peak_reserved_bytes",
+                                     "num_ooms", "segments_created", "leaked_bytes"};
+
+static void setup(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    for (int r = 0; r < NRANKS; r++) {
+        char name[64];
+        snprintf(g_trace[r], sizeof g_trace[r], "%s", fsc_test_data("jobs/train_rank0.fstrace"));
+        g_trace[r][strlen(g_trace[r]) - strlen("0.fstrace")] = (char)('0' + r);
+        snprintf(name, sizeof name, "single%d.db", r);
+        snprintf(g_single[r], sizeof g_single[r], "%s", fsc_test_path(name));
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' -o '%s'",
+                                          fsc_test_fragscope(), g_trace[r], g_single[r]),
+                              0);
+    }
+    snprintf(g_job, sizeof g_job, "%s", fsc_test_path("job.db"));
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' '%s' '%s' '%s' -o '%s'"
+                                      " -j 2", fsc_test_fragscope(), g_trace[0], g_trace[1],
+                                      g_trace[2], g_trace[3], g_job),
+                          0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "4 runs from 4 inputs"));
+}
+
+/* Every run of the job is its input's single-input analysis, row for row. */
+static void test_analyze_many(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(q_int(g_job, "SELECT count(*) FROM runs"), NRANKS);
+    int64_t peaks[NRANKS];
+    for (int r = 0; r < NRANKS; r++) {
+        CU_ASSERT_EQUAL(q_int(g_job, "SELECT rank FROM runs WHERE run = %d", r), r);
+        CU_ASSERT_EQUAL(q_int(g_job, "SELECT kind = 'trace' AND device IS NULL FROM runs"
+                                     " WHERE run = %d", r), 1);
+        for (size_t k = 0; k < sizeof k_keys / sizeof k_keys[0]; k++)
+            CU_ASSERT_EQUAL(summary(g_job, r, k_keys[k]), summary(g_single[r], 0, k_keys[k]));
+        static const char *const tables[] = {"blocks", "events_other", "segments", "timeline",
+                                             "ooms", "layout", "tags", "meta", "suggestions"};
+        for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+            CU_ASSERT_EQUAL(q_int(g_job, "SELECT count(*) FROM %s WHERE run = %d", tables[t], r),
+                            q_int(g_single[r], "SELECT count(*) FROM %s", tables[t]));
+        CU_ASSERT_EQUAL(q_int(g_job, "SELECT sum(size * (alloc_seq %% 7)) FROM blocks"
+                                     " WHERE run = %d", r),
+                        q_int(g_single[r], "SELECT sum(size * (alloc_seq %% 7)) FROM blocks"));
+        peaks[r] = summary(g_job, r, "peak_reserved_bytes");
+    }
+    /* the fixture's ranks differ, and rank 3 hit its cap */
+    CU_ASSERT(peaks[0] != peaks[1] && peaks[1] != peaks[2] && peaks[2] != peaks[3]);
+    CU_ASSERT_EQUAL(peaks[0], 18798870528);
+    CU_ASSERT_EQUAL(summary(g_job, 3, "num_ooms"), 1);
+    CU_ASSERT(q_int(g_job, "SELECT count(*) FROM suggestions WHERE run = 3") > 0);
+    CU_ASSERT_EQUAL(leftovers("job.db."), 0);
+
+    /* the reader shows one run at a time */
+    fsc_rundb_t *db = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_rundb_open(g_job, &db, &err), 0);
+    int64_t v = 0, n = 0;
+    CU_ASSERT_EQUAL(fsc_rundb_select_run(db, 2), 0);
+    CU_ASSERT_EQUAL(fsc_rundb_summary_int(db, "peak_reserved_bytes", 0, &v), 0);
+    CU_ASSERT_EQUAL(v, peaks[2]);
+    CU_ASSERT_EQUAL(fsc_rundb_count(db, "blocks", &n), 0);
+    CU_ASSERT_EQUAL(n, q_int(g_single[2], "SELECT count(*) FROM blocks"));
+    fsc_rundb_close(db);
+}
+
+/* merge of the single-run databases gives the same job; merging again adds
+ * nothing. */
+static void test_merge_idempotent(void)
+{
+    setup();
+    char merged[1024];
+    snprintf(merged, sizeof merged, "%s", fsc_test_path("merged.db"));
+    for (int pass = 0; pass < 2; pass++) {
+        CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' merge '%s' '%s' '%s' '%s' -o '%s'",
+                                    fsc_test_fragscope(), g_single[0], g_single[1], g_single[2],
+                                    g_single[3], merged),
+                        0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_out, pass == 0 ? "4 runs (0 there before, 4 added, 0 "
+                                                       : "4 runs (4 there before, 0 added, 4 "));
+        static const char *const tables[] = {"runs", "blocks", "events_other", "meta", "summary",
+                                             "tags", "tag_frames", "layout", "timeline_frag",
+                                             "suggestions", "pytorch_meta"};
+        for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+            CU_ASSERT_EQUAL(q_int(merged, "SELECT count(*) FROM %s", tables[t]),
+                            q_int(g_job, "SELECT count(*) FROM %s", tables[t]));
+    }
+    CU_ASSERT_EQUAL(leftovers("merged.db."), 0);
+}
+
+/* Runs of later inputs follow those already there; a multi-device snapshot
+ * is one run per device, each as --device N analyzes it. */
+static void test_renumber_and_devices(void)
+{
+    setup();
+    char two[1024], dev1[1024], bigger[1024];
+    snprintf(two, sizeof two, "%s", fsc_test_path("two.db"));
+    snprintf(dev1, sizeof dev1, "%s", fsc_test_path("dev1.db"));
+    snprintf(bigger, sizeof bigger, "%s", fsc_test_path("bigger.db"));
+    const char *snap = fsc_test_data("gpu/two_devices.pickle");
+    const char *bin = fsc_test_fragscope();
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' -o '%s'", bin, snap,
+                                      two), 0);
+    CU_ASSERT_EQUAL(q_int(two, "SELECT count(*) FROM runs"), 2);
+    CU_ASSERT_EQUAL(q_int(two, "SELECT count(*) FROM runs WHERE device = run"
+                               " AND kind = 'snapshot'"), 2);
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' --device 1 -o '%s'",
+                                      bin, snap, dev1), 0);
+    CU_ASSERT_EQUAL(q_int(dev1, "SELECT count(*) FROM runs"), 1);
+    CU_ASSERT_EQUAL(summary(two, 1, "peak_allocated_bytes"), summary(dev1, 0, "peak_allocated_bytes"));
+    CU_ASSERT_EQUAL(summary(two, 1, "peak_allocated_bytes"), 25165824);
+    CU_ASSERT_EQUAL(summary(two, 0, "peak_allocated_bytes"), 6061770240);
+
+    /* job (4 runs) + two devices, then a schema-1 file: runs 0..6 */
+    const char *v1 = fsc_test_viewer_db("v1.db", "small.sql");
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' merge '%s' '%s' '%s' -o '%s'", bin, g_job,
+                                two, v1, bigger), 0);
+    CU_ASSERT_EQUAL(q_int(bigger, "SELECT count(*) || max(run) FROM runs"), 76);
+    CU_ASSERT_EQUAL(q_int(bigger, "SELECT device FROM runs WHERE run = 5"), 1);
+    CU_ASSERT_EQUAL(summary(bigger, 5, "peak_allocated_bytes"), 25165824);
+    CU_ASSERT_EQUAL(summary(bigger, 3, "num_ooms"), 1);
+    CU_ASSERT_EQUAL(summary(bigger, 6, "peak_allocated_bytes"), 35653632);
+    CU_ASSERT_EQUAL(q_int(bigger, "SELECT count(*) FROM meta WHERE key = 'schema_version'"
+                                  " AND value = %d", FSC_RUNDB_SCHEMA_VERSION), 7);
+    /* the schema-1 run's rows, with its ids as they were */
+    CU_ASSERT_EQUAL(q_int(bigger, "SELECT count(*) FROM ooms WHERE run = 6 AND id = 0"), 1);
+}
+
+/* One bad input fails the whole command: one line naming it, exit 2, no
+ * output and no temporary left. */
+static void test_bad_input(void)
+{
+    setup();
+    char junk[1024], out[1024];
+    snprintf(junk, sizeof junk, "%s", fsc_test_path("junk.fstrace"));
+    snprintf(out, sizeof out, "%s", fsc_test_path("bad.db"));
+    FILE *f = fopen(junk, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("this is not a trace, nor a snapshot, nor a database\n", f);
+    fclose(f);
+    const char *bin = fsc_test_fragscope();
+    const char *cmds[2][1] = {{"analyze"}, {"merge"}};
+    for (int k = 0; k < 2; k++) {
+        int rc = fsc_test_sh(g_out, sizeof g_out, "'%s' %s '%s' '%s' '%s' -o '%s' 2>&1 >/dev/null",
+                             bin, cmds[k][0], k == 0 ? g_trace[0] : g_single[0], junk,
+                             k == 0 ? g_trace[1] : g_single[1], out);
+        CU_ASSERT_EQUAL(rc, 2);
+        CU_ASSERT_EQUAL(fsc_test_count(g_out, "\n"), 1);
+        char want[1200];
+        snprintf(want, sizeof want, "fragscope: %s: ", junk);
+        if (strncmp(g_out, want, strlen(want)) != 0) {
+            fprintf(stderr, "\n%s: %s", cmds[k][0], g_out);
+            CU_FAIL("the message names the bad input");
+        }
+        CU_ASSERT_FALSE(fsc_test_file_exists(out));
+        CU_ASSERT_EQUAL(leftovers("bad.db"), 0);
+    }
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' '%s' --rank 3 -o '%s'", bin,
+                                g_trace[0], g_trace[1], out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "--rank applies to one input only"));
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' merge -o '%s'", bin, out), 2);
+    /* --rank names the rank of one input */
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' --rank 12 -o '%s'"
+                                " --no-suggest", bin, g_trace[0], out), 0);
+    CU_ASSERT_EQUAL(q_int(out, "SELECT rank FROM runs"), 12);
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"analyze of four ranks: each run as its own analysis", test_analyze_many},
+    {"merge: the same job, and idempotent", test_merge_idempotent},
+    {"runs renumbered; one run per device", test_renumber_and_devices},
+    {"a bad input fails the command, nothing written", test_bad_input},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("jobs", k_tests)
