@@ -171,10 +171,10 @@ int main(int argc, char **argv)
         char trace[960];
         snprintf(trace, sizeof trace, "%s/bench_viewer_runs_%d.fstrace", g_dir, k);
         snprintf(dbs[k], sizeof dbs[k], "%s.db", trace);
-        snprintf(cmd, sizeof cmd, "'%s' simulate --workload gpt2 --steps 2 --seed %d --capacity %dGiB -o '%s'"
+        int len = snprintf(cmd, sizeof cmd, "'%s' simulate --workload gpt2 --steps 2 --seed %d --capacity %dGiB -o '%s'"
                  " > /dev/null && FRAGSCOPE_NO_PROGRESS=1 '%s' analyze '%s' -o '%s' --no-suggest > /dev/null",
                  g_bin, k + 1, 10 + 2 * (k % 4), trace, g_bin, trace, dbs[k]);
-        if (run(cmd) != 0)
+        if (len < 0 || (size_t)len >= sizeof cmd || run(cmd) != 0)
             return 3;
         unlink(trace);
     }
