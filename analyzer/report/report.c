@@ -140,6 +140,7 @@ static void print_text(const rep_t *r, FILE *f)
     fprintf(f, "  final allocated         %12s  reserved %s\n",
             SZ(0, su(r, "final_allocated_bytes")), SZ(1, su(r, "final_reserved_bytes")));
     fsc__report_external_run_text(r, f);
+    fsc__report_pools_text(r, f);
     fprintf(f, "\nfragmentation at the allocated peak\n");
     fprintf(f, "  internal                %12s  (%.1f%% of allocated)\n",
             SZ(0, su(r, "internal_frag_bytes_at_peak")),
@@ -288,6 +289,7 @@ static void print_markdown(const rep_t *r, FILE *f)
     fprintf(f, "| still allocated at the end | %s |\n", SZ(0, su(r, "leaked_bytes")));
     fsc__report_external_run_markdown(r, f);
     fsc__report_frag_markdown(r, f);
+    fsc__report_pools_markdown(r, f);
     if (r->nooms > 0) {
         fprintf(f, "\n### OOMs\n\n| # | event | cause | requested | allocated | reserved |"
                    " capacity |\n|---|---|---|---|---|---|---|\n");
@@ -383,6 +385,7 @@ static char *build_json(const rep_t *r)
     cJSON_AddStringToObject(meta, "config", r->config);
     cJSON_AddItemToObject(meta, "capacity_bytes", num((double)r->capacity));
     fsc__report_external_run_json(r, meta);
+    fsc__report_pools_json(r, root);
     cJSON_AddBoolToObject(meta, "capacity_inferred", r->capacity_inferred);
     cJSON_AddItemToObject(meta, "warnings", num((double)r->warnings));
     cJSON *wc = cJSON_AddObjectToObject(root, "warnings");

@@ -98,6 +98,13 @@ typedef struct rep_tag {
     int64_t tag, bytes, blocks;
 } rep_tag_t;
 
+/* report_pools.c: one pool's peaks and fragmentation. */
+typedef struct rep_pool {
+    int64_t id; /* 0 default, else PyTorch's (a, b) as a << 32 | b */
+    int64_t segments, segments_end, peak_reserved, final_reserved, peak_allocated,
+        final_allocated, free_at_peak, largest_free_at_peak;
+} rep_pool_t;
+
 typedef struct rep {
     const char *db_path;
     char producer[256], config[512], backend[256], source[1024];
@@ -118,6 +125,8 @@ typedef struct rep {
     /* imported snapshots: entries skipped, kept but not understood */
     int64_t import_warnings, unknown_actions, unknown_keys, import_devices;
     char not_understood[512];
+    rep_pool_t *pools; /* report_pools.c: none when the run has no private pool */
+    int npools;
 } rep_t;
 
 /* Read the report of db into r. */
@@ -142,6 +151,12 @@ void fsc__report_external_run_markdown(const rep_t *r, FILE *f);
 void fsc__report_external_run_json(const rep_t *r, struct cJSON *meta);
 void fsc__report_external_json(const rep_oom_t *o, struct cJSON *j);
 void fsc__report_frag_markdown(const rep_t *r, FILE *f);
+/* report_pools.c: peaks and fragmentation per pool. */
+int fsc__report_pools_load(fsc_rundb_t *db, rep_t *r);
+void fsc__report_pools_free(rep_t *r);
+void fsc__report_pools_text(const rep_t *r, FILE *f);
+void fsc__report_pools_markdown(const rep_t *r, FILE *f);
+void fsc__report_pools_json(const rep_t *r, struct cJSON *root);
 struct cJSON;
 /* Add the keys of a split (reserved_unallocated_bytes, soft_bytes, ...) to obj. */
 void fsc__report_frag_json(const rep_frag_t *x, struct cJSON *obj);
