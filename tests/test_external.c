@@ -327,6 +327,18 @@ static void test_h200_whatif_suggest(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "the CUDA context"));
     CU_ASSERT_PTR_NULL(strstr(out, "expandable_segments"));
     CU_ASSERT_PTR_NULL(strstr(out, "replaying at"));
+    /* replays of other settings say which recorded OOM was external */
+    rc = fsc_test_sh(out, sizeof out, "%s whatif %s --config expandable_segments:True 2>&1",
+                     fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the recording's OOM #0 failed there too (external)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nThe recording's OOM #0 was external: memory outside "
+                                       "this allocator took what the\nrequest needed. On that "
+                                       "device no allocator setting avoids it"));
+    rc = fsc_test_sh(out, sizeof out, "%s whatif %s --config '' --format json 2>/dev/null",
+                     fsc_test_fragscope(), snap);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"recorded_oom\": 0, \"recorded_oom_external\": true"));
     rc = fsc_test_sh(out, sizeof out, "%s whatif %s --suggest --format json 2>/dev/null",
                      fsc_test_fragscope(), snap);
     CU_ASSERT_EQUAL_FATAL(rc, 0);

@@ -196,7 +196,8 @@ static void site_name(const fsc_request_stream_t *rs, const fsc_whatif_result_t 
 }
 
 static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_result_t *r,
-                               size_t n, int all_frames, FILE *f)
+                               size_t n, int all_frames, const fsc_request_stream_info_t *in,
+                               FILE *f)
 {
     fputs("[\n", f);
     for (size_t i = 0; i < n; i++) {
@@ -237,6 +238,9 @@ static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_
                 fprintf(f, "%" PRId64, o->recorded_oom);
             else
                 fputs("null", f);
+            fprintf(f, ", \"recorded_oom_external\": %s",
+                    o->recorded_oom >= 0 && o->recorded_oom == in->first_external_oom ? "true"
+                                                                                     : "false");
             fprintf(f, ", \"requested_bytes\": %" PRIu64 ", \"stream\": %" PRIu64 "}",
                     o->requested, o->stream);
         }
@@ -246,7 +250,8 @@ static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_
 }
 
 static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_result_t *r,
-                               size_t n, uint64_t capacity, int all_frames, FILE *f)
+                               size_t n, uint64_t capacity, int all_frames,
+                               const fsc_request_stream_info_t *in, FILE *f)
 {
     char s1[32], s2[32];
     if (capacity)
@@ -288,13 +293,20 @@ static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_
         if (o->has_marker)
             fprintf(f, ", after marker \"%s\"", o->marker);
         if (o->recorded_oom >= 0)
-            fprintf(f, "; the recording's OOM #%" PRId64 " failed there too", o->recorded_oom);
+            fprintf(f, "; the recording's OOM #%" PRId64 " failed there too%s", o->recorded_oom,
+                    o->recorded_oom == in->first_external_oom ? " (external)" : "");
         fputc('\n', f);
         char site[FSC_WHATIF_NOTE_MAX];
         site_name(rs, r, n, i, all_frames, site, sizeof site);
         if (site[0])
             fprintf(f, "  call site: %s\n", site);
     }
+    if (in->first_external_oom >= 0)
+        fprintf(f, "\nThe recording's OOM #%" PRId64 " was external: memory outside this "
+                   "allocator took what the\nrequest needed. On that device no allocator "
+                   "setting avoids it, whatever a replay\nunder another capacity shows "
+                   "(`whatif --suggest` says what would help).\n",
+                in->first_external_oom);
 }
 
 /* What helps with memory outside the allocator (as the report's
@@ -565,9 +577,10 @@ int fsc_cmd_whatif(int argc, char **argv)
         fsc_progress_done(&prog);
         if (rc == 0) {
             if (o.json)
-                print_results_json(rs, res, o.nconfigs, o.all_frames, stdout);
+                print_results_json(rs, res, o.nconfigs, o.all_frames, &info, stdout);
             else
-                print_results_text(rs, res, o.nconfigs, wo.capacity, o.all_frames, stdout);
+                print_results_text(rs, res, o.nconfigs, wo.capacity, o.all_frames, &info,
+                                   stdout);
         }
         free(res);
     }
