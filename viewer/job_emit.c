@@ -287,7 +287,7 @@ void fsc__job_emit_overview(fsc__sb_t *sb, const fsc__vjob_t *job)
 {
     fsc__sb_printf(sb, "<section id=\"runs\" class=\"panel\" data-runs=\"%zu\">\n<h2>Runs of this job</h2>\n",
                    job->n);
-    fsc__sb_printf(sb, "<p class=\"hint\">%zu runs, sorted by rank. Each chart spans its own run's events, "
+    fsc__sb_printf(sb, "<p class=\"hint\">%zu runs, sorted by rank (runs without a known rank after them, by run number). Each chart spans its own run's events, "
                    "first to last, in %d equal parts, each drawn at its maxima: reserved (orange area) and "
                    "allocated (blue line) bytes, the capacity (dashed) where known, out-of-memory errors "
                    "(red lines, the first %d). All charts share one byte scale, 0 to ",
