@@ -5,16 +5,14 @@
  * Chromium (the page's own data-frame-ms, median of three loads).
  *
  * Run k simulates GPT-2 for two steps with seed k + 1 under a capacity of
- * 10 + 2 (k mod 4) GiB (a quarter of them run out of memory). The job
- * databases are built from the single-run databases with SQL, the way
- * `fragscope merge` does (every table gets the run column first, a runs
- * table names each run's rank). The page carries the detail of every run up
+ * 10 + 2 (k mod 4) GiB (a quarter of them run out of memory), recorded as
+ * rankK.fstrace; the job databases are `fragscope analyze` of the first 1, 8
+ * and 64 of them (-j 2; the ranks from the file names). The page carries the detail of every run up
  * to 8 runs; of 64, the first to run out of memory and the least headroom,
  * so its size is the overview's (120 points per run) plus two runs' detail.
  *
  * usage: bench_viewer_runs FRAGSCOPE SOURCE_DIR [DIR (default /tmp)]
  */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,81 +36,6 @@ static int run(const char *cmd)
     int rc = system(cmd);
     if (rc != 0)
         fprintf(stderr, "bench_viewer_runs: failed (%d): %s\n", rc, cmd);
-    return rc;
-}
-
-static int exec(sqlite3 *h, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(h, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    fprintf(stderr, "bench_viewer_runs: %s: %s\n", sql, msg ? msg : "?");
-    sqlite3_free(msg);
-    return -1;
-}
-
-/* The single-run databases dbs[0..n) as runs 0..n-1 of job (rank = run). */
-static int merge(const char *job, char dbs[][1024], int n)
-{
-    unlink(job);
-    sqlite3 *h = NULL;
-    if (sqlite3_open(job, &h) != SQLITE_OK)
-        return -1;
-    int rc = exec(h, "CREATE TABLE runs(run INTEGER PRIMARY KEY, rank INTEGER, device INTEGER,"
-                     " host TEXT, pid INTEGER, source TEXT, kind TEXT)");
-    static char sql[24576], cols[8192];
-    for (int k = 0; rc == 0 && k < n; k++) {
-        char *q = sqlite3_mprintf("ATTACH %Q AS s; BEGIN", dbs[k]);
-        rc = exec(h, q);
-        sqlite3_free(q);
-        sqlite3_stmt *st = NULL;
-        if (rc == 0 && sqlite3_prepare_v2(h, "SELECT name, sql FROM s.sqlite_master WHERE type = 'table'"
-                                             " AND name NOT LIKE 'sqlite_%' AND name <> 'runs'",
-                                          -1, &st, NULL) != SQLITE_OK)
-            rc = -1;
-        while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-            const char *name = (const char *)sqlite3_column_text(st, 0);
-            int has_run = 0;
-            cols[0] = '\0';
-            sqlite3_stmt *ci = NULL;
-            char *pq = sqlite3_mprintf("SELECT name FROM pragma_table_info(%Q, 's')", name);
-            sqlite3_prepare_v2(h, pq, -1, &ci, NULL);
-            sqlite3_free(pq);
-            while (sqlite3_step(ci) == SQLITE_ROW) {
-                const char *c = (const char *)sqlite3_column_text(ci, 0);
-                if (strcmp(c, "run") == 0)
-                    has_run = 1;
-                else
-                    snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ", \"%s\"", c);
-            }
-            sqlite3_finalize(ci);
-            if (k == 0) {
-                if (has_run)
-                    snprintf(sql, sizeof sql, "%s", (const char *)sqlite3_column_text(st, 1));
-                else
-                    snprintf(sql, sizeof sql, "CREATE TABLE main.\"%s\" AS SELECT 0 AS run, * FROM s.\"%s\" WHERE 0",
-                             name, name);
-                rc = exec(h, sql);
-            }
-            snprintf(sql, sizeof sql, "INSERT INTO main.\"%s\" (run%s) SELECT %d%s FROM s.\"%s\"", name, cols,
-                     k, cols, name);
-            if (rc == 0)
-                rc = exec(h, sql);
-        }
-        sqlite3_finalize(st);
-        if (rc == 0 && k == 0 &&
-            sqlite3_prepare_v2(h, "SELECT sql FROM s.sqlite_master WHERE type = 'view'", -1, &st, NULL) == SQLITE_OK) {
-            while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
-                rc = exec(h, (const char *)sqlite3_column_text(st, 0));
-            sqlite3_finalize(st);
-        }
-        q = sqlite3_mprintf("INSERT INTO runs VALUES (%d, %d, 0, NULL, NULL, 'rank%d.fstrace', 'trace');"
-                            " COMMIT; DETACH s", k, k, k);
-        if (rc == 0)
-            rc = exec(h, q);
-        sqlite3_free(q);
-    }
-    sqlite3_close(h);
     return rc;
 }
 
@@ -156,6 +79,22 @@ static long long fsize(const char *p)
     return stat(p, &st) == 0 ? (long long)st.st_size : -1;
 }
 
+/* "'BIN' analyze DIR/rank0.fstrace ... -o 'DB' --no-suggest -j 2" for n traces. */
+static int analyze(int n, const char *db)
+{
+    size_t cap = 1024 + (size_t)n * (strlen(g_dir) + 32) + strlen(g_bin) + strlen(db);
+    char *cmd = malloc(cap);
+    if (cmd == NULL)
+        return -1;
+    size_t len = (size_t)snprintf(cmd, cap, "FRAGSCOPE_NO_PROGRESS=1 '%s' analyze", g_bin);
+    for (int k = 0; k < n; k++)
+        len += (size_t)snprintf(cmd + len, cap - len, " '%s/rank%d.fstrace'", g_dir, k);
+    snprintf(cmd + len, cap - len, " -o '%s' --no-suggest -j 2 > /dev/null", db);
+    int rc = run(cmd);
+    free(cmd);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -165,18 +104,12 @@ int main(int argc, char **argv)
     g_bin = argv[1];
     g_src = argv[2];
     g_dir = argc > 3 ? argv[3] : "/tmp";
-    static char dbs[MAXRUNS][1024];
-    char cmd[4096];
+    static char cmd[8192];
     for (int k = 0; k < MAXRUNS; k++) {
-        char trace[960];
-        snprintf(trace, sizeof trace, "%s/bench_viewer_runs_%d.fstrace", g_dir, k);
-        snprintf(dbs[k], sizeof dbs[k], "%s.db", trace);
-        int len = snprintf(cmd, sizeof cmd, "'%s' simulate --workload gpt2 --steps 2 --seed %d --capacity %dGiB -o '%s'"
-                 " > /dev/null && FRAGSCOPE_NO_PROGRESS=1 '%s' analyze '%s' -o '%s' --no-suggest > /dev/null",
-                 g_bin, k + 1, 10 + 2 * (k % 4), trace, g_bin, trace, dbs[k]);
+        int len = snprintf(cmd, sizeof cmd, "'%s' simulate --workload gpt2 --steps 2 --seed %d --capacity %dGiB"
+                           " -o '%s/rank%d.fstrace' > /dev/null", g_bin, k + 1, 10 + 2 * (k % 4), g_dir, k);
         if (len < 0 || (size_t)len >= sizeof cmd || run(cmd) != 0)
             return 3;
-        unlink(trace);
     }
     static const int k_sizes[] = {1, 8, 64};
     long long bytes[3];
@@ -185,11 +118,11 @@ int main(int argc, char **argv)
         char job[1024], html[1024];
         snprintf(job, sizeof job, "%s/bench_viewer_runs_job%d.db", g_dir, k_sizes[i]);
         snprintf(html, sizeof html, "%s/bench_viewer_runs_job%d.html", g_dir, k_sizes[i]);
-        if (k_sizes[i] == 1)
-            snprintf(job, sizeof job, "%s", dbs[0]);
-        else if (merge(job, dbs, k_sizes[i]) != 0)
+        if (analyze(k_sizes[i], job) != 0)
             return 3;
-        snprintf(cmd, sizeof cmd, "'%s' view '%s' -o '%s'", g_bin, job, html);
+        int len = snprintf(cmd, sizeof cmd, "'%s' view '%s' -o '%s'", g_bin, job, html);
+        if (len < 0 || (size_t)len >= sizeof cmd)
+            return 3;
         double t0 = now_s();
         if (run(cmd) != 0)
             return 3;
@@ -198,8 +131,7 @@ int main(int argc, char **argv)
         ms[i] = load_ms(html);
         if (ms[i] < 0)
             return 3;
-        if (k_sizes[i] > 1)
-            unlink(job);
+        unlink(job);
     }
     printf("%5s %10s %8s %8s %9s %8s %8s\n", "runs", "bytes", "x 1 run", "view s", "x 1 run", "load ms",
            "x 1 run");
@@ -208,7 +140,9 @@ int main(int argc, char **argv)
                (double)bytes[i] / (double)bytes[0], view_s[i], view_s[i] / view_s[0], ms[i], ms[i] / ms[0]);
     printf("x 1 run: against the one-run page of the same run; load ms: median of 3 loads,"
            " navigation start to the first frame after drawing\n");
-    for (int k = 0; k < MAXRUNS; k++)
-        unlink(dbs[k]);
+    for (int k = 0; k < MAXRUNS; k++) {
+        snprintf(cmd, sizeof cmd, "%s/rank%d.fstrace", g_dir, k);
+        unlink(cmd);
+    }
     return 0;
 }

@@ -2,8 +2,8 @@
  * test_viewer_runs.c — the report of a job database: four simulated ranks
  * of different peaks (GPT-2, two steps, each under its own capacity; ranks
  * 0 and 1 run out of memory; rank 1 simulated first, so it runs out of
- * memory first on the wall clock) put in one database in the order rank 3, 2,
- * 1, 0, so that run order and rank order differ. Checks the overview (one
+ * memory first on the wall clock) analyzed into one database in the order
+ * rank 3, 2, 1, 0, so that run order and rank order differ. Checks the overview (one
  * chart per run with fsc_rundb_run_label's words, sorted by rank, a fixed
  * number of points, the first-OOM and least-headroom runs marked), the
  * picker in headless Chromium (picking a run shows that run's exact peaks
@@ -36,79 +36,6 @@ static void sh_ok(const char *what, const char *cmd)
     CU_ASSERT_EQUAL_FATAL(rc, 0);
 }
 
-static void exec_ok(sqlite3 *h, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK)
-        fprintf(stderr, "\n%s: %s\n", sql, msg ? msg : "?");
-    CU_ASSERT_PTR_NULL_FATAL(msg);
-}
-
-/* One database holding the single-run databases dbs[0..n) as runs 0..n-1
- * (rank ranks[k]), merged with SQL as `fragscope merge` does: every table
- * gets the run column first. */
-static void merge_sql(const char *job, char dbs[][512], const int *ranks, size_t n)
-{
-    remove(job);
-    sqlite3 *h = NULL;
-    CU_ASSERT_EQUAL_FATAL(sqlite3_open(job, &h), SQLITE_OK);
-    exec_ok(h, "CREATE TABLE runs(run INTEGER PRIMARY KEY, rank INTEGER, device INTEGER,"
-               " host TEXT, pid INTEGER, source TEXT, kind TEXT)");
-    char sql[16384];
-    for (size_t k = 0; k < n; k++) {
-        char *q = sqlite3_mprintf("ATTACH %Q AS s; BEGIN", dbs[k]);
-        exec_ok(h, q);
-        sqlite3_free(q);
-        sqlite3_stmt *st = NULL;
-        CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "SELECT name, sql FROM s.sqlite_master WHERE type = "
-                                                    "'table' AND name NOT LIKE 'sqlite_%' AND name <> 'runs'",
-                                                 -1, &st, NULL), SQLITE_OK);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            const char *name = (const char *)sqlite3_column_text(st, 0);
-            char cols[4096] = "";
-            int has_run = 0;
-            sqlite3_stmt *ci = NULL;
-            char *pq = sqlite3_mprintf("SELECT name FROM pragma_table_info(%Q, 's')", name);
-            sqlite3_prepare_v2(h, pq, -1, &ci, NULL);
-            sqlite3_free(pq);
-            while (sqlite3_step(ci) == SQLITE_ROW) {
-                const char *c = (const char *)sqlite3_column_text(ci, 0);
-                if (strcmp(c, "run") == 0) {
-                    has_run = 1;
-                    continue;
-                }
-                snprintf(cols + strlen(cols), sizeof cols - strlen(cols), ", \"%s\"", c);
-            }
-            sqlite3_finalize(ci);
-            if (k == 0) {
-                if (has_run)
-                    exec_ok(h, (const char *)sqlite3_column_text(st, 1));
-                else {
-                    snprintf(sql, sizeof sql, "CREATE TABLE main.\"%s\" AS SELECT 0 AS run, * FROM s.\"%s\" WHERE 0",
-                             name, name);
-                    exec_ok(h, sql);
-                }
-            }
-            snprintf(sql, sizeof sql, "INSERT INTO main.\"%s\" (run%s) SELECT %zu%s FROM s.\"%s\"", name, cols,
-                     k, cols, name);
-            exec_ok(h, sql);
-        }
-        sqlite3_finalize(st);
-        if (k == 0) {
-            CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "SELECT sql FROM s.sqlite_master WHERE type = 'view'",
-                                                     -1, &st, NULL), SQLITE_OK);
-            while (sqlite3_step(st) == SQLITE_ROW)
-                exec_ok(h, (const char *)sqlite3_column_text(st, 0));
-            sqlite3_finalize(st);
-        }
-        q = sqlite3_mprintf("INSERT INTO runs VALUES (%lld, %d, 0, NULL, NULL, 'rank%d.fstrace', 'trace'); "
-                            "COMMIT; DETACH s", (long long)k, ranks[k], ranks[k]);
-        exec_ok(h, q);
-        sqlite3_free(q);
-    }
-    sqlite3_close(h);
-}
-
 /* Four ranks: rank r simulates GPT-2 for two steps with seed r + 1 under a
  * capacity of 10 + 2r GiB (ranks 0 and 1 run out of memory). */
 static const char *job_db(void)
@@ -131,14 +58,13 @@ static const char *job_db(void)
                  fsc_test_fragscope(), trace, g_single[r]);
         sh_ok("analyze", cmd);
     }
-    char dbs[NRUNS][512];
-    int ranks[NRUNS];
-    for (int k = 0; k < NRUNS; k++) {
-        ranks[k] = NRUNS - 1 - k;
-        snprintf(dbs[k], sizeof dbs[k], "%s", g_single[ranks[k]]);
-    }
+    /* One job database of the four, in the order rank 3, 2, 1, 0 (the ranks
+     * from the file names). */
     snprintf(g_job, sizeof g_job, "%s", fsc_test_path("job.db"));
-    merge_sql(g_job, dbs, ranks, NRUNS);
+    snprintf(cmd, sizeof cmd, "FRAGSCOPE_NO_PROGRESS=1 %s analyze %srank3.fstrace %srank2.fstrace "
+             "%srank1.fstrace %srank0.fstrace -o %s --no-suggest -j 2", fsc_test_fragscope(),
+             fsc_test_path(""), fsc_test_path(""), fsc_test_path(""), fsc_test_path(""), g_job);
+    sh_ok("analyze of the four", cmd);
     return g_job;
 }
 
@@ -239,7 +165,7 @@ static void test_overview(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "<span class=\"flag first-oom\">first to run out of memory</span>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "headroom <b class=\"rf-head\">136.00 MiB</b> of 10.00 GiB"));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "This page carries the detail of all 4 runs."));
-    CU_ASSERT_PTR_NOT_NULL(strstr(html, "(device 0)</a> (event 1020, cause capacity; the runs' first OOMs "
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "rank 1</a> (event 1020, cause capacity; the runs' first OOMs "
                                         "compared on the wall clock)"));
     /* The picker: every run, by rank, the first OOM's shown first; the page
      * is that run's, the other three carried beside it. */
