@@ -4,7 +4,8 @@
  * and the two-device snapshot of tests/data/gpu/. Each run of a job must
  * read exactly as the single-input analyze of its input; merging twice
  * must add nothing; runs are renumbered after those already there; a bad
- * input fails the command with one line naming it and leaves no file.
+ * input fails the command with one line naming it and leaves no file;
+ * export --table writes any table of them as CSV.
  */
 #include <dirent.h>
 #include <stdarg.h>
@@ -230,11 +231,72 @@ static void test_bad_input(void)
     CU_ASSERT_EQUAL(q_int(out, "SELECT rank FROM runs"), 12);
 }
 
+
+/* export --table: RFC 4180 CSV of every run, run column first; an unknown
+ * table lists the valid ones. */
+static void test_export_csv(void)
+{
+    setup();
+    const char *bin = fsc_test_fragscope();
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table runs --format csv '%s'"
+                                " | cut -d, -f1-4,7", bin, g_job), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "run,rank,device,host,kind\r\n0,0,,,trace\r\n1,1,,,trace\r\n"
+                                  "2,2,,,trace\r\n3,3,,,trace\r\n");
+    /* every run's rows, with the view's run column */
+    char csv[1024];
+    snprintf(csv, sizeof csv, "%s", fsc_test_path("events.csv"));
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table events '%s' -o '%s'", bin,
+                                g_job, csv), 0);
+    int64_t events = q_int(g_job, "SELECT count(*) FROM events");
+    char want[1200];
+    snprintf(want, sizeof want, "wrote %s: %lld rows of events", csv, (long long)events);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, want));
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "cut -d, -f1 '%s' | sort | uniq -c | wc -l",
+                                csv), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "5\n"); /* the header and runs 0..3 */
+
+    /* quoting: comma, quote, line break; NULL empty; reals exact */
+    char db[1024];
+    snprintf(db, sizeof db, "%s", fsc_test_path("quote.db"));
+    sqlite3 *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, fsc_rundb_schema(), NULL, NULL, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, "INSERT INTO runs(run, kind) VALUES(0, 'trace');"
+                                    "INSERT INTO meta(key, value) VALUES('schema_version', 2);"
+                                    "INSERT INTO markers VALUES(0, 1, NULL, 'a,\"b\"' || char(10)"
+                                    " || 'c'), (0, 2, 5, 'plain');"
+                                    "INSERT INTO bins(run, bin, hit_rate) VALUES(0, 3, 0.1);",
+                                 NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table markers '%s'", bin, db),
+                    0);
+    CU_ASSERT_STRING_EQUAL(g_out, "run,seq,time_ns,text\r\n0,1,,\"a,\"\"b\"\"\nc\"\r\n"
+                                  "0,2,5,plain\r\n");
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table bins '%s' | cut -d, -f1,2,11",
+                                bin, db), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "run,bin,hit_rate\n0,3,0.10000000000000001\n"); /* cut drops the CR of the last field */
+    /* a schema-1 file: run 0 in front */
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table markers '%s' | head -2",
+                                bin, fsc_test_viewer_db("v1x.db", "small.sql")), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "run,seq,time_ns,text\r\n0,0,0,step 1\r\n");
+    /* unknown table: one line listing the valid ones, exit 2, no file */
+    char bad[1024];
+    snprintf(bad, sizeof bad, "%s", fsc_test_path("bad.csv"));
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table nope '%s' -o '%s'", bin,
+                                db, bad), 2);
+    CU_ASSERT_EQUAL(fsc_test_count(g_out, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "no table or view 'nope' (there are: bins, blocks,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "tag_paths, tag_stats, tags, timeline,"));
+    CU_ASSERT_FALSE(fsc_test_file_exists(bad));
+    CU_ASSERT_EQUAL(leftovers("bad.csv"), 0);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"analyze of four ranks: each run as its own analysis", test_analyze_many},
     {"merge: the same job, and idempotent", test_merge_idempotent},
     {"runs renumbered; one run per device", test_renumber_and_devices},
     {"a bad input fails the command, nothing written", test_bad_input},
+    {"export --table as CSV", test_export_csv},
     {NULL, NULL},
 };
 

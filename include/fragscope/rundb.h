@@ -440,6 +440,16 @@ void fsc_rundb_merger_abort(fsc_rundb_merger_t *m);
 int fsc_rundb_merge(const char *const *inputs, size_t n, const char *out_path,
                     fsc_rundb_merge_stats_t *st, fsc_err_t *err);
 
+/* ---- export ------------------------------------------------------------ */
+
+/* Write table or view `table` of the database at db_path to out as CSV
+ * (RFC 4180: header line, CRLF, quoted fields where needed), every run's
+ * rows with the run column first (0 for a schema-1 file); *rows (may be
+ * NULL) = the rows written. An unknown name: FSC_EUSAGE, "PATH: no table or
+ * view 'x' (there are: blocks, events, ...)". */
+int fsc_rundb_export_csv(const char *db_path, const char *table, FILE *out, uint64_t *rows,
+                         fsc_err_t *err);
+
 /* ---- the run report --------------------------------------------------- */
 
 typedef enum fsc_report_format {
