@@ -36,6 +36,11 @@ int fsc_cli_exit_code(int rc);
 int fsc_cli_size(const char *cmd, const char *opt, const char *val, uint64_t *out);
 /* Parse a ratio in [0, 1] (or a percentage "12%"). */
 int fsc_cli_ratio(const char *cmd, const char *opt, const char *val, double *out);
+/* --rank R / --run N at argv[*i] into o (cli_job.c): 1 when it was one of
+ * them (*i then at its value; *rc 2 after a usage error), else 0. */
+struct fsc_job_opts;
+int fsc_cli_job_option(const char *cmd, int argc, char **argv, int *i, struct fsc_job_opts *o,
+                       int *rc);
 
 /* Progress on a terminal (stderr is a tty and FRAGSCOPE_NO_PROGRESS is not
  * set), shown once the command has run 2 s, at most ~10 updates a second:

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job_model.h"
 #include "report_model.h"
 
 static double sv(const rep_t *r, const char *key)
@@ -115,6 +116,8 @@ static void print_text(const rep_t *r, FILE *f)
     capacity_text(r, cap, sizeof cap);
     fprintf(f, "fragscope report: %s\n", r->db_path);
     fprintf(f, "  source      %s\n", r->source[0] ? r->source : "(api)");
+    if (r->run_label != NULL)
+        fprintf(f, "  run         %s\n", r->run_label);
     fprintf(f, "  producer    %s, backend %s\n", r->producer, r->backend);
     fprintf(f, "  config      %s\n", r->config[0] ? r->config : "(defaults)");
     fprintf(f, "  capacity    %s\n", cap);
@@ -255,6 +258,11 @@ static void print_markdown(const rep_t *r, FILE *f)
     fprintf(f, "Source: `%s` (%s, backend %s), config `%s`, capacity %s, %.0f events.\n\n",
             r->source[0] ? r->source : r->db_path, r->producer, r->backend,
             r->config[0] ? r->config : "defaults", cap, sv(r, "events"));
+    if (r->run_label != NULL) {
+        fprintf(f, "Run: ");
+        md_escape(f, r->run_label);
+        fprintf(f, ".\n\n");
+    }
     if (r->warnings)
         fprintf(f, "**%lld events contradicted the replay and were skipped.**\n\n",
                 (long long)r->warnings);
@@ -374,10 +382,11 @@ static cJSON *num(double v)
     return cJSON_CreateNumber(v);
 }
 
-static char *build_json(const rep_t *r)
+static char *build_json(const rep_t *r, const job_t *job)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "database", r->db_path);
+    fsc__job_json(job, root);
     cJSON *meta = cJSON_AddObjectToObject(root, "run");
     cJSON_AddStringToObject(meta, "source", r->source);
     cJSON_AddStringToObject(meta, "producer", r->producer);
@@ -553,13 +562,37 @@ int fsc_report_format_parse(const char *s, fsc_report_format_t *out)
     return 0;
 }
 
-int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out, fsc_err_t *err)
+/* Read the job (every run's figures), pick the run the detail is about,
+ * and read that run's report. */
+static int load_all(fsc_rundb_t *db, const fsc_job_opts_t *o, job_t *j, rep_t *r, fsc_err_t *err)
+{
+    int rc = fsc__job_load(db, j, err);
+    if (rc == 0)
+        rc = fsc__job_pick(j, o, err);
+    if (rc != 0)
+        return rc;
+    const job_run_t *d = &j->runs[j->detail];
+    if ((rc = fsc_rundb_select_run(db, d->run)) != 0) {
+        fsc_err_copy(err, fsc_rundb_error(db));
+        return rc;
+    }
+    /* A database of one run reads as before, with one line naming the run
+     * when its rank is known. */
+    if (j->n > 1 || d->rank != FSC_RUNDB_NULL)
+        r->run_label = d->label;
+    return fsc__report_load(db, r, err);
+}
+
+int fsc_report_write_job(const char *db_path, fsc_report_format_t fmt, const fsc_job_opts_t *o,
+                         FILE *out, fsc_err_t *err)
 {
     fsc_rundb_t *db = NULL;
     int rc = fsc_rundb_open(db_path, &db, err);
     if (rc != 0)
         return rc;
     rep_t *r = calloc(1, sizeof *r);
+    job_t j;
+    memset(&j, 0, sizeof j);
     if (r == NULL) {
         fsc_rundb_close(db);
         return fsc_err_set(err, FSC_ENOMEM, "out of memory");
@@ -567,19 +600,25 @@ int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out, fs
     r->db_path = db_path;
     r->all_frames = (fmt & FSC_REPORT_F_ALL_FRAMES) != 0;
     fmt = (fsc_report_format_t)(fmt & ~FSC_REPORT_F_ALL_FRAMES);
-    rc = fsc__report_load(db, r, err);
+    int all_ranks = o != NULL && o->all_ranks;
+    rc = load_all(db, o, &j, r, err);
     fsc_rundb_close(db);
     if (rc == 0) {
+        j.db_path = db_path;
         if (fmt == FSC_REPORT_JSON) {
-            char *js = build_json(r);
+            char *js = build_json(r, &j);
             if (js == NULL)
                 rc = fsc_err_set(err, FSC_ENOMEM, "out of memory");
             else
                 fprintf(out, "%s\n", js);
             cJSON_free(js);
         } else if (fmt == FSC_REPORT_MARKDOWN) {
+            if (j.n > 1)
+                fsc__job_markdown(&j, all_ranks, out);
             print_markdown(r, out);
         } else {
+            if (j.n > 1)
+                fsc__job_text(&j, all_ranks, out);
             print_text(r, out);
         }
         if (rc == 0 && (fflush(out) != 0 || ferror(out)))
@@ -588,11 +627,17 @@ int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out, fs
     }
     fsc__report_free(r);
     free(r);
+    fsc__job_free(&j);
     return rc;
 }
 
-int fsc_report_write_file(const char *db_path, fsc_report_format_t fmt, const char *out_path,
-                          fsc_err_t *err)
+int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out, fsc_err_t *err)
+{
+    return fsc_report_write_job(db_path, fmt, NULL, out, err);
+}
+
+int fsc_report_write_job_file(const char *db_path, fsc_report_format_t fmt,
+                              const fsc_job_opts_t *jo, const char *out_path, fsc_err_t *err)
 {
     fsc_outfile_t o;
     int rc = fsc_outfile_init(&o, out_path, err);
@@ -604,7 +649,7 @@ int fsc_report_write_file(const char *db_path, fsc_report_format_t fmt, const ch
         fsc_outfile_abort(&o);
         return rc;
     }
-    rc = fsc_report_write(db_path, fmt, f, err);
+    rc = fsc_report_write_job(db_path, fmt, jo, f, err);
     if (fclose(f) != 0 && rc == 0)
         rc = fsc_err_set(err, FSC_EIO, "%s: cannot write", out_path);
     if (rc == 0)
@@ -612,4 +657,10 @@ int fsc_report_write_file(const char *db_path, fsc_report_format_t fmt, const ch
     else
         fsc_outfile_abort(&o);
     return rc;
+}
+
+int fsc_report_write_file(const char *db_path, fsc_report_format_t fmt, const char *out_path,
+                          fsc_err_t *err)
+{
+    return fsc_report_write_job_file(db_path, fmt, NULL, out_path, err);
 }

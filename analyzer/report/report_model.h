@@ -107,6 +107,7 @@ typedef struct rep_pool {
 
 typedef struct rep {
     const char *db_path;
+    const char *run_label; /* the run of a job database this is about; NULL: say nothing */
     char producer[256], config[512], backend[256], source[1024];
     int64_t capacity, device_total, warnings;
     int64_t device_samples, external_max, external_max_seq; /* report_external.c; -1 = none */

@@ -465,10 +465,29 @@ typedef enum fsc_report_format {
 /* Parse "text" / "json" / "markdown" (also "md"); FSC_EINVAL otherwise. */
 int fsc_report_format_parse(const char *s, fsc_report_format_t *out);
 
-/* Write the report of db_path to out. */
+/* Which run of a job database (several runs: docs/metrics.md, "Jobs") a
+ * report, check or diff is about: --rank R / --run N. All zero: the
+ * default (the report's detail is about the run that ran out of memory
+ * first, else the one with the least headroom; check and diff take every
+ * run). */
+typedef struct fsc_job_opts {
+    int has_rank;
+    int64_t rank;  /* --rank R */
+    int has_run;
+    int64_t run;   /* --run N */
+    int all_ranks; /* report --all-ranks: every run in the job table */
+} fsc_job_opts_t;
+
+/* Write the report of db_path to out: for a database of several runs the
+ * job section, then the report of one run (o may be NULL: the default). */
+int fsc_report_write_job(const char *db_path, fsc_report_format_t fmt, const fsc_job_opts_t *o,
+                         FILE *out, fsc_err_t *err);
+/* Same, into out_path (temporary file renamed on success). */
+int fsc_report_write_job_file(const char *db_path, fsc_report_format_t fmt,
+                              const fsc_job_opts_t *o, const char *out_path, fsc_err_t *err);
+/* fsc_report_write_job with the default options. */
 int fsc_report_write(const char *db_path, fsc_report_format_t fmt, FILE *out,
                      fsc_err_t *err);
-/* Same, into out_path (temporary file renamed on success). */
 int fsc_report_write_file(const char *db_path, fsc_report_format_t fmt,
                           const char *out_path, fsc_err_t *err);
 
