@@ -523,6 +523,14 @@ typedef struct fsc_check_limits {
  * read (whatever the verdict), negative on error. */
 int fsc_check_run(const char *db_path, const fsc_check_limits_t *lim, FILE *out,
                   int *violations, fsc_err_t *err);
+/* The same over a job database: every threshold applies to every run (or to
+ * the one o picks), each line prefixed with the run's label when the
+ * database holds several; json: one JSON object instead of lines
+ * ({database, runs_checked, ok, failures[]: run, rank, device, label,
+ * option, summary_key, value, limit, message}). *runs_checked (may be
+ * NULL) = the runs checked. */
+int fsc_check_job(const char *db_path, const fsc_check_limits_t *lim, const fsc_job_opts_t *o,
+                  int json, FILE *out, int *violations, int *runs_checked, fsc_err_t *err);
 
 /* ---- two runs side by side ---------------------------------------------- */
 
