@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fragscope/rundb.h"
+#include "diff_model.h"
 
 typedef enum { K_BYTES, K_RATIO, K_COUNT } kind_t;
 
@@ -84,22 +84,10 @@ static int first_oom(fsc_rundb_t *db, char *buf, size_t cap)
     return fsc_rundb_ooms(db, take_first, &f);
 }
 
-#define NMETRICS (sizeof k_metrics / sizeof k_metrics[0])
-
-#define HARD_TAGS 3
-
-/* What the diff shows of one run. */
-typedef struct run_figs {
-    double v[NMETRICS];
-    char first_oom[96];
-    int has_split;               /* the database holds the split */
-    /* tags pinning the most hard bytes at the peak, named as `report`
-     * names them (fsc_rundb_tag_label; told apart where two read alike) */
-    char hard_tag[HARD_TAGS][256];
-    int64_t hard_tag_id[HARD_TAGS];
-    double hard_tag_bytes[HARD_TAGS];
-    int nhard;
-} run_figs_t;
+_Static_assert(sizeof k_metrics / sizeof k_metrics[0] == FSC__DIFF_NMETRICS,
+               "FSC__DIFF_NMETRICS is the number of metrics");
+#define NMETRICS FSC__DIFF_NMETRICS
+#define HARD_TAGS FSC__DIFF_HARD_TAGS
 
 typedef struct hard_ctx {
     fsc_rundb_t *db;
@@ -119,10 +107,9 @@ static int hard_row(void *ud, const fsc_rundb_frag_hard_tag_t *t)
     return rc;
 }
 
-static int read_run(const char *path, run_figs_t *r, fsc_err_t *err)
+int fsc__diff_read(fsc_rundb_t *db, run_figs_t *r)
 {
-    fsc_rundb_t *db = NULL;
-    int rc = fsc_rundb_open(path, &db, err);
+    int rc = 0;
     for (size_t i = 0; rc == 0 && i < NMETRICS; i++)
         rc = fsc_rundb_summary_real(db, k_metrics[i].key, 0.0, &r->v[i]);
     if (rc == 0)
@@ -146,16 +133,38 @@ static int read_run(const char *path, run_figs_t *r, fsc_err_t *err)
                     rc = fsc_rundb_tag_label_apart(db, r->hard_tag_id[k], r->hard_tag_id[i], 0,
                                                    r->hard_tag[k], sizeof r->hard_tag[0]);
             }
-    if (rc != 0 && db != NULL)
-        fsc_err_copy(err, fsc_rundb_error(db));
-    fsc_rundb_close(db);
     return rc;
 }
 
-static void write_diff(const run_figs_t *a, const run_figs_t *b, FILE *out, int *verdict)
+int fsc__diff_judge(const run_figs_t *a, const run_figs_t *b, char *better, char *worse,
+                    size_t cap)
 {
-    char better[512] = "", worse[512] = "";
     int nb = 0, nw = 0;
+    better[0] = worse[0] = '\0';
+    for (size_t i = 0; i < NMETRICS; i++) {
+        const metric_t *m = &k_metrics[i];
+        double va = a->v[i], vb = b->v[i];
+        if (m->better == 0 || !changed(m->kind, va, vb))
+            continue;
+        char sa[32], sb[32];
+        fmt_value(m->kind, va, sa, sizeof sa);
+        fmt_value(m->kind, vb, sb, sizeof sb);
+        int good = (vb < va) == (m->better < 0);
+        char *dst = good ? better : worse;
+        size_t len = strlen(dst);
+        snprintf(dst + len, cap - len, "%s%s %s → %s", len ? ", " : "",
+                 m->label + strspn(m->label, " "), sa, sb);
+        if (good)
+            nb++;
+        else
+            nw++;
+    }
+    return nw > 0 && nb > 0 ? 2 : nw > 0 ? 1 : nb > 0 ? -1 : 0;
+}
+
+void fsc__diff_table(const run_figs_t *a, const run_figs_t *b, FILE *out, int *verdict)
+{
+    char better[512], worse[512];
     const char *oa = a->first_oom, *ob = b->first_oom;
     fprintf(out, "%-28s %14s %14s %22s\n", "", "base", "new", "delta");
     for (size_t i = 0; i < NMETRICS; i++) {
@@ -178,18 +187,8 @@ static void write_diff(const run_figs_t *a, const run_figs_t *b, FILE *out, int 
             snprintf(sd, sizeof sd, "%+.0f", vb - va);
         }
         fprintf(out, "%-28s %14s %14s %22s\n", m->label, sa, sb, sd);
-        if (m->better == 0 || !changed(m->kind, va, vb))
-            continue;
-        int good = (vb < va) == (m->better < 0);
-        char *dst = good ? better : worse;
-        size_t len = strlen(dst);
-        snprintf(dst + len, 512 - len, "%s%s %s → %s", len ? ", " : "",
-                 m->label + strspn(m->label, " "), sa, sb);
-        if (good)
-            nb++;
-        else
-            nw++;
     }
+    int v = fsc__diff_judge(a, b, better, worse, sizeof better);
     if (strcmp(oa, "none") != 0 || strcmp(ob, "none") != 0)
         fprintf(out, "%-28s %s → %s\n", "first OOM", oa, ob);
     if (!a->has_split || !b->has_split)
@@ -208,20 +207,14 @@ static void write_diff(const run_figs_t *a, const run_figs_t *b, FILE *out, int 
         }
         fputc('\n', out);
     }
-    int v;
-    if (nw > 0 && nb > 0) {
-        v = 2;
+    if (v == 2)
         fprintf(out, "verdict: mixed — better: %s; worse: %s\n", better, worse);
-    } else if (nw > 0) {
-        v = 1;
+    else if (v == 1)
         fprintf(out, "verdict: worse — %s\n", worse);
-    } else if (nb > 0) {
-        v = -1;
+    else if (v == -1)
         fprintf(out, "verdict: better — %s\n", better);
-    } else {
-        v = 0;
+    else
         fprintf(out, "verdict: same — no figure moved by more than 1%%\n");
-    }
     if (verdict)
         *verdict = v;
 }
@@ -229,11 +222,5 @@ static void write_diff(const run_figs_t *a, const run_figs_t *b, FILE *out, int 
 int fsc_diff_write(const char *base_db, const char *new_db, FILE *out, int *verdict,
                    fsc_err_t *err)
 {
-    run_figs_t a, b;
-    int rc = read_run(base_db, &a, err);
-    if (rc == 0)
-        rc = read_run(new_db, &b, err);
-    if (rc == 0)
-        write_diff(&a, &b, out, verdict);
-    return rc;
+    return fsc_diff_write_job(base_db, new_db, NULL, out, verdict, err);
 }

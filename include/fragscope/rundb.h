@@ -539,6 +539,13 @@ int fsc_check_job(const char *db_path, const fsc_check_limits_t *lim, const fsc_
  * 2 mixed. */
 int fsc_diff_write(const char *base_db, const char *new_db, FILE *out,
                    int *verdict, fsc_err_t *err);
+/* The same for job databases: when either holds several runs, the runs are
+ * paired rank by rank (then by device), each pair judged on one line, runs
+ * without a partner listed, and the verdict is the job's (mixed when pairs
+ * disagree); o's --rank / --run adds the full table of that pair (o may be
+ * NULL). Two databases of one run each diff as fsc_diff_write. */
+int fsc_diff_write_job(const char *base_db, const char *new_db, const fsc_job_opts_t *o,
+                       FILE *out, int *verdict, fsc_err_t *err);
 
 #ifdef __cplusplus
 }
