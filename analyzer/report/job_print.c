@@ -264,8 +264,17 @@ static void job_summary_line(const job_t *j, char *buf, size_t cap)
             hi = ranks == 0 ? k : hi > k ? hi : k;
         ranks++;
     }
+    int one_source = j->n > 1, devices = 1;
+    for (int i = 1; i < j->n; i++) {
+        one_source &= strcmp(j->runs[i].source, j->runs[0].source) == 0;
+        devices &= j->runs[i].device != FSC_RUNDB_NULL;
+    }
+    devices &= j->runs[0].device != FSC_RUNDB_NULL;
     size_t len = (size_t)snprintf(buf, cap, "%d runs", j->n);
-    if (ranks > 0 && len < cap)
+    if (one_source && devices && len < cap)
+        len += (size_t)snprintf(buf + len, cap - len, ", one per device of %s (%s)",
+                                j->runs[0].source, j->runs[0].kind);
+    else if (ranks > 0 && len < cap)
         len += (size_t)snprintf(buf + len, cap - len, " (ranks %lld-%lld%s)", (long long)lo,
                                 (long long)hi, ranks < j->n ? ", some unknown" : "");
     else if (len < cap)
