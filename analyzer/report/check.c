@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job_model.h"
+#include "report_job.h"
 
 /* One violated threshold of one run. */
 typedef struct failure {
@@ -258,9 +258,9 @@ int fsc_check_job(const char *db_path, const fsc_check_limits_t *lim, const fsc_
     memset(&j, 0, sizeof j);
     fails_t F = {NULL, 0, 0, 0, out != NULL};
     int n = 0, only = -1, nruns = 0;
-    rc = fsc__job_load(db, &j, err);
+    rc = fsc__report_job_load(db, &j, err);
     if (rc == 0)
-        rc = fsc__job_find(&j, o, &only, err);
+        rc = fsc__report_job_find(&j, o, &only, err);
     for (int i = 0; rc == 0 && i < j.n; i++) {
         if (only >= 0 && i != only)
             continue;
@@ -283,7 +283,7 @@ int fsc_check_job(const char *db_path, const fsc_check_limits_t *lim, const fsc_
             write_text(&j, &F, out);
     }
     fsc_rundb_close(db);
-    fsc__job_free(&j);
+    fsc__report_job_free(&j);
     free(F.v);
     if (rc == 0 && violations)
         *violations = n;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "diff_model.h"
-#include "job_model.h"
+#include "report_job.h"
 
 #define DIFF_ROWS_ALL 20 /* up to this many pairs every one is listed */
 #define DIFF_NAMED 5     /* pairs named in the verdict line */
@@ -30,13 +30,13 @@ static int open_side(const char *path, side_t *s, fsc_err_t *err)
     memset(s, 0, sizeof *s);
     int rc = fsc_rundb_open(path, &s->db, err);
     if (rc == 0)
-        rc = fsc__job_load(s->db, &s->j, err);
+        rc = fsc__report_job_load(s->db, &s->j, err);
     return rc;
 }
 
 static void close_side(side_t *s)
 {
-    fsc__job_free(&s->j);
+    fsc__report_job_free(&s->j);
     fsc_rundb_close(s->db);
     s->db = NULL;
 }
@@ -260,7 +260,7 @@ static int write_detail(side_t *A, side_t *B, const int *pa, const fsc_job_opts_
                         fsc_err_t *err)
 {
     int ia;
-    int rc = fsc__job_find(&A->j, o, &ia, err);
+    int rc = fsc__report_job_find(&A->j, o, &ia, err);
     if (rc != 0 || ia < 0)
         return rc;
     if (pa[ia] < 0)
@@ -294,7 +294,7 @@ int fsc_diff_write_job(const char *base_db, const char *new_db, const fsc_job_op
         /* two runs: as before (a --rank / --run must name the base's run) */
         int ia;
         run_figs_t fa, fb;
-        rc = fsc__job_find(&A.j, o, &ia, err);
+        rc = fsc__report_job_find(&A.j, o, &ia, err);
         if (rc == 0 && (rc = fsc__diff_read(A.db, &fa)) != 0)
             fsc_err_copy(err, fsc_rundb_error(A.db));
         if (rc == 0 && (rc = fsc__diff_read(B.db, &fb)) != 0)

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "job_model.h"
+#include "report_job.h"
 
 static int nomem(fsc_err_t *err)
 {
@@ -261,7 +261,7 @@ static int count_hosts(const job_t *j)
     return n;
 }
 
-int fsc__job_load(fsc_rundb_t *db, job_t *j, fsc_err_t *err)
+int fsc__report_job_load(fsc_rundb_t *db, job_t *j, fsc_err_t *err)
 {
     fsc_err_t mine = {0};
     collect_t c = {j, 0, &mine};
@@ -292,7 +292,7 @@ int fsc__job_load(fsc_rundb_t *db, job_t *j, fsc_err_t *err)
     return 0;
 }
 
-int fsc__job_find(const job_t *j, const fsc_job_opts_t *o, int *idx, fsc_err_t *err)
+int fsc__report_job_find(const job_t *j, const fsc_job_opts_t *o, int *idx, fsc_err_t *err)
 {
     *idx = -1;
     if (o == NULL || (!o->has_run && !o->has_rank))
@@ -335,10 +335,10 @@ int fsc__job_find(const job_t *j, const fsc_job_opts_t *o, int *idx, fsc_err_t *
     return 0;
 }
 
-int fsc__job_pick(job_t *j, const fsc_job_opts_t *o, fsc_err_t *err)
+int fsc__report_job_pick(job_t *j, const fsc_job_opts_t *o, fsc_err_t *err)
 {
     int idx;
-    int rc = fsc__job_find(j, o, &idx, err);
+    int rc = fsc__report_job_find(j, o, &idx, err);
     if (rc != 0)
         return rc;
     if (idx >= 0) {
@@ -363,7 +363,7 @@ int fsc__job_pick(job_t *j, const fsc_job_opts_t *o, fsc_err_t *err)
     return 0;
 }
 
-void fsc__job_oom_when(const job_t *j, const job_run_t *r, char *buf, size_t cap)
+void fsc__report_job_oom_when(const job_t *j, const job_run_t *r, char *buf, size_t cap)
 {
     int64_t t = r->oom_time_ns == FSC_RUNDB_NULL ? 0 : r->oom_time_ns;
     if (r->clock_origin_ns > 0 && j->order != JOB_ORDER_SINCE_START) {
@@ -379,7 +379,7 @@ void fsc__job_oom_when(const job_t *j, const job_run_t *r, char *buf, size_t cap
     }
 }
 
-void fsc__job_free(job_t *j)
+void fsc__report_job_free(job_t *j)
 {
     for (int i = 0; i < j->n; i++) {
         free(j->runs[i].host);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job_model.h"
+#include "report_job.h"
 
 #define JOB_ROWS_ALL 20 /* up to this many runs the table lists every one */
 #define JOB_TOP 5       /* least-headroom and first-OOM runs listed beyond it */
@@ -218,7 +218,7 @@ static void first_oom_text(const job_t *j, char *buf, size_t cap)
     }
     char b[2][32], when[64];
     const job_run_t *r = &j->runs[j->oom_order[0]];
-    fsc__job_oom_when(j, r, when, sizeof when);
+    fsc__report_job_oom_when(j, r, when, sizeof when);
     size_t len = (size_t)snprintf(buf, cap, "%s at %s: %s (requested %s with %s reserved)",
                                   r->label, when, r->oom_cause,
                                   sz(r->oom_requested, b[0], sizeof b[0]),
@@ -289,7 +289,7 @@ static void job_summary_line(const job_t *j, char *buf, size_t cap)
 
 /* ---- text ---------------------------------------------------------------- */
 
-void fsc__job_text(const job_t *j, int all, FILE *f)
+void fsc__report_job_text(const job_t *j, int all, FILE *f)
 {
     marks_t m;
     if (mark(j, &m) != 0) {
@@ -364,7 +364,7 @@ static void md(FILE *f, const char *s)
     }
 }
 
-void fsc__job_markdown(const job_t *j, int all, FILE *f)
+void fsc__report_job_markdown(const job_t *j, int all, FILE *f)
 {
     marks_t m;
     if (mark(j, &m) != 0) {
@@ -467,7 +467,7 @@ static cJSON *spread_json(const job_t *j, const job_spread_t *s)
     return o;
 }
 
-void fsc__job_json(const job_t *j, cJSON *root)
+void fsc__report_job_json(const job_t *j, cJSON *root)
 {
     char line[1024];
     cJSON_AddNumberToObject(root, "detail_run", (double)j->runs[j->detail].run);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job_model.h"
+#include "report_job.h"
 #include "report_model.h"
 
 static double sv(const rep_t *r, const char *key)
@@ -386,7 +386,7 @@ static char *build_json(const rep_t *r, const job_t *job)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "database", r->db_path);
-    fsc__job_json(job, root);
+    fsc__report_job_json(job, root);
     cJSON *meta = cJSON_AddObjectToObject(root, "run");
     cJSON_AddStringToObject(meta, "source", r->source);
     cJSON_AddStringToObject(meta, "producer", r->producer);
@@ -566,9 +566,9 @@ int fsc_report_format_parse(const char *s, fsc_report_format_t *out)
  * and read that run's report. */
 static int load_all(fsc_rundb_t *db, const fsc_job_opts_t *o, job_t *j, rep_t *r, fsc_err_t *err)
 {
-    int rc = fsc__job_load(db, j, err);
+    int rc = fsc__report_job_load(db, j, err);
     if (rc == 0)
-        rc = fsc__job_pick(j, o, err);
+        rc = fsc__report_job_pick(j, o, err);
     if (rc != 0)
         return rc;
     const job_run_t *d = &j->runs[j->detail];
@@ -614,11 +614,11 @@ int fsc_report_write_job(const char *db_path, fsc_report_format_t fmt, const fsc
             cJSON_free(js);
         } else if (fmt == FSC_REPORT_MARKDOWN) {
             if (j.n > 1)
-                fsc__job_markdown(&j, all_ranks, out);
+                fsc__report_job_markdown(&j, all_ranks, out);
             print_markdown(r, out);
         } else {
             if (j.n > 1)
-                fsc__job_text(&j, all_ranks, out);
+                fsc__report_job_text(&j, all_ranks, out);
             print_text(r, out);
         }
         if (rc == 0 && (fflush(out) != 0 || ferror(out)))
@@ -627,7 +627,7 @@ int fsc_report_write_job(const char *db_path, fsc_report_format_t fmt, const fsc
     }
     fsc__report_free(r);
     free(r);
-    fsc__job_free(&j);
+    fsc__report_job_free(&j);
     return rc;
 }
 

@@ -1,5 +1,5 @@
 /*
- * job_model.h — a job database (several runs: ranks, devices) read into one
+ * report_job.h — a job database (several runs: ranks, devices) read into one
  * model (job.c): per run its peaks, capacity and headroom, its first OOM;
  * over the job the least-headroom run, the run that ran out of memory first
  * and on what clock that order rests, the spread of the peaks, and which
@@ -7,8 +7,8 @@
  * check (check.c) and diff (diff_job.c) read runs the same way through it.
  * Internal to the report part.
  */
-#ifndef FSC_ANALYZER_JOB_MODEL_H
-#define FSC_ANALYZER_JOB_MODEL_H
+#ifndef FSC_ANALYZER_REPORT_JOB_H
+#define FSC_ANALYZER_REPORT_JOB_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -66,23 +66,23 @@ typedef struct job {
 } job_t;
 
 /* Read every run of db into j (the selected run is left unspecified). */
-int fsc__job_load(fsc_rundb_t *db, job_t *j, fsc_err_t *err);
+int fsc__report_job_load(fsc_rundb_t *db, job_t *j, fsc_err_t *err);
 /* The run o asks for (--rank / --run) into *idx, FSC_ENOENT / FSC_EINVAL
  * with a message naming the database when there is none or the rank names
  * several runs; without either, *idx = -1. */
-int fsc__job_find(const job_t *j, const fsc_job_opts_t *o, int *idx, fsc_err_t *err);
+int fsc__report_job_find(const job_t *j, const fsc_job_opts_t *o, int *idx, fsc_err_t *err);
 /* Pick the run the report's detail is about (j->detail, j->detail_why). */
-int fsc__job_pick(job_t *j, const fsc_job_opts_t *o, fsc_err_t *err);
-void fsc__job_free(job_t *j);
+int fsc__report_job_pick(job_t *j, const fsc_job_opts_t *o, fsc_err_t *err);
+void fsc__report_job_free(job_t *j);
 
 /* "12.345 s after its recording began" / "2026-12-01 23:01:02.123 UTC". */
-void fsc__job_oom_when(const job_t *j, const job_run_t *r, char *buf, size_t cap);
+void fsc__report_job_oom_when(const job_t *j, const job_run_t *r, char *buf, size_t cap);
 
 /* job_print.c: the job section. */
-void fsc__job_text(const job_t *j, int all_ranks, FILE *f);
-void fsc__job_markdown(const job_t *j, int all_ranks, FILE *f);
+void fsc__report_job_text(const job_t *j, int all_ranks, FILE *f);
+void fsc__report_job_markdown(const job_t *j, int all_ranks, FILE *f);
 struct cJSON;
 /* "ranks", "job" and "detail_run" into root. */
-void fsc__job_json(const job_t *j, struct cJSON *root);
+void fsc__report_job_json(const job_t *j, struct cJSON *root);
 
 #endif
