@@ -105,6 +105,41 @@ static void test_live_and_released_pool(void)
     CU_ASSERT_EQUAL(info.inferred_empty_caches, 0);
 }
 
+/* MemPool(use_on_oom=True) under a 0.5 GiB cap (H200 `mempool_oom`): three
+ * default-pool requests the cap refused were served from the pool's cached
+ * blocks (PyTorch's try_mempool_fallback), then one failed. They are
+ * recognised and replayed as default-pool requests that fall back: at the
+ * run's cap every address, both peaks and the OOM match; with 700 MiB
+ * they get segments of their own instead (22 segments, no fallback). */
+static void test_use_on_oom_recording(void)
+{
+    fsc_request_stream_t *rs = load("mempool_oom");
+    fsc_request_stream_info_t info;
+    fsc_request_stream_info(rs, &info);
+    CU_ASSERT_EQUAL(info.use_on_oom_pools, 1);
+    CU_ASSERT_EQUAL(info.use_on_oom_allocs, 3);
+    CU_ASSERT_EQUAL(info.inferred_pools, 0);
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = stat_u64("mempool_oom", "cap_bytes");
+    fsc_whatif_verify_t v;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify(rs, &o, &v, &err), 0);
+    CU_ASSERT(v.match);
+    CU_ASSERT(v.oom_expected && v.oom_got);
+    CU_ASSERT_EQUAL(v.allocs_compared, stat_u64("mempool_oom", "allocation.all.allocated"));
+    CU_ASSERT_EQUAL(v.alloc_addr_matches, v.allocs_compared);
+    CU_ASSERT_EQUAL(v.peak_reserved_got, stat_u64("mempool_oom", "reserved_bytes.all.peak"));
+    CU_ASSERT_EQUAL(v.peak_allocated_got, stat_u64("mempool_oom", "allocated_bytes.all.peak"));
+    CU_ASSERT_EQUAL(v.replay.num_alloc_retries, stat_u64("mempool_oom", "num_alloc_retries"));
+    o.capacity = 700 * MiB;
+    fsc_whatif_result_t r;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "", &o, &r, &err), 0);
+    CU_ASSERT_EQUAL(r.oom, 0);
+    CU_ASSERT_EQUAL(r.segments, 22);
+    CU_ASSERT_EQUAL(r.peak_reserved, 646 * MiB);
+    fsc_request_stream_destroy(rs);
+}
+
 /* Recordings without private pools infer none. */
 static void test_no_pools_inferred(void)
 {
@@ -117,6 +152,7 @@ static void test_no_pools_inferred(void)
         fsc_request_stream_info_t info;
         fsc_request_stream_info(rs, &info);
         CU_ASSERT_EQUAL(info.inferred_pools, 0);
+        CU_ASSERT_EQUAL(info.use_on_oom_allocs, 0);
         CU_ASSERT_EQUAL(info.inferred_pool_allocs, 0);
         CU_ASSERT_EQUAL(info.pool_releases, 0);
         fsc_request_stream_destroy(rs);
@@ -348,6 +384,7 @@ static void test_report_per_pool(void)
 }
 
 static const fsc_test_case_t k_tests[] = {
+    {"MemPool use_on_oom recognised in a capped recording", test_use_on_oom_recording},
     {"report: peaks and fragmentation per pool", test_report_per_pool},
     {"a .fstrace keeps pool ids: analyzer and what-if", test_trace_pool_ids},
     {"two MemPools released before the snapshot: inferred, reproduced", test_released_pools},

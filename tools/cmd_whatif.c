@@ -408,6 +408,12 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FIL
 /* Private pools the snapshot no longer names, inferred (docs/whatif.md). */
 static void print_pools_note(const fsc_request_stream_info_t *info, const char *indent, FILE *f)
 {
+    if (info->use_on_oom_pools > 0)
+        fprintf(f,
+                "%sMemPool use_on_oom: %" PRIu64 " pool(s) served %" PRIu64
+                " default-pool requests that the cap refused\n%s(replayed as default-pool "
+                "requests that fall back to them only when they must)\n",
+                indent, info->use_on_oom_pools, info->use_on_oom_allocs, indent);
     if (info->inferred_pools == 0)
         return;
     fprintf(f,
@@ -436,6 +442,8 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                 ", \"pool_allocs_inferred\": %" PRIu64 ", \"pool_releases\": %" PRIu64,
                 info->inferred_pools, info->inferred_pool_segments, info->inferred_pool_allocs,
                 info->pool_releases);
+        fprintf(f, ", \"use_on_oom_pools\": %" PRIu64 ", \"use_on_oom_allocs\": %" PRIu64,
+                info->use_on_oom_pools, info->use_on_oom_allocs);
         fprintf(f,
                 ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
                 ", \"first_divergence\": ",
@@ -558,7 +566,7 @@ int fsc_cmd_whatif(int argc, char **argv)
     }
     if (o.nconfigs > 0 || o.suggest) {
         print_pools_note(&info, "", o.json ? stderr : stdout);
-        if (info.inferred_pools && !o.json)
+        if ((info.inferred_pools || info.use_on_oom_pools) && !o.json)
             fputc('\n', stdout);
     }
     wo.threads = o.threads;

@@ -91,6 +91,8 @@ struct fsc_request_stream {
     uint8_t infer_pools;        /* infer them (a PyTorch snapshot) */
     fsc__wpool_rel_t *pool_rel; /* in op order */
     size_t npool_rel, cap_pool_rel;
+    uint8_t *pool_flags; /* per pool_ids entry: FSC_POOL_* recognised (use_on_oom) */
+    size_t cap_pool_flags;
     uint64_t *va_bases; /* distinct SEGMENT_MAP bases, first seen first */
     size_t nva, cap_va;
 

@@ -106,6 +106,12 @@ struct fsc__wpools {
     size_t npairs, cap_pairs;
     fsc__u64map_t pair_seen;
     uint32_t last_alloc_seg, created; /* segment created by the last event */
+    /* Requests served from a cached block of a named private pool: maybe a
+     * use_on_oom fallback of a default-pool request (finish decides). */
+    struct wp_fallback {
+        uint64_t id, reserved, rounded;
+    } *fb;
+    size_t nfb, cap_fb;
 };
 
 static int seg_index(const struct fsc__wpools *w, uint64_t base, uint32_t *out)
@@ -205,6 +211,13 @@ static int on_alloc(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_e
     wp_seg_t *s = &w->segs[x];
     if (created == x)
         s->first = id;
+    if (s->pool_id != 0 && created != x && w->infer) {
+        if (FSC__VEC_RESERVE(w->fb, w->cap_fb, w->nfb + 1) != 0)
+            return FSC_ENOMEM;
+        w->fb[w->nfb++] = (struct wp_fallback){
+            id, rs->cur_reserved,
+            fsc_alloc_round_size(&w->cfg, ev->requested ? ev->requested : ev->size)};
+    }
     if (s->expandable || !w->infer)
         return 0;
     size_t k = 0;
@@ -368,6 +381,7 @@ static void model_free(struct fsc__wpools *w)
     free(w->segs);
     free(w->alloc_seg);
     free(w->pairs);
+    free(w->fb);
     fsc__u64map_free(&w->live);
     fsc__u64map_free(&w->pair_seen);
     free(w);
@@ -380,6 +394,43 @@ void fsc__wpools_free(fsc_request_stream_t *rs)
     free(rs->pool_rel);
     rs->pool_rel = NULL;
     rs->npool_rel = 0;
+    free(rs->pool_flags);
+    rs->pool_flags = NULL;
+}
+
+/* ---- MemPool use_on_oom ----------------------------------------------------- */
+
+/* 1 when request id landed in a default-pool segment. */
+static int in_default(const struct fsc__wpools *w, uint64_t id)
+{
+    return id < w->nalloc_seg && w->alloc_seg[id] != NONE && w->segs[w->alloc_seg[id]].label == 0;
+}
+
+/* A request served from a cached block of private pool P between
+ * default-pool requests, when a new segment for it would not have fit
+ * under the cap the recording ran under, is a default-pool request that
+ * PyTorch's try_mempool_fallback handed to P: P was created with
+ * use_on_oom. Replayed as a default-pool request, with P flagged, so that
+ * other settings and caps fall back only when they need to. Returns the
+ * number of requests so recognised. */
+static uint64_t use_on_oom(fsc_request_stream_t *rs, struct fsc__wpools *w, uint8_t *is_fb)
+{
+    uint64_t cap = fsc__wstream_recorded_cap(rs), n = 0;
+    if (cap == 0)
+        return 0; /* no cap: nothing refused a new segment but the device */
+    for (size_t i = 0; i < w->nfb; i++) {
+        const struct wp_fallback *f = &w->fb[i];
+        if (f->id == 0 || !in_default(w, f->id - 1))
+            continue;
+        uint64_t next = f->id + 1;
+        if (next < w->nalloc_seg && w->alloc_seg[next] != NONE && !in_default(w, next))
+            continue;
+        if (f->reserved + fsc_alloc_segment_size(f->rounded) <= cap)
+            continue;
+        is_fb[f->id] = 1;
+        n++;
+    }
+    return n;
 }
 
 /* ---- labelling ------------------------------------------------------------- */
@@ -584,6 +635,15 @@ int fsc__wpools_finish(fsc_request_stream_t *rs)
         rc = FSC_ENOMEM;
         goto out;
     }
+    uint8_t *is_fb = calloc(w->nalloc_seg ? w->nalloc_seg : 1, 1);
+    if (is_fb == NULL || FSC__VEC_RESERVE(rs->pool_flags, rs->cap_pool_flags, rs->npools + 1) != 0) {
+        free(is_fb);
+        rc = FSC_ENOMEM;
+        goto out;
+    }
+    memset(rs->pool_flags, 0, rs->cap_pool_flags);
+    if (w->nfb > 0)
+        rs->info.use_on_oom_allocs = use_on_oom(rs, w, is_fb);
     /* Requests follow their segment's pool. */
     uint64_t id = 0;
     for (size_t i = 0; i < rs->nops; i++) {
@@ -597,9 +657,16 @@ int fsc__wpools_finish(fsc_request_stream_t *rs)
                 op->pool = (uint16_t)s->label;
                 rs->info.inferred_pool_allocs++;
             }
+            if (is_fb[id] && op->pool != 0) {
+                rs->pool_flags[op->pool - 1] |= FSC_POOL_USE_ON_OOM;
+                op->pool = 0;
+            }
         }
         id++;
     }
+    free(is_fb);
+    for (size_t k = 0; k < rs->npools; k++)
+        rs->info.use_on_oom_pools += (rs->pool_flags[k] & FSC_POOL_USE_ON_OOM) != 0;
     for (size_t i = 0; i < w->nsegs; i++)
         if (unknown(&w->segs[i]) && w->segs[i].label != 0)
             rs->info.inferred_pool_segments++;

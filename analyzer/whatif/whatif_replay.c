@@ -265,6 +265,10 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
     fsc_allocator_opts_t ao = {*cfg, be, o.capacity, lean ? NULL : sink, &c};
     fsc_allocator_t *a = NULL;
     rc = fsc_allocator_create(&ao, &a, err);
+    /* MemPool settings the recording shows (whatif_pools.c). */
+    for (size_t k = 0; rc == 0 && rs->pool_flags != NULL && k < rs->npools; k++)
+        if (rs->pool_flags[k] != 0)
+            rc = fsc_allocator_set_pool_flags(a, rs->pool_ids[k], rs->pool_flags[k]);
     uint64_t *addrs = NULL;
     if (rc == 0) {
         addrs = calloc(rs->nallocs ? rs->nallocs : 1, sizeof *addrs);

@@ -133,6 +133,10 @@ typedef struct fsc_request_stream_info {
     uint64_t inferred_pools, inferred_pool_segments, inferred_pool_allocs;
     /* Points where the program released a private pool (replayed there). */
     uint64_t pool_releases;
+    /* MemPools recognised as created with use_on_oom, and the default-pool
+     * requests they served when the cap refused a new segment (replayed as
+     * default-pool requests that fall back to them). */
+    uint64_t use_on_oom_pools, use_on_oom_allocs;
 } fsc_request_stream_info_t;
 
 int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_info_t *out);
