@@ -5,8 +5,9 @@
  * no_split.
  *
  * The recordings are the H200 runs `mempool` (two MemPools, both released
- * before the snapshot, so it names no private pool at all) and
+ * before the snapshot, so it names no private pool at all),
  * `mempool_live` (a live pool, (0, 1), and a second one released midway),
+ * `mempool_oom` (use_on_oom under a cap) and `mempool_nosplit` (no_split),
  * from bench/gpu/results/2026-12-01; NAME.stats.json holds PyTorch's
  * memory_stats() of the same run.
  */
@@ -140,6 +141,21 @@ static void test_use_on_oom_recording(void)
     fsc_request_stream_destroy(rs);
 }
 
+/* MemPool(no_split=True) (H200 `mempool_nosplit`, PyTorch 2.11's
+ * MemPool(allocator, use_on_oom, no_split)): the snapshot's final blocks of
+ * the pool are whole segments (2 MiB for 100000 B, 20 MiB for 1.5 MB), so
+ * the importer never splits that pool's blocks, what-if replays it with
+ * no_split, and both give PyTorch's peaks and every address. */
+static void test_no_split_recording(void)
+{
+    verify_exact("mempool_nosplit");
+    fsc_request_stream_info_t info;
+    info_of("mempool_nosplit", &info);
+    CU_ASSERT_EQUAL(info.no_split_pools, 1);
+    CU_ASSERT_EQUAL(info.recorded_peak_allocated,
+                    stat_u64("mempool_nosplit", "allocated_bytes.all.peak"));
+}
+
 /* Recordings without private pools infer none. */
 static void test_no_pools_inferred(void)
 {
@@ -153,6 +169,7 @@ static void test_no_pools_inferred(void)
         fsc_request_stream_info(rs, &info);
         CU_ASSERT_EQUAL(info.inferred_pools, 0);
         CU_ASSERT_EQUAL(info.use_on_oom_allocs, 0);
+        CU_ASSERT_EQUAL(info.no_split_pools, 0);
         CU_ASSERT_EQUAL(info.inferred_pool_allocs, 0);
         CU_ASSERT_EQUAL(info.pool_releases, 0);
         fsc_request_stream_destroy(rs);
@@ -384,6 +401,7 @@ static void test_report_per_pool(void)
 }
 
 static const fsc_test_case_t k_tests[] = {
+    {"MemPool no_split seen in the final blocks", test_no_split_recording},
     {"MemPool use_on_oom recognised in a capped recording", test_use_on_oom_recording},
     {"report: peaks and fragmentation per pool", test_report_per_pool},
     {"a .fstrace keeps pool ids: analyzer and what-if", test_trace_pool_ids},

@@ -414,6 +414,9 @@ static void print_pools_note(const fsc_request_stream_info_t *info, const char *
                 " default-pool requests that the cap refused\n%s(replayed as default-pool "
                 "requests that fall back to them only when they must)\n",
                 indent, info->use_on_oom_pools, info->use_on_oom_allocs, indent);
+    if (info->no_split_pools > 0)
+        fprintf(f, "%sMemPool no_split: %" PRIu64 " pool(s) hand out whole blocks "
+                   "(replayed that way)\n", indent, info->no_split_pools);
     if (info->inferred_pools == 0)
         return;
     fprintf(f,
@@ -442,8 +445,10 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                 ", \"pool_allocs_inferred\": %" PRIu64 ", \"pool_releases\": %" PRIu64,
                 info->inferred_pools, info->inferred_pool_segments, info->inferred_pool_allocs,
                 info->pool_releases);
-        fprintf(f, ", \"use_on_oom_pools\": %" PRIu64 ", \"use_on_oom_allocs\": %" PRIu64,
-                info->use_on_oom_pools, info->use_on_oom_allocs);
+        fprintf(f,
+                ", \"use_on_oom_pools\": %" PRIu64 ", \"use_on_oom_allocs\": %" PRIu64
+                ", \"no_split_pools\": %" PRIu64,
+                info->use_on_oom_pools, info->use_on_oom_allocs, info->no_split_pools);
         fprintf(f,
                 ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
                 ", \"first_divergence\": ",
@@ -566,7 +571,7 @@ int fsc_cmd_whatif(int argc, char **argv)
     }
     if (o.nconfigs > 0 || o.suggest) {
         print_pools_note(&info, "", o.json ? stderr : stdout);
-        if ((info.inferred_pools || info.use_on_oom_pools) && !o.json)
+        if ((info.inferred_pools || info.use_on_oom_pools || info.no_split_pools) && !o.json)
             fputc('\n', stdout);
     }
     wo.threads = o.threads;

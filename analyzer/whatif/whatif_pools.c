@@ -112,6 +112,8 @@ struct fsc__wpools {
         uint64_t id, reserved, rounded;
     } *fb;
     size_t nfb, cap_fb;
+    uint64_t no_split[16]; /* pools seen handing out a block whole that splits */
+    size_t n_no_split;
 };
 
 static int seg_index(const struct fsc__wpools *w, uint64_t base, uint32_t *out)
@@ -211,6 +213,17 @@ static int on_alloc(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_e
     wp_seg_t *s = &w->segs[x];
     if (created == x)
         s->first = id;
+    if (ev->pool_id != 0 && !s->expandable) {
+        /* MemPool(no_split=True): a block the split rule would split, whole */
+        uint64_t r = fsc_alloc_round_size(&w->cfg, ev->requested ? ev->requested : ev->size);
+        if (ev->size > r && fsc_alloc_should_split(&w->cfg, (fsc_pool_t)ev->pool, ev->size, r, 0)) {
+            size_t j = 0;
+            while (j < w->n_no_split && w->no_split[j] != ev->pool_id)
+                j++;
+            if (j == w->n_no_split && j < sizeof w->no_split / sizeof w->no_split[0])
+                w->no_split[w->n_no_split++] = ev->pool_id;
+        }
+    }
     if (s->pool_id != 0 && created != x && w->infer) {
         if (FSC__VEC_RESERVE(w->fb, w->cap_fb, w->nfb + 1) != 0)
             return FSC_ENOMEM;
@@ -665,8 +678,13 @@ int fsc__wpools_finish(fsc_request_stream_t *rs)
         id++;
     }
     free(is_fb);
-    for (size_t k = 0; k < rs->npools; k++)
+    for (size_t k = 0; k < rs->npools; k++) {
+        for (size_t j = 0; j < w->n_no_split; j++)
+            if (rs->pool_ids[k] == w->no_split[j])
+                rs->pool_flags[k] |= FSC_POOL_NO_SPLIT;
         rs->info.use_on_oom_pools += (rs->pool_flags[k] & FSC_POOL_USE_ON_OOM) != 0;
+        rs->info.no_split_pools += (rs->pool_flags[k] & FSC_POOL_NO_SPLIT) != 0;
+    }
     for (size_t i = 0; i < w->nsegs; i++)
         if (unknown(&w->segs[i]) && w->segs[i].label != 0)
             rs->info.inferred_pool_segments++;

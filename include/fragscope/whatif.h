@@ -137,6 +137,9 @@ typedef struct fsc_request_stream_info {
      * requests they served when the cap refused a new segment (replayed as
      * default-pool requests that fall back to them). */
     uint64_t use_on_oom_pools, use_on_oom_allocs;
+    /* Pools seen handing out whole blocks the split rule would split
+     * (MemPool(no_split=True)): replayed that way. */
+    uint64_t no_split_pools;
 } fsc_request_stream_info_t;
 
 int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_info_t *out);

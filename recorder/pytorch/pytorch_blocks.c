@@ -358,8 +358,11 @@ int fsc__pm_alloc(fsc__pmodel_t *m, uint64_t addr, uint64_t requested, uint64_t 
                            "the free block there has %llu bytes, less than the rounded "
                            "request of %llu",
                            (unsigned long long)b->size, (unsigned long long)rounded);
-    if (fsc_alloc_should_split(&m->cfg, (fsc_pool_t)b->seg->pool, b->size, rounded,
-                               b->seg->expandable)) {
+    int whole = 0; /* a no_split pool hands out whole blocks */
+    for (uint8_t i = 0; b->seg->pool_id != 0 && i < m->n_no_split; i++)
+        whole |= m->no_split[i] == b->seg->pool_id;
+    if (!whole && fsc_alloc_should_split(&m->cfg, (fsc_pool_t)b->seg->pool, b->size, rounded,
+                                         b->seg->expandable)) {
         int rc = split(m, b, rounded);
         if (rc != 0)
             return rc;

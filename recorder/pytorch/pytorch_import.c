@@ -103,6 +103,39 @@ static uint64_t pool_id_of(fsc__imp_t *im, uint64_t base, uint64_t size, uint64_
 }
 
 
+/* A MemPool created with no_split never splits a block. Snapshots do not
+ * record the setting, but its final segments show it: an allocated block of
+ * a private pool larger than its rounded request by what PyTorch would
+ * have split off (should_split) was taken whole. */
+static void find_no_split_pools(fsc__imp_t *im)
+{
+    fsc__pmodel_t *m = &im->m;
+    for (size_t i = 0; i < im->n_finals; i++) {
+        const fsc__final_seg_t *f = &im->finals[i];
+        if (f->pool_id == 0 || f->expandable)
+            continue;
+        fsc__pv_t *const *b;
+        uint32_t nb = fsc__pv_seq(f->blocks, &b);
+        for (uint32_t k = 0; k < nb; k++) {
+            uint64_t size, req;
+            if (!fsc__imp_dict_ok(b[k]) || !fsc__imp_u64(b[k], "size", &size) ||
+                !fsc__imp_u64(b[k], "requested_size", &req) || req == 0 ||
+                !fsc__pv_is_str(fsc__pv_get(b[k], "state"), "active_allocated"))
+                continue;
+            uint64_t rounded = fsc_alloc_round_size(&im->cfg, req);
+            if (size <= rounded || !fsc_alloc_should_split(&im->cfg, (fsc_pool_t)f->pool, size,
+                                                            rounded, 0))
+                continue;
+            uint8_t j = 0;
+            while (j < m->n_no_split && m->no_split[j] != f->pool_id)
+                j++;
+            if (j == m->n_no_split && j < sizeof m->no_split / sizeof m->no_split[0])
+                m->no_split[m->n_no_split++] = f->pool_id;
+            break;
+        }
+    }
+}
+
 /* Base of the expandable segment a mapping at addr belongs to: the final
  * segment holding it, else a segment of the model whose mapped range it
  * extends or falls into, else addr itself (a new segment). */
@@ -398,6 +431,7 @@ int fsc__imp_begin(fsc__imp_t *im, const fsc__pv_t *root, uint64_t t0_us, int ha
                            fsc_err_name(rc));
 
     fsc__pm_init(&im->m, &im->cfg, fsc__imp_on_event, im, &im->merr);
+    find_no_split_pools(im);
     if ((rc = fsc__imp_keys_begin(im, root)) != 0)
         return rc;
     if ((rc = fsc__imp_emit_start_state(im)) != 0)

@@ -86,6 +86,10 @@ typedef struct fsc__pmodel {
     uint32_t tag;     /* tag of the entry being replayed: stamped on events
                          that have no block tag of their own */
     uint64_t new_pool_id; /* private pool of the next segment created */
+    /* Private pools created with no_split (MemPool(no_split=True)): their
+     * blocks are never split (pytorch_import.c finds them). */
+    uint64_t no_split[16];
+    uint8_t n_no_split;
 } fsc__pmodel_t;
 
 void fsc__pm_init(fsc__pmodel_t *m, const fsc_alloc_config_t *cfg, fsc__pm_emit_fn emit,
