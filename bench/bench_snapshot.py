@@ -2,15 +2,17 @@
 """bench_snapshot.py — fragscope's snapshot commands against Python's own
 unpickler, on the same file in the same run.
 
-    python3 bench/bench_snapshot.py SNAPSHOT [--fragscope BIN]... [--cpu N]
+    python3 bench/bench_snapshot.py SNAPSHOT [--fragscope BIN]... [--cpu N|all]
                                     [--commands import,analyze,whatif] [--json OUT]
                                     [--timeout S]
 
 The baseline is `python3 -c "import pickle; pickle.load(open(F,'rb'))"`,
 the least any tool reading a PyTorch snapshot in Python does. Each command
 runs once, as a child process pinned to one CPU (--cpu, default the first
-this process may use), and is measured by wall time and by its peak
-resident set (ru_maxrss from wait4). Every fragscope binary given (for
+this process may use; --cpu all leaves fragscope's threads every CPU),
+and is measured by wall time, user CPU seconds (wait4's ru_utime: the
+figure to compare on a loaded machine) and its peak resident set
+(ru_maxrss). Every fragscope binary given (for
 instance the old and the new build) runs every command. The table gives
 each figure and its ratio to pickle.load's; the issue's goals are a time
 ratio of at most 1/3 and a peak RSS of at most 1 GB on a snapshot of 1 GB
@@ -56,21 +58,32 @@ def main():
     ap.add_argument("--fragscope", action="append", default=[],
                     help="a fragscope binary (repeat to compare builds; default build/fragscope)")
     ap.add_argument("--commands", default="import,analyze")
-    ap.add_argument("--cpu", type=int, default=None)
+    ap.add_argument("--cpu", default=None,
+                    help="the CPU each command is pinned to (default the first allowed); "
+                         "'all': not pinned, fragscope's threads may use every CPU "
+                         "(pickle.load stays on one: it has one thread)")
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--timeout", type=float, default=None,
                     help="kill a command after this many seconds (its row says exit -9)")
     a = ap.parse_args()
     bins = a.fragscope or ["build/fragscope"]
     cpu = a.cpu
-    if cpu is None and hasattr(os, "sched_getaffinity"):
-        cpu = min(os.sched_getaffinity(0))
+    base_cpu = None
+    if hasattr(os, "sched_getaffinity"):
+        base_cpu = min(os.sched_getaffinity(0))
+    if cpu is None:
+        cpu = base_cpu
+    elif cpu == "all":
+        cpu = None
+    else:
+        cpu = int(cpu)
+        base_cpu = cpu
     size = os.path.getsize(a.snapshot)
     tmp = tempfile.mkdtemp(prefix="bench_snapshot.")
     rows = []
     try:
         base = measure([sys.executable, "-c",
-                        "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", a.snapshot], cpu)
+                        "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", a.snapshot], base_cpu)
         rows.append(("pickle.load", base))
         for b in bins:
             for c in a.commands.split(","):
@@ -89,12 +102,15 @@ def main():
                     os.unlink(os.path.join(tmp, f))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("snapshot: %s (%.1f MB), one CPU (%s)" % (a.snapshot, size / 1e6, cpu))
-    print("%-44s %9s %7s %11s %7s %5s" % ("command", "seconds", "ratio", "peak RSS MB", "ratio",
-                                          "exit"))
+    where = ("one CPU (%s)" % cpu) if cpu is not None else \
+        "fragscope on every CPU (%d), pickle.load on CPU %s" % (os.cpu_count(), base_cpu)
+    print("snapshot: %s (%.1f MB), %s" % (a.snapshot, size / 1e6, where))
+    print("%-44s %9s %7s %8s %7s %11s %7s %5s" % ("command", "seconds", "ratio", "user s",
+                                                   "ratio", "peak RSS MB", "ratio", "exit"))
     for name, r in rows:
-        print("%-44s %9.2f %7.3f %11.1f %7.3f %5d" % (
-            name[-44:], r["seconds"], r["seconds"] / base["seconds"], r["peak_rss_mb"],
+        print("%-44s %9.2f %7.3f %8.2f %7.3f %11.1f %7.3f %5d" % (
+            name[-44:], r["seconds"], r["seconds"] / base["seconds"], r["user"],
+            r["user"] / max(base["user"], 1e-9), r["peak_rss_mb"],
             r["peak_rss_mb"] / base["peak_rss_mb"], r["exit"]))
         if r["exit"] != 0:
             print("    " + r["stderr"].strip().replace("\n", "\n    "))

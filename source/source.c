@@ -14,6 +14,7 @@
 
 #include "fragscope/source.h"
 #include "fsc/vec.h"
+#include "source_pipe.h"
 
 #define PROGRESS_EVERY 0xffff
 
@@ -40,6 +41,7 @@ struct fsc_source {
     fsc_err_t *err;             /* the run's */
     int sink_failed, have_header, ran;
     fsc_source_info_t info;
+    fsc__pipe_t *pipe; /* snapshots: the sink's thread (source_pipe.c) */
 };
 
 int fsc_source_detect(const char *path)
@@ -201,7 +203,14 @@ static int on_header(void *ud, const fsc_trace_header_t *hdr)
         return fail(s, fsc_err_set(s->err, FSC_EFORMAT, "%s: two headers", s->path));
     s->have_header = 1;
     int rc = s->sink->header(s->sink->ud, hdr, s->err);
-    return rc != 0 ? fail(s, rc) : 0;
+    if (rc != 0)
+        return fail(s, rc);
+    /* From here on the sink runs on a thread of its own, the import goes
+     * on meanwhile (FRAGSCOPE_THREADS=1: the caller's thread only). */
+    const char *t = getenv("FRAGSCOPE_THREADS");
+    if ((t == NULL || strcmp(t, "1") != 0) && fsc__pipe_start(s->sink, &s->pipe) != 0)
+        return fail(s, fsc_err_set(s->err, FSC_ENOMEM, "out of memory"));
+    return 0;
 }
 
 static int on_tag(void *ud, uint32_t parent, const char *name, size_t len, uint32_t *node)
@@ -227,7 +236,8 @@ static int on_tag(void *ud, uint32_t parent, const char *name, size_t len, uint3
             e->klen = klen;
             memcpy(e->key, key, klen);
             HASH_ADD(hh, s->tags, key, klen, e);
-            rc = s->sink->tag(s->sink->ud, e->id, parent, name, len, s->err);
+            rc = s->pipe != NULL ? fsc__pipe_tag(s->pipe, e->id, parent, name, len)
+                                 : s->sink->tag(s->sink->ud, e->id, parent, name, len, s->err);
             if (rc != 0)
                 fail(s, rc);
         }
@@ -245,7 +255,7 @@ static int on_event(void *ud, const fsc_event_t *ev)
     if (!s->have_header)
         return fail(s, fsc_err_set(s->err, FSC_EFORMAT, "%s: events before the header",
                                    s->path));
-    int rc = s->sink->event(s->sink->ud, ev, s->err);
+    int rc = s->pipe != NULL ? fsc__pipe_event(s->pipe, ev) : s->sink->event(s->sink->ud, ev, s->err);
     if (rc != 0)
         return fail(s, rc);
     if ((++s->info.events & PROGRESS_EVERY) == 0 && s->opts.progress != NULL)
@@ -273,6 +283,18 @@ static int run_snapshot(fsc_source_t *s)
     fsc_err_t ierr;
     fsc_err_clear(&ierr);
     int rc = fsc_pytorch_import(s->path, &io, &sink, &s->info.import, &ierr);
+    if (s->pipe != NULL) {
+        /* the consumer's failure, if any, is the one that stopped the import */
+        fsc_err_t perr;
+        fsc_err_clear(&perr);
+        int prc = fsc__pipe_finish(s->pipe, &perr);
+        s->pipe = NULL;
+        if (prc != 0) {
+            s->sink_failed = 1;
+            fsc_err_copy(s->err, &perr);
+            rc = prc;
+        }
+    }
     if (rc != 0) {
         /* A sink's own error (the consumer naming an event) is the more
          * precise one. */

@@ -168,7 +168,90 @@ static void test_analyze_file(void)
     CU_ASSERT_TRUE(fsc_test_file_exists(fsc_test_path("tiny.db")));
 }
 
+/* ---- the sink on its own thread (source_pipe.c) ------------------------- */
+
+typedef struct order {
+    uint64_t events, tags, hash;
+    uint64_t fail_at; /* 0: never */
+} order_t;
+
+static void mix(order_t *o, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        o->hash = (o->hash ^ b[i]) * 0x100000001b3ull;
+}
+
+static int ord_header(void *ud, const fsc_trace_header_t *hdr, fsc_err_t *err)
+{
+    (void)ud, (void)hdr, (void)err;
+    return 0;
+}
+
+static int ord_tag(void *ud, uint32_t node, uint32_t parent, const char *name, size_t len,
+                   fsc_err_t *err)
+{
+    (void)err;
+    order_t *o = ud;
+    o->tags++;
+    mix(o, &node, sizeof node);
+    mix(o, &parent, sizeof parent);
+    mix(o, name, len);
+    return 0;
+}
+
+static int ord_event(void *ud, const fsc_event_t *ev, fsc_err_t *err)
+{
+    order_t *o = ud;
+    if (++o->events == o->fail_at)
+        return fsc_err_set(err, FSC_EIO, "consumer gave up at event %llu",
+                           (unsigned long long)o->events);
+    mix(o, &ev->type, sizeof ev->type);
+    mix(o, &ev->addr, sizeof ev->addr);
+    mix(o, &ev->size, sizeof ev->size);
+    mix(o, &ev->tag, sizeof ev->tag);
+    mix(o, &ev->time_ns, sizeof ev->time_ns);
+    if (ev->type == FSC_EV_MARKER)
+        mix(o, ev->text, ev->text_len);
+    return 0;
+}
+
+static int run_order(const char *path, order_t *o, fsc_err_t *err)
+{
+    fsc_source_t *src = NULL;
+    fsc_err_clear(err);
+    CU_ASSERT_EQUAL_FATAL(fsc_source_open(path, NULL, &src, err), 0);
+    fsc_source_sink_t sink = {o, ord_header, ord_tag, ord_event};
+    int rc = fsc_source_run(src, &sink, err);
+    fsc_source_close(src);
+    return rc;
+}
+
+/* A snapshot's sink runs on a thread of its own: it sees the same tags and
+ * events in the same order as on the caller's thread (FRAGSCOPE_THREADS=1),
+ * and a failing sink stops the import with its own error, called no more. */
+static void test_snapshot_sink_thread(void)
+{
+    const char *path = fsc_test_data("pytorch/gpt2_varlen.pickle");
+    order_t a = {0, 0, 0, 0}, b = {0, 0, 0, 0};
+    fsc_err_t err;
+    CU_ASSERT_EQUAL(run_order(path, &a, &err), 0);
+    setenv("FRAGSCOPE_THREADS", "1", 1);
+    CU_ASSERT_EQUAL(run_order(path, &b, &err), 0);
+    unsetenv("FRAGSCOPE_THREADS");
+    CU_ASSERT_EQUAL(a.events, 108585); /* what `fragscope import` reports for it */
+    CU_ASSERT_EQUAL(a.events, b.events);
+    CU_ASSERT_EQUAL(a.tags, b.tags);
+    CU_ASSERT_EQUAL(a.hash, b.hash);
+
+    order_t f = {0, 0, 0, 50000};
+    CU_ASSERT_EQUAL(run_order(path, &f, &err), FSC_EIO);
+    CU_ASSERT_EQUAL(f.events, 50000);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "consumer gave up at event 50000"));
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"snapshot_sink_thread", test_snapshot_sink_thread},
     {"detect", test_detect},
     {"snapshot_tags_first", test_snapshot_tags_first},
     {"trace_tags_first", test_trace_tags_first},

@@ -64,7 +64,10 @@ static int on_header(void *ud, const fsc_trace_header_t *hdr)
 {
     import_ctx_t *c = ud;
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
-    o.synchronous = 1;
+    /* Chunks are compressed and written by the recorder's thread while the
+     * import goes on; they are cut by size only (no time bound), so the
+     * trace is the same whatever the timing. */
+    o.flush_interval_ms = UINT32_MAX;
     o.name = c->out; /* the recorder writes tmp_path, the user knows out */
     fsc_trace_header_t h = *hdr;
     if (c->capacity != 0) {

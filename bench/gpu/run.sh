@@ -31,7 +31,8 @@
 #                  RECORD="habits caps external" by default; "mempool_opts": MemPool use_on_oom, no_split)
 #   big            a real >= 1 GB snapshot (bench/gpu/record_big.py: GPT-2 trained BIG_SECONDS,
 #                  default 110, under max_entries=12e6) and bench/bench_snapshot.py on it
-#                  (pickle.load vs import, analyze, whatif); the snapshot is not kept
+#                  (pickle.load vs import, analyze, whatif on one CPU, then import and
+#                  analyze on every CPU); the snapshot is not kept
 #                  (BIG_SNAPSHOT=FILE benches an existing file instead of recording)
 set -u
 B=${B:-gpu-carry}
@@ -251,11 +252,14 @@ task_big() {
   timeout 280 python3 bench/bench_snapshot.py "$snap" --fragscope "$B/build/fragscope" \
     --commands "${BIG_COMMANDS:-import,analyze,whatif}" --json "$d/bench.json" --timeout 100 > "$d/bench.txt" 2>&1
   cat "$d/bench.txt"
+  timeout 150 python3 bench/bench_snapshot.py "$snap" --fragscope "$B/build/fragscope" --cpu all \
+    --commands import,analyze --json "$d/bench_all_cpus.json" --timeout 60 > "$d/bench_all_cpus.txt" 2>&1
+  cat "$d/bench_all_cpus.txt"
   nproc > "$d/cpus.txt"
   [ -n "${BIG_SNAPSHOT:-}" ] || rm -f "$snap" "${snap%.pickle}.stats.json"
 }
 
-[ $# -gt 0 ] || { sed -n '2,35p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,36p' "$0"; exit 2; }
 for t in "$@"; do
   fn="task_${t//-/_}"
   declare -F "$fn" >/dev/null || { echo "run.sh: unknown task $t" >&2; exit 2; }
