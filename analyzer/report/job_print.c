@@ -24,7 +24,12 @@ static const char *sz(int64_t v, char *buf, size_t cap)
         return fsc_size_format((uint64_t)v, buf, cap);
     char t[32];
     fsc_size_format((uint64_t)(-(v + 1)) + 1u, t, sizeof t);
-    snprintf(buf, cap, "-%s", t);
+    if (cap == 0)
+        return buf;
+    size_t n = strlen(t) < cap - 1 ? strlen(t) : cap - 1;
+    buf[0] = '-';
+    memcpy(buf + 1, t, n > 0 ? n - (n == cap - 1) : 0);
+    buf[n + 1 - (n == cap - 1)] = '\0';
     return buf;
 }
 
