@@ -7,7 +7,8 @@
  * The recordings are the H200 runs `mempool` (two MemPools, both released
  * before the snapshot, so it names no private pool at all),
  * `mempool_live` (a live pool, (0, 1), and a second one released midway),
- * `mempool_oom` (use_on_oom under a cap) and `mempool_nosplit` (no_split),
+ * `mempool_live_exp` (the same under expandable segments), `mempool_oom`
+ * (use_on_oom under a cap) and `mempool_nosplit` (no_split),
  * from bench/gpu/results/2026-12-01; NAME.stats.json holds PyTorch's
  * memory_stats() of the same run.
  */
@@ -156,10 +157,27 @@ static void test_no_split_recording(void)
                     stat_u64("mempool_nosplit", "allocated_bytes.all.peak"));
 }
 
+/* The same under expandable_segments:True (H200 `mempool_live_exp`): the
+ * released pool had an expandable segment per size class of its own, a
+ * second one of the stream next to the default pool's, unmapped whole at
+ * `del tmp`. */
+static void test_live_pool_expandable(void)
+{
+    verify_exact("mempool_live_exp");
+    fsc_request_stream_info_t info;
+    info_of("mempool_live_exp", &info);
+    CU_ASSERT_EQUAL(info.inferred_pools, 1);
+    CU_ASSERT_EQUAL(info.inferred_pool_segments, 2);
+    CU_ASSERT_EQUAL(info.inferred_pool_allocs, 12);
+    CU_ASSERT_EQUAL(info.pool_releases, 1);
+    CU_ASSERT_EQUAL(info.inferred_empty_caches, 0);
+}
+
 /* Recordings without private pools infer none. */
 static void test_no_pools_inferred(void)
 {
     static const char *const names[] = {"gpu/gpt2_emptycache.pickle", "gpu/graphed.pickle",
+                                        "gpu/gpt2_emptycache_exp.pickle",
                                         "gpu/side_stream.pickle", "pytorch/gpt2m_oom_12g.pickle"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         fsc_request_stream_t *rs = NULL;
@@ -401,6 +419,7 @@ static void test_report_per_pool(void)
 }
 
 static const fsc_test_case_t k_tests[] = {
+    {"a released pool with expandable segments: reproduced", test_live_pool_expandable},
     {"MemPool no_split seen in the final blocks", test_no_split_recording},
     {"MemPool use_on_oom recognised in a capped recording", test_use_on_oom_recording},
     {"report: peaks and fragmentation per pool", test_report_per_pool},

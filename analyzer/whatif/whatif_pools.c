@@ -17,7 +17,10 @@
  *     "different pool" pairs are collected while the stream is read,
  *     against a model of the free blocks (each segment's gaps between
  *     active blocks; free neighbours always merge outside expandable
- *     segments, which are left out).
+ *     segments, whose blocks are left out).
+ *   - a pool keeps one expandable segment per stream and size class (its
+ *     address space is the device's): a second one, mapped while the
+ *     first holds pages, is another pool's.
  *   - a private pool still in the snapshot was never released, so a
  *     segment released before the end is not one of its segments.
  *
@@ -88,6 +91,7 @@ typedef struct wp_seg {
     uint32_t label; /* 0 default, k = pool_ids[k - 1] of the stream */
     size_t burst;   /* 1 + op index of the release burst that freed it; 0 alive */
     uint64_t first; /* id of the request that created it; UINT64_MAX unknown */
+    uint64_t mapped; /* expandable: bytes mapped now */
     uint8_t small, expandable;
     wp_piece_t *pc;
     size_t npc, cap_pc;
@@ -301,8 +305,10 @@ static int on_segment(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc
     int map = ev->type == FSC_EV_SEGMENT_MAP;
     uint64_t base = map ? ev->segment : ev->addr;
     uint32_t x;
-    if (map && seg_index(w, base, &x))
-        return 0; /* an expandable segment grows */
+    if (map && seg_index(w, base, &x)) {
+        w->segs[x].mapped += ev->size; /* an expandable segment grows */
+        return 0;
+    }
     if (w->nsegs >= NONE - 1 || FSC__VEC_RESERVE(w->segs, w->cap_segs, w->nsegs + 1) != 0)
         return FSC_ENOMEM;
     x = (uint32_t)w->nsegs++;
@@ -315,10 +321,22 @@ static int on_segment(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc
     s->prev = w->last_alloc_seg;
     s->first = UINT64_MAX;
     s->expandable = (uint8_t)map;
-    s->small = !map && ev->size == 2 * FSC_MiB;
+    s->small = map ? ev->pool == FSC_POOL_SMALL : ev->size == 2 * FSC_MiB;
+    s->mapped = map ? ev->size : 0;
     w->created = x;
     if (fsc__u64map_put(&w->live, base, x) != 0)
         return FSC_ENOMEM;
+    if (map && w->infer) {
+        /* A pool keeps one expandable segment per stream and size class
+         * (its address space is the device's, never exhausted): a second
+         * one, while the first is mapped, is another pool's. */
+        for (uint32_t y = 0; y < x; y++) {
+            const wp_seg_t *o = &w->segs[y];
+            if (o->expandable && o->mapped > 0 && o->stream == s->stream && o->small == s->small &&
+                add_pair(w, x, y) != 0)
+                return FSC_ENOMEM;
+        }
+    }
     if (map || !w->infer)
         return 0;
     wp_piece_t p = {base, ev->size, gap_new(w, x, base, ev->size)};
@@ -335,7 +353,13 @@ static void on_segment_free(fsc_request_stream_t *rs, struct fsc__wpools *w,
         return;
     wp_seg_t *s = &w->segs[x];
     if (ev->type == FSC_EV_SEGMENT_UNMAP) {
-        s->burst = rs->open_release; /* the last unmap counts */
+        /* released when nothing of it is mapped any more */
+        s->mapped -= ev->size < s->mapped ? ev->size : s->mapped;
+        if (s->mapped == 0) {
+            s->burst = rs->open_release;
+            uint64_t v;
+            fsc__u64map_del(&w->live, base, &v);
+        }
         return;
     }
     s->burst = rs->open_release; /* 1 + op index of the burst (whatif_stream.c) */
@@ -487,7 +511,7 @@ static int allowed(const struct fsc__wpools *w, const wp_graph_t *g, uint32_t s,
 
 static int unknown(const wp_seg_t *s)
 {
-    return s->pool_id == 0 && s->burst != 0 && !s->expandable;
+    return s->pool_id == 0 && s->burst != 0;
 }
 
 static int pool_label(fsc_request_stream_t *rs, uint64_t id, uint32_t *label)
