@@ -17,7 +17,10 @@
  *     allocator's large-segment granularity, the page docs/metrics.md and
  *     test_external.c use) of the raw allocation plus what the process
  *     itself measured outside its allocator just before it
- *     (total − free − reserved from torch.cuda.mem_get_info()).
+ *     (total − free − reserved from torch.cuda.mem_get_info());
+ *   - `fragscope analyze r0 r1 r2 -o job.db` holds the same figures per run,
+ *     and its page (`fragscope view`) names rank 1 for the least headroom
+ *     and rank 2, cause external, for the first OOM.
  */
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
@@ -186,10 +189,85 @@ static void test_rank2_external_oom(void)
     CU_ASSERT_EQUAL(q_int(rank_db(1), "SELECT count(*) FROM ooms"), 0);
 }
 
+/* The three traces analyzed into one job database (made once). */
+static const char *job_db(void)
+{
+    static char path[512];
+    if (path[0] != '\0')
+        return path;
+    char out[8192];
+    snprintf(path, sizeof path, "%s", fsc_test_path("ranks_job.db"));
+    int rc = fsc_test_sh(out, sizeof out,
+                         "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s %s %s -o %s -j 2",
+                         fsc_test_fragscope(), fsc_test_data("gpu/ranks/pipe.r0.fstrace"),
+                         fsc_test_data("gpu/ranks/pipe.r1.fstrace"),
+                         fsc_test_data("gpu/ranks/pipe.r2.fstrace"), path);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    return path;
+}
+
+static void test_job_database(void)
+{
+    const char *db = job_db();
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), NRANKS);
+    char sql[256];
+    for (int r = 0; r < NRANKS; r++) {
+        rank_facts_t f = read_facts(r);
+        /* run r is input r; its rank comes from the trace header */
+        snprintf(sql, sizeof sql, "SELECT rank FROM runs WHERE run = %d", r);
+        CU_ASSERT_EQUAL(q_int(db, sql), r);
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM meta WHERE run = %d AND key = 'rank_source' AND "
+                 "value = 'trace header'", r);
+        CU_ASSERT_EQUAL(q_int(db, sql), 1);
+        snprintf(sql, sizeof sql,
+                 "SELECT value FROM summary WHERE run = %d AND key = 'peak_allocated_bytes'", r);
+        CU_ASSERT_EQUAL(q_int(db, sql), f.peak_allocated);
+        snprintf(sql, sizeof sql,
+                 "SELECT value FROM summary WHERE run = %d AND key = 'peak_reserved_bytes'", r);
+        CU_ASSERT_EQUAL(q_int(db, sql), f.peak_reserved);
+        snprintf(sql, sizeof sql, "SELECT value FROM meta WHERE run = %d AND key = 'capacity'", r);
+        CU_ASSERT_EQUAL(q_int(db, sql), f.cap);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM ooms WHERE run = %d", r);
+        CU_ASSERT_EQUAL(q_int(db, sql), f.ooms);
+    }
+    /* rank 2's OOMs, in the job as alone */
+    rank_facts_t f2 = read_facts(2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM ooms WHERE run = 2 AND cause = 'external' "
+                              "AND external_bytes = (SELECT external_bytes FROM ooms WHERE "
+                              "run = 2 AND id = 0)"),
+                    f2.ooms);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT external_bytes FROM ooms WHERE run = 2 AND id = 0"),
+                    f2.raw_bytes + f2.outside_before);
+}
+
+static void test_job_view(void)
+{
+    const char *html = fsc_test_path("ranks_job.html");
+    char out[4096];
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_test_sh(out, sizeof out, "%s view %s -o %s", fsc_test_fragscope(), job_db(), html), 0);
+    char *page = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    /* the overview names rank 1 for the least headroom, rank 2 for the first OOM */
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "Least headroom: <a href=\"#run-1\">rank 1 "));
+    const char *first = strstr(page, "First to run out of memory: <a href=\"#run-2\">rank 2 ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+    const char *eol = strchr(first, '\n');
+    CU_ASSERT_PTR_NOT_NULL_FATAL(eol);
+    const char *cause = strstr(first, "cause external");
+    CU_ASSERT(cause != NULL && cause < eol);
+    free(page);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"every rank's peaks are its process's own statistics", test_peaks_are_each_process_stats},
     {"the caps make rank 1 the least headroom", test_caps_make_rank1_least_headroom},
     {"rank 2's OOM is external, within a page of the raw cudaMalloc", test_rank2_external_oom},
+    {"the three traces in one job database", test_job_database},
+    {"the job's page names the least-headroom and first-OOM ranks", test_job_view},
     {NULL, NULL},
 };
 
