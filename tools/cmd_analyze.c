@@ -168,8 +168,8 @@ int fsc_cmd_analyze(int argc, char **argv)
             char *end = NULL;
             long v = i + 1 < argc ? strtol(argv[++i], &end, 10) : -1;
             if (end == NULL || end == argv[i] || *end != '\0' || v < 0 || v > 4095)
-                return fsc_cli_usage_error("analyze", "--device needs a device number (0 to "
-                                           "4095)");
+                return free(inputs),
+                       fsc_cli_usage_error("analyze", "--device needs a device number (0 to 4095)");
             j.device = (int)v;
             o.pick_device = 1;
             o.device = (int)v;
@@ -181,24 +181,27 @@ int fsc_cmd_analyze(int argc, char **argv)
         } else if (strcmp(a, "--capacity") == 0 && i + 1 < argc) {
             int rc = fsc_cli_size("analyze", a, argv[++i], &j.capacity);
             if (rc != 0)
-                return rc;
+                return free(inputs), rc;
             if (j.capacity == 0)
-                return fsc_cli_usage_error("analyze", "--capacity must be more than 0");
+                return free(inputs),
+                       fsc_cli_usage_error("analyze", "--capacity must be more than 0");
         } else if (strcmp(a, "--device-memory") == 0 && i + 1 < argc) {
             int rc = fsc_cli_size("analyze", a, argv[++i], &j.device_memory);
             if (rc != 0)
-                return rc;
+                return free(inputs), rc;
             if (j.device_memory == 0)
-                return fsc_cli_usage_error("analyze", "--device-memory must be more than 0");
+                return free(inputs),
+                       fsc_cli_usage_error("analyze", "--device-memory must be more than 0");
         } else if (strcmp(a, "--timeline-samples") == 0 && i + 1 < argc) {
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
             if (end == argv[i] || *end != '\0' || v < 2 || v > 1000000)
-                return fsc_cli_usage_error("analyze", "--timeline-samples: '%s' is not a "
-                                           "number between 2 and 1000000", argv[i]);
+                return free(inputs),
+                       fsc_cli_usage_error("analyze", "--timeline-samples: '%s' is not a number "
+                                           "between 2 and 1000000", argv[i]);
             o.analysis.timeline_samples = (uint32_t)v;
         } else if (a[0] == '-' && a[1] != '\0') {
-            return fsc_cli_usage_error("analyze", "unknown option '%s'", a);
+            return free(inputs), fsc_cli_usage_error("analyze", "unknown option '%s'", a);
         } else {
             inputs[ninputs++] = a;
         }
