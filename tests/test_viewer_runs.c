@@ -13,6 +13,7 @@
  * any of it. The browser checks skip, passing with a note, when Chromium
  * is not installed.
  */
+#include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +268,47 @@ static void test_detail_bound(void)
     CU_ASSERT_EQUAL(rc, 2);
 }
 
+/* The real three-rank job recorded on one H200 (tests/data/gpu/ranks): each
+ * chart carries its process's own peak statistics (pipe.run.rN.json), rank
+ * 1 has the least headroom (512 MiB, the smallest margin of the caps), rank
+ * 2 ran out of memory first, diagnosed external, and is shown first. */
+static void test_h200_job(void)
+{
+    char cmd[4096];
+    const char *db = fsc_test_path("h200.db");
+    snprintf(cmd, sizeof cmd, "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s %s %s -o %s --no-suggest -j 2",
+             fsc_test_fragscope(), fsc_test_data("gpu/ranks/pipe.r0.fstrace"),
+             fsc_test_data("gpu/ranks/pipe.r1.fstrace"), fsc_test_data("gpu/ranks/pipe.r2.fstrace"), db);
+    sh_ok("analyze of the H200 job", cmd);
+    char *html = view(db, "h200.html", NULL, NULL);
+    CU_ASSERT_EQUAL(fsc_test_count(html, "<a class=\"run-card"), 3);
+    for (int rank = 0; rank < 3; rank++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "gpu/ranks/pipe.run.r%d.json", rank);
+        char *text = fsc_test_slurp(fsc_test_data(rel), NULL);
+        cJSON *j = text ? cJSON_Parse(text) : NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        const cJSON *st = cJSON_GetObjectItem(j, "memory_stats");
+        char want[256];
+        snprintf(want, sizeof want, "data-run=\"%d\" data-rank=\"%d\" data-peak-reserved=\"%.0f\" "
+                 "data-peak-allocated=\"%.0f\"", rank, rank,
+                 cJSON_GetObjectItem(st, "reserved_bytes.all.peak")->valuedouble,
+                 cJSON_GetObjectItem(st, "allocated_bytes.all.peak")->valuedouble);
+        char *c = card_at(html, (size_t)rank);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL(strstr(c, want));
+        CU_ASSERT_EQUAL(strstr(c, " least-headroom\"") != NULL, rank == 1);
+        CU_ASSERT_EQUAL(strstr(c, " first-oom\"") != NULL, rank == 2);
+        free(c);
+        cJSON_Delete(j);
+        free(text);
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "headroom <b class=\"rf-head\">512.00 MiB</b>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, ", cause external; the runs' first OOMs compared on the wall clock)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "data-default=\"2\""));
+    free(html);
+}
+
 /* ---- in the browser ---------------------------------------------------- */
 
 /* Load tmpdir/name (+ hash) with the probe appended; the DOM or NULL. */
@@ -419,6 +461,7 @@ static const fsc_test_case_t k_tests[] = {
     {"overview: one chart per run, by rank, marks", test_overview},
     {"a one-run database has no overview and no picker", test_single_run},
     {"detail carried for a bounded set of runs", test_detail_bound},
+    {"the H200 three-rank job: peaks, least headroom, first OOM", test_h200_job},
     {"the picker shows the picked run's figures (Chromium)", test_picker_in_browser},
     {"#run-N anchors (Chromium)", test_anchors_in_browser},
     {NULL, NULL},
