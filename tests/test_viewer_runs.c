@@ -306,6 +306,8 @@ static void test_h200_job(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "headroom <b class=\"rf-head\">512.00 MiB</b>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, ", cause external; the runs' first OOMs compared on the wall clock)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "data-default=\"2\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "(external): memory outside the allocator took the device, whatever "
+                                        "the headroom"));
     free(html);
 }
 
@@ -373,7 +375,8 @@ static void expect_run(const char *dom, const char *key, int rank, int ooms)
     long long a = single_sum(rank, "peak_allocated_bytes"), r = single_sum(rank, "peak_reserved_bytes");
     fmt_size(a, pa, sizeof pa);
     fmt_size(r, pr, sizeof pr);
-    snprintf(want, sizeof want, "%d|yes|%s|%s|%lld|%lld|%d|3|", run_of_rank(rank), pa, pr, a, r, ooms);
+    snprintf(want, sizeof want, "%d|yes|%s|%s|Summary of rank %d|%lld|%lld|%d|3|", run_of_rank(rank), pa, pr,
+             rank, a, r, ooms);
     if (strncmp(v, want, strlen(want)) != 0) {
         fprintf(stderr, "\nprobe %s: want '%s...', got '%s'\n", key, want, v);
         CU_FAIL("run shown");

@@ -92,6 +92,8 @@ static void figures_line(fsc__sb_t *sb, const fsc__vrun_t *v)
                        " (", v->nooms, v->nooms == 1 ? "" : "s", v->first_oom_seq);
         fsc__sb_html(sb, v->first_cause, 0);
         fsc__sb_puts(sb, ")");
+        if (strcmp(v->first_cause, "external") == 0)
+            fsc__sb_puts(sb, ": memory outside the allocator took the device, whatever the headroom");
     } else {
         fsc__sb_puts(sb, "no OOM");
     }

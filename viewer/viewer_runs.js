@@ -63,6 +63,9 @@
       document.body.removeAttribute('data-rendered');
       current = n;
       window.fscBoot();
+      /* Say whose detail this is where it starts. */
+      var h2 = detail.querySelector('#summary h2');
+      if (h2) h2.textContent = 'Summary of ' + label(n);
       pick.value = String(n);
       var cards = document.querySelectorAll('.run-card');
       for (var i = 0; i < cards.length; i++) {

@@ -16,7 +16,7 @@
     var D = window.fsc.D, S = D.summary || {};
     var state = document.getElementById('statemap');
     put(name, [document.body.getAttribute('data-run'), document.body.getAttribute('data-rendered'),
-      text('#sum-peak-allocated .value'), text('#sum-peak-reserved .value'),
+      text('#sum-peak-allocated .value'), text('#sum-peak-reserved .value'), text('#summary h2'),
       S.peak_allocated_bytes, S.peak_reserved_bytes,
       document.querySelectorAll('#oom-list .oom-card').length,
       document.querySelectorAll('#chart-memory path.series').length,
