@@ -16,6 +16,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Live segments never overlap (every segment and mapping is checked), so in
+ * base order the one below an address is the only one that can hold it. */
+static int seg_cmp(const fsc__pseg_t *a, const fsc__pseg_t *b)
+{
+    return a->base < b->base ? -1 : a->base > b->base;
+}
+RB_PROTOTYPE(fsc__pseg_tree, fsc__pseg, rb, seg_cmp)
+RB_GENERATE(fsc__pseg_tree, fsc__pseg, rb, seg_cmp)
+
+static uint64_t seg_end(const fsc__pseg_t *s)
+{
+    return s->expandable ? s->end : s->base + s->size;
+}
+
+/* The live segment with the greatest base below hi (NULL: none). */
+static fsc__pseg_t *seg_below(fsc__pmodel_t *m, uint64_t hi)
+{
+    fsc__pseg_t key;
+    key.base = hi;
+    fsc__pseg_t *n = RB_NFIND(fsc__pseg_tree, &m->by_base, &key);
+    return n != NULL ? RB_PREV(fsc__pseg_tree, &m->by_base, n)
+                     : RB_MAX(fsc__pseg_tree, &m->by_base);
+}
+
 void fsc__pm_init(fsc__pmodel_t *m, const fsc_alloc_config_t *cfg, fsc__pm_emit_fn emit,
                   void *ud, fsc_err_t *err)
 {
@@ -24,6 +48,7 @@ void fsc__pm_init(fsc__pmodel_t *m, const fsc_alloc_config_t *cfg, fsc__pm_emit_
     m->emit = emit;
     m->emit_ud = ud;
     m->err = err;
+    RB_INIT(&m->by_base);
 }
 
 void fsc__pm_free(fsc__pmodel_t *m)
@@ -36,6 +61,7 @@ void fsc__pm_free(fsc__pmodel_t *m)
     fsc__pseg_t *s, *st;
     HASH_ITER(hh, m->segs, s, st) {
         HASH_DEL(m->segs, s);
+        RB_REMOVE(fsc__pseg_tree, &m->by_base, s);
         free(s);
     }
 }
@@ -49,12 +75,10 @@ fsc__pseg_t *fsc__pm_segment(fsc__pmodel_t *m, uint64_t base)
 
 fsc__pseg_t *fsc__pm_segment_at(fsc__pmodel_t *m, uint64_t addr)
 {
-    for (fsc__pseg_t *s = m->segs; s != NULL; s = s->hh.next) {
-        uint64_t end = s->expandable ? s->end : s->base + s->size;
-        if (addr >= s->base && addr < end)
-            return s;
-    }
-    return NULL;
+    if (addr == UINT64_MAX)
+        return NULL;
+    fsc__pseg_t *s = seg_below(m, addr + 1);
+    return s != NULL && addr < seg_end(s) ? s : NULL;
 }
 
 static fsc__pblock_t *find_block(fsc__pmodel_t *m, uint64_t addr)
@@ -154,9 +178,16 @@ static void reserved_add(fsc__pmodel_t *m, uint64_t n)
  * analyzer refuses a trace whose segments overlap (replay_segments.c), so
  * neither the import nor the export lets one through. A linear scan, like
  * fsc__pm_segment_at: segments are few. */
-static const fsc__pseg_t *overlapping(const fsc__pmodel_t *m, uint64_t lo, uint64_t hi,
+static const fsc__pseg_t *overlapping(fsc__pmodel_t *m, uint64_t lo, uint64_t hi,
                                       const fsc__pseg_t *self)
 {
+    /* none when the nearest segment below hi (other than self) ends by lo */
+    fsc__pseg_t *p = seg_below(m, hi);
+    if (p != NULL && p == self)
+        p = RB_PREV(fsc__pseg_tree, &m->by_base, p);
+    if (p == NULL || seg_end(p) <= lo)
+        return NULL;
+    /* one does: name the one the message always named (the oldest) */
     for (const fsc__pseg_t *s = m->segs; s != NULL; s = s->hh.next) {
         uint64_t end = s->expandable ? s->end : s->base + s->size;
         if (s != self && s->base < hi && lo < end)
@@ -194,6 +225,7 @@ int fsc__pm_segment_alloc(fsc__pmodel_t *m, uint64_t base, uint64_t size, uint64
     }
     link_after(s, NULL, b);
     HASH_ADD(hh, m->segs, base, sizeof s->base, s);
+    RB_INSERT(fsc__pseg_tree, &m->by_base, s);
     reserved_add(m, size);
     return emit_segment(m, FSC_EV_SEGMENT_ALLOC, s, base, size);
 }
@@ -212,6 +244,7 @@ int fsc__pm_segment_free(fsc__pmodel_t *m, uint64_t base, uint64_t size)
     unlink_block(m, s->first);
     m->reserved -= s->size;
     HASH_DEL(m->segs, s);
+    RB_REMOVE(fsc__pseg_tree, &m->by_base, s);
     free(s);
     return rc;
 }
@@ -246,6 +279,7 @@ int fsc__pm_map(fsc__pmodel_t *m, uint64_t base, uint64_t addr, uint64_t size,
         s->pool_id = m->new_pool_id;
         s->expandable = 1;
         HASH_ADD(hh, m->segs, base, sizeof s->base, s);
+        RB_INSERT(fsc__pseg_tree, &m->by_base, s);
     }
     fsc__pblock_t *nb = new_block(m, s, addr, size);
     if (nb == NULL)

@@ -6,6 +6,7 @@
 #ifndef FSC_RECORDER_PYTORCH_INTERNAL_H
 #define FSC_RECORDER_PYTORCH_INTERNAL_H
 
+#include <bsd/sys/tree.h>
 #include <stdint.h>
 #include <uthash.h>
 
@@ -61,6 +62,7 @@ typedef struct fsc__pblock {
 
 struct fsc__pseg {
     UT_hash_handle hh; /* model->segs, keyed by base */
+    RB_ENTRY(fsc__pseg) rb; /* model->by_base: address order */
     uint64_t base;
     uint64_t size;     /* bytes reserved (mapped bytes for expandable ones) */
     uint64_t end;      /* expandable: highest mapped end so far */
@@ -76,6 +78,7 @@ typedef int (*fsc__pm_emit_fn)(void *ud, const fsc_event_t *ev);
 typedef struct fsc__pmodel {
     fsc_alloc_config_t cfg;
     fsc__pseg_t *segs;
+    RB_HEAD(fsc__pseg_tree, fsc__pseg) by_base; /* the live segments, disjoint */
     fsc__pblock_t *blocks;
     fsc__pm_emit_fn emit;
     void *emit_ud;
