@@ -130,18 +130,15 @@ static int int_opt(const char *opt, const char *val, long lo, long hi, long *out
     return 0;
 }
 
-int fsc_cmd_analyze(int argc, char **argv)
+static int analyze(int argc, char **argv, const char **inputs)
 {
     job_t j;
     memset(&j, 0, sizeof j);
     fsc_analyze_opts_t o;
     memset(&o, 0, sizeof o);
     j.device = -1;
-    const char **inputs = calloc((size_t)argc, sizeof *inputs);
     size_t ninputs = 0;
     long workers = 0;
-    if (inputs == NULL)
-        return fsc_cli_error("out of memory");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long v = 0;
@@ -149,10 +146,8 @@ int fsc_cmd_analyze(int argc, char **argv)
             int is_rank = strcmp(a, "--rank") == 0;
             int rc = int_opt(a, i + 1 < argc ? argv[i + 1] : NULL, is_rank ? 0 : 1,
                              is_rank ? 0x7fffffffL : 1024, &v);
-            if (rc != 0) {
-                free(inputs);
+            if (rc != 0)
                 return rc;
-            }
             i++;
             if (is_rank) {
                 o.analysis.has_rank = 1;
@@ -168,8 +163,7 @@ int fsc_cmd_analyze(int argc, char **argv)
             char *end = NULL;
             long v = i + 1 < argc ? strtol(argv[++i], &end, 10) : -1;
             if (end == NULL || end == argv[i] || *end != '\0' || v < 0 || v > 4095)
-                return free(inputs),
-                       fsc_cli_usage_error("analyze", "--device needs a device number (0 to 4095)");
+                return fsc_cli_usage_error("analyze", "--device needs a device number (0 to 4095)");
             j.device = (int)v;
             o.pick_device = 1;
             o.device = (int)v;
@@ -181,27 +175,24 @@ int fsc_cmd_analyze(int argc, char **argv)
         } else if (strcmp(a, "--capacity") == 0 && i + 1 < argc) {
             int rc = fsc_cli_size("analyze", a, argv[++i], &j.capacity);
             if (rc != 0)
-                return free(inputs), rc;
+                return rc;
             if (j.capacity == 0)
-                return free(inputs),
-                       fsc_cli_usage_error("analyze", "--capacity must be more than 0");
+                return fsc_cli_usage_error("analyze", "--capacity must be more than 0");
         } else if (strcmp(a, "--device-memory") == 0 && i + 1 < argc) {
             int rc = fsc_cli_size("analyze", a, argv[++i], &j.device_memory);
             if (rc != 0)
-                return free(inputs), rc;
+                return rc;
             if (j.device_memory == 0)
-                return free(inputs),
-                       fsc_cli_usage_error("analyze", "--device-memory must be more than 0");
+                return fsc_cli_usage_error("analyze", "--device-memory must be more than 0");
         } else if (strcmp(a, "--timeline-samples") == 0 && i + 1 < argc) {
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
             if (end == argv[i] || *end != '\0' || v < 2 || v > 1000000)
-                return free(inputs),
-                       fsc_cli_usage_error("analyze", "--timeline-samples: '%s' is not a number "
+                return fsc_cli_usage_error("analyze", "--timeline-samples: '%s' is not a number "
                                            "between 2 and 1000000", argv[i]);
             o.analysis.timeline_samples = (uint32_t)v;
         } else if (a[0] == '-' && a[1] != '\0') {
-            return free(inputs), fsc_cli_usage_error("analyze", "unknown option '%s'", a);
+            return fsc_cli_usage_error("analyze", "unknown option '%s'", a);
         } else {
             inputs[ninputs++] = a;
         }
@@ -216,20 +207,14 @@ int fsc_cmd_analyze(int argc, char **argv)
         urc = fsc_cli_usage_error("analyze", "--rank applies to one input only (%zu given); "
                                   "ranks of several come from their headers or file names",
                                   ninputs);
-    if (urc != 0) {
-        free(inputs);
+    if (urc != 0)
         return urc;
-    }
     o.analysis.before_commit = fsc__analyze_add_suggestions;
     o.analysis.before_commit_ud = &j;
     o.capacity = j.capacity;
     o.device_memory = j.device_memory;
-    if (ninputs > 1) {
-        int rc = fsc__analyze_many(inputs, ninputs, j.out_path, &o, &j, (int)workers);
-        free(inputs);
-        return rc;
-    }
-    free(inputs);
+    if (ninputs > 1)
+        return fsc__analyze_many(inputs, ninputs, j.out_path, &o, &j, (int)workers);
     o.progress = on_progress;
     o.progress_ud = &j.prog;
     fsc_outfile_guard_input(j.in_path);
@@ -283,4 +268,15 @@ int fsc_cmd_analyze(int argc, char **argv)
                "rest of the run was not recorded (fragscope report %s)\n",
                j.suggestions, j.suggestions == 1 ? "" : "s", j.out_path);
     return FSC_EXIT_OK;
+}
+
+int fsc_cmd_analyze(int argc, char **argv)
+{
+    /* the inputs named on the command line (at most argc) */
+    const char **inputs = calloc((size_t)argc, sizeof *inputs);
+    if (inputs == NULL)
+        return fsc_cli_error("out of memory");
+    int rc = analyze(argc, argv, inputs);
+    free(inputs);
+    return rc;
 }
