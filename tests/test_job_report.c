@@ -325,22 +325,25 @@ static void test_job_text(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(t, "4 runs (ranks 0-3); 2 ran out of memory; capacity known "
                                      "for 3\n"));
     snprintf(want, sizeof want, "  least headroom   %s: 16.00 MiB under its 72.00 MiB capacity "
-             "(peak reserved 56.00 MiB); among the 3 runs whose capacity is known (1 not "
-             "ranked: capacity unknown); %s has less than 12.00 MiB headroom by its bounds: it "
-             "may have less\n", l1, l3);
+             "(peak reserved 56.00 MiB)\n"
+             "                   among the 3 runs whose capacity is known (1 not ranked: "
+             "capacity unknown)\n"
+             "                   %s has less than 12.00 MiB headroom by its bounds: it may have "
+             "less\n", l1, l3);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
     snprintf(want, sizeof want, "  first OOM        %s at ", l3);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
-    snprintf(want, sizeof want, "capacity (requested 12.00 MiB with 24.00 MiB reserved); 2 runs "
-             "ran out of memory, the next: %s, 1.000 s later; order by wall-clock time", l2);
+    snprintf(want, sizeof want, "capacity (requested 12.00 MiB with 24.00 MiB reserved)\n"
+             "                   2 runs ran out of memory, the next: %s, 1.000 s later\n"
+             "                   ordered by wall-clock time", l2);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
     snprintf(want, sizeof want, "%s: capacity unknown: at least 24.00 MiB (the most it "
              "reserved), below 36.00 MiB (reserved at its OOM + the segment that did not fit)\n",
              l3);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
     CU_ASSERT_PTR_NOT_NULL(strstr(t, "  spread of peaks  allocated: min 24.00 MiB"));
-    snprintf(want, sizeof want, "reserved:  min 24.00 MiB (%s), median 36.00 MiB, max 56.00 MiB "
-             "(%s), max/min 2.33\n", l3, l1);
+    snprintf(want, sizeof want, "reserved:  min 24.00 MiB on %s, median 36.00 MiB, max 56.00 MiB "
+             "on %s, max/min 2.33\n", l3, l1);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
     snprintf(want, sizeof want, "detail below: %s, the run that ran out of memory first", l3);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, want));
@@ -531,6 +534,93 @@ static void test_job_diff(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "verdict: same — no pair moved by more than 1%\n"));
 }
 
+
+/* ---- real jobs ---------------------------------------------------------- */
+
+/* The H200 three-rank job (tests/data/gpu/ranks, test_gpu_ranks.c): one
+ * `analyze` of the three traces. The caps (peak + 2 GiB, + 512 MiB, + 16 GiB)
+ * make rank 1 the least headroom although rank 0 has the largest peak, and
+ * rank 2 alone runs out of memory, diagnosed external. Each rank's peaks are
+ * its process's own allocator statistics (pipe.run.rN.json). */
+static void test_h200_ranks(void)
+{
+    char out[8192], cmd[2048];
+    const char *db = fsc_test_path("pipe.db");
+    char dbp[1024];
+    snprintf(dbp, sizeof dbp, "%s", db);
+    snprintf(cmd, sizeof cmd, "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s %s %s -o %s --no-suggest",
+             fsc_test_fragscope(), fsc_test_data("gpu/ranks/pipe.r2.fstrace"),
+             fsc_test_data("gpu/ranks/pipe.r0.fstrace"), fsc_test_data("gpu/ranks/pipe.r1.fstrace"),
+             dbp);
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s", cmd), 0);
+    cJSON *j = report_json(dbp, NULL);
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(j, "ranks");
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(ranks), 3);
+    static const int order[3] = {2, 0, 1}; /* the input order */
+    for (int i = 0; i < 3; i++) {
+        const cJSON *r = cJSON_GetArrayItem(ranks, i);
+        CU_ASSERT_EQUAL(jnum(r, "rank"), order[i]);
+        CU_ASSERT_EQUAL(jnum(r, "device"), 0);
+        char rel[64];
+        snprintf(rel, sizeof rel, "gpu/ranks/pipe.run.r%d.json", order[i]);
+        char *text = fsc_test_slurp(fsc_test_data(rel), NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+        cJSON *facts = cJSON_Parse(text);
+        free(text);
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(facts, "memory_stats");
+        CU_ASSERT_EQUAL(jnum(r, "peak_allocated_bytes"), jnum(st, "allocated_bytes.all.peak"));
+        CU_ASSERT_EQUAL(jnum(r, "peak_reserved_bytes"), jnum(st, "reserved_bytes.all.peak"));
+        CU_ASSERT_EQUAL(jnum(r, "capacity_bytes"), jnum(facts, "cap_bytes"));
+        CU_ASSERT_EQUAL(jnum(r, "ooms"), jnum(st, "num_ooms"));
+        cJSON_Delete(facts);
+    }
+    const cJSON *job = cJSON_GetObjectItemCaseSensitive(j, "job");
+    CU_ASSERT_EQUAL(jnum(job, "least_headroom_run"), 2); /* rank 1 */
+    CU_ASSERT_EQUAL(jnum(cJSON_GetArrayItem(ranks, 2), "headroom_bytes"), 512.0 * MiB);
+    CU_ASSERT_EQUAL(jnum(job, "first_oom_run"), 0); /* rank 2 */
+    CU_ASSERT_STRING_EQUAL(js(job, "first_oom_order"), "only");
+    CU_ASSERT_STRING_EQUAL(js(cJSON_GetArrayItem(ranks, 0), "first_oom_cause"), "external");
+    CU_ASSERT_EQUAL(jnum(j, "detail_run"), 0);
+    cJSON_Delete(j);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s", fsc_test_fragscope(), dbp), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  least headroom   rank 1 (device 0): 512.00 MiB under its "
+                                       "9.47 GiB capacity (peak reserved 8.97 GiB)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  first OOM        rank 2 (device 0) at 2026-12-01 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " UTC: external (requested 16.00 MiB with 1.58 GiB "
+                                       "reserved, "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "detail below: rank 2 (device 0), the only run that ran "
+                                       "out of memory"));
+}
+
+/* A snapshot of two devices: one run per device, the section per device;
+ * capacities unknown, so no least headroom, and the detail is the device
+ * with the highest peak reserved. */
+static void test_two_devices(void)
+{
+    char out[16384], dbp[1024];
+    snprintf(dbp, sizeof dbp, "%s", fsc_test_path("two.db"));
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s -o "
+                                      "%s --no-suggest", fsc_test_fragscope(),
+                                      fsc_test_data("gpu/two_devices.pickle"), dbp), 0);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s", fsc_test_fragscope(), dbp), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 runs, one per device of "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  least headroom   unknown: no run's capacity is known\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "    device 1: capacity unknown: at least 42.00 MiB (the "
+                                       "most it reserved), no upper bound recorded\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "reserved:  min 42.00 MiB on device 1, median 3.22 GiB, "
+                                       "max 6.40 GiB on device 0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "detail below: device 0, "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the run with the highest peak reserved (no run ran out of "
+                                       "memory and no run's capacity is known)"));
+    cJSON *j = report_json(dbp, NULL);
+    const cJSON *job = cJSON_GetObjectItemCaseSensitive(j, "job");
+    CU_ASSERT_TRUE(jnull(job, "least_headroom_run"));
+    CU_ASSERT_TRUE(jnull(job, "first_oom_run"));
+    CU_ASSERT_EQUAL(jnum(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "ranks"), 1),
+                         "peak_reserved_bytes"), 42.0 * MiB);
+    cJSON_Delete(j);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"job report JSON", test_job_json},
     {"job figures are the runs' own", test_job_matches_single_runs},
@@ -539,6 +629,8 @@ static const fsc_test_case_t k_tests[] = {
     {"a job of many runs", test_job_many_runs},
     {"check names the rank", test_job_check},
     {"diff pairs ranks", test_job_diff},
+    {"the H200 three-rank job", test_h200_ranks},
+    {"a snapshot of two devices", test_two_devices},
     {NULL, NULL},
 };
 

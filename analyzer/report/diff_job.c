@@ -157,8 +157,8 @@ static void pick_rows(const job_t *ja, const int *pa, const pair_res_t *res, int
 static void job_line(const char *what, const job_t *A, int ia, const job_t *B, int ib,
                      FILE *out)
 {
-    fprintf(out, "  %-18s %s → %s\n", what, ia >= 0 ? A->runs[ia].label : "none",
-            ib >= 0 ? B->runs[ib].label : "none");
+    fprintf(out, "  %-18s %s → %s\n", what, ia >= 0 ? A->runs[ia].name : "none",
+            ib >= 0 ? B->runs[ib].name : "none");
 }
 
 static int write_job(const side_t *A, const side_t *B, const int *pa, const int *pb,
@@ -193,10 +193,10 @@ static int write_job(const side_t *A, const side_t *B, const int *pa, const int 
         change(a->peak_allocated, b->peak_allocated, ca, sizeof ca);
         change(a->peak_reserved, b->peak_reserved, cr, sizeof cr);
         snprintf(oo, sizeof oo, "%lld → %lld", (long long)a->ooms, (long long)b->ooms);
-        fprintf(out, "  %-36.36s %-34s %-34s %-9s %s", a->label, ca, cr, oo,
+        fprintf(out, "  %-36.36s %-34s %-34s %-9s %s", a->name, ca, cr, oo,
                 verdict_word(res[i].verdict));
-        if (strcmp(a->label, b->label) != 0)
-            fprintf(out, "  (new: %s)", b->label);
+        if (strcmp(a->name, b->name) != 0)
+            fprintf(out, "  (new: %s)", b->name);
         if (how[i] == HOW_RUN)
             fprintf(out, "  (paired by run number)");
         fputc('\n', out);
@@ -207,14 +207,14 @@ static int write_job(const side_t *A, const side_t *B, const int *pa, const int 
                 hidden, same_hidden);
     for (int i = 0; i < ja->n; i++)
         if (pa[i] < 0)
-            fprintf(out, "  only in base: %s\n", ja->runs[i].label);
+            fprintf(out, "  only in base: %s\n", ja->runs[i].name);
     for (int k = 0; k < jb->n; k++)
         if (pb[k] < 0)
-            fprintf(out, "  only in new:  %s\n", jb->runs[k].label);
+            fprintf(out, "  only in new:  %s\n", jb->runs[k].name);
     char x[32], y[32];
     fprintf(out, "  %-18s %s (%s) → %s (%s)\n", "max peak reserved",
-            sz(ja->reserved.max, x, sizeof x), ja->runs[ja->reserved.max_i].label,
-            sz(jb->reserved.max, y, sizeof y), jb->runs[jb->reserved.max_i].label);
+            sz(ja->reserved.max, x, sizeof x), ja->runs[ja->reserved.max_i].name,
+            sz(jb->reserved.max, y, sizeof y), jb->runs[jb->reserved.max_i].name);
     job_line("least headroom", ja, ja->least, jb, jb->least, out);
     job_line("first OOM", ja, ja->noom ? ja->oom_order[0] : -1, jb,
              jb->noom ? jb->oom_order[0] : -1, out);
@@ -240,7 +240,7 @@ static int write_job(const side_t *A, const side_t *B, const int *pa, const int 
         fprintf(out, " — worse in %d pair%s: ", nw, nw == 1 ? "" : "s");
         for (int i = 0; i < ja->n && named < DIFF_NAMED; i++)
             if (pa[i] >= 0 && res[i].verdict >= 1)
-                fprintf(out, "%s%s: %s", named++ ? "; " : "", ja->runs[i].label, res[i].worse);
+                fprintf(out, "%s%s: %s", named++ ? "; " : "", ja->runs[i].name, res[i].worse);
         if (nw > named)
             fprintf(out, "; and %d more", nw - named);
     }
@@ -265,7 +265,7 @@ static int write_detail(side_t *A, side_t *B, const int *pa, const fsc_job_opts_
         return rc;
     if (pa[ia] < 0)
         return fsc_err_set(err, FSC_ENOENT, "%s: %s has no partner in %s", A->j.db_path,
-                           A->j.runs[ia].label, B->j.db_path);
+                           A->j.runs[ia].name, B->j.db_path);
     run_figs_t fa, fb;
     if ((rc = fsc_rundb_select_run(A->db, A->j.runs[ia].run)) != 0 ||
         (rc = fsc__diff_read(A->db, &fa)) != 0) {
@@ -277,7 +277,7 @@ static int write_detail(side_t *A, side_t *B, const int *pa, const fsc_job_opts_
         fsc_err_copy(err, fsc_rundb_error(B->db));
         return rc;
     }
-    fprintf(out, "\ndetail: %s → %s\n", A->j.runs[ia].label, B->j.runs[pa[ia]].label);
+    fprintf(out, "\ndetail: %s → %s\n", A->j.runs[ia].name, B->j.runs[pa[ia]].name);
     fsc__diff_table(&fa, &fb, out, NULL);
     return 0;
 }

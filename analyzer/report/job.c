@@ -1,6 +1,6 @@
 /*
  * job.c — reads every run of a job database into the job model
- * (job_model.h) and derives what the job report says about them as a whole:
+ * (report_job.h) and derives what the job report says about them as a whole:
  * the least headroom under a known capacity, the run that ran out of memory
  * first and the clock that order rests on, and the spread of the peaks. A
  * figure that depends on something unknown (a capacity PyTorch did not
@@ -76,6 +76,12 @@ static int oom_row(void *ud, const fsc_rundb_oom_t *o)
         r->oom_time_ns = o->time_ns;
         r->oom_requested = o->requested;
         r->oom_reserved = o->reserved;
+        r->oom_external = -1;
+        if (o->device_free != FSC_RUNDB_NULL && o->device_free >= 0 &&
+            o->device_total != FSC_RUNDB_NULL && o->device_total > 0) {
+            int64_t x = o->device_total - o->device_free - o->reserved;
+            r->oom_external = x > 0 ? x : 0;
+        }
         snprintf(r->oom_cause, sizeof r->oom_cause, "%s", o->cause ? o->cause : "");
     }
     if (!r->capacity_known && o->capacity_upper != FSC_RUNDB_NULL && o->capacity_upper > 0 &&
@@ -112,6 +118,7 @@ static int read_run(fsc_rundb_t *db, job_run_t *r)
         r->cap_upper = r->device_total;
     r->oom_id = r->oom_seq = r->oom_time_ns = FSC_RUNDB_NULL;
     r->oom_requested = r->oom_reserved = 0;
+    r->oom_external = -1;
     oom_ctx_t c = {r, 0};
     if ((rc = fsc_rundb_ooms(db, oom_row, &c)) != 0)
         return rc;
@@ -168,7 +175,7 @@ static void list_unknown_clocks(job_t *j, char *buf, size_t cap)
             continue;
         }
         len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", shown ? ", " : "",
-                                r->label);
+                                r->name);
         shown++;
     }
     if (more && len < cap)
@@ -261,6 +268,31 @@ static int count_hosts(const job_t *j)
     return n;
 }
 
+/* The job section's names: a run without a rank is named by its device
+ * when all runs come from one input (the devices of one snapshot), else
+ * by its number and file name, not the whole path. */
+static void name_runs(job_t *j)
+{
+    int one_source = 1;
+    for (int i = 1; i < j->n; i++)
+        one_source &= strcmp(j->runs[i].source, j->runs[0].source) == 0;
+    for (int i = 0; i < j->n; i++) {
+        job_run_t *r = &j->runs[i];
+        const char *base = strrchr(r->source, '/');
+        base = base ? base + 1 : r->source;
+        char dev[40] = "";
+        if (r->device != FSC_RUNDB_NULL)
+            snprintf(dev, sizeof dev, "device %lld", (long long)r->device);
+        if (r->rank != FSC_RUNDB_NULL)
+            snprintf(r->name, sizeof r->name, "%s", r->label);
+        else if (one_source && j->n > 1 && dev[0])
+            snprintf(r->name, sizeof r->name, "%s", dev);
+        else
+            snprintf(r->name, sizeof r->name, "run %lld (%s%s%s)", (long long)r->run,
+                     base[0] ? base : "?", dev[0] ? ", " : "", dev);
+    }
+}
+
 int fsc__report_job_load(fsc_rundb_t *db, job_t *j, fsc_err_t *err)
 {
     fsc_err_t mine = {0};
@@ -277,6 +309,7 @@ int fsc__report_job_load(fsc_rundb_t *db, job_t *j, fsc_err_t *err)
         return rc;
     }
     j->nhosts = count_hosts(j);
+    name_runs(j);
     for (int i = 0; i < j->n; i++) {
         const job_run_t *r = &j->runs[i];
         if (!r->capacity_known)

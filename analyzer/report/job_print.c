@@ -201,17 +201,17 @@ static void least_text(const job_t *j, char *buf, size_t cap)
     } else {
         const job_run_t *r = &j->runs[j->least];
         len = (size_t)snprintf(buf, cap, "%s: %s under its %s capacity (peak reserved %s)",
-                               r->label, sz(r->headroom, b[0], sizeof b[0]),
+                               r->name, sz(r->headroom, b[0], sizeof b[0]),
                                sz(r->capacity, b[1], sizeof b[1]),
                                sz(r->peak_reserved, b[2], sizeof b[2]));
         if (j->nknown < j->n && len < cap)
             len += (size_t)snprintf(buf + len, cap - len,
-                                    "; among the %d runs whose capacity is known (%d not ranked: "
+                                    "\namong the %d runs whose capacity is known (%d not ranked: "
                                     "capacity unknown)", j->nknown, j->n - j->nknown);
     }
     if (t >= 0 && len < cap)
-        snprintf(buf + len, cap - len, "; %s has %s %s headroom by its bounds%s",
-                 j->runs[t].label, j->runs[t].cap_upper_exclusive ? "less than" : "at most",
+        snprintf(buf + len, cap - len, "\n%s has %s %s headroom by its bounds%s",
+                 j->runs[t].name, j->runs[t].cap_upper_exclusive ? "less than" : "at most",
                  sz(up, b[3], sizeof b[3]), j->least >= 0 ? ": it may have less" : "");
 }
 
@@ -221,13 +221,17 @@ static void first_oom_text(const job_t *j, char *buf, size_t cap)
         snprintf(buf, cap, "none: no run ran out of memory");
         return;
     }
-    char b[2][32], when[64];
+    char b[3][32], when[64];
     const job_run_t *r = &j->runs[j->oom_order[0]];
     fsc__report_job_oom_when(j, r, when, sizeof when);
-    size_t len = (size_t)snprintf(buf, cap, "%s at %s: %s (requested %s with %s reserved)",
-                                  r->label, when, r->oom_cause,
+    char ext[64] = "";
+    if (r->oom_external >= 0)
+        snprintf(ext, sizeof ext, ", %s outside the allocator",
+                 sz(r->oom_external, b[2], sizeof b[2]));
+    size_t len = (size_t)snprintf(buf, cap, "%s at %s: %s (requested %s with %s reserved%s)",
+                                  r->name, when, r->oom_cause,
                                   sz(r->oom_requested, b[0], sizeof b[0]),
-                                  sz(r->oom_reserved, b[1], sizeof b[1]));
+                                  sz(r->oom_reserved, b[1], sizeof b[1]), ext);
     if (j->noom > 1 && len < cap) {
         const job_run_t *n = &j->runs[j->oom_order[1]];
         int64_t t0 = r->oom_time_ns == FSC_RUNDB_NULL ? 0 : r->oom_time_ns;
@@ -236,8 +240,8 @@ static void first_oom_text(const job_t *j, char *buf, size_t cap)
             t0 += r->clock_origin_ns;
             t1 += n->clock_origin_ns;
         }
-        len += (size_t)snprintf(buf + len, cap - len, "; %d runs ran out of memory, the next: "
-                                "%s, %.3f s later; order %s", j->noom, n->label,
+        len += (size_t)snprintf(buf + len, cap - len, "\n%d runs ran out of memory, the next: "
+                                "%s, %.3f s later\nordered %s", j->noom, n->name,
                                 (double)(t1 - t0) / 1e9, j->order_note);
     }
 }
@@ -249,10 +253,10 @@ static void spread_text(const job_t *j, const job_spread_t *s, char *buf, size_t
         snprintf(ratio, sizeof ratio, "%.2f", s->max_over_min);
     else
         snprintf(ratio, sizeof ratio, "undefined (min 0)");
-    snprintf(buf, cap, "min %s (%s), median %s, max %s (%s), max/min %s",
-             sz(s->min, b[0], sizeof b[0]), j->runs[s->min_i].label,
+    snprintf(buf, cap, "min %s on %s, median %s, max %s on %s, max/min %s",
+             sz(s->min, b[0], sizeof b[0]), j->runs[s->min_i].name,
              sz((int64_t)s->median, b[1], sizeof b[1]), sz(s->max, b[2], sizeof b[2]),
-             j->runs[s->max_i].label, ratio);
+             j->runs[s->max_i].name, ratio);
 }
 
 static void job_summary_line(const job_t *j, char *buf, size_t cap)
@@ -293,6 +297,37 @@ static void job_summary_line(const job_t *j, char *buf, size_t cap)
 }
 
 /* ---- text ---------------------------------------------------------------- */
+
+/* A figure's words: its clauses ('\n'-separated) one a line under the
+ * first, indented to the value column. */
+static void put_lines(FILE *f, const char *name, const char *s)
+{
+    fprintf(f, "  %-16s ", name);
+    for (; *s; s++) {
+        if (*s == '\n')
+            fprintf(f, "\n  %-16s ", "");
+        else
+            fputc(*s, f);
+    }
+    fputc('\n', f);
+}
+
+/* The same words on one line ("; " between clauses), for Markdown and JSON. */
+static void one_line(char *s, size_t cap)
+{
+    char t[1024];
+    size_t k = 0;
+    for (const char *p = s; *p && k + 3 < sizeof t; p++) {
+        if (*p == '\n') {
+            t[k++] = ';';
+            t[k++] = ' ';
+        } else {
+            t[k++] = *p;
+        }
+    }
+    t[k] = '\0';
+    snprintf(s, cap, "%s", t);
+}
 
 void fsc__report_job_text(const job_t *j, int all, FILE *f)
 {
@@ -341,20 +376,20 @@ void fsc__report_job_text(const job_t *j, int all, FILE *f)
             break;
         }
         bounds_text(r, line, sizeof line);
-        fprintf(f, "    %s: %s\n", r->label, line);
+        fprintf(f, "    %s: %s\n", r->name, line);
     }
     fputc('\n', f);
     least_text(j, line, sizeof line);
-    fprintf(f, "  least headroom   %s\n", line);
+    put_lines(f, "least headroom", line);
     first_oom_text(j, line, sizeof line);
-    fprintf(f, "  first OOM        %s\n", line);
+    put_lines(f, "first OOM", line);
     spread_text(j, &j->alloc, line, sizeof line);
     fprintf(f, "  spread of peaks  allocated: %s\n", line);
     spread_text(j, &j->reserved, line, sizeof line);
     fprintf(f, "                   reserved:  %s\n", line);
     if (j->detail >= 0)
         fprintf(f, "\ndetail below: %s, %s (--rank R or --run N picks another)\n\n",
-                j->runs[j->detail].label, j->detail_why);
+                j->runs[j->detail].name, j->detail_why);
     unmark(&m);
 }
 
@@ -411,15 +446,17 @@ void fsc__report_job_markdown(const job_t *j, int all, FILE *f)
             continue;
         bounds_text(r, line, sizeof line);
         fprintf(f, "- ");
-        md(f, r->label);
+        md(f, r->name);
         fprintf(f, ": ");
         md(f, line);
         fprintf(f, "\n");
     }
     least_text(j, line, sizeof line);
+    one_line(line, sizeof line);
     fprintf(f, "- **Least headroom:** ");
     md(f, line);
     first_oom_text(j, line, sizeof line);
+    one_line(line, sizeof line);
     fprintf(f, "\n- **First OOM:** ");
     md(f, line);
     spread_text(j, &j->alloc, line, sizeof line);
@@ -431,7 +468,7 @@ void fsc__report_job_markdown(const job_t *j, int all, FILE *f)
     fprintf(f, "\n\n");
     if (j->detail >= 0) {
         fprintf(f, "Detail below: ");
-        md(f, j->runs[j->detail].label);
+        md(f, j->runs[j->detail].name);
         fprintf(f, ", ");
         md(f, j->detail_why);
         fprintf(f, ".\n\n");
@@ -524,6 +561,7 @@ void fsc__report_job_json(const job_t *j, cJSON *root)
     else
         cJSON_AddNullToObject(job, "least_headroom_run");
     least_text(j, line, sizeof line);
+    one_line(line, sizeof line);
     cJSON_AddStringToObject(job, "least_headroom_note", line);
     if (j->noom > 0)
         cJSON_AddNumberToObject(job, "first_oom_run", (double)j->runs[j->oom_order[0]].run);

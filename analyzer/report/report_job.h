@@ -19,6 +19,8 @@ typedef struct job_run {
     int64_t run, rank, device, pid; /* FSC_RUNDB_NULL = unknown */
     char *host, *source, *kind;     /* owned; host NULL when unknown */
     char label[256];                /* fsc_rundb_run_label */
+    char name[256]; /* what the job section calls it: the label, shorter without a rank
+                       ("device 1" of one snapshot, "run 2 (a.fstrace)") */
     int64_t peak_allocated, peak_reserved;
     int capacity_known;
     int64_t capacity, headroom; /* valid when capacity_known */
@@ -33,6 +35,7 @@ typedef struct job_run {
     int64_t ooms;
     /* the run's first OOM (FSC_RUNDB_NULL: none) */
     int64_t oom_id, oom_seq, oom_time_ns, oom_requested, oom_reserved;
+    int64_t oom_external; /* device total − free − reserved at it; -1 unknown */
     char oom_cause[24];
 } job_run_t;
 
