@@ -53,17 +53,36 @@ static failure_t *add_fail(fails_t *F, int *n, const char *option, const char *k
     return x;
 }
 
-typedef struct first_oom {
-    char cause[32];
-    long long seq;
-} first_oom_t;
+/* The summary values of one run the thresholds compare, read for every run
+ * at once (fsc__report_job_values). */
+static const char *const k_keys[] = {
+    "peak_reserved_bytes", "external_frag_at_peak", "internal_frag_ratio_at_peak", "utilization",
+    "num_ooms", "frag_ratio_at_peak_reserved", "hard_bytes_at_peak", "max_hard_bytes_at_oom",
+    "stream_bytes_at_peak", "pending_bytes_at_peak"};
+#define NKEYS ((int)(sizeof k_keys / sizeof k_keys[0]))
 
-static int take_first(void *ud, const fsc_rundb_oom_t *o)
+typedef struct vals {
+    const double *v;          /* NKEYS values of the run */
+    const unsigned char *have; /* which are present */
+    const job_run_t *run;
+} vals_t;
+
+static int v_real(const vals_t *V, const char *key, double dflt, double *out)
 {
-    first_oom_t *f = ud;
-    snprintf(f->cause, sizeof f->cause, "%s", o->cause ? o->cause : "");
-    f->seq = o->seq == FSC_RUNDB_NULL ? 0 : (long long)o->seq;
-    return FSC_RUNDB_STOP;
+    *out = dflt;
+    for (int k = 0; k < NKEYS; k++)
+        if (strcmp(k_keys[k], key) == 0 && V->have[k])
+            *out = V->v[k];
+    return 0;
+}
+
+static int v_int(const vals_t *V, const char *key, int64_t dflt, int64_t *out)
+{
+    *out = dflt;
+    for (int k = 0; k < NKEYS; k++)
+        if (strcmp(k_keys[k], key) == 0 && V->have[k])
+            *out = (int64_t)V->v[k];
+    return 0;
 }
 
 /* The thresholds on the split of reserved − allocated: one table, so each
@@ -97,8 +116,8 @@ static int split_limit(const fsc_check_limits_t *lim, size_t i, double *limit)
     }
 }
 
-static int split_checks(fsc_rundb_t *db, const fsc_check_limits_t *lim, fails_t *F, int *n,
-                        const char *who, fsc_err_t *err)
+static int split_checks(const vals_t *V, const char *path, const fsc_check_limits_t *lim,
+                        fails_t *F, int *n, const char *who, fsc_err_t *err)
 {
     char b[2][32];
     for (size_t i = 0; i < sizeof k_split / sizeof k_split[0]; i++) {
@@ -107,19 +126,17 @@ static int split_checks(fsc_rundb_t *db, const fsc_check_limits_t *lim, fails_t 
         int64_t present = 0;
         if (!split_limit(lim, i, &limit))
             continue;
-        int rc = fsc_rundb_summary_int(db, c->key, INT64_MIN, &present);
+        int rc = v_int(V, c->key, INT64_MIN, &present);
         if (rc == 0 && present == INT64_MIN)
             return fsc_err_set(err, FSC_EFORMAT,
                                "%s: %s%sno summary.%s for %s (written by a fragscope without the "
                                "split of reserved − allocated: analyze the run again)",
-                               fsc_rundb_path(db), who ? who : "", who ? ": " : "", c->key,
+                               path, who ? who : "", who ? ": " : "", c->key,
                                c->opt);
         if (rc == 0)
-            rc = fsc_rundb_summary_real(db, c->key, 0.0, &v);
-        if (rc != 0) {
-            fsc_err_copy(err, fsc_rundb_error(db));
+            rc = v_real(V, c->key, 0.0, &v);
+        if (rc != 0)
             return rc;
-        }
         if (v <= limit)
             continue;
         failure_t *x = add_fail(F, n, c->opt, c->key, v, limit);
@@ -135,14 +152,14 @@ static int split_checks(fsc_rundb_t *db, const fsc_check_limits_t *lim, fails_t 
     return 0;
 }
 
-static int run_checks(fsc_rundb_t *db, const fsc_check_limits_t *lim, fails_t *F, int *n)
+static int run_checks(const vals_t *V, const fsc_check_limits_t *lim, fails_t *F, int *n)
 {
     failure_t *x;
     char b[2][32];
     int rc = 0;
     if (lim->has_max_peak_reserved) {
         int64_t got = 0;
-        if ((rc = fsc_rundb_summary_int(db, "peak_reserved_bytes", 0, &got)) != 0)
+        if ((rc = v_int(V, "peak_reserved_bytes", 0, &got)) != 0)
             return rc;
         uint64_t v = (uint64_t)got;
         if (v > lim->max_peak_reserved &&
@@ -155,7 +172,7 @@ static int run_checks(fsc_rundb_t *db, const fsc_check_limits_t *lim, fails_t *F
     }
     if (lim->has_max_external_frag) {
         double v = 0.0;
-        if ((rc = fsc_rundb_summary_real(db, "external_frag_at_peak", 0.0, &v)) != 0)
+        if ((rc = v_real(V, "external_frag_at_peak", 0.0, &v)) != 0)
             return rc;
         if (v > lim->max_external_frag &&
             (x = add_fail(F, n, "--max-free-space-scatter", "external_frag_at_peak", v,
@@ -167,7 +184,7 @@ static int run_checks(fsc_rundb_t *db, const fsc_check_limits_t *lim, fails_t *F
     }
     if (lim->has_max_internal_frag) {
         double v = 0.0;
-        if ((rc = fsc_rundb_summary_real(db, "internal_frag_ratio_at_peak", 0.0, &v)) != 0)
+        if ((rc = v_real(V, "internal_frag_ratio_at_peak", 0.0, &v)) != 0)
             return rc;
         if (v > lim->max_internal_frag &&
             (x = add_fail(F, n, "--max-internal-frag", "internal_frag_ratio_at_peak", v,
@@ -178,7 +195,7 @@ static int run_checks(fsc_rundb_t *db, const fsc_check_limits_t *lim, fails_t *F
     }
     if (lim->has_min_utilization) {
         double v = 0.0;
-        if ((rc = fsc_rundb_summary_real(db, "utilization", 0.0, &v)) != 0)
+        if ((rc = v_real(V, "utilization", 0.0, &v)) != 0)
             return rc;
         if (v < lim->min_utilization &&
             (x = add_fail(F, n, "--min-utilization", "utilization", v, lim->min_utilization)) !=
@@ -188,14 +205,13 @@ static int run_checks(fsc_rundb_t *db, const fsc_check_limits_t *lim, fails_t *F
     }
     if (lim->no_oom) {
         int64_t v = 0;
-        if ((rc = fsc_rundb_summary_int(db, "num_ooms", 0, &v)) != 0)
+        if ((rc = v_int(V, "num_ooms", 0, &v)) != 0)
             return rc;
         if (v > 0 && (x = add_fail(F, n, "--no-oom", "num_ooms", (double)v, 0.0)) != NULL) {
-            first_oom_t f = {"", 0};
-            if ((rc = fsc_rundb_ooms(db, take_first, &f)) != 0)
-                return rc;
+            const job_run_t *r = V->run;
             snprintf(x->msg, sizeof x->msg, "%lld OOM%s (the first: %s, at event %lld) but --no-oom",
-                     (long long)v, v == 1 ? "" : "s", f.cause, f.seq);
+                     (long long)v, v == 1 ? "" : "s", r->oom_cause,
+                     r->oom_seq == FSC_RUNDB_NULL ? 0LL : (long long)r->oom_seq);
         }
     }
     return 0;
@@ -258,21 +274,31 @@ int fsc_check_job(const char *db_path, const fsc_check_limits_t *lim, const fsc_
     memset(&j, 0, sizeof j);
     fails_t F = {NULL, 0, 0, 0, out != NULL};
     int n = 0, only = -1, nruns = 0;
+    double *vals = NULL;
+    unsigned char *have = NULL;
     rc = fsc__report_job_load(db, &j, err);
     if (rc == 0)
         rc = fsc__report_job_find(&j, o, &only, err);
+    if (rc == 0) {
+        vals = malloc((size_t)j.n * NKEYS * sizeof *vals);
+        have = malloc((size_t)j.n * NKEYS);
+        if (vals == NULL || have == NULL)
+            rc = fsc_err_set(err, FSC_ENOMEM, "out of memory");
+        else if ((rc = fsc__report_job_values(db, &j, k_keys, NKEYS, vals, have)) != 0)
+            fsc_err_copy(err, fsc_rundb_error(db));
+    }
     for (int i = 0; rc == 0 && i < j.n; i++) {
         if (only >= 0 && i != only)
             continue;
         nruns++;
         F.run_i = i;
-        if ((rc = fsc_rundb_select_run(db, j.runs[i].run)) != 0 ||
-            (rc = run_checks(db, lim, &F, &n)) != 0) {
-            fsc_err_copy(err, fsc_rundb_error(db));
-            break;
-        }
-        rc = split_checks(db, lim, &F, &n, j.n > 1 ? j.runs[i].label : NULL, err);
+        vals_t V = {vals + (size_t)i * NKEYS, have + (size_t)i * NKEYS, &j.runs[i]};
+        rc = run_checks(&V, lim, &F, &n);
+        if (rc == 0)
+            rc = split_checks(&V, db_path, lim, &F, &n, j.n > 1 ? j.runs[i].label : NULL, err);
     }
+    free(vals);
+    free(have);
     if (rc == 0 && F.collecting && F.n < n)
         rc = fsc_err_set(err, FSC_ENOMEM, "out of memory");
     if (rc == 0 && out != NULL) {

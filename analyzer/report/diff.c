@@ -107,6 +107,11 @@ static int hard_row(void *ud, const fsc_rundb_frag_hard_tag_t *t)
     return rc;
 }
 
+const char *fsc__diff_key(int i)
+{
+    return k_metrics[i].key;
+}
+
 int fsc__diff_read(fsc_rundb_t *db, run_figs_t *r)
 {
     int rc = 0;

@@ -111,30 +111,39 @@ typedef struct pair_res {
     char worse[512];
 } pair_res_t;
 
+/* Each pair judged on the metrics of both runs, read for every run of
+ * each database at once (fsc__report_job_values): the verdict needs no
+ * more than the summary. */
 static int judge_pairs(side_t *A, side_t *B, const int *pa, pair_res_t *res, fsc_err_t *err)
 {
-    for (int i = 0; i < A->j.n; i++) {
+    enum { NK = FSC__DIFF_NMETRICS };
+    const char *keys[NK];
+    for (int k = 0; k < NK; k++)
+        keys[k] = fsc__diff_key(k);
+    double *va = malloc((size_t)A->j.n * NK * sizeof *va);
+    double *vb = malloc((size_t)B->j.n * NK * sizeof *vb);
+    unsigned char *ha = malloc((size_t)A->j.n * NK), *hb = malloc((size_t)B->j.n * NK);
+    int rc = 0;
+    if (!va || !vb || !ha || !hb)
+        rc = fsc_err_set(err, FSC_ENOMEM, "out of memory");
+    else if ((rc = fsc__report_job_values(A->db, &A->j, keys, NK, va, ha)) != 0)
+        fsc_err_copy(err, fsc_rundb_error(A->db));
+    else if ((rc = fsc__report_job_values(B->db, &B->j, keys, NK, vb, hb)) != 0)
+        fsc_err_copy(err, fsc_rundb_error(B->db));
+    for (int i = 0; rc == 0 && i < A->j.n; i++) {
         if (pa[i] < 0)
             continue;
         run_figs_t fa, fb;
         char better[512];
-        int rc = fsc_rundb_select_run(A->db, A->j.runs[i].run);
-        if (rc == 0)
-            rc = fsc__diff_read(A->db, &fa);
-        if (rc != 0) {
-            fsc_err_copy(err, fsc_rundb_error(A->db));
-            return rc;
-        }
-        rc = fsc_rundb_select_run(B->db, B->j.runs[pa[i]].run);
-        if (rc == 0)
-            rc = fsc__diff_read(B->db, &fb);
-        if (rc != 0) {
-            fsc_err_copy(err, fsc_rundb_error(B->db));
-            return rc;
-        }
+        memcpy(fa.v, va + (size_t)i * NK, sizeof fa.v);
+        memcpy(fb.v, vb + (size_t)pa[i] * NK, sizeof fb.v);
         res[i].verdict = fsc__diff_judge(&fa, &fb, better, res[i].worse, sizeof res[i].worse);
     }
-    return 0;
+    free(va);
+    free(vb);
+    free(ha);
+    free(hb);
+    return rc;
 }
 
 /* Which pairs the table lists: every one up to DIFF_ROWS_ALL pairs (or with

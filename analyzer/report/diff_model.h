@@ -27,6 +27,8 @@ typedef struct run_figs {
     int nhard;
 } run_figs_t;
 
+/* The summary key of metric i (v[i]). */
+const char *fsc__diff_key(int i);
 /* Read the selected run of db. */
 int fsc__diff_read(fsc_rundb_t *db, run_figs_t *r);
 /* The verdict of b against a (-1 better, 0 same, 1 worse, 2 mixed), and

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "report_job.h"
+#include "rundb_internal.h"
 
 static int nomem(fsc_err_t *err)
 {
@@ -95,6 +96,23 @@ static int oom_row(void *ud, const fsc_rundb_oom_t *o)
     return 0;
 }
 
+/* What a run's figures say once read: capacity known or bounded, headroom. */
+static void settle(job_run_t *r, int64_t cap, int64_t inferred)
+{
+    r->capacity_known = cap > 0 && inferred == 0;
+    r->capacity = r->capacity_known ? cap : 0;
+    r->headroom = r->capacity_known ? cap - r->peak_reserved : 0;
+    r->cap_lower = r->peak_reserved;
+    r->cap_upper = FSC_RUNDB_NULL;
+    r->cap_upper_exclusive = 0;
+    if (!r->capacity_known && r->device_total > 0 && r->device_total >= r->peak_reserved)
+        r->cap_upper = r->device_total;
+    r->oom_id = r->oom_seq = r->oom_time_ns = FSC_RUNDB_NULL;
+    r->oom_requested = r->oom_reserved = 0;
+    r->oom_external = -1;
+}
+
+/* One run through the reader's selection (a schema-1 database). */
 static int read_run(fsc_rundb_t *db, job_run_t *r)
 {
     int64_t cap = 0, inferred = 0;
@@ -108,23 +126,193 @@ static int read_run(fsc_rundb_t *db, job_run_t *r)
         (rc = fsc_rundb_meta_int(db, "device_total", 0, &r->device_total)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "clock_origin_ns", 0, &r->clock_origin_ns)) != 0)
         return rc;
-    r->capacity_known = cap > 0 && inferred == 0;
-    r->capacity = r->capacity_known ? cap : 0;
-    r->headroom = r->capacity_known ? cap - r->peak_reserved : 0;
-    r->cap_lower = r->peak_reserved;
-    r->cap_upper = FSC_RUNDB_NULL;
-    r->cap_upper_exclusive = 0;
-    if (!r->capacity_known && r->device_total > 0 && r->device_total >= r->peak_reserved)
-        r->cap_upper = r->device_total;
-    r->oom_id = r->oom_seq = r->oom_time_ns = FSC_RUNDB_NULL;
-    r->oom_requested = r->oom_reserved = 0;
-    r->oom_external = -1;
+    settle(r, cap, inferred);
     oom_ctx_t c = {r, 0};
     if ((rc = fsc_rundb_ooms(db, oom_row, &c)) != 0)
         return rc;
     if (c.seen && r->ooms == 0)
         r->ooms = 1; /* a summary without num_ooms: the table says there was one */
     return 0;
+}
+
+/* ---- every run at once (schema 2) ----------------------------------------- */
+
+/* The index of run `run` in j->runs (in run order), -1 when none. */
+static int run_index(const job_t *j, int64_t run)
+{
+    int lo = 0, hi = j->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (j->runs[mid].run == run)
+            return mid;
+        if (j->runs[mid].run < run)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+static int64_t col_i64(sqlite3_stmt *st, int c)
+{
+    return sqlite3_column_type(st, c) == SQLITE_NULL ? FSC_RUNDB_NULL : sqlite3_column_int64(st, c);
+}
+
+int fsc__report_job_values(fsc_rundb_t *db, const job_t *j, const char *const *keys, int nkeys,
+                           double *v, unsigned char *have)
+{
+    memset(have, 0, (size_t)j->n * (size_t)nkeys);
+    for (int i = 0; i < j->n * nkeys; i++)
+        v[i] = 0.0;
+    if (!db->has_runs) {
+        /* one run: the reader's own lookups */
+        for (int i = 0; i < j->n; i++) {
+            int rc = fsc_rundb_select_run(db, j->runs[i].run);
+            for (int k = 0; rc == 0 && k < nkeys; k++) {
+                int64_t probe = 0;
+                rc = fsc_rundb_summary_int(db, keys[k], INT64_MIN, &probe);
+                have[i * nkeys + k] = rc == 0 && probe != INT64_MIN;
+                if (rc == 0)
+                    rc = fsc_rundb_summary_real(db, keys[k], 0.0, &v[i * nkeys + k]);
+            }
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    }
+    /* every run in one pass over main.summary: selecting each run in turn
+     * would rebuild the reader's per-run views once per run */
+    char *in = sqlite3_mprintf("%s", "");
+    for (int k = 0; in != NULL && k < nkeys; k++) {
+        char *n2 = sqlite3_mprintf("%s%s%Q", in, k ? ", " : "", keys[k]);
+        sqlite3_free(in);
+        in = n2;
+    }
+    char *sql = in ? sqlite3_mprintf("SELECT run, key, value FROM main.summary WHERE key IN (%s)",
+                                     in)
+                   : NULL;
+    sqlite3_free(in);
+    if (sql == NULL)
+        return fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+    sqlite3_stmt *st = NULL;
+    int rc = fsc__rundb_prepare(db, "summary", sql, &st);
+    sqlite3_free(sql);
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        int i = run_index(j, sqlite3_column_int64(st, 0));
+        const char *key = (const char *)sqlite3_column_text(st, 1);
+        if (i < 0 || key == NULL || sqlite3_column_type(st, 2) == SQLITE_NULL)
+            continue;
+        for (int k = 0; k < nkeys; k++)
+            if (strcmp(key, keys[k]) == 0) {
+                v[i * nkeys + k] = sqlite3_column_double(st, 2);
+                have[i * nkeys + k] = 1;
+            }
+    }
+    rc = s == SQLITE_DONE ? 0 : fsc__rundb_fail(db, "summary");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int bulk_meta(fsc_rundb_t *db, job_t *j, int64_t *cap, int64_t *inferred)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = fsc__rundb_prepare(db, "meta",
+                                "SELECT run, key, value FROM main.meta WHERE key IN ('capacity', "
+                                "'capacity_inferred', 'device_total', 'clock_origin_ns')", &st);
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        int i = run_index(j, sqlite3_column_int64(st, 0));
+        const char *key = (const char *)sqlite3_column_text(st, 1);
+        if (i < 0 || key == NULL || sqlite3_column_type(st, 2) == SQLITE_NULL)
+            continue;
+        int64_t x = sqlite3_column_int64(st, 2);
+        if (strcmp(key, "capacity") == 0)
+            cap[i] = x;
+        else if (strcmp(key, "capacity_inferred") == 0)
+            inferred[i] = x;
+        else if (strcmp(key, "device_total") == 0)
+            j->runs[i].device_total = x;
+        else
+            j->runs[i].clock_origin_ns = x;
+    }
+    rc = s == SQLITE_DONE ? 0 : fsc__rundb_fail(db, "meta");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int bulk_ooms(fsc_rundb_t *db, job_t *j)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = fsc__rundb_prepare(db, "ooms",
+                                "SELECT run, id, seq, time_ns, requested, reserved, cause, "
+                                "capacity_lower, capacity_upper, device_free, device_total FROM "
+                                "main.ooms ORDER BY run, id", &st);
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        int i = run_index(j, sqlite3_column_int64(st, 0));
+        if (i < 0)
+            continue;
+        fsc_rundb_oom_t o;
+        memset(&o, 0, sizeof o);
+        o.id = col_i64(st, 1);
+        o.seq = col_i64(st, 2);
+        o.time_ns = col_i64(st, 3);
+        o.requested = col_i64(st, 4);
+        o.reserved = col_i64(st, 5);
+        o.cause = (const char *)sqlite3_column_text(st, 6);
+        o.capacity_lower = col_i64(st, 7);
+        o.capacity_upper = col_i64(st, 8);
+        o.device_free = col_i64(st, 9);
+        o.device_total = col_i64(st, 10);
+        if (o.requested == FSC_RUNDB_NULL)
+            o.requested = 0;
+        if (o.reserved == FSC_RUNDB_NULL)
+            o.reserved = 0;
+        oom_ctx_t c = {&j->runs[i], j->runs[i].oom_id != FSC_RUNDB_NULL};
+        oom_row(&c, &o);
+        if (j->runs[i].ooms == 0)
+            j->runs[i].ooms = 1;
+    }
+    rc = s == SQLITE_DONE ? 0 : fsc__rundb_fail(db, "ooms");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Every run's figures with one query per table. */
+static int read_bulk(fsc_rundb_t *db, job_t *j)
+{
+    static const char *const keys[] = {"peak_allocated_bytes", "peak_reserved_bytes", "num_ooms"};
+    size_t n = (size_t)j->n;
+    double *v = malloc(n * 3 * sizeof *v);
+    unsigned char *have = malloc(n * 3);
+    int64_t *cap = calloc(n, sizeof *cap), *inf = calloc(n, sizeof *inf);
+    int rc = v && have && cap && inf ? 0 : fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory",
+                                                     db->path);
+    if (rc == 0)
+        rc = fsc__report_job_values(db, j, keys, 3, v, have);
+    if (rc == 0)
+        rc = bulk_meta(db, j, cap, inf);
+    for (int i = 0; rc == 0 && i < j->n; i++) {
+        job_run_t *r = &j->runs[i];
+        r->peak_allocated = (int64_t)v[i * 3];
+        r->peak_reserved = (int64_t)v[i * 3 + 1];
+        r->ooms = (int64_t)v[i * 3 + 2];
+        settle(r, cap[i], inf[i]);
+    }
+    if (rc == 0)
+        rc = bulk_ooms(db, j);
+    free(v);
+    free(have);
+    free(cap);
+    free(inf);
+    return rc;
 }
 
 /* ---- over the job -------------------------------------------------------- */
@@ -300,8 +488,14 @@ int fsc__report_job_load(fsc_rundb_t *db, job_t *j, fsc_err_t *err)
     j->db_path = fsc_rundb_path(db);
     j->least = j->detail = -1;
     int rc = fsc_rundb_each_run(db, run_row, &c);
-    for (int i = 0; rc == 0 && i < j->n; i++)
-        rc = read_run(db, &j->runs[i]);
+    if (rc == 0 && db->has_runs && j->n > 0) {
+        for (int i = 0; i < j->n; i++)
+            j->runs[i].device_total = j->runs[i].clock_origin_ns = 0;
+        rc = read_bulk(db, j);
+    } else {
+        for (int i = 0; rc == 0 && i < j->n; i++)
+            rc = read_run(db, &j->runs[i]);
+    }
     if (rc == 0 && j->n == 0)
         rc = fsc_err_set(&mine, FSC_EFORMAT, "%s: the database holds no run", j->db_path);
     if (rc != 0) {

@@ -77,6 +77,11 @@ int fsc__report_job_find(const job_t *j, const fsc_job_opts_t *o, int *idx, fsc_
 /* Pick the run the report's detail is about (j->detail, j->detail_why). */
 int fsc__report_job_pick(job_t *j, const fsc_job_opts_t *o, fsc_err_t *err);
 void fsc__report_job_free(job_t *j);
+/* The summary values keys[0..nkeys) of every run, v[i * nkeys + k] (0 when
+ * absent; have[] says which are present): one pass over the summary table
+ * of a job database. */
+int fsc__report_job_values(fsc_rundb_t *db, const job_t *j, const char *const *keys, int nkeys,
+                           double *v, unsigned char *have);
 
 /* "12.345 s after its recording began" / "2026-12-01 23:01:02.123 UTC". */
 void fsc__report_job_oom_when(const job_t *j, const job_run_t *r, char *buf, size_t cap);
