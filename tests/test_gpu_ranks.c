@@ -19,8 +19,9 @@
  *     itself measured outside its allocator just before it
  *     (total − free − reserved from torch.cuda.mem_get_info());
  *   - `fragscope analyze r0 r1 r2 -o job.db` holds the same figures per run,
- *     and its page (`fragscope view`) names rank 1 for the least headroom
- *     and rank 2, cause external, for the first OOM.
+ *     its report (`report --format json`: ranks[], job) and its page
+ *     (`fragscope view`) name rank 1 for the least headroom and rank 2,
+ *     cause external, for the first OOM.
  */
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
@@ -262,12 +263,78 @@ static void test_job_view(void)
     free(page);
 }
 
+/* The ranks[] entry of run r (run r is rank r: input order). */
+static const cJSON *rank_entry(const cJSON *report, int r)
+{
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(report, "ranks");
+    CU_ASSERT_FATAL(cJSON_IsArray(ranks));
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(ranks), NRANKS);
+    const cJSON *e = cJSON_GetArrayItem(ranks, r);
+    CU_ASSERT_EQUAL(num(e, "run"), r);
+    CU_ASSERT_EQUAL(num(e, "rank"), r);
+    CU_ASSERT_EQUAL(num(e, "device"), 0);
+    return e;
+}
+
+static void test_job_report(void)
+{
+    cJSON *j = report_json(job_db(), "");
+    for (int r = 0; r < NRANKS; r++) {
+        rank_facts_t f = read_facts(r);
+        const cJSON *e = rank_entry(j, r);
+        CU_ASSERT_EQUAL(num(e, "peak_allocated_bytes"), f.peak_allocated);
+        CU_ASSERT_EQUAL(num(e, "peak_reserved_bytes"), f.peak_reserved);
+        CU_ASSERT_EQUAL(num(e, "capacity_bytes"), f.cap);
+        CU_ASSERT_EQUAL(num(e, "headroom_bytes"), f.cap - f.peak_reserved);
+        CU_ASSERT_EQUAL(num(e, "ooms"), f.ooms);
+        const cJSON *cause = cJSON_GetObjectItemCaseSensitive(e, "first_oom_cause");
+        if (r == 2) {
+            CU_ASSERT(cJSON_IsString(cause) && strcmp(cause->valuestring, "external") == 0);
+        } else {
+            CU_ASSERT(cJSON_IsNull(cause));
+        }
+    }
+    const cJSON *job = cJSON_GetObjectItemCaseSensitive(j, "job");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(job);
+    CU_ASSERT_EQUAL(num(job, "least_headroom_run"), 1);
+    CU_ASSERT_EQUAL(num(job, "first_oom_run"), 2);
+    cJSON_Delete(j);
+
+    /* the text says the same, one line each */
+    static char text[1 << 18];
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_test_sh(text, sizeof text, "%s report %s", fsc_test_fragscope(), job_db()), 0);
+    const char *lines[][3] = {{"\n  least headroom ", "rank 1 (device 0)", "512.00 MiB"},
+                              {"\n  first OOM ", "rank 2 (device 0)", "external"}};
+    for (size_t i = 0; i < 2; i++) {
+        const char *at = strstr(text, lines[i][0]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+        const char *eol = strchr(at + 1, '\n');
+        CU_ASSERT_PTR_NOT_NULL_FATAL(eol);
+        for (int k = 1; k < 3; k++) {
+            const char *w = strstr(at, lines[i][k]);
+            CU_ASSERT(w != NULL && w < eol);
+        }
+    }
+
+    /* rank 2 in detail: its OOM's external bytes */
+    rank_facts_t f = read_facts(2);
+    j = report_json(job_db(), "--rank 2");
+    CU_ASSERT_EQUAL(num(j, "detail_run"), 2);
+    const cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "ooms"), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItemCaseSensitive(o, "cause")->valuestring, "external");
+    CU_ASSERT_EQUAL(num(o, "external_bytes"), f.raw_bytes + f.outside_before);
+    cJSON_Delete(j);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"every rank's peaks are its process's own statistics", test_peaks_are_each_process_stats},
     {"the caps make rank 1 the least headroom", test_caps_make_rank1_least_headroom},
     {"rank 2's OOM is external, within a page of the raw cudaMalloc", test_rank2_external_oom},
     {"the three traces in one job database", test_job_database},
     {"the job's page names the least-headroom and first-OOM ranks", test_job_view},
+    {"the job report: every rank's figures, least headroom, first OOM", test_job_report},
     {NULL, NULL},
 };
 
