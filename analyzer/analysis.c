@@ -45,6 +45,7 @@ struct fsc_analysis {
 
     /* run facts */
     char *producer, *config, *backend, *source_path, *source_kind;
+    char *host; /* the option's, else the header's; NULL = unknown */
     fsc_trace_header_t hdr;
     fsc__oom_run_t run;
     uint64_t first_time, max_time; /* smallest and largest event time */
@@ -215,6 +216,11 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
     a->hdr.producer = a->producer;
     a->hdr.config = a->config;
     a->hdr.backend = a->backend;
+    const char *host = a->opts.host != NULL ? a->opts.host : hdr->host;
+    if (host != NULL && host[0] != '\0')
+        a->host = strdup(host);
+    a->hdr.host = a->host;
+    a->opts.host = a->host;
     a->opts.source_path = a->source_path;
     a->opts.source_kind = a->source_kind;
     a->run.capacity_unknown = (hdr->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) || hdr->capacity == 0;
@@ -228,7 +234,8 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
     a->first_oom_cause = -1;
     fsc__replay_init(&a->rp);
     int rc = 0;
-    if (!a->producer || !a->config || !a->backend || !a->source_path || !a->source_kind)
+    if (!a->producer || !a->config || !a->backend || !a->source_path || !a->source_kind ||
+        (host != NULL && host[0] != '\0' && a->host == NULL))
         rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
     if (rc == 0)
         rc = fsc_outfile_init(&a->out, db_path, &a->err);
@@ -414,6 +421,8 @@ static int write_meta(fsc_analysis_t *a)
     MI("clock_origin_ns", h->clock_origin_ns);
     MI("pid", h->pid);
     MI("rank", h->rank);
+    if (a->host != NULL)
+        MT("host", a->host);
     MI("trace_flags", h->flags);
     MT("trace_version", buf);
     MT("source_path", a->source_path);
@@ -456,7 +465,7 @@ static int write_meta(fsc_analysis_t *a)
         if (strcmp(kv->key, "import.device") == 0 && kv->text == NULL)
             device = kv->ival;
     if (rc == 0)
-        rc = fsc__store_run(s, rank, device == FSC_RUNDB_NULL ? -1 : device, NULL, h->pid,
+        rc = fsc__store_run(s, rank, device == FSC_RUNDB_NULL ? -1 : device, a->host, h->pid,
                             a->source_path, fsc__run_kind(a->source_kind));
 #undef MT
 #undef MI
@@ -596,6 +605,7 @@ void fsc_analysis_destroy(fsc_analysis_t *a)
     free(a->producer);
     free(a->config);
     free(a->backend);
+    free(a->host);
     free(a->source_path);
     free(a->source_kind);
     free(a);

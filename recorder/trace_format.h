@@ -20,7 +20,7 @@
  * other, addr against the previous addr, segment against addr) is still
  * read. */
 #define FSC__TRACE_MAJOR 2u
-#define FSC__TRACE_MINOR 2u
+#define FSC__TRACE_MINOR 3u
 
 /* zstd skippable frames: magic (LE u32) in 0x184D2A50..0x184D2A5F, then the
  * payload size (LE u32), then the payload. */
@@ -41,6 +41,7 @@
 #define FSC__MAX_HEADER_BYTES (1u << 20)
 #define FSC__MAX_CHUNK_BYTES (64u << 20)   /* compressed or content size */
 #define FSC__MAX_STRING_BYTES (1u << 16)   /* interned strings, marker text */
+#define FSC__MAX_HOST_BYTES 255u           /* the header's host name (2.3) */
 #define FSC__MAX_WRITER_CHUNK (16u << 20)  /* largest chunk_bytes a writer accepts */
 
 /* Record types (first byte of every record in a chunk's content).
@@ -210,8 +211,12 @@ int fsc__header_encode(const fsc_trace_header_t *h, uint8_t **out, size_t *len);
 /* Parsed header: the public struct plus the storage of its strings. */
 typedef struct fsc__header_store {
     fsc_trace_header_t h;
-    char *producer, *config, *backend;
+    char *producer, *config, *backend, *host;
 } fsc__header_store_t;
+
+/* A host name the header may carry: 1..FSC__MAX_HOST_BYTES bytes, none a
+ * control character (it is printed by info and in report labels). */
+int fsc__host_ok(const char *s, size_t n);
 
 /* Parse a header frame's payload (after the 8-byte skippable frame header).
  * Returns 0, FSC_EFORMAT (not a trace / damaged header; *why says which) or

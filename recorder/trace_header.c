@@ -5,8 +5,10 @@
  *
  * Payload layout: "FSCTRACE", u16 major, u16 minor, then varints flags,
  * capacity, device_total, clock_origin_ns, pid, zigzag(rank), then the
- * strings producer, config, backend (varint length + bytes), then fields a
- * newer minor may append, then a u32 CRC-32 of everything before it.
+ * strings producer, config, backend (varint length + bytes), from 2.3 the
+ * string host (empty = unknown), then fields a newer minor may append, then
+ * a u32 CRC-32 of everything before it. The host is appended where older
+ * readers already skip unknown bytes, so a 2.3 file reads with any 2.x.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -52,12 +54,25 @@ static uint8_t *put_str(uint8_t *p, const char *s)
     return p + n;
 }
 
+int fsc__host_ok(const char *s, size_t n)
+{
+    if (s == NULL || n == 0 || n > FSC__MAX_HOST_BYTES)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
 int fsc__header_encode(const fsc_trace_header_t *h, uint8_t **out, size_t *len)
 {
     size_t np = str_len(h->producer), nc = str_len(h->config), nb = str_len(h->backend);
     if (np > FSC__MAX_STRING_BYTES || nc > FSC__MAX_STRING_BYTES || nb > FSC__MAX_STRING_BYTES)
         return FSC_EINVAL;
-    size_t cap = 8 + FSC__TRACE_MAGIC_LEN + 4 + 6 * 10 + 3 * 10 + np + nc + nb + 4;
+    size_t nh = str_len(h->host);
+    if (nh > 0 && !fsc__host_ok(h->host, nh))
+        return FSC_EINVAL;
+    size_t cap = 8 + FSC__TRACE_MAGIC_LEN + 4 + 6 * 10 + 4 * 10 + np + nc + nb + nh + 4;
     uint8_t *buf = malloc(cap);
     if (buf == NULL)
         return FSC_ENOMEM;
@@ -78,6 +93,7 @@ int fsc__header_encode(const fsc_trace_header_t *h, uint8_t **out, size_t *len)
     p = put_str(p, h->producer);
     p = put_str(p, h->config);
     p = put_str(p, h->backend);
+    p = put_str(p, h->host);
     fsc__put_le32(p, fsc__crc32(pay, (size_t)(p - pay)));
     p += 4;
     fsc__put_le32(buf, FSC__SKIP_HEADER);
@@ -141,10 +157,26 @@ int fsc__header_parse(const uint8_t *p, size_t n, fsc__header_store_t *st, const
     if (get_str(&q, end, &st->producer) != 0 || get_str(&q, end, &st->config) != 0 ||
         get_str(&q, end, &st->backend) != 0)
         goto bad;
+    /* 2.3: the host; an over-long name or one with control bytes makes the
+     * header malformed, like any string over its bound. */
+    if (st->h.version_major == 2 && st->h.version_minor >= 3 && q < end) {
+        uint64_t nh;
+        if (fsc__get_varint(&q, end, &nh) != 0 || nh > FSC__MAX_HOST_BYTES ||
+            nh > (uint64_t)(end - q) || (nh > 0 && !fsc__host_ok((const char *)q, (size_t)nh)))
+            goto bad;
+        if (nh > 0) {
+            if ((st->host = malloc((size_t)nh + 1)) == NULL)
+                goto bad;
+            memcpy(st->host, q, (size_t)nh);
+            st->host[nh] = '\0';
+        }
+        q += nh;
+    }
     /* Bytes left before the CRC are fields of a newer minor: ignored. */
     st->h.producer = st->producer;
     st->h.config = st->config;
     st->h.backend = st->backend;
+    st->h.host = st->host;
     return 0;
 bad:
     fsc__header_store_free(st);
@@ -159,5 +191,6 @@ void fsc__header_store_free(fsc__header_store_t *st)
     free(st->producer);
     free(st->config);
     free(st->backend);
-    st->producer = st->config = st->backend = NULL;
+    free(st->host);
+    st->producer = st->config = st->backend = st->host = NULL;
 }

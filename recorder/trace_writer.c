@@ -401,6 +401,11 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
         return fsc_err_set(err, FSC_ELIMIT, "%s: ring of %llu events exceeds %llu", name,
                            (unsigned long long)o.ring_events, (unsigned long long)MAX_RING);
 
+    if (hdr != NULL && hdr->host != NULL && hdr->host[0] != '\0' &&
+        !fsc__host_ok(hdr->host, strlen(hdr->host)))
+        return fsc_err_set(err, FSC_EINVAL, "%s: host name unusable in a trace (1..%u bytes, "
+                           "no control characters)", name, FSC__MAX_HOST_BYTES);
+
     fsc_recorder_t *r = calloc(1, sizeof *r);
     if (r == NULL || init_sync(r) != 0) {
         free(r);
@@ -437,12 +442,25 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
     r->hdr.h.producer = r->hdr.producer;
     r->hdr.h.config = r->hdr.config;
     r->hdr.h.backend = r->hdr.backend;
+    /* The host, asked of the machine when the producer gave none; a name
+     * the header cannot carry (too long, control bytes) is left out. */
+    char hostbuf[FSC__MAX_HOST_BYTES + 2] = "";
+    const char *host = h.host;
+    if (host == NULL) {
+        if (gethostname(hostbuf, sizeof hostbuf) != 0)
+            hostbuf[0] = '\0';
+        hostbuf[sizeof hostbuf - 1] = '\0';
+        host = fsc__host_ok(hostbuf, strlen(hostbuf)) ? hostbuf : "";
+    }
+    if (host[0] != '\0')
+        r->hdr.host = strdup(host);
+    r->hdr.h.host = r->hdr.host;
     r->path = strdup(name);
     r->cur = fsc__chunk_new(r->chunk_bytes + FSC__HEADROOM);
     r->cctx = ZSTD_createCCtx();
     int rc = FSC_ENOMEM;
     if (r->hdr.producer == NULL || r->hdr.config == NULL || r->hdr.backend == NULL ||
-        r->path == NULL || r->cur == NULL || r->cctx == NULL) {
+        (host[0] != '\0' && r->hdr.host == NULL) || r->path == NULL || r->cur == NULL || r->cctx == NULL) {
         fsc_err_set(err, rc, "%s: out of memory", name);
         goto fail;
     }

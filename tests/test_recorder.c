@@ -25,6 +25,7 @@
 static const fsc_trace_header_t k_hdr = {
     0, 0, "fragscope test", "max_split_size_mb:128,expandable_segments:True", "sim",
     80ull << 30, 80ull << 30, 1764400000123456789ull, 4242, 3, FSC_TRACE_F_CAPACITY_UNKNOWN,
+    "gpu-node-07",
 };
 
 /* Tag ids in the golden trace: 1 forward, 2 forward/layer.0, 3 backward. */
@@ -112,6 +113,12 @@ static void check_events_v(const char *path, uint32_t major, uint32_t minor)
     CU_ASSERT_EQUAL(h->pid, 4242);
     CU_ASSERT_EQUAL(h->rank, 3);
     CU_ASSERT_EQUAL(h->flags, FSC_TRACE_F_CAPACITY_UNKNOWN);
+    /* the host from 2.3 on; older files record none */
+    if (major == 2 && minor >= 3) {
+        CU_ASSERT(h->host != NULL && strcmp(h->host, "gpu-node-07") == 0);
+    } else {
+        CU_ASSERT_PTR_NULL(h->host);
+    }
     fsc_event_t ev;
     size_t i = 0;
     int rc;
@@ -153,7 +160,7 @@ static void check_events_v(const char *path, uint32_t major, uint32_t minor)
 
 static void check_events(const char *path)
 {
-    check_events_v(path, 2, 2);
+    check_events_v(path, 2, 3);
 }
 
 static void test_round_trip_every_field(void)
@@ -342,7 +349,7 @@ static void test_newer_major_refused(void)
     CU_ASSERT_EQUAL(fsc_trace_open(p, &r, &err), FSC_EVERSION);
     char want[1200];
     snprintf(want, sizeof want,
-             "%s: trace format version 3.2 is newer than this fragscope reads (2.x); "
+             "%s: trace format version 3.3 is newer than this fragscope reads (2.x); "
              "upgrade fragscope",
              p);
     CU_ASSERT_STRING_EQUAL(err.msg, want);
@@ -630,12 +637,20 @@ static void test_reads_version_2_1(void)
     check_events_v(fsc_test_data("recorder_golden_v2_1.fstrace"), 2, 1);
 }
 
+static void test_reads_version_2_2(void)
+{
+    /* The golden trace as format 2.2 wrote it (before the header's host):
+     * the same events and pools, no host. */
+    check_events_v(fsc_test_data("recorder_golden_v2_2.fstrace"), 2, 2);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"round_trip_every_field", test_round_trip_every_field},
     {"golden_bytes", test_golden_bytes},
     {"reads_version_1", test_reads_version_1},
     {"reads_version_2_0", test_reads_version_2_0},
     {"reads_version_2_1", test_reads_version_2_1},
+    {"reads_version_2_2", test_reads_version_2_2},
     {"cut_at_every_byte", test_cut_at_every_byte},
     {"damaged_byte_anywhere", test_damaged_byte_anywhere},
     {"not_a_trace", test_not_a_trace},

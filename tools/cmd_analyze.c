@@ -18,7 +18,7 @@ const char fsc_cmd_analyze_summary[] =
     "replay traces or PyTorch snapshots into a run (or job) database";
 const char fsc_cmd_analyze_usage[] =
     "usage: fragscope analyze TRACE|SNAPSHOT... -o RUN.db [-j N] [--rank R]\n"
-    "                         [--device N] [--lenient] [--timeline-samples N]\n"
+    "                         [--host NAME] [--device N] [--lenient] [--timeline-samples N]\n"
     "                         [--no-suggest] [--capacity SIZE] [--device-memory SIZE]\n"
     "\n"
     "Replays every event of a .fstrace trace, or of a PyTorch memory snapshot\n"
@@ -38,13 +38,16 @@ const char fsc_cmd_analyze_usage[] =
     "Any input that fails fails the command with its message, and nothing is\n"
     "written. Each run's rank is --rank, else the trace header's (the recorder's\n"
     "RANK), else the one the file name says (rank3, rank_3, rank-3, .r3.), else\n"
-    "unknown.\n"
+    "unknown. Its host is --host, else the trace header's (the recording machine's\n"
+    "name, format 2.3 on), else unknown (PyTorch snapshots record none).\n"
     "\n"
     "options:\n"
     "  -o, --output FILE      the database to write (required)\n"
     "  -j, --jobs N           inputs analyzed at once (default: the online cores,\n"
     "                         at most the number of inputs)\n"
     "  --rank R               the rank of the run (one input only)\n"
+    "  --host NAME            the host of the run (one input only; 1 to 255 bytes,\n"
+    "                         no control characters)\n"
     "  --device N             the CUDA device of a snapshot (default: every device\n"
     "                         with history, one run each)\n"
     "  --lenient              count events that contradict the replayed state as\n"
@@ -167,6 +170,16 @@ static int analyze(int argc, char **argv, const char **inputs)
             j.device = (int)v;
             o.pick_device = 1;
             o.device = (int)v;
+        } else if (strcmp(a, "--host") == 0) {
+            const char *h = i + 1 < argc ? argv[++i] : NULL;
+            size_t n = h != NULL ? strlen(h) : 0;
+            int ok = n > 0 && n <= 255;
+            for (size_t k = 0; ok && k < n; k++)
+                ok = (unsigned char)h[k] >= 0x20 && h[k] != 0x7f;
+            if (!ok)
+                return fsc_cli_usage_error("analyze", "--host needs a name of 1 to 255 bytes "
+                                           "without control characters");
+            o.analysis.host = h;
         } else if (strcmp(a, "--lenient") == 0) {
             o.analysis.lenient = 1;
             j.lenient = 1;
@@ -207,6 +220,9 @@ static int analyze(int argc, char **argv, const char **inputs)
         urc = fsc_cli_usage_error("analyze", "--rank applies to one input only (%zu given); "
                                   "ranks of several come from their headers or file names",
                                   ninputs);
+    else if (ninputs > 1 && o.analysis.host != NULL)
+        urc = fsc_cli_usage_error("analyze", "--host applies to one input only (%zu given); "
+                                  "hosts of several come from their trace headers", ninputs);
     if (urc != 0)
         return urc;
     o.analysis.before_commit = fsc__analyze_add_suggestions;

@@ -70,6 +70,8 @@ static int on_header(void *ud, const fsc_trace_header_t *hdr)
     o.flush_interval_ms = UINT32_MAX;
     o.name = c->out; /* the recorder writes tmp_path, the user knows out */
     fsc_trace_header_t h = *hdr;
+    if (h.host == NULL)
+        h.host = ""; /* not this machine's: the source names none */
     if (c->capacity != 0) {
         h.capacity = c->capacity;
         h.flags &= ~FSC_TRACE_F_CAPACITY_UNKNOWN;

@@ -18,7 +18,7 @@ const char fsc_cmd_info_usage[] =
     "usage: fragscope info TRACE.fstrace [--format text|json]\n"
     "\n"
     "Reads the whole trace and prints its header (producer, backend, allocator\n"
-    "settings, capacity, start time, pid, rank), the number of events of each\n"
+    "settings, capacity, start time, pid, rank, host), the number of events of each\n"
     "type, the tag tree's size and its top-level tags with their share of the\n"
     "events, the number of chunks and compressed bytes per event, and the\n"
     "integrity: \"clean close\", or \"truncated\" with the bytes and events lost\n"
@@ -176,6 +176,7 @@ static void print_text(const info_t *s)
     printf("  started    %s\n", when);
     printf("  pid        %u\n", h->pid);
     printf("  rank       %d\n", h->rank);
+    printf("  host       %s\n", h->host != NULL ? h->host : "-");
     printf("  flags      %s\n", fl);
     printf("events       %" PRIu64 "\n", s->in.events);
     for (int t = 1; t < FSC_EV__COUNT; t++)
@@ -233,6 +234,10 @@ static int print_json(const info_t *s)
     add_u64(o, "device_total", h->device_total);
     add_u64(o, "clock_origin_ns", h->clock_origin_ns);
     cJSON_AddNumberToObject(o, "pid", h->pid);
+    if (h->host != NULL)
+        cJSON_AddStringToObject(o, "host", h->host);
+    else
+        cJSON_AddNullToObject(o, "host");
     cJSON_AddNumberToObject(o, "rank", h->rank);
     cJSON *fl = cJSON_AddArrayToObject(o, "flags");
     if (h->flags & FSC_TRACE_F_CAPACITY_UNKNOWN)

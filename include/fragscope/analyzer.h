@@ -110,9 +110,12 @@ typedef struct fsc_analysis_opts {
      * of source_path says (fsc_rundb_rank_from_name), else unknown. */
     int has_rank;
     int64_t rank;
+    /* The run's host (runs.host, meta.host), when not NULL: it overrides the
+     * trace header's (PyTorch snapshots record none). Copied. */
+    const char *host;
 } fsc_analysis_opts_t;
 
-#define FSC_ANALYSIS_OPTS_DEFAULT {0, 0, NULL, NULL, NULL, NULL, 0, 0}
+#define FSC_ANALYSIS_OPTS_DEFAULT {0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL}
 
 /* Headline figures, also stored in table summary. */
 typedef struct fsc_analysis_summary {
