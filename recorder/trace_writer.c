@@ -442,12 +442,17 @@ int fsc_recorder_open(const char *path, const fsc_trace_header_t *hdr,
     r->hdr.h.producer = r->hdr.producer;
     r->hdr.h.config = r->hdr.config;
     r->hdr.h.backend = r->hdr.backend;
-    /* The host, asked of the machine when the producer gave none; a name
-     * the header cannot carry (too long, control bytes) is left out. */
+    /* The host, when the producer gave none: FRAGSCOPE_HOST (a container's
+     * own name is not its node's; set and empty = none), else the machine's
+     * name. One the header cannot carry (too long, control bytes) is left
+     * out rather than losing the recording. */
     char hostbuf[FSC__MAX_HOST_BYTES + 2] = "";
     const char *host = h.host;
     if (host == NULL) {
-        if (gethostname(hostbuf, sizeof hostbuf) != 0)
+        const char *env = getenv("FRAGSCOPE_HOST");
+        if (env != NULL)
+            snprintf(hostbuf, sizeof hostbuf, "%s", env);
+        else if (gethostname(hostbuf, sizeof hostbuf) != 0)
             hostbuf[0] = '\0';
         hostbuf[sizeof hostbuf - 1] = '\0';
         host = fsc__host_ok(hostbuf, strlen(hostbuf)) ? hostbuf : "";

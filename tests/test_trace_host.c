@@ -73,6 +73,17 @@ static void test_recorder_writes_host(void)
     h.host = "";
     CU_ASSERT_EQUAL_FATAL(record(p, &h), 0);
     CU_ASSERT_STRING_EQUAL(read_host(p, b, sizeof b), "(null)");
+    /* FRAGSCOPE_HOST overrides the machine's name; empty or unusable: none */
+    setenv("FRAGSCOPE_HOST", "node0042", 1);
+    CU_ASSERT_EQUAL_FATAL(record(p, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(read_host(p, b, sizeof b), "node0042");
+    setenv("FRAGSCOPE_HOST", "", 1);
+    CU_ASSERT_EQUAL_FATAL(record(p, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(read_host(p, b, sizeof b), "(null)");
+    setenv("FRAGSCOPE_HOST", "bad\tname", 1);
+    CU_ASSERT_EQUAL_FATAL(record(p, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(read_host(p, b, sizeof b), "(null)");
+    unsetenv("FRAGSCOPE_HOST");
     /* 255 bytes is the bound */
     char longest[257];
     memset(longest, 'h', 255);

@@ -37,7 +37,8 @@ typedef struct fsc_trace_header {
     int32_t rank;           /* -1 = not distributed */
     uint32_t flags;         /* FSC_TRACE_F_* */
     /* Host name of the recording process (format 2.3). Writer: NULL = the
-     * machine's own (gethostname at open), "" = none (an import); at most
+     * environment's FRAGSCOPE_HOST when set (empty: none), else the
+     * machine's own (gethostname at open); "" = none (an import); at most
      * 255 bytes, no control characters, else FSC_EINVAL. Reader: NULL when
      * the file records none (older files, imports). */
     const char *host;
