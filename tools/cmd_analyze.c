@@ -18,8 +18,9 @@ const char fsc_cmd_analyze_summary[] =
     "replay traces or PyTorch snapshots into a run (or job) database";
 const char fsc_cmd_analyze_usage[] =
     "usage: fragscope analyze TRACE|SNAPSHOT... -o RUN.db [-j N] [--rank R]\n"
-    "                         [--host NAME] [--device N] [--lenient] [--timeline-samples N]\n"
-    "                         [--no-suggest] [--capacity SIZE] [--device-memory SIZE]\n"
+    "                         [--host NAME] [--device N] [--lenient] [--no-suggest]\n"
+    "                         [--timeline-samples N] [--capacity SIZE]\n"
+    "                         [--device-memory SIZE]\n"
     "\n"
     "Replays every event of a .fstrace trace, or of a PyTorch memory snapshot\n"
     "(torch.cuda.memory._snapshot(), pickle or JSON; detected from the content),\n"
