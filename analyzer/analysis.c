@@ -239,6 +239,8 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
         rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
     if (rc == 0)
         rc = fsc_outfile_init(&a->out, db_path, &a->err);
+    if (rc == 0)
+        a->out.no_sync = a->opts.no_sync;
     if (rc == 0 && fsc__timeline_init(&a->tl, a->opts.timeline_samples) != 0)
         rc = fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
     if (rc == 0)

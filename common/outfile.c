@@ -5,7 +5,9 @@
  * - A converted output (database, pickle, HTML, report, imported trace) is
  *   written under "<path>.tmp.<pid>" in the same directory, then fsynced
  *   and renamed over the path as the very last step (fsc_outfile_commit);
- *   the directory is fsynced after the rename.
+ *   the directory is fsynced after the rename. An intermediate file that
+ *   is read back and removed (a job's per-input database, merged into the
+ *   output) sets no_sync: renamed into place, not synced.
  * - Temporaries not yet committed are listed in a fixed table that an
  *   interrupting signal's handler walks (fsc_outfile_remove_all): unlink is
  *   async-signal-safe, and each slot is published by an atomic flag.
@@ -159,6 +161,7 @@ int fsc_outfile_init(fsc_outfile_t *o, const char *path, fsc_err_t *err)
     if (o == NULL || path == NULL || path[0] == '\0')
         return fsc_err_set(err, FSC_EINVAL, "no output path given");
     o->slot = 0;
+    o->no_sync = 0;
     int n1 = snprintf(o->path, sizeof o->path, "%s", path);
     int n2 = snprintf(o->tmp_path, sizeof o->tmp_path, "%s.tmp.%ld", path, (long)getpid());
     if (n1 < 0 || (size_t)n1 >= sizeof o->path || n2 < 0 || (size_t)n2 >= sizeof o->tmp_path)
@@ -193,7 +196,7 @@ static void sync_dir_of(const char *path)
 
 int fsc_outfile_commit(fsc_outfile_t *o, fsc_err_t *err)
 {
-    if (sync_path(o->tmp_path, O_RDONLY) != 0) {
+    if (!o->no_sync && sync_path(o->tmp_path, O_RDONLY) != 0) {
         int e = errno;
         fsc_outfile_abort(o);
         return fsc_err_set(err, FSC_EIO, "%s: cannot write: %s", o->path, strerror(e));
@@ -204,7 +207,8 @@ int fsc_outfile_commit(fsc_outfile_t *o, fsc_err_t *err)
         return fsc_err_set(err, FSC_EIO, "%s: cannot rename into place: %s", o->path, strerror(e));
     }
     live_remove(o);
-    sync_dir_of(o->path);
+    if (!o->no_sync)
+        sync_dir_of(o->path);
     return 0;
 }
 

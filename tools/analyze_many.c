@@ -80,6 +80,7 @@ static int run_part(pool_t *p, size_t idx, input_t *in, part_t *pt, fsc_err_t *e
     ao.progress = NULL;
     ao.progress_ud = NULL;
     ao.analysis.before_commit_ud = &pt->job;
+    ao.analysis.no_sync = 1; /* merged, then removed: only JOB.db is synced */
     unlink(pt->file.tmp_path);
     return fsc_analyze_file(in->path, pt->file.tmp_path, &ao, &pt->sum, &pt->info, err);
 }

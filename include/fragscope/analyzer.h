@@ -113,9 +113,12 @@ typedef struct fsc_analysis_opts {
     /* The run's host (runs.host, meta.host), when not NULL: it overrides the
      * trace header's (PyTorch snapshots record none). Copied. */
     const char *host;
+    /* The database is an intermediate one (a worker's, merged and removed):
+     * put in place without fsync. */
+    int no_sync;
 } fsc_analysis_opts_t;
 
-#define FSC_ANALYSIS_OPTS_DEFAULT {0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL}
+#define FSC_ANALYSIS_OPTS_DEFAULT {0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, 0}
 
 /* Headline figures, also stored in table summary. */
 typedef struct fsc_analysis_summary {

@@ -104,6 +104,8 @@ typedef struct fsc_outfile {
     char path[4096];     /* final path */
     char tmp_path[4096]; /* "<path>.tmp.<pid>" */
     int slot;            /* place in the table of live temporaries; 0 = none */
+    int no_sync;         /* set after init: commit renames without fsync (for
+                            an intermediate file that is read and removed) */
 } fsc_outfile_t;
 
 /* Fill o with the final and temporary names (does not create anything) and
