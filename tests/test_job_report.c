@@ -580,6 +580,12 @@ static void test_h200_ranks(void)
     CU_ASSERT_EQUAL(jnum(job, "first_oom_run"), 0); /* rank 2 */
     CU_ASSERT_STRING_EQUAL(js(job, "first_oom_order"), "only");
     CU_ASSERT_STRING_EQUAL(js(cJSON_GetArrayItem(ranks, 0), "first_oom_cause"), "external");
+    /* the memory outside the allocator at rank 2's first OOM, as its own report gives it */
+    const cJSON *o0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "ooms"), 0);
+    CU_ASSERT_EQUAL(jnum(cJSON_GetArrayItem(ranks, 0), "first_oom_external_bytes"),
+                    jnum(o0, "external_bytes"));
+    CU_ASSERT(jnum(o0, "external_bytes") > 0);
+    CU_ASSERT_TRUE(jnull(cJSON_GetArrayItem(ranks, 1), "first_oom_external_bytes"));
     CU_ASSERT_EQUAL(jnum(j, "detail_run"), 0);
     cJSON_Delete(j);
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s", fsc_test_fragscope(), dbp), 0);

@@ -539,6 +539,7 @@ void fsc__report_job_json(const job_t *j, cJSON *root)
             cJSON_AddNullToObject(o, "first_oom_clock");
             cJSON_AddNullToObject(o, "first_oom_seq");
             cJSON_AddNullToObject(o, "first_oom_cause");
+            cJSON_AddNullToObject(o, "first_oom_external_bytes");
         } else {
             int64_t t = r->oom_time_ns == FSC_RUNDB_NULL ? 0 : r->oom_time_ns;
             int wall = r->clock_origin_ns > 0;
@@ -549,6 +550,8 @@ void fsc__report_job_json(const job_t *j, cJSON *root)
             cJSON_AddStringToObject(o, "first_oom_clock", wall ? "wall" : "since_start");
             add_i64(o, "first_oom_seq", r->oom_seq);
             cJSON_AddStringToObject(o, "first_oom_cause", r->oom_cause);
+            add_i64(o, "first_oom_external_bytes",
+                    r->oom_external >= 0 ? r->oom_external : FSC_RUNDB_NULL);
         }
         cJSON_AddItemToArray(ranks, o);
     }
