@@ -157,7 +157,7 @@ static int crafted(const uint8_t *field, size_t fn, uint16_t minor, char *host, 
 
 static void test_reader_bounds_host(void)
 {
-    char got[400];
+    char got[FSC_ERR_MSG_MAX + 16];
     uint8_t f[300];
     /* a plain name */
     memcpy(f, "\x06node-3", 7);
