@@ -461,10 +461,103 @@ static void test_anchors_in_browser(void)
     free(dom);
 }
 
+/* Beyond --overview-limit only the runs that matter get a chart. A job of
+ * nine runs in rank order: ranks 0-3 as above, ranks 4-7 copies of rank
+ * 2's trace (the largest peak reserved, 11.17 GiB; the tie goes to the
+ * highest run, rank 7) and rank 8 a copy of rank 1's (an OOM at the same
+ * moment, so rank 1 stays the first). Under a limit of 4: rank 1 (first
+ * OOM), rank 0 (least headroom), rank 3 (smallest peak) and rank 7
+ * (largest) drawn; ranks 2, 4-6 and 8 in the aggregate, rank 8's OOM
+ * counted there. Under 5 the OOM run rank 8 is drawn too; --runs 5 draws
+ * run 5. */
+static void test_overview_limit(void)
+{
+    job_db();
+    char cmd[4096], in[2048] = "";
+    for (int r = 4; r <= 8; r++) {
+        snprintf(cmd, sizeof cmd, "cp %srank%d.fstrace %srank%d.fstrace", fsc_test_path(""),
+                 r == 8 ? 1 : 2, fsc_test_path(""), r);
+        sh_ok("cp", cmd);
+    }
+    for (int r = 0; r <= 8; r++)
+        snprintf(in + strlen(in), sizeof in - strlen(in), " %srank%d.fstrace", fsc_test_path(""), r);
+    char db[1024]; /* fsc_test_path's buffers rotate */
+    snprintf(db, sizeof db, "%s", fsc_test_path("job9.db"));
+    snprintf(cmd, sizeof cmd, "FRAGSCOPE_NO_PROGRESS=1 %s analyze%s -o %s --no-suggest -j 2",
+             fsc_test_fragscope(), in, db);
+    sh_ok("analyze of the nine", cmd);
+    size_t len = 0, full = 0;
+    char *html = view(db, "all9.html", "--detail-limit 1", &full);
+    CU_ASSERT_EQUAL(fsc_test_count(html, "<a class=\"run-card"), 9);
+    char *ov = fsc_test_dom_part(html, "<section id=\"runs\"", "<div id=\"detail\">");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ov);
+    size_t ov_full = strlen(ov);
+    free(ov);
+    CU_ASSERT_PTR_NULL(strstr(html, "runs-aggregate"));
+    CU_ASSERT_PTR_NULL(strstr(html, "runs-drawn-note"));
+    free(html);
+
+    static const struct {
+        const char *opts;
+        int drawn[9];
+        int ndrawn, noom;
+        const char *rest;
+    } k[] = {
+        {"--detail-limit 1 --overview-limit 4", {1, 1, 0, 1, 0, 0, 0, 1, 0}, 4, 1, "runs 2, 4&ndash;6, 8"},
+        {"--detail-limit 1 --overview-limit 5", {1, 1, 0, 1, 0, 0, 0, 1, 1}, 5, 0, "runs 2, 4&ndash;6<"},
+        {"--detail-limit 1 --overview-limit 4 --runs 5", {1, 1, 0, 1, 0, 1, 0, 1, 0}, 5, 1, "runs 2, 4, 6, 8<"},
+    };
+    for (size_t t = 0; t < sizeof k / sizeof k[0]; t++) {
+        html = view(db, "lim.html", k[t].opts, &len);
+        /* the overview is smaller: fewer charts */
+        ov = fsc_test_dom_part(html, "<section id=\"runs\"", "<div id=\"detail\">");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ov);
+        CU_ASSERT(strlen(ov) < ov_full);
+        free(ov);
+        CU_ASSERT_EQUAL(fsc_test_count(html, "<a class=\"run-card"), k[t].ndrawn);
+        /* the charts: one per run drawn, one for the others */
+        CU_ASSERT_EQUAL(fsc_test_count(html, "<svg class=\"spark\""), k[t].ndrawn + 1);
+        for (int r = 0; r < 9; r++) {
+            char want[64];
+            snprintf(want, sizeof want, "id=\"run-card-%d\"", r);
+            CU_ASSERT_EQUAL(strstr(html, want) != NULL, k[t].drawn[r]);
+        }
+        char want[512];
+        snprintf(want, sizeof want, "id=\"runs-drawn-note\" data-drawn=\"%d\" data-runs=\"9\">%d of the 9 "
+                 "runs are drawn as a chart each", k[t].ndrawn, k[t].ndrawn);
+        CU_ASSERT_PTR_NOT_NULL(strstr(html, want));
+        snprintf(want, sizeof want, "the other %d are one chart at the end", 9 - k[t].ndrawn);
+        CU_ASSERT_PTR_NOT_NULL(strstr(html, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(html, "name it: <code>fragscope view job9.db --runs 2</code>"));
+        snprintf(want, sizeof want, "id=\"runs-aggregate\" data-runs=\"%d\" data-ooms=\"%d\">",
+                 9 - k[t].ndrawn, k[t].noom);
+        CU_ASSERT_PTR_NOT_NULL(strstr(html, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(html, k[t].rest));
+        /* the marks are drawn, as before */
+        CU_ASSERT_PTR_NOT_NULL(strstr(html, "id=\"run-card-1\" data-run=\"1\" data-rank=\"1\""));
+        CU_ASSERT_PTR_NOT_NULL(strstr(html, "<span class=\"flag first-oom\">"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(html, "<span class=\"flag least-headroom\">"));
+        free(html);
+    }
+    /* The aggregate's figures: peaks reserved of ranks 2, 4-6 (11.17 GiB)
+     * and rank 8 (rank 1's, 10.76 GiB). */
+    html = view(db, "lim.html", k[0].opts, &len);
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "peak reserved: least <b>10.76 GiB</b> &middot; median <b>11.17 GiB"
+                                        "</b> &middot; most <b>11.17 GiB</b>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "<div class=\"run-figs\">1 of them ran out of memory</div>"));
+    free(html);
+    char out[1024];
+    int rc = fsc_test_sh(out, sizeof out, "%s view %s --overview-limit 0 -o %s 2>&1", fsc_test_fragscope(),
+                         db, fsc_test_path("none.html"));
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_FALSE(fsc_test_file_exists(fsc_test_path("none.html")));
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"overview: one chart per run, by rank, marks", test_overview},
     {"a one-run database has no overview and no picker", test_single_run},
     {"detail carried for a bounded set of runs", test_detail_bound},
+    {"beyond --overview-limit: the runs that matter drawn, the rest aggregated", test_overview_limit},
     {"the H200 three-rank job: peaks, least headroom, first OOM", test_h200_job},
     {"the picker shows the picked run's figures (Chromium)", test_picker_in_browser},
     {"#run-N anchors (Chromium)", test_anchors_in_browser},

@@ -13,7 +13,7 @@ const char fsc_cmd_view_summary[] = "write a self-contained HTML report of a run
 const char fsc_cmd_view_usage[] =
     "usage: fragscope view RUN.db [-o REPORT.html] [--title TEXT] [--max-size SIZE]\n"
     "                      [--bands N] [--runs LIST] [--run N | --rank R]\n"
-    "                      [--detail-limit N]\n"
+    "                      [--detail-limit N] [--overview-limit N]\n"
     "\n"
     "Write one self-contained HTML file (no network access of any kind; opens from\n"
     "file:// in any current browser) showing the run analyzed into RUN.db by\n"
@@ -44,6 +44,9 @@ const char fsc_cmd_view_usage[] =
     "  --run N, --rank R   carry this run and show it first (default: the first\n"
     "                      to run out of memory, else the least headroom)\n"
     "  --detail-limit N    carry every run's detail up to N runs (default 8)\n"
+    "  --overview-limit N  draw every run's chart up to N runs (default 256);\n"
+    "                      beyond that the marked, carried, largest and smallest\n"
+    "                      peaks and OOM runs, the others as one aggregated chart\n"
     "Each run's detail is bounded by --max-size as a one-run page is.\n"
     "\n"
     "The file is written under a temporary name and renamed when complete.\n"
@@ -166,6 +169,14 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
             if (rc != 0)
                 return rc;
             opts.detail_limit = (size_t)v;
+        } else if (strcmp(a, "--overview-limit") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("view", "--overview-limit needs a number");
+            long long v = 0;
+            int rc = number_opt(a, argv[i], 1, 1000000, &v);
+            if (rc != 0)
+                return rc;
+            opts.overview_limit = (size_t)v;
         } else if (strcmp(a, "--") == 0) {
             if (i + 1 < argc && db == NULL)
                 db = argv[++i];

@@ -22,6 +22,8 @@
 #define FSC__VJOB_POINTS 120        /* overview points per run (bucket maxima) */
 #define FSC__VJOB_OOM_MARKS 16      /* OOM marks drawn per run (the first ones) */
 #define FSC__VJOB_DETAIL_DEFAULT 8  /* runs carried whole up to this many */
+#define FSC__VJOB_DRAWN_DEFAULT 256 /* runs drawn as a chart each up to this many */
+#define FSC__VJOB_EXTREMES 8        /* beyond it: the largest and smallest peaks drawn (at most; limit / 32, at least 1) */
 
 /* Why a run's detail is in the page. */
 enum {
@@ -48,6 +50,7 @@ typedef struct fsc__vrun {
     int64_t mark_seq[FSC__VJOB_OOM_MARKS];
     int detail;                 /* FSC__VJOB_* flags; 0 = no detail in the page */
     int marks;                  /* FSC__VJOB_FIRST_OOM / LEAST_HEADROOM / HIGHEST_PEAK */
+    int drawn;                  /* a chart of its own in the overview (else in the aggregate) */
 } fsc__vrun_t;
 
 typedef struct fsc__vjob {
@@ -59,6 +62,7 @@ typedef struct fsc__vjob {
                                  * since each run's start: a run lacks its origin) */
     long open;                  /* the run shown first */
     size_t ndetail, limit;
+    size_t ndrawn, olimit;      /* runs drawn as a chart each; the overview limit */
     int64_t ymax;               /* shared y scale of the small charts */
     char *db_name;              /* the file name, for the hint to get more detail */
 } fsc__vjob_t;

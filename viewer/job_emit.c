@@ -7,11 +7,18 @@
  * (first OOM, least headroom), which runs the page carries in detail and
  * how to get another's, and the rank picker (a native select, so it works
  * from the keyboard). viewer_runs.js swaps the detail when a run is picked.
+ *
+ * Beyond the overview limit (256 runs by default) only the runs that
+ * matter get a chart (job_model.c picks them); the others are one
+ * aggregated chart, the min, median and max of their reserved bytes at
+ * each of the FSC__VJOB_POINTS parts of their own spans, and a list of
+ * their run numbers as ranges, so the overview stays about limit x 3 KB.
  */
 #include "job.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fragscope/rundb.h"
@@ -285,6 +292,122 @@ static void picker(fsc__sb_t *sb, const fsc__vjob_t *job)
                    job->ndetail, job->n);
 }
 
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The runs without a chart of their own, as one chart: at each part, the
+ * min and max of their reserved bytes (area) and the median (line). */
+static void aggregate(fsc__sb_t *sb, const fsc__vjob_t *job)
+{
+    size_t m = job->n - job->ndrawn, noom = 0;
+    int64_t *vals = malloc((m ? m : 1) * sizeof *vals);
+    int64_t *peaks = malloc((m ? m : 1) * sizeof *peaks);
+    if (vals == NULL || peaks == NULL) {
+        free(vals);
+        free(peaks);
+        return;
+    }
+    int64_t lo[FSC__VJOB_POINTS], med[FSC__VJOB_POINTS], hi[FSC__VJOB_POINTS];
+    for (size_t p = 0; p < FSC__VJOB_POINTS; p++) {
+        size_t c = 0;
+        for (size_t i = 0; i < job->n; i++) {
+            const fsc__vrun_t *v = &job->runs[i];
+            if (v->drawn || v->npts == 0)
+                continue;
+            vals[c++] = v->res[p * v->npts / FSC__VJOB_POINTS];
+        }
+        if (c == 0) {
+            lo[p] = med[p] = hi[p] = 0;
+            continue;
+        }
+        qsort(vals, c, sizeof *vals, cmp_i64);
+        lo[p] = vals[0];
+        med[p] = vals[c / 2];
+        hi[p] = vals[c - 1];
+    }
+    size_t np = 0;
+    for (size_t i = 0; i < job->n; i++) {
+        const fsc__vrun_t *v = &job->runs[i];
+        if (v->drawn)
+            continue;
+        peaks[np++] = v->peak_res;
+        noom += v->nooms > 0;
+    }
+    qsort(peaks, np, sizeof *peaks, cmp_i64);
+    fsc__sb_printf(sb, "<div class=\"run-card run-aggregate\" id=\"runs-aggregate\" data-runs=\"%zu\" "
+                   "data-ooms=\"%zu\">\n<div class=\"run-label\">The other %zu runs, as one chart</div>\n",
+                   m, noom, m);
+    fsc__sb_printf(sb, "<svg class=\"spark\" viewBox=\"0 0 %d %d\" preserveAspectRatio=\"none\" role=\"img\" "
+                   "aria-label=\"the other %zu runs: min, median and max of reserved bytes\"><title>the other "
+                   "%zu runs: at each of %d parts of each run's own events, the least and most reserved "
+                   "(area) and the median (line)</title>\n<path class=\"sp-res\" d=\"",
+                   W, H, m, m, FSC__VJOB_POINTS);
+    /* the band: max left to right, then min right to left */
+    fsc__sb_printf(sb, "M0 %.1f", ypos(job, hi[0]));
+    for (size_t p = 1; p < FSC__VJOB_POINTS; p++)
+        fsc__sb_printf(sb, "H%dV%.1f", (int)(p * W / FSC__VJOB_POINTS), ypos(job, hi[p]));
+    fsc__sb_printf(sb, "H%dV%.1f", W, ypos(job, lo[FSC__VJOB_POINTS - 1]));
+    for (size_t p = FSC__VJOB_POINTS - 1; p > 0; p--)
+        fsc__sb_printf(sb, "H%dV%.1f", (int)(p * W / FSC__VJOB_POINTS), ypos(job, lo[p - 1]));
+    fsc__sb_puts(sb, "H0Z\"/><path class=\"sp-alloc\" d=\"");
+    fsc__sb_printf(sb, "M0 %.1f", ypos(job, med[0]));
+    for (size_t p = 1; p < FSC__VJOB_POINTS; p++)
+        fsc__sb_printf(sb, "H%dV%.1f", (int)(p * W / FSC__VJOB_POINTS), ypos(job, med[p]));
+    fsc__sb_printf(sb, "H%d\"/>\n</svg>\n", W);
+    fsc__sb_puts(sb, "<div class=\"run-figs\">peak reserved: least <b>");
+    size_text(sb, np ? peaks[0] : -1);
+    fsc__sb_puts(sb, "</b> &middot; median <b>");
+    size_text(sb, np ? peaks[np / 2] : -1);
+    fsc__sb_puts(sb, "</b> &middot; most <b>");
+    size_text(sb, np ? peaks[np - 1] : -1);
+    fsc__sb_printf(sb, "</b></div>\n<div class=\"run-figs\">%zu of them ran out of memory</div>\n"
+                   "<div class=\"run-figs\">runs ", noom);
+    /* their run numbers as ranges, in run order */
+    size_t i = 0, shown = 0;
+    while (i < job->n) {
+        if (job->runs[i].drawn) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j + 1 < job->n && !job->runs[j + 1].drawn && job->runs[j + 1].run == job->runs[j].run + 1)
+            j++;
+        fsc__sb_puts(sb, shown++ ? ", " : "");
+        if (j > i)
+            fsc__sb_printf(sb, "%" PRId64 "&ndash;%" PRId64, job->runs[i].run, job->runs[j].run);
+        else
+            fsc__sb_printf(sb, "%" PRId64, job->runs[i].run);
+        i = j + 1;
+    }
+    fsc__sb_puts(sb, "</div>\n</div>\n");
+    free(vals);
+    free(peaks);
+}
+
+static void drawn_note(fsc__sb_t *sb, const fsc__vjob_t *job)
+{
+    if (job->ndrawn == job->n)
+        return;
+    fsc__sb_printf(sb, "<p class=\"muted\" id=\"runs-drawn-note\" data-drawn=\"%zu\" data-runs=\"%zu\">"
+                   "%zu of the %zu runs are drawn as a chart each (every run up to %zu, <code>"
+                   "--overview-limit N</code>; beyond that the first to run out of memory, the least "
+                   "headroom, the runs carried in detail or named with <code>--runs</code>, the largest "
+                   "and smallest peaks reserved and the runs with OOMs while fewer than %zu are drawn); "
+                   "the other %zu are one chart at the end, the least, median and most reserved bytes "
+                   "over them. To draw one of them (and carry its detail), name it: ",
+                   job->ndrawn, job->n, job->ndrawn, job->n, job->olimit, job->olimit,
+                   job->n - job->ndrawn);
+    int64_t other = -1;
+    for (size_t k = 0; k < job->n && other < 0; k++)
+        if (!job->runs[job->order[k]].drawn)
+            other = job->runs[job->order[k]].run;
+    more_hint(sb, job, other);
+    fsc__sb_puts(sb, ".</p>\n");
+}
+
 void fsc__job_emit_overview(fsc__sb_t *sb, const fsc__vjob_t *job)
 {
     fsc__sb_printf(sb, "<section id=\"runs\" class=\"panel\" data-runs=\"%zu\">\n<h2>Runs of this job</h2>\n",
@@ -298,9 +421,13 @@ void fsc__job_emit_overview(fsc__sb_t *sb, const fsc__vjob_t *job)
     fsc__sb_puts(sb, ". Click a chart, or pick a run below, to show its detail.</p>\n");
     marks_list(sb, job);
     detail_note(sb, job);
+    drawn_note(sb, job);
     fsc__sb_puts(sb, "<div class=\"run-grid\">\n");
     for (size_t k = 0; k < job->n; k++)
-        card(sb, job, &job->runs[job->order[k]]);
+        if (job->runs[job->order[k]].drawn)
+            card(sb, job, &job->runs[job->order[k]]);
+    if (job->ndrawn < job->n)
+        aggregate(sb, job);
     fsc__sb_puts(sb, "</div>\n</section>\n");
     picker(sb, job);
 }

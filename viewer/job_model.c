@@ -217,6 +217,59 @@ static long find_rank(const fsc__vjob_t *job, int64_t rank)
     return -1;
 }
 
+static int by_peak(const void *pa, const void *pb)
+{
+    const fsc__vrun_t *a = &g_sort_job->runs[*(const size_t *)pa];
+    const fsc__vrun_t *b = &g_sort_job->runs[*(const size_t *)pb];
+    if (a->peak_res != b->peak_res)
+        return a->peak_res < b->peak_res ? -1 : 1;
+    return (a->run > b->run) - (a->run < b->run);
+}
+
+/* Which runs get a chart of their own: all up to the overview limit;
+ * beyond it the marked and carried runs, the largest and smallest peaks
+ * reserved, then the runs with OOMs in rank order while fewer than the
+ * limit are drawn. The page stays near limit x 3 KB however many runs. */
+static void pick_drawn(fsc__vjob_t *job, const fsc_view_opts_t *o)
+{
+    job->olimit = o->overview_limit ? o->overview_limit : FSC__VJOB_DRAWN_DEFAULT;
+    job->ndrawn = 0;
+    if (job->n <= job->olimit || job->order == NULL) {
+        for (size_t i = 0; i < job->n; i++)
+            job->runs[i].drawn = 1;
+        job->ndrawn = job->n;
+        return;
+    }
+    for (size_t i = 0; i < job->n; i++) {
+        fsc__vrun_t *v = &job->runs[i];
+        v->drawn = v->marks != 0 || v->detail != 0;
+    }
+    size_t *byp = malloc(job->n * sizeof *byp);
+    if (byp != NULL) {
+        for (size_t i = 0; i < job->n; i++)
+            byp[i] = i;
+        g_sort_job = job;
+        qsort(byp, job->n, sizeof *byp, by_peak);
+        g_sort_job = NULL;
+        size_t ext = job->olimit / 32;
+        ext = ext < 1 ? 1 : ext > FSC__VJOB_EXTREMES ? FSC__VJOB_EXTREMES : ext;
+        for (size_t k = 0; k < ext && k < job->n; k++) {
+            job->runs[byp[k]].drawn = 1;
+            job->runs[byp[job->n - 1 - k]].drawn = 1;
+        }
+        free(byp);
+    }
+    for (size_t i = 0; i < job->n; i++)
+        job->ndrawn += job->runs[i].drawn;
+    for (size_t k = 0; k < job->n && job->ndrawn < job->olimit; k++) {
+        fsc__vrun_t *v = &job->runs[job->order[k]];
+        if (!v->drawn && v->nooms > 0) {
+            v->drawn = 1;
+            job->ndrawn++;
+        }
+    }
+}
+
 static int pick_detail(const char *path, fsc__vjob_t *job, const fsc_view_opts_t *o, fsc_err_t *err)
 {
     if (job->n == 0)
@@ -262,6 +315,7 @@ static int pick_detail(const char *path, fsc__vjob_t *job, const fsc_view_opts_t
     job->ndetail = 0;
     for (size_t i = 0; i < job->n; i++)
         job->ndetail += job->runs[i].detail != 0;
+    pick_drawn(job, o);
     return 0;
 }
 

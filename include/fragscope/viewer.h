@@ -51,11 +51,19 @@ typedef struct fsc_view_opts {
      * rank open_value). */
     int open_by;
     int64_t open_value;
+    /* Runs drawn as a chart each in a job's overview: every run when there
+     * are at most overview_limit (0 = 256); beyond that the marked runs
+     * (first OOM, least headroom or highest peak), the runs carried in
+     * detail, the largest and smallest peaks reserved (limit / 32 of
+     * each, 1 to 8), and the runs
+     * with OOMs (in rank order, while fewer than overview_limit are drawn);
+     * the others as one aggregated chart (min, median and max of reserved). */
+    size_t overview_limit;
 } fsc_view_opts_t;
 
 enum { FSC_VIEW_OPEN_AUTO = 0, FSC_VIEW_OPEN_RUN = 1, FSC_VIEW_OPEN_RANK = 2 };
 
-#define FSC_VIEW_OPTS_DEFAULT {NULL, 0, 0, NULL, 0, 0, FSC_VIEW_OPEN_AUTO, 0}
+#define FSC_VIEW_OPTS_DEFAULT {NULL, 0, 0, NULL, 0, 0, FSC_VIEW_OPEN_AUTO, 0, 0}
 
 /* Render the report of the database at db_path into a malloc'd,
  * NUL-terminated buffer (*html, *len excluding the NUL); the caller frees
