@@ -59,7 +59,7 @@ int fsc_trace_mode_parse(const char *mode, uint64_t *ring_events)
 
 /* The rank of a distributed job (torchrun and most launchers set RANK and
  * WORLD_SIZE), or -1. */
-static int env_rank(void)
+int fsc_recorder_env_rank(void)
 {
     const char *rank = getenv("RANK");
     if (rank == NULL || rank[0] < '0' || rank[0] > '9')
@@ -138,11 +138,15 @@ int fsc_recorder_from_env(const fsc_trace_header_t *hdr, fsc_recorder_t **out, f
         h = *hdr;
     } else {
         h.producer = "fragscope " FSC_VERSION_STRING;
-        h.rank = env_rank();
+        h.rank = fsc_recorder_env_rank();
     }
+    /* A caller that does not know its rank (-1) gets the launcher's, the
+     * rank the path below is expanded with; a rank it gave is kept. */
+    if (h.rank < 0)
+        h.rank = fsc_recorder_env_rank();
     const char *ws = getenv("WORLD_SIZE");
     char full[4096];
-    if (fsc_trace_path_expand(path, (int)getpid(), env_rank(), ws ? atoi(ws) : 1, full,
+    if (fsc_trace_path_expand(path, (int)getpid(), fsc_recorder_env_rank(), ws ? atoi(ws) : 1, full,
                               sizeof full) != 0) {
         rc = fsc_err_set(err, FSC_EINVAL, "FRAGSCOPE_TRACE: path too long");
         goto out;

@@ -7,6 +7,7 @@
  * status in FSC_TEST_RECORD_EXIT, without closing the recorder.
  */
 #include <cjson/cJSON.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,40 @@ static void test_record_distributed(void)
     }
 }
 
+static void test_simulate_records_env_rank(void)
+{
+    /* A program that writes its own header and leaves the rank unknown
+     * (simulate -o) records the rank its launcher gave it; the name of the
+     * file says none, so the rank analyze stores comes from the header. */
+    const char *trace = fsc_test_path("envrank.fstrace");
+    const char *db = fsc_test_path("envrank.db");
+    static char out[8192];
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out,
+                                      "RANK=1 WORLD_SIZE=2 %s simulate --workload resnet "
+                                      "--steps 1 -o %s && %s info %s",
+                                      fsc_test_fragscope(), trace, fsc_test_fragscope(), trace),
+                          0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n  rank       1\n"));
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
+                                      fsc_test_fragscope(), trace, db), 0);
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "SELECT count(*), min(rank) FROM runs", -1, &st,
+                                             NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL_FATAL(sqlite3_step(st), SQLITE_ROW);
+    CU_ASSERT_EQUAL(sqlite3_column_int64(st, 0), 1);
+    CU_ASSERT_EQUAL(sqlite3_column_int64(st, 1), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    /* without RANK the rank stays unknown */
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out,
+                                      "unset RANK; %s simulate --workload resnet --steps 1 -o %s "
+                                      "&& %s info %s", fsc_test_fragscope(), trace,
+                                      fsc_test_fragscope(), trace), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n  rank       -1\n"));
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"info_text", test_info_text},
     {"info_json", test_info_json},
@@ -257,6 +292,7 @@ static const fsc_test_case_t k_tests[] = {
     {"record_runs_command", test_record_runs_command},
     {"record_errors", test_record_errors},
     {"record_distributed", test_record_distributed},
+    {"simulate_records_env_rank", test_simulate_records_env_rank},
     {NULL, NULL},
 };
 

@@ -425,6 +425,54 @@ static void test_env_and_exit_handler(void)
     fsc_trace_close(rd);
 }
 
+/* One child that opens the environment's recorder with header rank
+ * hdr_rank under RANK=1 WORLD_SIZE=2 and writes one event; the rank the
+ * trace's header then records. */
+static int env_rank_child(const char *name, int hdr_rank)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        setenv("FRAGSCOPE_TRACE", fsc_test_path(name), 1);
+        unsetenv("FRAGSCOPE_TRACE_MODE");
+        setenv("RANK", "1", 1);
+        setenv("WORLD_SIZE", "2", 1);
+        fsc_trace_header_t h = {0};
+        h.producer = "env rank test";
+        h.rank = hdr_rank;
+        fsc_recorder_t *r = NULL;
+        fsc_err_t e;
+        if (fsc_recorder_from_env(&h, &r, &e) != 0 || r == NULL)
+            _exit(6);
+        fsc_event_t ev = alloc_ev(0);
+        fsc_recorder_sink(r, &ev);
+        exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CU_ASSERT_FATAL(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char p[1100];
+    snprintf(p, sizeof p, "%s", fsc_test_path(name));
+    char *dot = strstr(p, ".fstrace");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dot);
+    snprintf(dot, sizeof p - (size_t)(dot - p), ".rank1.fstrace");
+    fsc_trace_reader_t *rd = NULL;
+    fsc_err_t err;
+    CU_ASSERT_EQUAL_FATAL(fsc_trace_open(p, &rd, &err), 0);
+    int rank = fsc_trace_header(rd)->rank;
+    fsc_trace_close(rd);
+    return rank;
+}
+
+static void test_env_rank_fills_unknown_rank(void)
+{
+    /* A caller's own header with the rank unknown gets the launcher's; a
+     * rank the caller gave is kept. */
+    CU_ASSERT_EQUAL(env_rank_child("envr_unknown.fstrace", -1), 1);
+    CU_ASSERT_EQUAL(env_rank_child("envr_given.fstrace", 3), 3);
+}
+
 static void test_forked_child_does_not_write(void)
 {
     /* A child forked by a recording program (data loader workers) exits
@@ -509,6 +557,7 @@ static const fsc_test_case_t k_tests[] = {
     {"ring_keeps_last_n", test_ring_keeps_last_n},
     {"time_bound_and_flush", test_time_bound_and_flush},
     {"env_and_exit_handler", test_env_and_exit_handler},
+    {"env_rank_fills_unknown_rank", test_env_rank_fills_unknown_rank},
     {"forked_child_does_not_write", test_forked_child_does_not_write},
     {"fatal_signal_flushes", test_fatal_signal_flushes},
     {NULL, NULL},

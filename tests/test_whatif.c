@@ -2,7 +2,8 @@
  * test_whatif.c — what-if replay on hand-made request streams whose outcome
  * under each configuration is worked out by hand (the arithmetic is in the
  * comments), plus fidelity on runs recorded from fragscope's own allocator,
- * config errors, and the suggestions table of a run database.
+ * config errors, and the suggestions table of a run database (and of one
+ * run of a job database).
  *
  * Size rules used below (docs/allocator.md, PyTorch's): a request of 10 MiB
  * or more gets a segment of its size rounded up to 2 MiB; a large free
@@ -657,6 +658,119 @@ static void test_fill_db(void)
     fsc_request_stream_destroy(b.rs);
 }
 
+/* One value of the database at path (an integer; -1 when NULL). */
+static int64_t db_int(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    CU_ASSERT_FATAL(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    CU_ASSERT_FATAL(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+static void test_fill_db_job(void)
+{
+    /* A job database of two ranks of the fixture job: run 0 is rank 0 (no
+     * OOM), run 1 rank 3 (one fragmentation OOM). Suggestions go to the
+     * run picked by --rank/--run only; without a pick nothing is written. */
+    static char out[8192];
+    const char *bin = fsc_test_fragscope();
+    char db[600], r0[600], r3[600];
+    snprintf(db, sizeof db, "%s", fsc_test_path("whatif_job.db"));
+    snprintf(r0, sizeof r0, "%s", fsc_test_data("jobs/train_rank0.fstrace"));
+    snprintf(r3, sizeof r3, "%s", fsc_test_data("jobs/train_rank3.fstrace"));
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' analyze '%s' '%s' -o '%s' 2>&1",
+                                      bin, r0, r3, db), 0);
+    sqlite3 *h = NULL;
+    CU_ASSERT_FATAL(sqlite3_open(db, &h) == SQLITE_OK);
+    CU_ASSERT(sqlite3_exec(h, "DELETE FROM suggestions;"
+                              "INSERT INTO suggestions(run, config) VALUES(0, 'stale0');"
+                              "INSERT INTO suggestions(run, config) VALUES(1, 'stale1');",
+                           NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    fsc_err_t err = {0, ""};
+    fsc_request_stream_t *s0 = NULL, *s3 = NULL;
+    CU_ASSERT_FATAL(fsc_request_stream_load(r0, &s0, &err) == 0);
+    CU_ASSERT_FATAL(fsc_request_stream_load(r3, &s3, &err) == 0);
+    size_t rows = 99;
+
+    /* no pick: refused, naming the runs and how to pick; nothing written */
+    CU_ASSERT_EQUAL(fsc_whatif_fill_db_job(db, s3, NULL, NULL, &rows, &err), FSC_EINVAL);
+    CU_ASSERT(ends_with(fsc_err_msg(&err), "whatif_job.db: the database holds 2 runs (rank 0, "
+                                           "rank 3): pick the one this input recorded with "
+                                           "--rank R or --run N"));
+    CU_ASSERT_EQUAL(rows, 0);
+    CU_ASSERT_EQUAL(fsc_whatif_fill_db_opts(db, s3, NULL, &rows, &err), FSC_EINVAL);
+    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions WHERE config LIKE 'stale%'"),
+                    2);
+
+    /* the errors of report/check/diff */
+    fsc_job_opts_t bad_rank = {.has_rank = 1, .rank = 7};
+    CU_ASSERT_EQUAL(fsc_whatif_fill_db_job(db, s3, NULL, &bad_rank, &rows, &err), FSC_ENOENT);
+    CU_ASSERT(ends_with(fsc_err_msg(&err), "whatif_job.db: no run of rank 7"));
+    fsc_job_opts_t bad_run = {.has_run = 1, .run = 5};
+    CU_ASSERT_EQUAL(fsc_whatif_fill_db_job(db, s3, NULL, &bad_run, &rows, &err), FSC_ENOENT);
+    CU_ASSERT(ends_with(fsc_err_msg(&err), "whatif_job.db: no run 5 (the database holds runs 0 "
+                                           "to 1)"));
+    fsc_job_opts_t both = {.has_run = 1, .run = 1, .has_rank = 1, .rank = 0};
+    CU_ASSERT_EQUAL(fsc_whatif_fill_db_job(db, s3, NULL, &both, &rows, &err), FSC_EINVAL);
+    CU_ASSERT(ends_with(fsc_err_msg(&err), "whatif_job.db: run 1 is rank 3, not rank 0"));
+    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions"), 2);
+
+    /* --rank 3: run 1's rows replaced, one per config for its OOM (9 of
+     * the 10 avoid it; expandable segments need 4955570176 B), run 0's kept */
+    fsc_job_opts_t rank3 = {.has_rank = 1, .rank = 3};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_fill_db_job(db, s3, NULL, &rank3, &rows, &err), 0);
+    CU_ASSERT_EQUAL(rows, 10);
+    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions WHERE run = 1 AND oom_id = 0"),
+                    10);
+    CU_ASSERT_EQUAL(db_int(db, "SELECT sum(avoids_oom) FROM suggestions WHERE run = 1"), 9);
+    CU_ASSERT_EQUAL(db_int(db, "SELECT needed_capacity FROM suggestions WHERE run = 1 AND "
+                               "config = 'expandable_segments:True'"), 4955570176);
+    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions WHERE run = 0 AND "
+                               "config = 'stale0'"), 1);
+    CU_ASSERT_EQUAL(db_int(db, "SELECT value FROM meta WHERE run = 1 AND key = 'run_complete'"),
+                    0);
+
+    /* --run 0: rank 0 ran out of nothing, its rows have no OOM */
+    fsc_job_opts_t run0 = {.has_run = 1, .run = 0};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_fill_db_job(db, s0, NULL, &run0, &rows, &err), 0);
+    CU_ASSERT_EQUAL(rows, 8);
+    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions WHERE run = 0 AND "
+                               "oom_id IS NULL AND config <> 'stale0'"), 8);
+    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions WHERE run = 1"), 10);
+    fsc_request_stream_destroy(s0);
+    fsc_request_stream_destroy(s3);
+
+    /* the command: same options and errors as report, one line, exit 2 */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --db '%s' 2>&1", bin, r3, db),
+                    2);
+    CU_ASSERT_EQUAL(fsc_test_count(out, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the database holds 2 runs (rank 0, rank 3): pick the "
+                                       "one this input recorded with --rank R or --run N\n"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --suggest --rank 3 2>&1", bin,
+                                r3), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--rank picks the run of --db: give --db"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --db '%s' --rank x 2>&1", bin,
+                                r3, db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--rank: 'x' is not a number of 0 or more"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --db '%s' --run 1 2>&1", bin,
+                                r3, db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "wrote 10 suggestion rows into "));
+    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions"), 18);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"defaults OOM, expandable_segments survives", test_defaults_oom_expandable_survives},
     {"max_split_size_mb changes the outcome", test_max_split_changes_outcome},
@@ -669,6 +783,7 @@ static const fsc_test_case_t k_tests[] = {
     {"OOM call sites named as the report names them", test_oom_site_named_as_report},
     {"a trace written by the recorder", test_from_trace},
     {"suggestions table of a run database", test_fill_db},
+    {"suggestions for one run of a job database", test_fill_db_job},
     {NULL, NULL},
 };
 

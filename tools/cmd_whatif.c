@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fragscope/rundb.h"
 #include "fragscope/whatif.h"
 
 const char fsc_cmd_whatif_summary[] = "replay a run with other allocator settings or capacities";
@@ -43,6 +44,13 @@ const char fsc_cmd_whatif_usage[] =
     "  --db FILE        write the suggestions for the run's OOMs into FILE's\n"
     "                   suggestions table (FILE from `fragscope analyze` of the\n"
     "                   same input)\n"
+    "  --rank R         with --db of a job database (several runs: `analyze A B\n"
+    "                   ...`, `merge`): the suggestions are for the run of rank R\n"
+    "  --run N          the same for run N (runs.run). A job database needs one\n"
+    "                   of the two: the input is one recording, so its\n"
+    "                   suggestions belong to its own run only, and whatif\n"
+    "                   refuses (exit 2, naming the runs) rather than guess\n"
+    "                   which; run it once per rank, each with its own input\n"
     "  --format F       text (default) or json. JSON output is a list with one\n"
     "                   object per config (--config), per suggestion (--suggest),\n"
     "                   or one object (--verify); it takes one of the three.\n"
@@ -70,12 +78,19 @@ typedef struct wopts {
     uint64_t capacity;
     int suggest, verify, json, threads, device, lenient, all_frames;
     const char *db;
+    fsc_job_opts_t job; /* --rank R / --run N */
 } wopts_t;
 
 static int parse_args(int argc, char **argv, wopts_t *o)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int rc = 0;
+        if (fsc_cli_job_option("whatif", argc, argv, &i, &o->job, &rc)) {
+            if (rc != 0)
+                return rc;
+            continue;
+        }
         if (strcmp(a, "--suggest") == 0) {
             o->suggest = 1;
             continue;
@@ -143,6 +158,9 @@ static int parse_args(int argc, char **argv, wopts_t *o)
     if (o->nconfigs == 0 && !o->suggest && !o->verify && o->db == NULL)
         return fsc_cli_usage_error("whatif", "nothing to do: give --config, --suggest, "
                                              "--verify or --db");
+    if ((o->job.has_rank || o->job.has_run) && o->db == NULL)
+        return fsc_cli_usage_error("whatif", "--%s picks the run of --db: give --db",
+                                   o->job.has_run ? "run" : "rank");
     if (o->json && (o->nconfigs > 0) + o->suggest + o->verify > 1)
         return fsc_cli_usage_error("whatif", "--format json takes one of --config, --suggest "
                                              "and --verify");
@@ -629,7 +647,7 @@ int fsc_cmd_whatif(int argc, char **argv)
         fsc_whatif_opts_t dbo = wo;
         dbo.capacity = o.capacity; /* 0: the input's, else the OOMs' own */
         fsc_progress_init(&prog, "whatif: suggestions for the database");
-        rc = fsc_whatif_fill_db_opts(o.db, rs, &dbo, &rows, &err);
+        rc = fsc_whatif_fill_db_job(o.db, rs, &dbo, &o.job, &rows, &err);
         about = o.db;
         fsc_progress_done(&prog);
         if (rc == 0)

@@ -4,7 +4,8 @@
  * avoided each OOM.
  *
  * The OOMs are read through the run database reader (fragscope/rundb.h),
- * which also checks the file; only the writing is done here.
+ * which also checks the file; only the writing is done here. In a job
+ * database (several runs) the caller names the run the input recorded.
  *
  * OOMs are matched to the replay by event index: ooms.seq counts the events
  * fed to the analysis, and the request stream numbers the same events of
@@ -48,17 +49,108 @@ static int oom_read(void *ud, const fsc_rundb_oom_t *o)
     return 0;
 }
 
-/* The run's OOMs, read (and the database checked) by the run database
- * reader before anything is written; *run is the run they belong to (the
- * reader's first), -1 for a schema-1 database (no run column). */
-static int read_ooms(const char *path, oom_row_t **out, size_t *n, int64_t *run,
-                     fsc_err_t *err)
+/* The run of a job database the suggestions are for (fsc_job_opts_t, as
+ * report/check/diff pick one; messages as theirs). A database of several
+ * runs without --rank/--run is refused: the input is one recording, and its
+ * suggestions belong to its own run only. */
+typedef struct pick {
+    const fsc_job_opts_t *o;
+    const char *path;
+    int64_t n, found, count, first, last, other_rank;
+    char runs[256];
+    size_t len;
+} pick_t;
+
+static int pick_each(const fsc_rundb_run_t *r, void *ud)
+{
+    pick_t *p = ud;
+    if (p->n++ == 0)
+        p->first = r->run;
+    p->last = r->run;
+    char label[160];
+    if (p->o == NULL || (!p->o->has_run && !p->o->has_rank)) {
+        if (p->n <= 4 && p->len < sizeof p->runs)
+            p->len += (size_t)snprintf(p->runs + p->len, sizeof p->runs - p->len, "%s%s",
+                                       p->n > 1 ? ", " : "",
+                                       fsc_rundb_run_label(r, label, sizeof label));
+        return 0;
+    }
+    if (p->o->has_run) {
+        if (r->run == p->o->run) {
+            p->found = r->run;
+            p->other_rank = p->o->has_rank && r->rank != p->o->rank;
+            if (p->other_rank)
+                snprintf(p->runs, sizeof p->runs, "%s",
+                         fsc_rundb_run_label(r, label, sizeof label));
+        }
+        return 0;
+    }
+    if (r->rank != p->o->rank)
+        return 0;
+    if (p->count == 0)
+        p->found = r->run;
+    if (p->count < 4 && p->len < sizeof p->runs)
+        p->len += (size_t)snprintf(p->runs + p->len, sizeof p->runs - p->len, "%srun %lld",
+                                   p->count ? ", " : "", (long long)r->run);
+    p->count++;
+    return 0;
+}
+
+static int pick_run(fsc_rundb_t *db, const char *path, const fsc_job_opts_t *o, int64_t *run,
+                    fsc_err_t *err)
+{
+    pick_t p = {o, path, 0, -1, 0, 0, 0, 0, "", 0};
+    int rc = fsc_rundb_each_run(db, pick_each, &p);
+    if (rc != 0) {
+        fsc_err_copy(err, fsc_rundb_error(db));
+        return rc;
+    }
+    if (o == NULL || (!o->has_run && !o->has_rank)) {
+        if (p.n > 1)
+            return fsc_err_set(err, FSC_EINVAL, "%s: the database holds %lld runs (%s%s): pick "
+                               "the one this input recorded with --rank R or --run N", path,
+                               (long long)p.n, p.runs, p.n > 4 ? ", ..." : "");
+        *run = p.first;
+        return 0;
+    }
+    if (o->has_run) {
+        if (p.found < 0)
+            return fsc_err_set(err, FSC_ENOENT, "%s: no run %lld (the database holds runs %lld "
+                               "to %lld)", path, (long long)o->run, (long long)p.first,
+                               (long long)p.last);
+        if (p.other_rank)
+            return fsc_err_set(err, FSC_EINVAL, "%s: run %lld is %s, not rank %lld", path,
+                               (long long)o->run, p.runs, (long long)o->rank);
+        *run = p.found;
+        return 0;
+    }
+    if (p.count == 0)
+        return fsc_err_set(err, FSC_ENOENT, "%s: no run of rank %lld", path,
+                           (long long)o->rank);
+    if (p.count > 1)
+        return fsc_err_set(err, FSC_EINVAL, "%s: rank %lld has %lld runs (%s%s): pick one with "
+                           "--run N", path, (long long)o->rank, (long long)p.count, p.runs,
+                           p.count > 4 ? ", ..." : "");
+    *run = p.found;
+    return 0;
+}
+
+/* The picked run's OOMs, read (and the database checked) by the run
+ * database reader before anything is written; *run is the run they belong
+ * to, -1 for a schema-1 database (no run column). */
+static int read_ooms(const char *path, const fsc_job_opts_t *job, oom_row_t **out, size_t *n,
+                     int64_t *run, fsc_err_t *err)
 {
     fsc_rundb_t *db = NULL;
     oom_list_t l = {NULL, 0, 0};
     int has_runs = 0;
+    int64_t picked = 0;
     int rc = fsc_rundb_open(path, &db, err);
     if (rc == 0 && (rc = fsc_rundb_has_table(db, "runs", &has_runs)) != 0)
+        fsc_err_copy(err, fsc_rundb_error(db));
+    if (rc == 0)
+        rc = pick_run(db, path, job, &picked, err);
+    if (rc == 0 && (rc = fsc_rundb_select_run(db, picked)) != 0)
         fsc_err_copy(err, fsc_rundb_error(db));
     *run = rc == 0 && has_runs ? fsc_rundb_selected_run(db) : -1;
     if (rc == 0 && (rc = fsc_rundb_ooms(db, oom_read, &l)) != 0) {
@@ -140,6 +232,13 @@ int fsc_whatif_fill_db(const char *db_path, const fsc_request_stream_t *rs, uint
 int fsc_whatif_fill_db_opts(const char *db_path, const fsc_request_stream_t *rs,
                             const fsc_whatif_opts_t *opts, size_t *rows_out, fsc_err_t *err)
 {
+    return fsc_whatif_fill_db_job(db_path, rs, opts, NULL, rows_out, err);
+}
+
+int fsc_whatif_fill_db_job(const char *db_path, const fsc_request_stream_t *rs,
+                           const fsc_whatif_opts_t *opts, const fsc_job_opts_t *job,
+                           size_t *rows_out, fsc_err_t *err)
+{
     if (db_path == NULL || rs == NULL)
         return fsc_err_set(err, FSC_EINVAL, "what-if: no database or stream");
     if (rows_out != NULL)
@@ -150,7 +249,7 @@ int fsc_whatif_fill_db_opts(const char *db_path, const fsc_request_stream_t *rs,
     oom_row_t *ooms = NULL;
     size_t nooms = 0;
     int64_t run = -1;
-    int rc = read_ooms(db_path, &ooms, &nooms, &run, err);
+    int rc = read_ooms(db_path, job, &ooms, &nooms, &run, err);
     if (rc != 0)
         return rc;
     sqlite3 *db = NULL;

@@ -148,10 +148,15 @@ void fsc_mark(const char *text);
  * recorder there (ring mode with FRAGSCOPE_TRACE_MODE=ring:N, fatal-
  * signal handlers on) and return it in *out (NULL when the variable is
  * unset); it is finished at exit. One per process: later calls return the
- * same recorder. hdr may be NULL (producer "fragscope VERSION", rank from
- * $RANK or -1). FSC_EINVAL with a message for a bad FRAGSCOPE_TRACE_MODE. */
+ * same recorder. hdr may be NULL (producer "fragscope VERSION"); the
+ * header's rank, when hdr is NULL or its rank is -1, is $RANK (or stays
+ * -1); a rank of 0 or more in hdr is kept. FSC_EINVAL with a message for a
+ * bad FRAGSCOPE_TRACE_MODE. */
 int fsc_recorder_from_env(const fsc_trace_header_t *hdr, fsc_recorder_t **out,
                           fsc_err_t *err);
+/* The rank the launcher gave this process ($RANK, as torchrun and most
+ * launchers set it with $WORLD_SIZE), -1 when unset or not a number. */
+int fsc_recorder_env_rank(void);
 /* The path FRAGSCOPE_TRACE names, for one process: "%p" becomes the pid,
  * "%r" the rank (0 when unknown), "%%" a '%'. In a distributed job
  * (rank >= 0, world_size > 1) whose path has no "%r", ".rankN" is inserted

@@ -30,6 +30,7 @@
 #include "fragscope/common.h"
 #include "fragscope/events.h"
 #include "fragscope/recorder.h"
+#include "fragscope/rundb.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -314,6 +315,14 @@ int fsc_whatif_fill_db(const char *db_path, const fsc_request_stream_t *rs, uint
 /* Same with threads and progress from opts (opts->capacity as above). */
 int fsc_whatif_fill_db_opts(const char *db_path, const fsc_request_stream_t *rs,
                             const fsc_whatif_opts_t *opts, size_t *rows_out, fsc_err_t *err);
+/* Same for the run of a job database that job picks (--rank R / --run N,
+ * with the errors of report/check/diff; job may be NULL). A database of
+ * several runs without a pick is FSC_EINVAL with a message listing them:
+ * rs is one recording, and its suggestions belong to its own run only.
+ * Only that run's rows of `suggestions` are replaced. */
+int fsc_whatif_fill_db_job(const char *db_path, const fsc_request_stream_t *rs,
+                           const fsc_whatif_opts_t *opts, const fsc_job_opts_t *job,
+                           size_t *rows_out, fsc_err_t *err);
 
 #ifdef __cplusplus
 }

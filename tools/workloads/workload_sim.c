@@ -95,7 +95,9 @@ static int open_recorder(const fsc_sim_opts_t *o, sim_ctx_t *c, const char *back
     hdr.device_total = c->res->capacity > FSC_SIM_DEVICE_BYTES ? c->res->capacity
                                                                : FSC_SIM_DEVICE_BYTES;
     hdr.pid = (uint32_t)getpid();
-    hdr.rank = -1;
+    /* a process of a distributed job records its launcher's rank, with -o
+     * as through FRAGSCOPE_TRACE */
+    hdr.rank = fsc_recorder_env_rank();
     if (o->output != NULL) {
         /* A trace is a recording, like one made through FRAGSCOPE_TRACE:
          * it carries its real name from the start, so that what reached the
