@@ -553,11 +553,43 @@ static void test_overview_limit(void)
     CU_ASSERT_FALSE(fsc_test_file_exists(fsc_test_path("none.html")));
 }
 
+/* A tie for the first OOM: rank 9, a copy of rank 1's trace (the same OOM
+ * at the same wall-clock moment), analyzed before rank 1, so it is run 0.
+ * The page names the run the report names, by the report's rule (ties: the
+ * lower run, docs/metrics.md), not the lower rank. */
+static void test_first_oom_tie(void)
+{
+    job_db();
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cp %srank1.fstrace %srank9.fstrace", fsc_test_path(""),
+             fsc_test_path(""));
+    sh_ok("cp", cmd);
+    char db[1024];
+    snprintf(db, sizeof db, "%s", fsc_test_path("tie.db"));
+    snprintf(cmd, sizeof cmd, "FRAGSCOPE_NO_PROGRESS=1 %s analyze %srank9.fstrace %srank1.fstrace "
+             "-o %s --no-suggest", fsc_test_fragscope(), fsc_test_path(""), fsc_test_path(""), db);
+    sh_ok("analyze of the tie", cmd);
+    size_t len = 0;
+    char *html = view(db, "tie.html", NULL, &len);
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "First to run out of memory: <a href=\"#run-0\">rank 9"));
+    free(html);
+    char out[65536];
+    int rc = fsc_test_sh(out, sizeof out, "%s report %s --format json", fsc_test_fragscope(), db);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    cJSON *root = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    cJSON *job = cJSON_GetObjectItem(root, "job");
+    cJSON *first = job ? cJSON_GetObjectItem(job, "first_oom_run") : NULL;
+    CU_ASSERT(cJSON_IsNumber(first) && first->valuedouble == 0);
+    cJSON_Delete(root);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"overview: one chart per run, by rank, marks", test_overview},
     {"a one-run database has no overview and no picker", test_single_run},
     {"detail carried for a bounded set of runs", test_detail_bound},
     {"beyond --overview-limit: the runs that matter drawn, the rest aggregated", test_overview_limit},
+    {"a tie for the first OOM goes to the lower run, as in the report", test_first_oom_tie},
     {"the H200 three-rank job: peaks, least headroom, first OOM", test_h200_job},
     {"the picker shows the picked run's figures (Chromium)", test_picker_in_browser},
     {"#run-N anchors (Chromium)", test_anchors_in_browser},

@@ -1,18 +1,18 @@
 /*
  * job_model.c — what the overview of a job database shows, read through
  * the run database reader one run at a time (fsc_rundb_select_run): each
- * run's label, peaks, capacity, OOMs and its timeline folded into a fixed
- * number of points (the maxima of allocated and reserved per point, so no
- * peak is lost), and which runs the page carries in detail.
+ * run's timeline folded into a fixed number of points (the maxima of
+ * allocated and reserved per point, so no peak is lost) with its first OOM
+ * marks, and which runs the page carries in detail.
  *
- * The job's marks: the run that ran out of memory first (the earliest
- * first OOM on the wall clock, meta.clock_origin_ns + time_ns; by the time
- * since each run's start when a run lacks its origin; ties to the lower
- * rank) and the run with
- * the least headroom (capacity − peak reserved, over the runs whose
- * capacity is known). When no run's capacity is known there is no headroom
- * to compare, and the run with the highest peak reserved is marked instead,
- * under that name.
+ * The per-run figures (peaks, capacity, OOMs) and the job's marks (the run
+ * that ran out of memory first and the clock that order rests on, the run
+ * with the least headroom, the spread of the peaks) are the report's job
+ * model (analyzer/report/job.c, fsc__report_job_load): one definition, so
+ * the page and `fragscope report` name the same runs (ties: the lower run,
+ * docs/metrics.md "Jobs"). When no run's capacity is known there is no
+ * headroom to compare, and the run with the highest peak reserved is marked
+ * instead, under that name.
  */
 #include "job.h"
 
@@ -22,6 +22,7 @@
 
 #include "fragscope/rundb.h"
 #include "fsc/vec.h"
+#include "report_job.h"
 
 typedef struct lister {
     fsc__vjob_t *job;
@@ -83,36 +84,31 @@ static int tl_row(void *ud, const fsc_rundb_timeline_t *x)
 static int oom_row(void *ud, const fsc_rundb_oom_t *o)
 {
     fsc__vrun_t *v = ud;
-    if (v->nooms == 0 || (o->time_ns != FSC_RUNDB_NULL && o->time_ns < v->first_oom_t)) {
-        v->first_oom_t = o->time_ns != FSC_RUNDB_NULL ? o->time_ns : 0;
-        v->first_oom_seq = o->seq != FSC_RUNDB_NULL ? o->seq : 0;
-        snprintf(v->first_cause, sizeof v->first_cause, "%s", o->cause ? o->cause : "unknown");
-    }
     if (v->nmarks < FSC__VJOB_OOM_MARKS && o->seq != FSC_RUNDB_NULL)
         v->mark_seq[v->nmarks++] = o->seq;
-    v->nooms++;
     return 0;
+}
+
+/* The run's figures from the report's job model. */
+static void take_figures(fsc__vrun_t *v, const job_run_t *r)
+{
+    v->peak_alloc = r->peak_allocated;
+    v->peak_res = r->peak_reserved;
+    v->capacity = r->capacity_known ? r->capacity : -1;
+    v->clock_origin = r->clock_origin_ns > 0 ? r->clock_origin_ns : 0;
+    v->nooms = r->ooms;
+    v->first_oom_t = v->first_oom_seq = -1;
+    if (r->oom_id != FSC_RUNDB_NULL) {
+        v->first_oom_t = r->oom_time_ns != FSC_RUNDB_NULL ? r->oom_time_ns : 0;
+        v->first_oom_seq = r->oom_seq != FSC_RUNDB_NULL ? r->oom_seq : 0;
+        snprintf(v->first_cause, sizeof v->first_cause, "%s",
+                 r->oom_cause[0] ? r->oom_cause : "unknown");
+    }
 }
 
 static int load_run(fsc_rundb_t *db, fsc__vrun_t *v)
 {
     int rc = fsc_rundb_select_run(db, v->run);
-    if (rc == 0)
-        rc = fsc_rundb_summary_int(db, "peak_allocated_bytes", -1, &v->peak_alloc);
-    if (rc == 0)
-        rc = fsc_rundb_summary_int(db, "peak_reserved_bytes", -1, &v->peak_res);
-    int64_t cap = 0, inferred = 0;
-    if (rc == 0)
-        rc = fsc_rundb_meta_int(db, "capacity", 0, &cap);
-    if (rc == 0)
-        rc = fsc_rundb_meta_int(db, "capacity_inferred", 0, &inferred);
-    if (rc == 0)
-        rc = fsc_rundb_meta_int(db, "clock_origin_ns", 0, &v->clock_origin);
-    if (v->clock_origin < 0)
-        v->clock_origin = 0;
-    /* An inferred capacity is a lower bound, not the limit: no headroom. */
-    v->capacity = cap > 0 && inferred == 0 ? cap : -1;
-    v->first_oom_t = v->first_oom_seq = -1;
     fold_t f = {v, 0, 0};
     if (rc == 0)
         rc = fsc_rundb_count(db, "timeline", &f.rows);
@@ -144,53 +140,24 @@ static int by_rank(const void *pa, const void *pb)
     return (a->run > b->run) - (a->run < b->run);
 }
 
-/* Position of r in rank order (smaller is earlier). */
-static size_t rank_pos(const fsc__vjob_t *job, size_t r)
+/* The job's marks, as the report's job model ranks them. */
+static void pick_marks(fsc__vjob_t *job, const job_t *j)
 {
-    for (size_t k = 0; k < job->n; k++)
-        if (job->order[k] == r)
-            return k;
-    return job->n;
-}
-
-/* When the first OOM of v happened: on the wall clock when every run that
- * ran out of memory has its clock origin, else since v's own start. */
-static int64_t oom_when(const fsc__vjob_t *job, const fsc__vrun_t *v)
-{
-    return job->oom_wall_clock ? v->clock_origin + v->first_oom_t : v->first_oom_t;
-}
-
-static void pick_marks(fsc__vjob_t *job)
-{
-    job->first_oom = job->least_headroom = job->highest_peak = -1;
-    job->oom_wall_clock = 1;
-    for (size_t i = 0; i < job->n; i++)
-        if (job->runs[i].nooms > 0 && job->runs[i].clock_origin == 0)
-            job->oom_wall_clock = 0;
+    job->first_oom = j->noom > 0 ? j->oom_order[0] : -1;
+    job->least_headroom = j->least;
+    job->highest_peak = -1;
+    if (j->least < 0 && j->reserved.max > 0)
+        job->highest_peak = j->reserved.max_i;
+    /* wall clock unless the order rests on the time since each start */
+    job->oom_wall_clock = j->order == JOB_ORDER_WALL || j->order == JOB_ORDER_NONE ||
+                          (j->order == JOB_ORDER_ONLY && job->runs[job->first_oom].clock_origin > 0);
     for (size_t i = 0; i < job->n; i++) {
         const fsc__vrun_t *v = &job->runs[i];
-        if (v->nooms > 0) {
-            const fsc__vrun_t *f = job->first_oom >= 0 ? &job->runs[job->first_oom] : NULL;
-            if (f == NULL || oom_when(job, v) < oom_when(job, f) ||
-                (oom_when(job, v) == oom_when(job, f) &&
-                 rank_pos(job, i) < rank_pos(job, (size_t)job->first_oom)))
-                job->first_oom = (long)i;
-        }
-        if (v->capacity > 0 && v->peak_res >= 0) {
-            const fsc__vrun_t *h = job->least_headroom >= 0 ? &job->runs[job->least_headroom] : NULL;
-            if (h == NULL || v->capacity - v->peak_res < h->capacity - h->peak_res)
-                job->least_headroom = (long)i;
-        }
-        if (v->peak_res > 0 &&
-            (job->highest_peak < 0 || v->peak_res > job->runs[job->highest_peak].peak_res))
-            job->highest_peak = (long)i;
         if (v->peak_res > job->ymax)
             job->ymax = v->peak_res;
         if (v->capacity > job->ymax)
             job->ymax = v->capacity;
     }
-    if (job->least_headroom >= 0)
-        job->highest_peak = -1;
     if (job->first_oom >= 0)
         job->runs[job->first_oom].marks |= FSC__VJOB_FIRST_OOM;
     if (job->least_headroom >= 0)
@@ -349,9 +316,19 @@ int fsc__job_load(const char *db_path, const fsc_view_opts_t *opts, fsc__vjob_t 
         else
             fsc_err_copy(err, fsc_rundb_error(db));
     }
+    job_t rj;
+    memset(&rj, 0, sizeof rj);
+    if (rc == 0 && job->n > 1) {
+        rc = fsc__report_job_load(db, &rj, err);
+        if (rc == 0 && (size_t)rj.n != job->n)
+            rc = fsc_err_set(err, FSC_EFORMAT, "%s: the runs changed while being read", db_path);
+        for (size_t i = 0; rc == 0 && i < job->n; i++)
+            take_figures(&job->runs[i], &rj.runs[i]);
+    }
     fsc_rundb_close(db);
     if (rc != 0 || job->n <= 1) {
         size_t n = job->n;
+        fsc__report_job_free(&rj);
         fsc__job_free(job);
         job->n = rc == 0 ? n : 0;
         return rc;
@@ -360,6 +337,7 @@ int fsc__job_load(const char *db_path, const fsc_view_opts_t *opts, fsc__vjob_t 
     job->db_name = malloc(strlen(base ? base + 1 : db_path) + 1);
     job->order = malloc(job->n * sizeof *job->order);
     if (job->db_name == NULL || job->order == NULL) {
+        fsc__report_job_free(&rj);
         fsc__job_free(job);
         return fsc_err_set(err, FSC_ENOMEM, "%s: out of memory while reading the runs", db_path);
     }
@@ -369,7 +347,8 @@ int fsc__job_load(const char *db_path, const fsc_view_opts_t *opts, fsc__vjob_t 
     g_sort_job = job;
     qsort(job->order, job->n, sizeof *job->order, by_rank);
     g_sort_job = NULL;
-    pick_marks(job);
+    pick_marks(job, &rj);
+    fsc__report_job_free(&rj);
     if ((rc = pick_detail(db_path, job, opts, err)) != 0)
         fsc__job_free(job);
     return rc;

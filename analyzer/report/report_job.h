@@ -4,8 +4,10 @@
  * over the job the least-headroom run, the run that ran out of memory first
  * and on what clock that order rests, the spread of the peaks, and which
  * run the report's detail is about. The report (report.c, job_print.c),
- * check (check.c) and diff (diff_job.c) read runs the same way through it.
- * Internal to the report part.
+ * check (check.c), diff (diff_job.c) and the viewer's job page
+ * (viewer/job_model.c, which links this part) read runs the same way
+ * through it, so they name the same runs. Internal to the report part and
+ * the viewer.
  */
 #ifndef FSC_ANALYZER_REPORT_JOB_H
 #define FSC_ANALYZER_REPORT_JOB_H
