@@ -22,14 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *g_bin, *g_src, *g_dir;
+#include "page_load.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static const char *g_bin, *g_src, *g_dir;
 
 static int sh(const char *fmt, const char *a, const char *b, const char *c)
 {
@@ -39,46 +34,6 @@ static int sh(const char *fmt, const char *a, const char *b, const char *c)
     if (rc != 0)
         fprintf(stderr, "bench_viewer: failed (%d): %s\n", rc, cmd);
     return rc;
-}
-
-static int cmp_d(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* Median data-frame-ms of three loads; -1 on failure. */
-static double load_ms(const char *html)
-{
-    double t[3];
-    char dom[1100], script[1100];
-    snprintf(dom, sizeof dom, "%s.dom", html);
-    snprintf(script, sizeof script, "%s/tests/viewer/chromium_dump.sh", g_src);
-    for (int i = 0; i < 3; i++) {
-        if (sh("sh '%s' '%s' '%s'", script, html, dom) != 0)
-            return -1;
-        FILE *f = fopen(dom, "r");
-        if (f == NULL)
-            return -1;
-        static char buf[1 << 22];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        const char *p = strstr(buf, "data-frame-ms=\"");
-        if (p == NULL || strstr(buf, "<pre id=\"js-errors\" class=\"diag\"></pre>") == NULL) {
-            fprintf(stderr, "bench_viewer: %s did not draw cleanly\n", html);
-            return -1;
-        }
-        t[i] = atof(p + 15);
-    }
-    qsort(t, 3, sizeof t[0], cmp_d);
-    return t[1];
-}
-
-static long long fsize(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 ? (long long)st.st_size : -1;
 }
 
 typedef struct page {
@@ -96,10 +51,10 @@ static int measure(const char *input, const char *name, page_t *pg)
     if (sh("FRAGSCOPE_NO_PROGRESS=1 '%s' analyze '%s' -o '%s' --no-suggest > /dev/null", g_bin,
            input, db) != 0)
         return -1;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (sh("'%s' view '%s' -o '%s'", g_bin, db, html) != 0)
         return -1;
-    pg->view_s = now_s() - t0;
+    pg->view_s = bench_now_s() - t0;
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"SELECT value FROM meta WHERE key='events_total'\"", db);
     FILE *p = popen(cmd, "r");
@@ -110,8 +65,8 @@ static int measure(const char *input, const char *name, page_t *pg)
         pclose(p);
     }
     snprintf(pg->name, sizeof pg->name, "%s", name);
-    pg->bytes = fsize(html);
-    pg->ms = load_ms(html);
+    pg->bytes = bench_file_size(html);
+    pg->ms = bench_page_load_ms("bench_viewer", g_src, html);
     unlink(db);
     return pg->ms < 0 ? -1 : 0;
 }

@@ -20,16 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "page_load.h"
+
 #define MAXRUNS 64
 
 static const char *g_bin, *g_src, *g_dir;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int run(const char *cmd)
 {
@@ -37,46 +32,6 @@ static int run(const char *cmd)
     if (rc != 0)
         fprintf(stderr, "bench_viewer_runs: failed (%d): %s\n", rc, cmd);
     return rc;
-}
-
-static int cmp_d(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* Median data-frame-ms of three loads; -1 on failure. */
-static double load_ms(const char *html)
-{
-    double t[3];
-    char cmd[4096], dom[1100];
-    snprintf(dom, sizeof dom, "%s.dom", html);
-    snprintf(cmd, sizeof cmd, "sh '%s/tests/viewer/chromium_dump.sh' '%s' '%s'", g_src, html, dom);
-    for (int i = 0; i < 3; i++) {
-        if (run(cmd) != 0)
-            return -1;
-        FILE *f = fopen(dom, "r");
-        if (f == NULL)
-            return -1;
-        static char buf[1 << 24];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        const char *p = strstr(buf, "data-frame-ms=\"");
-        if (p == NULL || strstr(buf, "<pre id=\"js-errors\" class=\"diag\"></pre>") == NULL) {
-            fprintf(stderr, "bench_viewer_runs: %s did not draw cleanly\n", html);
-            return -1;
-        }
-        t[i] = atof(p + 15);
-    }
-    qsort(t, 3, sizeof t[0], cmp_d);
-    return t[1];
-}
-
-static long long fsize(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 ? (long long)st.st_size : -1;
 }
 
 /* "'BIN' analyze DIR/rank0.fstrace ... -o 'DB' --no-suggest -j 2" for n traces. */
@@ -123,12 +78,12 @@ int main(int argc, char **argv)
         int len = snprintf(cmd, sizeof cmd, "'%s' view '%s' -o '%s'", g_bin, job, html);
         if (len < 0 || (size_t)len >= sizeof cmd)
             return 3;
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (run(cmd) != 0)
             return 3;
-        view_s[i] = now_s() - t0;
-        bytes[i] = fsize(html);
-        ms[i] = load_ms(html);
+        view_s[i] = bench_now_s() - t0;
+        bytes[i] = bench_file_size(html);
+        ms[i] = bench_page_load_ms("bench_viewer_runs", g_src, html);
         if (ms[i] < 0)
             return 3;
         unlink(job);
