@@ -1,0 +1,49 @@
+/*
+ * pickle_scan.h — what the first pass over a pickle (pickle_scan.c) hands
+ * to the streaming parser (pickle.c): which memo indices are read again,
+ * their slots and how often each is read. Private to the pickle reader.
+ */
+#ifndef FSC_PICKLE_SCAN_H
+#define FSC_PICKLE_SCAN_H
+
+#include "pickle.h"
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct fsc__pscan {
+    uint64_t *bits; /* bit i: memo index i is read by a GET */
+    uint32_t *rank; /* rank[w]: bits set in bits[0..w) */
+    size_t words;
+    size_t refs;    /* bits set */
+    /* GETs per memo entry, saturating at FSC__PSCAN_MANY (never freed):
+     * by index during the scan, then by slot. */
+    uint8_t *reads;
+    size_t nreads;
+};
+
+#define FSC__PSCAN_MANY 255u
+
+/* Bits set in x (portable: the build does not assume a popcount
+ * instruction, and libgcc's fallback is slower than this). */
+static inline unsigned popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* Slot of a referenced memo index, or SIZE_MAX when it is never read. */
+static inline size_t scan_slot(const fsc__pscan_t *sc, uint64_t idx)
+{
+    size_t w = (size_t)(idx >> 6);
+    if (w >= sc->words)
+        return SIZE_MAX;
+    uint64_t b = sc->bits[w], bit = 1ull << (idx & 63);
+    if (!(b & bit))
+        return SIZE_MAX;
+    return sc->rank[w] + popcount64(b & (bit - 1));
+}
+
+#endif
