@@ -442,19 +442,6 @@ int fsc__imp_begin(fsc__imp_t *im, const fsc__pv_t *root, uint64_t t0_us, int ha
     return 0;
 }
 
-/* The history as a tree (JSON). */
-static int run_tree(fsc__imp_t *im, const fsc__pv_t *root)
-{
-    int rc = fsc__imp_begin(im, root, 0, 0);
-    fsc__entry_t e;
-    for (uint64_t i = 0; rc == 0 && i < im->n_ents; i++) {
-        rc = fsc__imp_read_entry(im, im->ents[i], i, &e);
-        if (rc == 0)
-            rc = fsc__imp_replay_one(im, i, &e);
-    }
-    return rc != 0 ? rc : fsc__imp_end(im);
-}
-
 int fsc_pytorch_import(const char *path, const fsc_import_opts_t *opts,
                        const fsc_import_sink_t *sink, fsc_import_stats_t *stats, fsc_err_t *err)
 {
@@ -473,15 +460,7 @@ int fsc_pytorch_import(const char *path, const fsc_import_opts_t *opts,
     int rc = fsc__snap_open(path, &snap, err);
     if (rc == 0) {
         im.st->format = snap.format;
-        if (snap.format == FSC_SNAP_PICKLE) {
-            rc = fsc__imp_stream(&im, &snap);
-        } else {
-            fsc__pdoc_t *doc = NULL;
-            rc = fsc__snap_load_json(&snap, &doc, err);
-            if (rc == 0)
-                rc = run_tree(&im, fsc__pdoc_root(doc));
-            fsc__pdoc_free(doc);
-        }
+        rc = fsc__imp_stream(&im, &snap); /* pickle or JSON */
         fsc__snap_close(&snap);
     }
     fsc__imp_free(&im);

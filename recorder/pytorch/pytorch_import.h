@@ -259,7 +259,8 @@ void fsc__imp_free(fsc__imp_t *im);
 
 /* ---- pytorch_stream.c ---------------------------------------------------- */
 
-/* The import of a pickle without its whole tree (see the file). */
+/* The import of a pickle or JSON snapshot without its whole tree (see the
+ * file). */
 int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap);
 
 #endif

@@ -33,8 +33,6 @@ int fsc__snap_open(const char *path, fsc__snap_t *s, fsc_err_t *err);
  * large snapshot does not stay resident as it is read. */
 void fsc__snap_done_before(fsc__snap_t *s, size_t pos);
 void fsc__snap_close(fsc__snap_t *s);
-/* A JSON snapshot into the value tree (through cJSON). */
-int fsc__snap_load_json(const fsc__snap_t *s, fsc__pdoc_t **out, fsc_err_t *err);
 
 /* Text of the MARKER the importer writes between a rebuilt starting state
  * and the first history entry; the exporter leaves out what precedes it,

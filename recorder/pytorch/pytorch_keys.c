@@ -443,8 +443,9 @@ static int segment_record(fsc__imp_t *im, const fsc__pv_t *s)
         if (fsc__pv_is_str(key, "frames") && fsc__pv_seq(val, &it) == 0 &&
             val->kind == FSC__PV_LIST)
             continue; /* [] is what the exporter writes anyway */
-        if (fsc__pv_is_str(key, "segment_pool_id") && val->kind == FSC__PV_TUPLE &&
-            val->len == 2) {
+        /* (0, 0), the default pool; JSON writes the tuple as a list */
+        if (fsc__pv_is_str(key, "segment_pool_id") &&
+            (val->kind == FSC__PV_TUPLE || val->kind == FSC__PV_LIST) && val->len == 2) {
             int64_t a = -1, c = -1;
             fsc__pv_int(val->u.items[0], &a);
             fsc__pv_int(val->u.items[1], &c);

@@ -1,11 +1,11 @@
 /*
  * pytorch_snapshot.c — finds out whether a file is a pickled or JSON memory
- * snapshot and loads it into the value tree of pickle.h, so that the
- * importer walks one representation whatever the file format.
+ * snapshot and maps it for the streaming readers (pickle.c,
+ * pytorch_json_stream.c), which both give the value tree of pickle.h, so
+ * that the importer walks one representation whatever the file format.
  */
 #include "pytorch_internal.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -45,94 +45,6 @@ int fsc_pytorch_detect(const char *path)
     if (bad)
         return FSC_EIO;
     return detect_bytes(b, n);
-}
-
-/* cJSON item → value node; depth is checked against the pickle limit. Each
- * container's children are deleted once converted, so the two trees never
- * both hold all of a large document. */
-static fsc__pv_t *from_json(fsc__pdoc_t *d, cJSON *j, int depth, int *rc)
-{
-    if (depth > FSC__PICKLE_MAX_DEPTH) {
-        *rc = FSC_ELIMIT;
-        return NULL;
-    }
-    fsc__pv_t *v = NULL;
-    if (cJSON_IsNull(j)) {
-        v = fsc__pdoc_scalar(d, FSC__PV_NONE);
-    } else if (cJSON_IsBool(j)) {
-        v = fsc__pdoc_scalar(d, FSC__PV_BOOL);
-        if (v)
-            v->u.i = cJSON_IsTrue(j) ? 1 : 0;
-    } else if (cJSON_IsNumber(j)) {
-        double x = j->valuedouble;
-        if (x >= -9.2e18 && x <= 9.2e18 && x == (double)(int64_t)x) {
-            v = fsc__pdoc_scalar(d, FSC__PV_INT);
-            if (v)
-                v->u.i = (int64_t)x;
-        } else {
-            v = fsc__pdoc_scalar(d, FSC__PV_FLOAT);
-            if (v)
-                v->u.f = x;
-        }
-    } else if (cJSON_IsString(j)) {
-        v = fsc__pdoc_str(d, j->valuestring, strlen(j->valuestring));
-    } else if (cJSON_IsArray(j) || cJSON_IsObject(j)) {
-        int obj = cJSON_IsObject(j);
-        v = fsc__pdoc_container(d, obj ? FSC__PV_DICT : FSC__PV_LIST, 0);
-        for (cJSON *c = j->child; v != NULL && c != NULL; c = c->next) {
-            if (obj) {
-                fsc__pv_t *k = fsc__pdoc_str(d, c->string, strlen(c->string));
-                if (k == NULL || fsc__pdoc_push(d, v, k) != 0) {
-                    *rc = FSC_ENOMEM;
-                    return NULL;
-                }
-            }
-            fsc__pv_t *item = from_json(d, c, depth + 1, rc);
-            if (item == NULL)
-                return NULL;
-            if ((*rc = fsc__pdoc_push(d, v, item)) != 0)
-                return NULL;
-        }
-        cJSON_Delete(j->child); /* the children and their siblings */
-        j->child = NULL;
-    } else {
-        *rc = FSC_EFORMAT;
-        return NULL;
-    }
-    if (v == NULL && *rc == 0)
-        *rc = FSC_ENOMEM;
-    return v;
-}
-
-int fsc__snap_load_json(const fsc__snap_t *s, fsc__pdoc_t **out, fsc_err_t *err)
-{
-    const char *path = s->path, *buf = (const char *)s->data;
-    size_t len = s->len;
-    *out = NULL;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
-    if (j == NULL) {
-        const char *at = cJSON_GetErrorPtr();
-        size_t off = (at != NULL && at >= buf && at <= buf + len) ? (size_t)(at - buf) : 0;
-        return fsc_err_set(err, FSC_EFORMAT, "%s: offset %zu: invalid JSON", path, off);
-    }
-    fsc__pdoc_t *d = NULL;
-    int rc = fsc__pdoc_new(&d);
-    fsc__pv_t *root = NULL;
-    if (rc == 0)
-        root = from_json(d, j, 1, &rc);
-    cJSON_Delete(j);
-    if (root == NULL) {
-        fsc__pdoc_free(d);
-        if (rc == FSC_ELIMIT)
-            return fsc_err_set(err, rc, "%s: JSON nested deeper than %d levels", path,
-                               FSC__PICKLE_MAX_DEPTH);
-        return fsc_err_set(err, rc ? rc : FSC_ENOMEM, "%s: cannot load the JSON document",
-                           path);
-    }
-    fsc__pdoc_set_root(d, root);
-    *out = d;
-    return 0;
 }
 
 int fsc__snap_open(const char *path, fsc__snap_t *s, fsc_err_t *err)

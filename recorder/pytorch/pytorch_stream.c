@@ -1,6 +1,6 @@
 /*
- * pytorch_stream.c — the import of a pickled snapshot without its whole
- * tree, in bounded memory whatever the length of the history.
+ * pytorch_stream.c — the import of a pickled or JSON snapshot without its
+ * whole tree, in bounded memory whatever the length of the history.
  *
  * The history cannot be replayed in one pass: the allocator settings and
  * the annotations follow it in the file, and the state before the first
@@ -25,8 +25,14 @@
  * snapshot's other parts are checked, in the order the tree reader checks
  * them. Pages of the file already read are handed back to the kernel as
  * the passes go (fsc__snap_done_before).
+ *
+ * A JSON snapshot takes the same passes through fsc__json_stream; it has
+ * no memo, so no scan. Python keeps the last of duplicate keys: when a
+ * later top-level 'device_traces' follows the one pass 1 streamed, pass 1
+ * is run again on that one (only crafted files do this).
  */
 #include "pytorch_import.h"
+#include "pytorch_json_stream.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +45,8 @@ typedef struct stream_ctx {
     int has_t0;
     int pass;          /* 1..3 */
     uint64_t total;    /* bytes of all passes, for progress */
+    size_t traces_at;  /* JSON: the 'device_traces' streamed (0: the first) */
+    size_t redo_at;    /* JSON: a later one that wins, after pass 1 */
 } stream_ctx_t;
 
 static void on_progress(void *ud, size_t done, size_t total)
@@ -118,7 +126,11 @@ static int parse(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
     fsc__pstream_t cb = {c, pass == 3 ? on_entry_replay : on_entry_start, on_progress,
                          on_dropped};
     c->snap->dropped = 0;
-    int rc = fsc__pickle_stream(c->snap->data, c->snap->len, im->path, c->scan, &cb, doc, im->err);
+    int rc = c->snap->format == FSC_SNAP_JSON
+                 ? fsc__json_stream(c->snap->data, c->snap->len, im->path, c->traces_at, &cb,
+                                    doc, &c->redo_at, im->err)
+                 : fsc__pickle_stream(c->snap->data, c->snap->len, im->path, c->scan, &cb, doc,
+                                      im->err);
     fsc__snap_done_before(c->snap, c->snap->len + ((size_t)8 << 20));
     return rc;
 }
@@ -156,14 +168,25 @@ int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
     c.total = 3 * (uint64_t)snap->len;
     fsc__pstream_t scb = {&c, NULL, on_progress, NULL};
     c.pass = 1;
-    if (fsc__pickle_scan(snap->data, snap->len, &scb, &c.scan) != 0)
-        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
-    fsc__snap_done_before(snap, snap->len + ((size_t)8 << 20));
+    if (snap->format != FSC_SNAP_JSON) {
+        if (fsc__pickle_scan(snap->data, snap->len, &scb, &c.scan) != 0)
+            return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+        fsc__snap_done_before(snap, snap->len + ((size_t)8 << 20));
+    }
     im->stream = &c;
     im->history_pass = pass2;
     im->pass_dev = -1;
     fsc__pdoc_t *doc = NULL, *doc3 = NULL;
     int rc = parse(&c, 1, &doc);
+    if (rc == 0 && c.redo_at != 0) {
+        fsc__pdoc_free(doc);
+        doc = NULL;
+        forget_start_state(im);
+        im->pass_dev = -1;
+        c.has_t0 = 0;
+        c.traces_at = c.redo_at;
+        rc = parse(&c, 1, &doc);
+    }
     if (rc == 0)
         rc = fsc__imp_begin(im, fsc__pdoc_root(doc), c.t0_us, c.has_t0);
     if (rc == 0 && im->ents != NULL) {
