@@ -422,7 +422,7 @@ static void test_stream_matches_tree(void)
         c.n = fsc__pv_seq(tr[0], (fsc__pv_t *const **)&c.want);
         fsc__pscan_t *sc = NULL;
         CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, NULL, &sc), 0);
-        fsc__pstream_t cb = {&c, on_stream_entry, NULL, NULL};
+        fsc__pstream_t cb = {&c, on_stream_entry, NULL, NULL, 0};
         int rc = fsc__pickle_stream(data, len, files[f], sc, &cb, &d, &err);
         if (rc != 0)
             fprintf(stderr, "\n%s\n", err.msg);
@@ -455,7 +455,7 @@ static void test_stream_checks_layout(void)
     fsc__pscan_t *sc = NULL;
     CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p, sizeof p - 1, NULL, &sc), 0);
     stream_check_t c = {NULL, 0, 0, 0};
-    fsc__pstream_t cb = {&c, NULL, NULL, NULL};
+    fsc__pstream_t cb = {&c, NULL, NULL, NULL, 0};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL(fsc__pickle_stream(p, sizeof p - 1, "mem", sc, &cb, &d, &err), FSC_EFORMAT);
@@ -594,7 +594,7 @@ static void test_stream_frees_lists(void)
     fsc__pscan_t *sc = NULL;
     CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p.b, p.n, NULL, &sc), 0);
     free_check_t c = {0, 0, 0, K};
-    fsc__pstream_t cb = {&c, on_free_entry, NULL, on_free_dropped};
+    fsc__pstream_t cb = {&c, on_free_entry, NULL, on_free_dropped, 0};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     int rc = fsc__pickle_stream(p.b, p.n, "mem", sc, &cb, &d, &err);

@@ -436,6 +436,11 @@ typedef struct fsc__pparse {
     int fe_list_used;
     size_t batch_mp; /* mp while inside a batch of history entries (MARK above a
                         history list); 0 outside */
+    /* skip_frames: the memo value of everything defined inside skipped
+     * frames (never handed out: reading it elsewhere ends the parse with
+     * FSC__PICKLE_ESKIPPED), and the key string 'frames' once met */
+    fsc__pv_t skipped;
+    const fsc__pv_t *frames_key;
 } fsc__pparse_t;
 
 /* The kept value of memo index idx, or NULL (streaming). */
@@ -875,6 +880,8 @@ static int memo_get(fsc__pparse_t *ps, uint64_t idx, const char *op)
     fsc__pv_t *v = NULL;
     if (ps->scan != NULL) {
         v = memo_at(ps, idx, ps->memo_n);
+        if (v == &ps->skipped)
+            return FSC__PICKLE_ESKIPPED;
         if (v != NULL && read_done(ps, idx, v)) {
             if (ps->ndead == ps->capdead) {
                 int rc = grow(ps, &ps->dead, &ps->capdead, ps->ndead + 1, sizeof *ps->dead);
@@ -1260,7 +1267,7 @@ static int fe_memo_ref(fsc__pparse_t *ps, size_t *pos, fsc__pv_t **out, size_t m
     if (ps->len - *pos - 1 < n)
         return 0;
     uint64_t idx = rd_le(p + *pos + 1, n);
-    if ((*out = memo_at(ps, idx, memo_n)) == NULL)
+    if ((*out = memo_at(ps, idx, memo_n)) == NULL || *out == &ps->skipped)
         return 0;
     if ((*out)->sealed & F_HEAP) {
         if (ps->fe_nrd == sizeof ps->fe_rd / sizeof ps->fe_rd[0])
@@ -1447,6 +1454,141 @@ static int fe_value(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t *
     return 1;
 }
 
+/* skip_frames: a memo store inside skipped frames. Returns 0 on a bad
+ * index (the generic parser reports it). */
+static int skip_memo(fsc__pparse_t *ps, size_t *q, size_t *memo_n)
+{
+    int ref = 0;
+    uint64_t idx = 0;
+    size_t at = *q;
+    if (!fe_memo(ps, q, &ref, &idx, memo_n))
+        return 0;
+    if (*q != at && ref) {
+        ps->memo[scan_slot(ps->scan, idx)] = &ps->skipped;
+        ps->mcache[idx & (FSC__MCACHE - 1)].v = NULL;
+    }
+    return 1;
+}
+
+/* skip_frames: steps over one opcode inside a MARK of skipped frames:
+ * *depth counts the MARKs open. Returns 0 on anything unusual (the generic
+ * parser then reads the entry). */
+static int skip_op(fsc__pparse_t *ps, size_t *q, size_t *memo_n, unsigned *depth)
+{
+    const uint8_t *p = ps->p;
+    size_t left = ps->len - *q - 1;
+    size_t n = 0;
+    switch (p[*q]) {
+    case 0x94: case 'q': case 'r': return skip_memo(ps, q, memo_n);
+    case '(':
+        if (++*depth > FSC__PICKLE_MAX_DEPTH)
+            return 0;
+        *q += 1;
+        return 1;
+    case 'e': case 'u': case 't': case 'l': case 'd':
+        --*depth;
+        *q += 1;
+        return 1;
+    case '}': case ']': case ')': case 'N': case 0x88: case 0x89: case 's': case 'a':
+    case 0x85: case 0x86: case 0x87:
+        *q += 1;
+        return 1;
+    case 'h': case 'K': n = 1; break;
+    case 'M': n = 2; break;
+    case 'j': case 'J': n = 4; break;
+    case 'G': n = 8; break;
+    case 0x8a: /* LONG1 */
+        if (left < 1 || left - 1 < p[*q + 1])
+            return 0;
+        *q += 2 + (size_t)p[*q + 1];
+        return 1;
+    case 0x8c: case 'X': case 0x8d: { /* SHORT_BINUNICODE, BINUNICODE, BINUNICODE8 */
+        size_t w = p[*q] == 0x8c ? 1 : p[*q] == 'X' ? 4 : 8;
+        if (left < w)
+            return 0;
+        uint64_t sl = rd_le(p + *q + 1, w);
+        if (sl > left - w)
+            return 0;
+        *q += 1 + w + (size_t)sl;
+        return 1;
+    }
+    default: return 0;
+    }
+    if (left < n)
+        return 0;
+    *q += 1 + n;
+    return 1;
+}
+
+/* skip_frames: steps over the value of 'frames' at *q: a memo reference,
+ * None, or a list (with its memo store, batches of APPENDS and single
+ * APPENDs) whose items are not built. Returns 0 to let the generic parser
+ * read the entry. */
+static int fe_skip(fsc__pparse_t *ps, size_t *q, size_t *memo_n)
+{
+    const uint8_t *p = ps->p;
+    uint8_t op = p[*q];
+    if (op == 'h' || op == 'j') {
+        unsigned depth = 0;
+        return skip_op(ps, q, memo_n, &depth);
+    }
+    if (op == 'N') {
+        *q += 1;
+        return 1;
+    }
+    if (op != ']')
+        return 0;
+    *q += 1;
+    for (;;) {
+        if (!fe_skip_frames(ps, q))
+            return 0;
+        op = p[*q];
+        if (op == 0x94 || op == 'q' || op == 'r') {
+            if (!skip_memo(ps, q, memo_n))
+                return 0;
+            continue;
+        }
+        if (op == '(') { /* a batch: up to its APPENDS */
+            unsigned depth = 0;
+            do {
+                if (!fe_skip_frames(ps, q) || !skip_op(ps, q, memo_n, &depth))
+                    return 0;
+            } while (depth > 0);
+            if (p[*q - 1] != 'e')
+                return 0;
+            continue;
+        }
+        if (op == 'h' || op == 'j') { /* one item, then APPEND? */
+            size_t r = *q;
+            unsigned depth = 0;
+            if (!skip_op(ps, &r, memo_n, &depth) || !fe_skip_frames(ps, &r))
+                return 0;
+            if (p[r] != 'a')
+                return 1; /* the next key: the list ended */
+            *q = r + 1;
+            continue;
+        }
+        if (op == '}') { /* one new dict, then APPEND */
+            unsigned depth = 0;
+            *q += 1;
+            for (;;) {
+                if (!fe_skip_frames(ps, q))
+                    return 0;
+                op = p[*q];
+                if (op == 'a' && depth == 0)
+                    break;
+                if (depth == 0 && op != '(' && op != 0x94 && op != 'q' && op != 'r')
+                    return 0;
+                if (!skip_op(ps, q, memo_n, &depth))
+                    return 0;
+            }
+            *q += 1;
+            continue;
+        }
+        return 1;
+    }
+}
+
 /* Try the entry starting at ps->pos (its '}' already read at op_pos).
  * Returns 1 when handed over, 0 to let the generic parser read it, or a
  * negative code from the callback. */
@@ -1489,7 +1631,14 @@ static int fast_entry(fsc__pparse_t *ps)
         fsc__pv_t kbuf;
         if (!fe_value(ps, &pos, &kbuf, &k, &memo_n, 1))
             return 0;
-        if (k == &kbuf) { /* a key string that is not memoized again */
+        if (ps->cb->skip_frames && k != &kbuf &&
+            (k == ps->frames_key ||
+             (k->kind == FSC__PV_STR && k->len == 6 && memcmp(k->u.s, "frames", 6) == 0))) {
+            ps->frames_key = k;
+            if (!fe_skip_frames(ps, &pos) || !fe_skip(ps, &pos, &memo_n))
+                return 0;
+            v = &ps->d->none;
+        } else if (k == &kbuf) { /* a key string that is not memoized again */
             ps->fe_vals[n] = kbuf;
             k = &ps->fe_vals[n];
             if (!fe_value(ps, &pos, &kbuf, &v, &memo_n, 0) || v == &kbuf)

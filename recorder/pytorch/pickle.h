@@ -111,7 +111,17 @@ struct fsc__pstream {
      * is empty from now on; the node itself stays, so its address is not
      * reused): drop what was cached under its address. May be NULL. */
     void (*dropped)(void *ud, const fsc__pv_t *v);
+    /* The entry callback never reads an entry's 'frames': its value is
+     * stepped over, not built, and the entry holds None there. Should a
+     * value defined inside those frames be read elsewhere (no snapshot
+     * PyTorch writes does that), fsc__pickle_stream returns
+     * FSC__PICKLE_ESKIPPED without a message: read the file again without
+     * skipping. */
+    int skip_frames;
 };
+
+/* Internal to the stream: see skip_frames. Not an FSC_E* code. */
+#define FSC__PICKLE_ESKIPPED (-1000)
 
 /* Fails only with FSC_ENOMEM; cb (may be NULL) gets progress only. */
 int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc__pscan_t **out);

@@ -47,6 +47,7 @@ typedef struct stream_ctx {
     uint64_t total;    /* bytes of all passes, for progress */
     size_t traces_at;  /* JSON: the 'device_traces' streamed (0: the first) */
     size_t redo_at;    /* JSON: a later one that wins, after pass 1 */
+    int no_skip;       /* the frames are built in every pass (see parse_start) */
 } stream_ctx_t;
 
 static void on_progress(void *ud, size_t done, size_t total)
@@ -123,8 +124,9 @@ static int parse(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
 {
     fsc__imp_t *im = c->im;
     c->pass = pass;
+    /* Passes 1 and 2 need no stack: they step over the frames. */
     fsc__pstream_t cb = {c, pass == 3 ? on_entry_replay : on_entry_start, on_progress,
-                         on_dropped};
+                         on_dropped, pass != 3 && !c->no_skip};
     c->snap->dropped = 0;
     int rc = c->snap->format == FSC_SNAP_JSON
                  ? fsc__json_stream(c->snap->data, c->snap->len, im->path, c->traces_at, &cb,
@@ -133,6 +135,24 @@ static int parse(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
                                       im->err);
     fsc__snap_done_before(c->snap, c->snap->len + ((size_t)8 << 20));
     return rc;
+}
+
+static void forget_start_state(fsc__imp_t *im);
+
+/* Passes 1 and 2: a file that reads a value defined inside the frames
+ * elsewhere is read again with the frames built (and every later pass). */
+static int parse_start(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
+{
+    int rc = parse(c, pass, doc);
+    if (rc != FSC__PICKLE_ESKIPPED)
+        return rc;
+    fsc__imp_t *im = c->im;
+    forget_start_state(im);
+    im->pass_dev = pass == 1 ? -1 : im->device;
+    im->pass_has_t0 = 0;
+    c->has_t0 = 0;
+    c->no_skip = 1;
+    return parse(c, pass, doc);
 }
 
 static void forget_start_state(fsc__imp_t *im)
@@ -154,7 +174,7 @@ static int pass2(fsc__imp_t *im)
     im->pass_dev = im->device;
     c->has_t0 = 0;
     fsc__pdoc_t *doc = NULL;
-    int rc = parse(c, 2, &doc);
+    int rc = parse_start(c, 2, &doc);
     fsc__pdoc_free(doc);
     return rc;
 }
@@ -166,7 +186,7 @@ int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
     c.im = im;
     c.snap = snap;
     c.total = 3 * (uint64_t)snap->len;
-    fsc__pstream_t scb = {&c, NULL, on_progress, NULL};
+    fsc__pstream_t scb = {&c, NULL, on_progress, NULL, 0};
     c.pass = 1;
     if (snap->format != FSC_SNAP_JSON) {
         if (fsc__pickle_scan(snap->data, snap->len, &scb, &c.scan) != 0)
@@ -177,7 +197,7 @@ int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
     im->history_pass = pass2;
     im->pass_dev = -1;
     fsc__pdoc_t *doc = NULL, *doc3 = NULL;
-    int rc = parse(&c, 1, &doc);
+    int rc = parse_start(&c, 1, &doc);
     if (rc == 0 && c.redo_at != 0) {
         fsc__pdoc_free(doc);
         doc = NULL;
@@ -185,7 +205,7 @@ int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
         im->pass_dev = -1;
         c.has_t0 = 0;
         c.traces_at = c.redo_at;
-        rc = parse(&c, 1, &doc);
+        rc = parse_start(&c, 1, &doc);
     }
     if (rc == 0)
         rc = fsc__imp_begin(im, fsc__pdoc_root(doc), c.t0_us, c.has_t0);
