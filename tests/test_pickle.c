@@ -363,6 +363,7 @@ static void test_writer_roundtrip(void)
 typedef struct stream_check {
     const fsc__pv_t *const *want; /* the tree reader's entries */
     uint64_t n, seen, bad;
+    uint64_t skipped; /* entries whose frames were stepped over */
 } stream_check_t;
 
 static int same_value(const fsc__pv_t *a, const fsc__pv_t *b)
@@ -418,7 +419,7 @@ static void test_stream_matches_tree(void)
         CU_ASSERT_EQUAL_FATAL(fsc__pickle_parse(data, len, files[f], &tree, &err), 0);
         fsc__pv_t *const *tr;
         fsc__pv_seq(fsc__pv_get(fsc__pdoc_root(tree), "device_traces"), &tr);
-        stream_check_t c = {NULL, 0, 0, 0};
+        stream_check_t c = {NULL, 0, 0, 0, 0};
         c.n = fsc__pv_seq(tr[0], (fsc__pv_t *const **)&c.want);
         fsc__pscan_t *sc = NULL;
         CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, NULL, &sc), 0);
@@ -445,6 +446,139 @@ static void test_stream_matches_tree(void)
     }
 }
 
+/* An entry as the tree reader gives it, but None as the value of
+ * 'frames' (what a pass that skips the frames hands over). */
+static int same_but_frames(const fsc__pv_t *skipped_entry, const fsc__pv_t *tree)
+{
+    const fsc__pv_t *skipped = skipped_entry;
+    int ok = 1;
+    if (skipped->kind != FSC__PV_DICT || tree->kind != FSC__PV_DICT || skipped->len != tree->len)
+        return 0;
+    for (uint32_t i = 0; i < tree->len; i++) {
+        const fsc__pv_t *k = tree->u.items[2 * i], *v = skipped->u.items[2 * i + 1];
+        if (!same_value(skipped->u.items[2 * i], k))
+            return 0;
+        if (fsc__pv_is_str(k, "frames") && v->kind == FSC__PV_NONE &&
+            tree->u.items[2 * i + 1]->kind != FSC__PV_NONE)
+            ok = 2; /* stepped over */
+        else if (!same_value(v, tree->u.items[2 * i + 1]))
+            return 0;
+    }
+    return ok;
+}
+
+static int on_skipped_entry(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v)
+{
+    stream_check_t *c = ud;
+    int same = dev == 0 && idx == c->seen && idx < c->n ? same_but_frames(v, c->want[idx]) : 0;
+    if (same == 0)
+        c->bad++;
+    c->skipped += same == 2;
+    c->seen++;
+    return 0;
+}
+
+/* With skip_frames every entry comes with the tree reader's fields; the
+ * frames of those the fast path reads (all but the first batch's, here)
+ * are None, not built; the rest of the tree is the same, and kept in less
+ * memory. */
+static void test_stream_skips_frames(void)
+{
+    static const char *files[] = {"pytorch/gpt2_varlen.pickle", "pytorch/compile_ro.pickle",
+                                  "pytorch/tiny.p2.pickle",     "pytorch/tiny.p4.pickle",
+                                  "pytorch/tiny.p5.pickle",     "pytorch/frames_bomb.pickle",
+                                  "pytorch/midrun.pickle",      "pytorch/resnet50_varbatch.pickle"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        size_t len = 0;
+        char *data = fsc_test_slurp(fsc_test_data(files[f]), &len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+        fsc__pdoc_t *tree = NULL, *d = NULL, *full = NULL;
+        fsc_err_t err = {0};
+        CU_ASSERT_EQUAL_FATAL(fsc__pickle_parse(data, len, files[f], &tree, &err), 0);
+        fsc__pv_t *const *tr;
+        fsc__pv_seq(fsc__pv_get(fsc__pdoc_root(tree), "device_traces"), &tr);
+        stream_check_t c = {NULL, 0, 0, 0, 0};
+        c.n = fsc__pv_seq(tr[0], (fsc__pv_t *const **)&c.want);
+        CU_ASSERT(c.n > 0);
+        fsc__pscan_t *sc = NULL;
+        CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, NULL, &sc), 0);
+        fsc__pstream_t cb = {&c, on_skipped_entry, NULL, NULL, 1};
+        int rc = fsc__pickle_stream(data, len, files[f], sc, &cb, &d, &err);
+        if (rc != 0)
+            fprintf(stderr, "\n%s: %d %s\n", files[f], rc, err.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT_EQUAL(c.seen, c.n);
+        CU_ASSERT_EQUAL(c.bad, 0);
+        if (c.n > 2000)
+            CU_ASSERT(c.skipped > c.n / 2);
+        CU_ASSERT(same_value(fsc__pv_get(fsc__pdoc_root(d), "segments"),
+                             fsc__pv_get(fsc__pdoc_root(tree), "segments")));
+        /* the frames are not built: less memory kept than when read */
+        stream_check_t c2 = {NULL, 0, 0, 0, 0};
+        c2.n = c.n;
+        c2.want = c.want;
+        fsc__pstream_t cb2 = {&c2, on_stream_entry, NULL, NULL, 0};
+        CU_ASSERT_EQUAL_FATAL(fsc__pickle_stream(data, len, files[f], sc, &cb2, &full, &err), 0);
+        CU_ASSERT_EQUAL(c2.bad, 0);
+        CU_ASSERT(fsc__pdoc_mem(d) <= fsc__pdoc_mem(full));
+        if (strstr(files[f], "gpt2_varlen") != NULL) /* its frame dicts are not built */
+            CU_ASSERT(fsc__pdoc_mem(d) < fsc__pdoc_mem(full));
+        fsc__pdoc_free(full);
+        fsc__pdoc_free(d);
+        fsc__pdoc_free(tree);
+        fsc__pscan_free(sc);
+        free(data);
+    }
+}
+
+/* A frame dict first met inside an entry's frames (one the fast path
+ * reads: the second batch's) and read again as a later entry's
+ * user_metadata: a pass that skips the frames cannot give
+ * that value, and says so (the import then reads the file with them). */
+static void test_stream_skip_conflict(void)
+{
+    char path[512], out[256];
+    snprintf(path, sizeof path, "%s/skip_conflict.pickle", fsc_test_tmpdir());
+    int st = fsc_test_sh(
+        out, sizeof out,
+        "python3 -c 'import pickle,sys\n"
+        "f = {\"filename\": \"a.py\", \"line\": 1, \"name\": \"g\"}\n"
+        "S = 2097152\n"
+        "e = [{\"action\": \"segment_alloc\", \"addr\": S, \"size\": S, \"stream\": 0,"
+        " \"time_us\": 0, \"frames\": []}]\n"
+        "e += [{\"action\": \"alloc\", \"addr\": S + 512 * i, \"size\": 512, \"stream\": 0,"
+        " \"time_us\": 1, \"frames\": []} for i in range(999)]\n"
+        "e += [{\"action\": \"alloc\", \"addr\": S + 512 * 999, \"size\": 512, \"stream\": 0,"
+        " \"time_us\": 2, \"frames\": [f]},"
+        " {\"action\": \"free_requested\", \"addr\": S + 512 * 999, \"size\": 512,"
+        " \"stream\": 0, \"time_us\": 3, \"frames\": [], \"user_metadata\": f}]\n"
+        "pickle.dump({\"segments\": [], \"device_traces\": [e]}, open(sys.argv[1], \"wb\"), 4)' %s",
+        path);
+    CU_ASSERT_EQUAL_FATAL(st, 0);
+    size_t len = 0;
+    char *data = fsc_test_slurp(path, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    fsc__pscan_t *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, NULL, &sc), 0);
+    stream_check_t c = {NULL, 0, 0, 0, 0};
+    fsc__pstream_t cb = {&c, NULL, NULL, NULL, 1};
+    fsc__pdoc_t *d = NULL;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL(fsc__pickle_stream(data, len, path, sc, &cb, &d, &err), FSC__PICKLE_ESKIPPED);
+    CU_ASSERT_PTR_NULL(d);
+    cb.skip_frames = 0;
+    CU_ASSERT_EQUAL(fsc__pickle_stream(data, len, path, sc, &cb, &d, &err), 0);
+    fsc__pdoc_free(d);
+    fsc__pscan_free(sc);
+    free(data);
+    /* the import reads it again with the frames: both entries, their
+     * metadata and the frame's tag */
+    st = fsc_test_sh(out, sizeof out, "%s import %s -o %s.fstrace 2>&1 | head -2 | tail -1",
+                     fsc_test_fragscope(), path, path);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "1002 history entries"));
+}
+
 /* A list after a 'device_traces' string that is not the dict's value:
  * streamed on the layout's evidence, then refused at STOP. */
 static void test_stream_checks_layout(void)
@@ -454,7 +588,7 @@ static void test_stream_checks_layout(void)
         "\x94]\x94]\x94}\x94\x8c\x06" "action\x94\x8c\x05" "alloc\x94saae.";
     fsc__pscan_t *sc = NULL;
     CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p, sizeof p - 1, NULL, &sc), 0);
-    stream_check_t c = {NULL, 0, 0, 0};
+    stream_check_t c = {NULL, 0, 0, 0, 0};
     fsc__pstream_t cb = {&c, NULL, NULL, NULL, 0};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
@@ -619,6 +753,8 @@ static const fsc_test_case_t k_tests[] = {
     {"streaming: a list is freed after its last read", test_stream_frees_lists},
     {"streaming: same entries as the tree, less memory", test_stream_matches_tree},
     {"streaming: the history's place is checked", test_stream_checks_layout},
+    {"streaming: frames skipped, every other value kept", test_stream_skips_frames},
+    {"streaming: a skipped value read elsewhere is refused", test_stream_skip_conflict},
     {"scalars of every opcode", test_scalars},
     {"snapshot structure, protocols 2/4/5", test_snapshot_structure},
     {"memo references are shared, memory bounded", test_memo_is_shared},

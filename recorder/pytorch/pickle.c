@@ -363,8 +363,24 @@ uint64_t fsc__pv_count(const fsc__pv_t *v)
 
 int fsc__pv_stable(const fsc__pv_t *v) { return v != NULL && (v->sealed & F_KEEP) != 0; }
 
-static uint64_t rd_le(const uint8_t *p, size_t n)
+/* n bytes little-endian (the widths of the opcodes' arguments load at
+ * once; memcpy, since the input has no alignment). */
+static inline uint64_t rd_le(const uint8_t *p, size_t n)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n == 4) {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    if (n == 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    if (n == 1)
+        return p[0];
+#endif
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++)
         v |= (uint64_t)p[i] << (8 * i);

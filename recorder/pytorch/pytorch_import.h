@@ -131,6 +131,9 @@ typedef struct fsc__annotation {
 } fsc__annotation_t;
 
 #define FSC__IMP_FCACHE 1024
+/* Keys and action strings by node (fsc__imp_read_entry): memo-shared, so
+ * the same few nodes come back in every entry. */
+#define FSC__IMP_KCACHE 64
 
 typedef struct fsc__imp {
     const char *path;
@@ -161,6 +164,10 @@ typedef struct fsc__imp {
         const fsc__pv_t *frames;
         uint32_t node;
     } fcache[FSC__IMP_FCACHE]; /* in front of tags: the same lists recur */
+    struct {
+        const fsc__pv_t *v;
+        int what; /* a key: KEY_* of pytorch_input.c; an action: FSC__ACT_* */
+    } kcache[FSC__IMP_KCACHE];
     fsc__annotation_t *ann;
     size_t n_ann, next_ann;
     fsc__seg_entry_t *segev;
@@ -210,6 +217,8 @@ const fsc__final_seg_t *fsc__imp_final_at(const fsc__final_seg_t *arr, size_t n,
 int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t *segs);
 /* History entry i of the device (the value d, a dict). */
 int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__entry_t *e);
+/* Before a pass over a new document: the nodes cached by address go. */
+void fsc__imp_cache_reset(fsc__imp_t *im);
 int fsc__imp_read_annotations(fsc__imp_t *im, const fsc__pv_t *root);
 
 /* ---- pytorch_keys.c ------------------------------------------------------ */
@@ -234,6 +243,8 @@ void fsc__imp_keys_frame(fsc__imp_t *im, const fsc__pv_t *frame);
  * "pytorch.frame" record {"tag": node, key: value, ...}. */
 int fsc__imp_keys_frame_record(fsc__imp_t *im, const fsc__pv_t *frame, uint32_t node);
 void fsc__imp_keys_free(fsc__imp_t *im);
+/* The nodes cached by address (a new document follows). */
+void fsc__imp_keys_cache_reset(fsc__imp_t *im);
 
 /* ---- pytorch_rebuild.c --------------------------------------------------- */
 

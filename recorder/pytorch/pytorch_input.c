@@ -426,6 +426,57 @@ int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t 
 
 /* ---- history entries ---------------------------------------------------- */
 
+enum { KEY_OTHER = 0, KEY_ACTION, KEY_ADDR, KEY_SIZE, KEY_STREAM, KEY_TIME, KEY_FRAMES,
+       KEY_DFREE, KEY_USER_METADATA };
+
+void fsc__imp_cache_reset(fsc__imp_t *im)
+{
+    memset(im->kcache, 0, sizeof im->kcache);
+    fsc__imp_keys_cache_reset(im);
+}
+
+static int key_what(const fsc__pv_t *key)
+{
+#define KEY_IS(lit) (key->len == sizeof(lit) - 1 && memcmp(key->u.s, lit, sizeof(lit) - 1) == 0)
+    return KEY_IS("action") ? KEY_ACTION
+           : KEY_IS("addr") ? KEY_ADDR
+           : KEY_IS("size") ? KEY_SIZE
+           : KEY_IS("stream") ? KEY_STREAM
+           : KEY_IS("time_us") ? KEY_TIME
+           : KEY_IS("frames") ? KEY_FRAMES
+           : KEY_IS("device_free") ? KEY_DFREE
+           : KEY_IS("user_metadata") ? KEY_USER_METADATA
+                                      : KEY_OTHER;
+#undef KEY_IS
+}
+
+static int action_what(const fsc__pv_t *a)
+{
+    int act = FSC__ACT_OTHER;
+    for (size_t k = 0; k < sizeof k_actions / sizeof k_actions[0]; k++)
+        if (a->len == k_actions[k].len && memcmp(a->u.s, k_actions[k].name, k_actions[k].len) == 0)
+            act = k_actions[k].act;
+    return act;
+}
+
+/* What a string node means, through the cache when the node lives as long
+ * as its document (keys and actions are memo-shared: a few nodes). Keys
+ * and actions share the cache: a node is only ever one of them here, and
+ * each side asks with its own classifier (a key node met as an action
+ * string is classified again). */
+static int str_what(fsc__imp_t *im, const fsc__pv_t *v, int is_key)
+{
+    size_t h = (((uintptr_t)v >> 3) * 2 + (is_key ? 1u : 0u)) & (FSC__IMP_KCACHE - 1);
+    if (im->kcache[h].v == v)
+        return im->kcache[h].what;
+    int what = is_key ? key_what(v) : action_what(v);
+    if (fsc__pv_stable(v)) {
+        im->kcache[h].v = v;
+        im->kcache[h].what = what;
+    }
+    return what;
+}
+
 int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__entry_t *e)
 {
     memset(e, 0, sizeof *e);
@@ -439,24 +490,16 @@ int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__ent
         const fsc__pv_t *key = d->u.items[2 * k], *val = d->u.items[2 * k + 1];
         if (key->kind != FSC__PV_STR)
             continue;
-#define KEY_IS(lit) (key->len == sizeof(lit) - 1 && memcmp(key->u.s, lit, sizeof(lit) - 1) == 0)
-        if (KEY_IS("action"))
-            e->action = val;
-        else if (KEY_IS("addr"))
-            addr = val;
-        else if (KEY_IS("size"))
-            size = val;
-        else if (KEY_IS("stream"))
-            stream = val;
-        else if (KEY_IS("time_us"))
-            time = val;
-        else if (KEY_IS("frames"))
-            e->frames = val;
-        else if (KEY_IS("device_free"))
-            dfree = val;
-        else {
-            if (KEY_IS("user_metadata"))
-                e->user_metadata = val;
+        switch (str_what(im, key, 1)) {
+        case KEY_ACTION: e->action = val; break;
+        case KEY_ADDR: addr = val; break;
+        case KEY_SIZE: size = val; break;
+        case KEY_STREAM: stream = val; break;
+        case KEY_TIME: time = val; break;
+        case KEY_FRAMES: e->frames = val; break;
+        case KEY_DFREE: dfree = val; break;
+        case KEY_USER_METADATA: e->user_metadata = val; /* fall through */
+        default:
             if (e->nx < FSC__IMP_MAX_EXTRA) {
                 e->xk[e->nx] = key;
                 e->xv[e->nx++] = val;
@@ -464,17 +507,12 @@ int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__ent
                 e->nx_dropped++;
             }
         }
-#undef KEY_IS
     }
     e->dict = d;
     if (e->action == NULL || e->action->kind != FSC__PV_STR)
         return fsc__imp_bad(im, "device_traces[%d][%llu] has no 'action'", im->device,
                             (unsigned long long)i);
-    e->act = FSC__ACT_OTHER;
-    for (size_t k = 0; k < sizeof k_actions / sizeof k_actions[0]; k++)
-        if (e->action->len == k_actions[k].len &&
-            memcmp(e->action->u.s, k_actions[k].name, k_actions[k].len) == 0)
-            e->act = k_actions[k].act;
+    e->act = str_what(im, e->action, 0);
     int64_t v;
     e->has_addr = fsc__pv_int(addr, &v) && v >= 0;
     e->addr = e->has_addr ? (uint64_t)v : 0;

@@ -58,6 +58,11 @@ typedef struct fsc__keys {
     sbuf_t b, v;
     sbuf_t f;              /* a "pytorch.frame" record being written */
     fsc__u64map_t framed;  /* tag nodes whose frame record was emitted */
+    /* Nodes that live as long as their document, met before: a key known
+     * to k_entry, and per default key a scalar value whose JSON is the
+     * default's (memo-shared: the same few nodes in every entry). */
+    const fsc__pv_t *known_keys[8];
+    const fsc__pv_t *same_v[FSC__IMP_MAX_EXTRA];
 } fsc__keys_t;
 
 static void sb_put(sbuf_t *b, const char *s, size_t n)
@@ -264,9 +269,6 @@ static const char *const k_frame[] = {"filename",       "line",           "name"
                                       "fx_node_op",     "fx_node_name",   "fx_node_target",
                                       "fx_original_trace", NULL};
 static const char *const k_frame_tag[] = {"filename", "line", "name", NULL};
-static const char *const k_event_actions[] = {
-    "alloc",         "free_requested", "free_completed", "free",        "segment_alloc",
-    "segment_free",  "segment_map",    "segment_unmap",  "oom",         "empty_cache", NULL};
 static const char *const k_kept_actions[] = {"snapshot", "user_defined", "annotate", NULL};
 
 static int in_list(const fsc__pv_t *k, const char *const *list)
@@ -594,6 +596,23 @@ int fsc__imp_keys_end(fsc__imp_t *im)
     return emit_snapshot(im, NULL);
 }
 
+/* in_list(key, k_entry), through the nodes met before. */
+static int known_key(fsc__keys_t *k, const fsc__pv_t *key)
+{
+    for (size_t i = 0; i < sizeof k->known_keys / sizeof k->known_keys[0]; i++)
+        if (k->known_keys[i] == key && key != NULL)
+            return 1;
+    if (!in_list(key, k_entry))
+        return 0;
+    if (fsc__pv_stable(key))
+        for (size_t i = 0; i < sizeof k->known_keys / sizeof k->known_keys[0]; i++)
+            if (k->known_keys[i] == NULL) {
+                k->known_keys[i] = key;
+                break;
+            }
+    return 1;
+}
+
 static int key_eq(const char *s, size_t n, const fsc__pv_t *k)
 {
     return k->kind == FSC__PV_STR && k->len == n && memcmp(k->u.s, s, n) == 0;
@@ -610,11 +629,14 @@ int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *
     sbuf_t *b = &k->b;
     if (k->snap_pending && (rc = emit_snapshot(im, e)) != 0)
         return rc;
-    int known_event = in_list(e->action, k_event_actions);
+    /* the actions with an event: those fsc__imp_read_entry names but the
+     * markers */
+    int known_event = e->act != FSC__ACT_OTHER && e->act != FSC__ACT_SNAPSHOT &&
+                      e->act != FSC__ACT_USER_DEFINED;
     int kept = known_event || in_list(e->action, k_kept_actions);
     /* (the keys of an entry of an unknown action are that entry's own) */
     for (uint32_t x = 0; kept && x < e->nx; x++)
-        if (!in_list(e->xk[x], k_entry))
+        if (!known_key(k, e->xk[x]))
             note(im, "entry", e->xk[x], 0);
     im->st->unknown_keys += e->nx_dropped;
     if (!known_event) {
@@ -638,13 +660,20 @@ int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *
         uint32_t d = 0;
         while (d < k->nd && !key_eq(k->dk[d], k->dkl[d], e->xk[x]))
             d++;
+        if (d < k->nd && e->xv[x] == k->same_v[d])
+            continue;
         sbuf_t *v = &k->v;
         v->n = 0;
         put_value(im, v, e->xv[x]);
         if (v->nomem)
             return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
-        if (d < k->nd && strcmp(k->dv[d], v->p) == 0)
+        if (d < k->nd && strcmp(k->dv[d], v->p) == 0) {
+            const fsc__pv_t *sv = e->xv[x];
+            if (fsc__pv_stable(sv) && (sv->kind == FSC__PV_STR || sv->kind == FSC__PV_INT ||
+                                       sv->kind == FSC__PV_NONE || sv->kind == FSC__PV_BOOL))
+                k->same_v[d] = sv;
             continue;
+        }
         put_key(b, &first, e->xk[x]);
         sb_put(b, v->p, v->n);
     }
@@ -676,6 +705,14 @@ int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *
     if (e->nx_dropped > 0 || first == 0)
         rc = emit(im, "entry", b);
     return rc;
+}
+
+void fsc__imp_keys_cache_reset(fsc__imp_t *im)
+{
+    if (im->keys != NULL) {
+        memset(im->keys->known_keys, 0, sizeof im->keys->known_keys);
+        memset(im->keys->same_v, 0, sizeof im->keys->same_v);
+    }
 }
 
 void fsc__imp_keys_free(fsc__imp_t *im)

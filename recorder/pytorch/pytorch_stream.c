@@ -128,6 +128,7 @@ static int parse(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
     fsc__pstream_t cb = {c, pass == 3 ? on_entry_replay : on_entry_start, on_progress,
                          on_dropped, pass != 3 && !c->no_skip};
     c->snap->dropped = 0;
+    fsc__imp_cache_reset(im);
     int rc = c->snap->format == FSC_SNAP_JSON
                  ? fsc__json_stream(c->snap->data, c->snap->len, im->path, c->traces_at, &cb,
                                     doc, &c->redo_at, im->err)
