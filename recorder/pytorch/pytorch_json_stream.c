@@ -457,6 +457,28 @@ static int unescape(jparse_t *p, size_t a, size_t b, char *o, size_t *olen)
     return 0;
 }
 
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* The first byte at or after i that is not plain string text (a quote, a
+ * backslash, a control character or a byte >= 0x80), or n: eight bytes at
+ * a time while none of them is (most of a snapshot is file names). */
+static size_t plain_run(const uint8_t *s, size_t i, size_t n)
+{
+    while (n - i >= 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+        uint64_t hit = ((q - ONES) & ~q) | ((b - ONES) & ~b) | (w - ONES * 0x20) | w;
+        if (hit & HIGHS)
+            break;
+        i += 8;
+    }
+    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
 /* The string at p->pos (its opening quote) as a STR value; with is_traces
  * != NULL also whether it is 'device_traces' (a key of the top-level dict). */
 static int read_string(jparse_t *p, fsc__pv_t **out, int *is_traces)
@@ -465,8 +487,7 @@ static int read_string(jparse_t *p, fsc__pv_t **out, int *is_traces)
     size_t start = p->pos, i = start + 1, n = p->len;
     int esc = 0;
     for (;;) {
-        while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
-            i++;
+        i = plain_run(s, i, n);
         if (i >= n)
             return ends(p, start, "a string");
         uint8_t c = s[i];
