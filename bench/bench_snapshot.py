@@ -7,7 +7,8 @@ unpickler, on the same file in the same run.
                                     [--timeout S]
 
 The baseline is `python3 -c "import pickle; pickle.load(open(F,'rb'))"`,
-the least any tool reading a PyTorch snapshot in Python does. Each command
+the least any tool reading a PyTorch snapshot in Python does (for a JSON
+snapshot, `json.load(open(F))`). Each command
 runs once, as a child process pinned to one CPU (--cpu, default the first
 this process may use; --cpu all leaves fragscope's threads every CPU),
 and is measured by wall time, user CPU seconds (wait4's ru_utime: the
@@ -82,9 +83,13 @@ def main():
     tmp = tempfile.mkdtemp(prefix="bench_snapshot.")
     rows = []
     try:
-        base = measure([sys.executable, "-c",
-                        "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", a.snapshot], base_cpu)
-        rows.append(("pickle.load", base))
+        with open(a.snapshot, "rb") as f:
+            head = f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+        loader = "json" if head[:1] in (b"{", b"[") else "pickle"
+        load = ("import json,sys; json.load(open(sys.argv[1]))" if loader == "json" else
+                "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))")
+        base = measure([sys.executable, "-c", load, a.snapshot], base_cpu)
+        rows.append(("%s.load" % loader, base))
         for b in bins:
             for c in a.commands.split(","):
                 out = os.path.join(tmp, "out." + c)
