@@ -295,7 +295,7 @@ static void test_reader(void)
         "18446744073709551615,-9223372036854775809,1.0,-0.0,1e999,NaN,-Infinity,true,false,"
         "null,\"\"],\"device_traces\":[[{\"action\":\"w\"}]]}\n";
     seen_t s = {0};
-    fsc__pstream_t cb = {&s, on_entry, NULL, NULL};
+    fsc__pstream_t cb = {&s, on_entry, NULL, NULL, 0};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     size_t redo = 0;
