@@ -2,10 +2,15 @@
  * whatif_internal.h — the request stream's representation, shared by the
  * what-if files of analyzer/whatif/ (not API).
  *
- * The stream is a flat array of fixed-size operations so that a replay is
- * one tight loop over memory that many threads read at once. Allocation
- * requests are numbered in order (their id); frees name that id, which each
- * replay maps to the address its own allocator returned.
+ * The stream's operations are coded into blocks (whatif_ops.c) kept in
+ * memory up to a small bound and in an unlinked temporary file past it
+ * (whatif_store.c); each replay reads them in order through its own
+ * cursor, so that many threads replay at once and memory does not grow
+ * with the length of the recording. Allocation requests are numbered in
+ * order (their id); each live one also holds a slot, a small number reused
+ * once its block is freed and its free completed, which its FREE and
+ * COMPLETE name: a replay keeps the address its own allocator returned per
+ * slot, an array as long as the most blocks ever live at once.
  */
 #ifndef FSC_WHATIF_INTERNAL_H
 #define FSC_WHATIF_INTERNAL_H
@@ -41,15 +46,96 @@ enum {
  * whatif_pools.c): the pools' releases at this op, no empty_cache(). */
 #define FSC__WOP_F_POOL_ONLY 0x8
 
+/* One operation as a cursor hands it out (and as the stream holds its
+ * last one). */
 typedef struct fsc__wop {
     uint8_t kind;
     uint8_t flags;
     uint16_t pool; /* ALLOC: index + 1 in pool_ids of its private pool; 0 = default */
     uint32_t tag;
+    uint32_t seg;   /* ALLOC: the recorded segment (whatif_pools.c); UINT32_MAX none */
     uint64_t arg;
     uint64_t stream;
     uint64_t event; /* index of the recorded event */
+    uint64_t slot;  /* ALLOC (not a recorded OOM), FREE, COMPLETE: its slot */
+    uint64_t addr;  /* ALLOC: the recorded address (0 = recorded OOM) */
+    uint64_t id;    /* ALLOC: its alloc id (cursor only) */
+    const char *text; /* MARKER: its text, up to its first NUL, at most */
+    size_t text_len;  /* FSC_WHATIF_TEXT_MAX - 1 bytes (all a replay shows) */
 } fsc__wop_t;
+
+/* ---- whatif_store.c: the blocks --------------------------------------------- */
+
+/* Bytes of blocks kept in memory before the rest goes to a file. */
+#define FSC__WSTORE_LIMIT (32u << 20)
+
+typedef struct fsc__wblock {
+    uint8_t *mem;  /* the bytes when in memory; NULL: in the file at off */
+    uint64_t off;
+    uint32_t size; /* bytes stored */
+    uint32_t raw;  /* bytes once decompressed (== size unless zstd) */
+    uint32_t nops;
+    uint8_t zstd;
+} fsc__wblock_t;
+
+typedef struct fsc__wstore {
+    fsc__wblock_t *blocks;
+    size_t nblocks, cap_blocks;
+    uint8_t *open; /* the block being filled, raw */
+    size_t nopen, cap_open;
+    uint32_t open_ops, block_ops;
+    size_t mem, limit;       /* bytes of blocks in memory; the bound */
+    uint64_t spilled, fsize; /* bytes in the file */
+    size_t max_raw, max_size;
+    int fd; /* the temporary file; -1 none yet */
+    void *cctx;
+    uint8_t *zbuf;
+    size_t cap_zbuf;
+    char msg[256]; /* why the last call failed (not ENOMEM) */
+} fsc__wstore_t;
+
+void fsc__wstore_init(fsc__wstore_t *s); /* reads the knobs (whatif_store.c) */
+void fsc__wstore_free(fsc__wstore_t *s);
+/* Room for n more bytes at the end of the open block; NULL: no memory. */
+uint8_t *fsc__wstore_room(fsc__wstore_t *s, size_t n);
+/* One op of n bytes was written there; seals the block when it is full. */
+int fsc__wstore_commit(fsc__wstore_t *s, size_t n);
+int fsc__wstore_seal(fsc__wstore_t *s);
+
+/* A reader of the blocks in order, with its own buffers. */
+typedef struct fsc__wreader {
+    const fsc__wstore_t *s;
+    size_t next;
+    uint8_t *buf, *zin;
+    size_t cap_buf, cap_zin;
+    void *dctx;
+    char msg[256];
+} fsc__wreader_t;
+
+void fsc__wreader_open(fsc__wreader_t *r, const fsc__wstore_t *s);
+void fsc__wreader_close(fsc__wreader_t *r);
+/* 1 and the next block's raw bytes (valid until the next call), 0 at the
+ * end, or a negative FSC_E* (r->msg says why unless FSC_ENOMEM). */
+int fsc__wreader_next(fsc__wreader_t *r, const uint8_t **p, size_t *n, uint32_t *nops);
+
+/* ---- whatif_ops.c: coding and cursor ---------------------------------------- */
+
+/* What the coder and the cursor both carry from one op to the next. */
+typedef struct fsc__wcodec {
+    uint64_t event, allocs, addr;
+} fsc__wcodec_t;
+
+typedef struct fsc__wcur {
+    const struct fsc_request_stream *rs;
+    fsc__wreader_t rd;
+    const uint8_t *p, *end;
+    uint32_t left; /* ops left in the current block */
+    int tail_done;
+    fsc__wcodec_t st;
+    size_t index; /* op index of the next op */
+    size_t k_fb, k_pool_only;
+    fsc__wop_t op;
+} fsc__wcur_t;
 
 /* The program released private pool pool_ids[pool - 1] before op `op`
  * (whatif_pools.c). */
@@ -69,13 +155,33 @@ typedef struct fsc__wseg {
     uint64_t addr, size;
 } fsc__wseg_t;
 
-struct fsc_request_stream {
-    fsc__wop_t *ops;
-    size_t nops, cap_ops;
-    uint64_t *alloc_addr; /* recorded address per alloc id (0 = recorded OOM) */
-    size_t nallocs, cap_allocs;
+/* A live request while the stream is read. */
+typedef struct fsc__wslot {
+    uint64_t id, requested;
+} fsc__wslot_t;
 
-    char *strings; /* markers and tag names */
+struct fsc_request_stream {
+    fsc__wstore_t store;
+    fsc__wcodec_t enc;
+    fsc__wop_t tail; /* the last op, not coded yet (has_tail) */
+    int has_tail;
+    char tail_text[FSC_WHATIF_TEXT_MAX];
+    size_t nops;
+    size_t nallocs;
+    /* Slots: live requests (and frees waiting for their completion). */
+    fsc__wslot_t *slots;
+    size_t nslots, cap_slots; /* nslots: the most ever in use at once */
+    uint64_t *free_slots;
+    size_t nfree_slots, cap_free_slots;
+    /* Decided at the end (whatif_pools.c), applied by the cursor. */
+    uint16_t *seg_pool; /* per recorded segment: its requests' pool, 0 = as coded */
+    size_t nseg_pool;
+    uint64_t *fb_ids; /* ascending: use_on_oom fallbacks, replayed in the default pool */
+    size_t nfb_ids;
+    size_t *pool_only; /* ascending op indexes: FSC__WOP_F_POOL_ONLY */
+    size_t npool_only;
+
+    char *strings; /* tag names */
     size_t nstrings, cap_strings;
     fsc__wtag_t *tags; /* index = node id; 0 = root */
     size_t ntags, cap_tags;
@@ -96,10 +202,8 @@ struct fsc_request_stream {
     uint64_t *va_bases; /* distinct SEGMENT_MAP bases, first seen first */
     size_t nva, cap_va;
 
-    fsc__u64map_t live;    /* recorded address -> alloc id */
-    fsc__u64map_t pending; /* delayed frees waiting for FREE_COMPLETED */
-    uint64_t *live_req;  /* requested bytes per alloc id, for peak_requested */
-    size_t cap_live_req;
+    fsc__u64map_t live;    /* recorded address -> slot */
+    fsc__u64map_t pending; /* delayed frees waiting for FREE_COMPLETED: address -> slot */
     uint64_t cur_requested;
 
     uint64_t *streams; /* distinct allocation streams, small */
@@ -122,11 +226,28 @@ struct fsc_request_stream {
  * stream took it; at the end, the inferred pools and release points. */
 int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int after);
 int fsc__wpools_finish(fsc_request_stream_t *rs);
+/* The recorded segment of the request being added (fsc__wop_t.seg). */
+uint32_t fsc__wpools_alloc_seg(const fsc_request_stream_t *rs);
 void fsc__wpools_free(fsc_request_stream_t *rs);
 /* 1 for the id of a pool inferred from a snapshot (no PyTorch id). */
 int fsc__wpool_is_inferred(uint64_t pool_id);
 
-const char *fsc__wstream_string(const fsc_request_stream_t *rs, uint64_t off);
+
+/* Appends an op (coding the one before it); *out is the new last op,
+ * which may change until the next push. */
+int fsc__wops_push(fsc_request_stream_t *rs, uint8_t kind, uint64_t arg, fsc__wop_t **out);
+/* The last op, NULL when none. */
+fsc__wop_t *fsc__wops_last(fsc_request_stream_t *rs);
+/* Codes the last op too (nothing can change it any more). */
+int fsc__wops_flush(fsc_request_stream_t *rs);
+
+/* A cursor over the ops in order, as they are to be replayed. */
+void fsc__wcur_open(fsc__wcur_t *c, const fsc_request_stream_t *rs);
+void fsc__wcur_close(fsc__wcur_t *c);
+/* 1 and *op (valid until the next call), 0 at the end, or a negative
+ * FSC_E*: fsc__wcur_error says why. */
+int fsc__wcur_next(fsc__wcur_t *c, const fsc__wop_t **op);
+const char *fsc__wcur_error(const fsc__wcur_t *c);
 
 /* A recorded OOM event just added (whatif_external.c): counts it in
  * info.external_ooms when the analyzer would call it `external`. */

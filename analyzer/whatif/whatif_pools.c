@@ -43,8 +43,12 @@
  * private pools' segments is not replayed as empty_cache().
  *
  * The model costs a tree lookup per allocation and a walk over the
- * segment's blocks per allocation and free (segments hold few blocks); the
- * per-allocation segment numbers are kept until the stream is finished.
+ * segment's blocks per allocation and free (segments hold few blocks). It
+ * keeps nothing per allocation: each request's op carries its recorded
+ * segment (fsc__wop_t.seg), and what the labelling needs of the requests
+ * around a segment's first one, or around a fallback, is noted as they
+ * pass. The labels reach the replay through rs->seg_pool and rs->fb_ids,
+ * which the cursor applies (whatif_ops.c).
  */
 #include <bsd/sys/tree.h>
 #include <stdlib.h>
@@ -91,6 +95,8 @@ typedef struct wp_seg {
     uint32_t label; /* 0 default, k = pool_ids[k - 1] of the stream */
     size_t burst;   /* 1 + op index of the release burst that freed it; 0 alive */
     uint64_t first; /* id of the request that created it; UINT64_MAX unknown */
+    uint32_t after; /* segment of the first later request in another segment; NONE */
+    uint64_t nallocs; /* requests served from it */
     uint64_t mapped; /* expandable: bytes mapped now */
     uint8_t small, expandable;
     wp_piece_t *pc;
@@ -103,8 +109,9 @@ struct fsc__wpools {
     size_t nsegs, cap_segs;
     fsc__u64map_t live; /* base -> segment index */
     struct fsc__wp_tree gaps;
-    uint32_t *alloc_seg; /* per alloc id: its segment, NONE when unknown */
-    size_t nalloc_seg, cap_alloc_seg;
+    uint32_t cur_seg; /* segment of the request being added (then of the last one) */
+    uint32_t *wait;   /* segments whose `after` is not known yet (one or two) */
+    size_t nwait, cap_wait;
     int infer; /* model the free blocks and collect pairs (snapshots) */
     uint64_t *pairs; /* a << 32 | b, a < b: segments a and b are in different pools */
     size_t npairs, cap_pairs;
@@ -113,7 +120,9 @@ struct fsc__wpools {
     /* Requests served from a cached block of a named private pool: maybe a
      * use_on_oom fallback of a default-pool request (finish decides). */
     struct wp_fallback {
-        uint64_t id, reserved, rounded;
+        uint64_t id, reserved, rounded, pool_id;
+        uint32_t seg, prev_seg, next_seg; /* of this request, the one before, after */
+        int flagged;
     } *fb;
     size_t nfb, cap_fb;
     uint64_t no_split[16]; /* pools seen handing out a block whole that splits */
@@ -201,22 +210,48 @@ static int fits(const fsc_alloc_config_t *c, uint64_t have, uint64_t r)
     return 1;
 }
 
+/* The least cap the recording may have run under, as known so far: a
+ * fallback whose new segment fits under it was no fallback (use_on_oom). */
+static uint64_t cap_so_far(const fsc_request_stream_t *rs)
+{
+    if ((rs->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) == 0)
+        return rs->capacity;
+    return rs->info.recorded_peak_reserved; /* the end's figure is at least this */
+}
+
 static int on_alloc(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_event_t *ev)
 {
     uint64_t id = rs->nallocs;
-    if (id != w->nalloc_seg || FSC__VEC_RESERVE(w->alloc_seg, w->cap_alloc_seg, id + 1) != 0)
-        return FSC_ENOMEM;
-    w->alloc_seg[w->nalloc_seg++] = NONE;
+    uint32_t prev_seg = w->cur_seg;
+    w->cur_seg = NONE;
+    struct wp_fallback *last_fb = w->nfb > 0 && w->fb[w->nfb - 1].id + 1 == id
+                                      ? &w->fb[w->nfb - 1]
+                                      : NULL;
     uint32_t x;
     if (ev->type != FSC_EV_ALLOC || !seg_index(w, ev->segment, &x))
         return 0;
-    w->alloc_seg[id] = x;
+    w->cur_seg = x;
+    if (last_fb != NULL)
+        last_fb->next_seg = x;
     uint32_t created = w->created;
     w->created = NONE;
     w->last_alloc_seg = x;
     wp_seg_t *s = &w->segs[x];
-    if (created == x)
+    s->nallocs++;
+    for (size_t k = 0; k < w->nwait;) {
+        if (w->wait[k] != x) {
+            w->segs[w->wait[k]].after = x;
+            w->wait[k] = w->wait[--w->nwait];
+        } else {
+            k++;
+        }
+    }
+    if (created == x) {
         s->first = id;
+        if (FSC__VEC_RESERVE(w->wait, w->cap_wait, w->nwait + 1) != 0)
+            return FSC_ENOMEM;
+        w->wait[w->nwait++] = x;
+    }
     if (ev->pool_id != 0 && !s->expandable) {
         /* MemPool(no_split=True): a block the split rule would split, whole */
         uint64_t r = fsc_alloc_round_size(&w->cfg, ev->requested ? ev->requested : ev->size);
@@ -229,11 +264,13 @@ static int on_alloc(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_e
         }
     }
     if (s->pool_id != 0 && created != x && w->infer) {
-        if (FSC__VEC_RESERVE(w->fb, w->cap_fb, w->nfb + 1) != 0)
-            return FSC_ENOMEM;
-        w->fb[w->nfb++] = (struct wp_fallback){
-            id, rs->cur_reserved,
-            fsc_alloc_round_size(&w->cfg, ev->requested ? ev->requested : ev->size)};
+        uint64_t rounded = fsc_alloc_round_size(&w->cfg, ev->requested ? ev->requested : ev->size);
+        if (rs->cur_reserved + fsc_alloc_segment_size(rounded) > cap_so_far(rs)) {
+            if (FSC__VEC_RESERVE(w->fb, w->cap_fb, w->nfb + 1) != 0)
+                return FSC_ENOMEM;
+            w->fb[w->nfb++] = (struct wp_fallback){
+                id, rs->cur_reserved, rounded, ev->pool_id, x, prev_seg, NONE, 0};
+        }
     }
     if (s->expandable || !w->infer)
         return 0;
@@ -320,6 +357,7 @@ static int on_segment(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc
     s->pool_id = ev->pool_id;
     s->prev = w->last_alloc_seg;
     s->first = UINT64_MAX;
+    s->after = NONE;
     s->expandable = (uint8_t)map;
     s->small = map ? ev->pool == FSC_POOL_SMALL : ev->size == 2 * FSC_MiB;
     s->mapped = map ? ev->size : 0;
@@ -385,7 +423,7 @@ int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int af
         fsc__u64map_init(&w->live);
         fsc__u64map_init(&w->pair_seen);
         RB_INIT(&w->gaps);
-        w->last_alloc_seg = w->created = NONE;
+        w->last_alloc_seg = w->created = w->cur_seg = NONE;
         w->infer = rs->infer_pools;
         rs->wpools = w;
     }
@@ -416,7 +454,7 @@ static void model_free(struct fsc__wpools *w)
         free(g);
     }
     free(w->segs);
-    free(w->alloc_seg);
+    free(w->wait);
     free(w->pairs);
     free(w->fb);
     fsc__u64map_free(&w->live);
@@ -437,10 +475,10 @@ void fsc__wpools_free(fsc_request_stream_t *rs)
 
 /* ---- MemPool use_on_oom ----------------------------------------------------- */
 
-/* 1 when request id landed in a default-pool segment. */
-static int in_default(const struct fsc__wpools *w, uint64_t id)
+/* 1 when a request landed in segment seg, a default-pool one. */
+static int in_default(const struct fsc__wpools *w, uint32_t seg)
 {
-    return id < w->nalloc_seg && w->alloc_seg[id] != NONE && w->segs[w->alloc_seg[id]].label == 0;
+    return seg != NONE && w->segs[seg].label == 0;
 }
 
 /* A request served from a cached block of private pool P between
@@ -450,21 +488,20 @@ static int in_default(const struct fsc__wpools *w, uint64_t id)
  * use_on_oom. Replayed as a default-pool request, with P flagged, so that
  * other settings and caps fall back only when they need to. Returns the
  * number of requests so recognised. */
-static uint64_t use_on_oom(fsc_request_stream_t *rs, struct fsc__wpools *w, uint8_t *is_fb)
+static uint64_t use_on_oom(fsc_request_stream_t *rs, struct fsc__wpools *w)
 {
     uint64_t cap = fsc__wstream_recorded_cap(rs), n = 0;
     if (cap == 0)
         return 0; /* no cap: nothing refused a new segment but the device */
     for (size_t i = 0; i < w->nfb; i++) {
-        const struct wp_fallback *f = &w->fb[i];
-        if (f->id == 0 || !in_default(w, f->id - 1))
+        struct wp_fallback *f = &w->fb[i];
+        if (f->id == 0 || !in_default(w, f->prev_seg))
             continue;
-        uint64_t next = f->id + 1;
-        if (next < w->nalloc_seg && w->alloc_seg[next] != NONE && !in_default(w, next))
+        if (f->next_seg != NONE && !in_default(w, f->next_seg))
             continue;
         if (f->reserved + fsc_alloc_segment_size(f->rounded) <= cap)
             continue;
-        is_fb[f->id] = 1;
+        f->flagged = 1;
         n++;
     }
     return n;
@@ -581,10 +618,7 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w, const
         wp_seg_t *s = &w->segs[i];
         if (!unknown(s) || s->label != 0 || s->first == UINT64_MAX)
             continue;
-        uint32_t next = NONE;
-        for (uint64_t id = s->first + 1; id < w->nalloc_seg && next == NONE; id++)
-            if (w->alloc_seg[id] != NONE && w->alloc_seg[id] != i)
-                next = w->segs[w->alloc_seg[id]].label;
+        uint32_t next = s->after != NONE ? w->segs[s->after].label : NONE;
         uint32_t prev = s->prev != NONE ? w->segs[s->prev].label : NONE;
         if (next == NONE || next == 0 || next < first_inferred || (prev != NONE && prev != next))
             continue;
@@ -625,6 +659,10 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w, const
 
 static int release_points(fsc_request_stream_t *rs, const struct fsc__wpools *w)
 {
+    size_t cap_pool_only = 0;
+    free(rs->pool_only);
+    rs->pool_only = NULL;
+    rs->npool_only = 0;
     for (size_t i = 0; i < w->nsegs; i++) {
         const wp_seg_t *s = &w->segs[i];
         if (s->label == 0 || s->burst == 0)
@@ -655,8 +693,12 @@ static int release_points(fsc_request_stream_t *rs, const struct fsc__wpools *w)
         int dflt = 0;
         for (size_t i = 0; i < w->nsegs && !dflt; i++)
             dflt = w->segs[i].burst == op + 1 && w->segs[i].label == 0;
-        if (!dflt && op < rs->nops && rs->ops[op].kind == FSC__WOP_RELEASE)
-            rs->ops[op].flags |= FSC__WOP_F_POOL_ONLY;
+        /* the op at a burst's index is its RELEASE (whatif_stream.c) */
+        if (!dflt && op < rs->nops) {
+            if (FSC__VEC_RESERVE(rs->pool_only, cap_pool_only, rs->npool_only + 1) != 0)
+                return FSC_ENOMEM;
+            rs->pool_only[rs->npool_only++] = op;
+        }
     }
     return 0;
 }
@@ -672,36 +714,48 @@ int fsc__wpools_finish(fsc_request_stream_t *rs)
         rc = FSC_ENOMEM;
         goto out;
     }
-    uint8_t *is_fb = calloc(w->nalloc_seg ? w->nalloc_seg : 1, 1);
-    if (is_fb == NULL || FSC__VEC_RESERVE(rs->pool_flags, rs->cap_pool_flags, rs->npools + 1) != 0) {
-        free(is_fb);
+    free(rs->seg_pool);
+    free(rs->fb_ids);
+    rs->seg_pool = calloc(w->nsegs ? w->nsegs : 1, sizeof *rs->seg_pool);
+    rs->fb_ids = NULL;
+    rs->nseg_pool = rs->nfb_ids = 0;
+    if (rs->seg_pool == NULL ||
+        FSC__VEC_RESERVE(rs->pool_flags, rs->cap_pool_flags, rs->npools + 1) != 0) {
         rc = FSC_ENOMEM;
         goto out;
     }
+    rs->nseg_pool = w->nsegs;
     memset(rs->pool_flags, 0, rs->cap_pool_flags);
     if (w->nfb > 0)
-        rs->info.use_on_oom_allocs = use_on_oom(rs, w, is_fb);
-    /* Requests follow their segment's pool. */
-    uint64_t id = 0;
-    for (size_t i = 0; i < rs->nops; i++) {
-        fsc__wop_t *op = &rs->ops[i];
-        if (op->kind != FSC__WOP_ALLOC)
-            continue;
-        if (id < w->nalloc_seg && !(op->flags & FSC__WOP_F_RECORDED_OOM) &&
-            w->alloc_seg[id] != NONE) {
-            const wp_seg_t *s = &w->segs[w->alloc_seg[id]];
-            if (unknown(s) && s->label != 0) {
-                op->pool = (uint16_t)s->label;
-                rs->info.inferred_pool_allocs++;
-            }
-            if (is_fb[id] && op->pool != 0) {
-                rs->pool_flags[op->pool - 1] |= FSC_POOL_USE_ON_OOM;
-                op->pool = 0;
-            }
+        rs->info.use_on_oom_allocs = use_on_oom(rs, w);
+    /* Requests follow their segment's pool (the cursor applies it). */
+    for (size_t i = 0; i < w->nsegs; i++) {
+        const wp_seg_t *s = &w->segs[i];
+        if (unknown(s) && s->label != 0) {
+            rs->seg_pool[i] = (uint16_t)s->label;
+            rs->info.inferred_pool_allocs += s->nallocs;
         }
-        id++;
     }
-    free(is_fb);
+    /* A fallback is replayed as the default-pool request it was, its pool
+     * flagged use_on_oom. */
+    size_t cap_fb_ids = 0;
+    for (size_t i = 0; i < w->nfb; i++) {
+        const struct wp_fallback *f = &w->fb[i];
+        if (!f->flagged)
+            continue;
+        uint16_t pool = rs->seg_pool[f->seg];
+        for (size_t k = 0; pool == 0 && f->pool_id != 0 && k < rs->npools; k++)
+            if (rs->pool_ids[k] == f->pool_id)
+                pool = (uint16_t)(k + 1);
+        if (pool == 0)
+            continue;
+        rs->pool_flags[pool - 1] |= FSC_POOL_USE_ON_OOM;
+        if (FSC__VEC_RESERVE(rs->fb_ids, cap_fb_ids, rs->nfb_ids + 1) != 0) {
+            rc = FSC_ENOMEM;
+            goto out;
+        }
+        rs->fb_ids[rs->nfb_ids++] = f->id;
+    }
     for (size_t k = 0; k < rs->npools; k++) {
         for (size_t j = 0; j < w->n_no_split; j++)
             if (rs->pool_ids[k] == w->no_split[j])
@@ -722,6 +776,11 @@ out:
     model_free(w);
     rs->wpools = NULL;
     return rc;
+}
+
+uint32_t fsc__wpools_alloc_seg(const fsc_request_stream_t *rs)
+{
+    return rs->wpools != NULL ? rs->wpools->cur_seg : NONE;
 }
 
 int fsc__wpool_is_inferred(uint64_t pool_id)

@@ -105,25 +105,19 @@ static void frag_visit(void *ud, const fsc_block_info_t *b)
         f->largest = b->size;
 }
 
-static void fill_oom(const fsc_request_stream_t *rs, const fsc__wop_t *op, uint64_t id,
-                     long last_marker, int64_t recorded_ooms, fsc_whatif_result_t *out)
+static void fill_oom(const fsc_request_stream_t *rs, const fsc__wop_t *op,
+                     const char *last_marker, int64_t recorded_ooms, fsc_whatif_result_t *out)
 {
     fsc_whatif_oom_t *o = &out->first_oom;
     o->recorded_oom = (op->flags & FSC__WOP_F_RECORDED_OOM) ? recorded_ooms : -1;
-    o->request = id;
+    o->request = op->id;
     o->event = op->event;
     o->requested = op->arg;
     o->stream = op->stream;
-    o->has_marker = last_marker >= 0;
+    o->has_marker = last_marker != NULL;
     o->marker[0] = '\0';
-    if (last_marker >= 0) {
-        const char *m = fsc__wstream_string(rs, (uint64_t)last_marker);
-        size_t n = strlen(m);
-        if (n >= sizeof o->marker)
-            n = sizeof o->marker - 1;
-        memcpy(o->marker, m, n);
-        o->marker[n] = '\0';
-    }
+    if (last_marker != NULL)
+        snprintf(o->marker, sizeof o->marker, "%s", last_marker);
     /* What the report calls the call site; the full path can be kilobytes. */
     o->tag_node = op->tag;
     if (fsc_request_stream_tag_label(rs, op->tag, 0, 0, FSC_WHATIF_SITE_DEPTH, o->tag,
@@ -131,18 +125,33 @@ static void fill_oom(const fsc_request_stream_t *rs, const fsc__wop_t *op, uint6
         o->tag[0] = '\0';
 }
 
-/* The loop over the operations. Returns 0 or a hard error (not an OOM). */
+/* The loop over the operations, read through a cursor of its own.
+ * addrs: per slot, the address this replay's allocator returned (0: it
+ * failed). Returns 0 or a hard error (not an OOM). */
 static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay_ctx_t *c,
                       int stop_at_oom, uint64_t *addrs, fsc_whatif_result_t *out)
 {
     fsc_whatif_verify_t *v = c->v;
-    long last_marker = -1;
-    uint64_t id = 0;
+    char marker[FSC_WHATIF_TEXT_MAX];
+    int has_marker = 0;
     int64_t recorded_ooms = 0; /* OOM events of the recording before op i */
     size_t i, rel = 0;
-    for (i = 0; i < rs->nops; i++) {
-        const fsc__wop_t *op = &rs->ops[i];
-        int rc = 0;
+    fsc__wcur_t cur;
+    fsc__wcur_open(&cur, rs);
+    for (i = 0;; i++) {
+        const fsc__wop_t *op;
+        int rc = fsc__wcur_next(&cur, &op);
+        if (rc <= 0) {
+            if (rc < 0) {
+                out->rc = rc;
+                snprintf(out->error, sizeof out->error, "%s",
+                         rc == FSC_ENOMEM ? "what-if: out of host memory" : fsc__wcur_error(&cur));
+                fsc__wcur_close(&cur);
+                return rc;
+            }
+            break;
+        }
+        rc = 0;
         /* The program released a private pool here (whatif_pools.c): as a
          * MemPool's destructor, releasePool and the pool's own emptyCache. */
         for (; rel < rs->npool_rel && rs->pool_rel[rel].op <= i && rc == 0; rel++) {
@@ -159,12 +168,13 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
             if (rc == FSC_EOOM) {
                 rc = 0;
                 if (!out->oom)
-                    fill_oom(rs, op, id, last_marker, recorded_ooms, out);
+                    fill_oom(rs, op, has_marker ? marker : NULL, recorded_ooms, out);
                 out->oom = 1;
             }
             if (op->flags & FSC__WOP_F_RECORDED_OOM)
                 recorded_ooms++;
-            addrs[id] = addr;
+            if (!(op->flags & FSC__WOP_F_RECORDED_OOM))
+                addrs[op->slot] = addr; /* a recorded OOM is never freed */
             if (addr != 0 && (op->flags & FSC__WOP_F_RECORDED_OOM)) {
                 /* The recording failed here; this replay served it. */
                 fsc_alloc_stats_t st;
@@ -174,16 +184,15 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
             }
             if (v != NULL && !(op->flags & FSC__WOP_F_RECORDED_OOM)) {
                 v->allocs_compared++;
-                if (addr != 0 && addr == rs->alloc_addr[id])
+                if (addr != 0 && addr == op->addr)
                     v->alloc_addr_matches++;
                 else if (v->first_addr_mismatch < 0)
-                    v->first_addr_mismatch = (long)id;
+                    v->first_addr_mismatch = (long)op->id;
             }
-            id++;
             break;
         }
         case FSC__WOP_FREE: {
-            uint64_t addr = addrs[op->arg];
+            uint64_t addr = addrs[op->slot];
             if (addr == 0)
                 break; /* its allocation failed in this replay */
             if (op->flags & FSC__WOP_F_DELAYED)
@@ -193,11 +202,13 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
             break;
         }
         case FSC__WOP_COMPLETE:
-            if (addrs[op->arg] != 0)
+            if (addrs[op->slot] != 0)
                 rc = fsc_allocator_stream_done(a, PSEUDO_STREAM(op->arg));
             break;
         case FSC__WOP_MARKER:
-            last_marker = (long)op->arg;
+            memcpy(marker, op->text, op->text_len);
+            marker[op->text_len] = '\0';
+            has_marker = 1;
             break;
         case FSC__WOP_EMPTY:
             rc = fsc_allocator_empty_cache(a);
@@ -216,6 +227,7 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
             out->rc = rc;
             snprintf(out->error, sizeof out->error, "request %zu (recorded event %llu): %s", i,
                      (unsigned long long)op->event, fsc_allocator_last_error(a));
+            fsc__wcur_close(&cur);
             return rc;
         }
         if (c->new_peak) {
@@ -230,6 +242,7 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
         }
     }
     out->ops_replayed = i;
+    fsc__wcur_close(&cur);
     return 0;
 }
 
@@ -271,7 +284,7 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
             rc = fsc_allocator_set_pool_flags(a, rs->pool_ids[k], rs->pool_flags[k]);
     uint64_t *addrs = NULL;
     if (rc == 0) {
-        addrs = calloc(rs->nallocs ? rs->nallocs : 1, sizeof *addrs);
+        addrs = calloc(rs->nslots ? rs->nslots : 1, sizeof *addrs);
         if (addrs == NULL)
             rc = fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
     }

@@ -28,6 +28,7 @@ int fsc_request_stream_create(fsc_request_stream_t **out, fsc_err_t *err)
     fsc_request_stream_t *rs = calloc(1, sizeof *rs);
     if (rs == NULL)
         return oom_host(err);
+    fsc__wstore_init(&rs->store);
     rs->config = strdup("");
     /* Node 0 is the root; the pool's offset 0 is the empty string. */
     if (rs->config == NULL || FSC__VEC_RESERVE(rs->tags, rs->cap_tags, 1) != 0 ||
@@ -48,9 +49,12 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
 {
     if (rs == NULL)
         return;
-    free(rs->ops);
-    free(rs->alloc_addr);
-    free(rs->live_req);
+    fsc__wstore_free(&rs->store);
+    free(rs->slots);
+    free(rs->free_slots);
+    free(rs->seg_pool);
+    free(rs->fb_ids);
+    free(rs->pool_only);
     free(rs->strings);
     free(rs->tags);
     free(rs->segs);
@@ -92,11 +96,6 @@ static int add_string(fsc_request_stream_t *rs, const char *s, size_t len, uint6
     rs->strings[rs->nstrings + len] = '\0';
     rs->nstrings += len + 1;
     return 0;
-}
-
-const char *fsc__wstream_string(const fsc_request_stream_t *rs, uint64_t off)
-{
-    return off < rs->nstrings ? rs->strings + off : "";
 }
 
 int fsc_request_stream_define_tag(fsc_request_stream_t *rs, uint32_t node, uint32_t parent,
@@ -161,16 +160,28 @@ int fsc_request_stream_tag_label(const fsc_request_stream_t *rs, uint32_t node, 
 
 /* ---- adding events ------------------------------------------------------------- */
 
-static fsc__wop_t *push_op(fsc_request_stream_t *rs, uint8_t kind, uint64_t arg)
+/* A slot for a live request (whatif_internal.h): a freed one first. */
+static int slot_take(fsc_request_stream_t *rs, uint64_t id, uint64_t requested, uint64_t *slot)
 {
-    if (FSC__VEC_RESERVE(rs->ops, rs->cap_ops, rs->nops + 1) != 0)
-        return NULL;
-    fsc__wop_t *op = &rs->ops[rs->nops++];
-    memset(op, 0, sizeof *op);
-    op->kind = kind;
-    op->arg = arg;
-    op->event = rs->info.events;
-    return op;
+    if (rs->nfree_slots > 0) {
+        *slot = rs->free_slots[--rs->nfree_slots];
+    } else {
+        if (FSC__VEC_RESERVE(rs->slots, rs->cap_slots, rs->nslots + 1) != 0)
+            return FSC_ENOMEM;
+        *slot = rs->nslots++;
+    }
+    rs->slots[*slot].id = id;
+    rs->slots[*slot].requested = requested;
+    return 0;
+}
+
+/* No later op names the slot: a new request may take it. */
+static int slot_give(fsc_request_stream_t *rs, uint64_t slot)
+{
+    if (FSC__VEC_RESERVE(rs->free_slots, rs->cap_free_slots, rs->nfree_slots + 1) != 0)
+        return FSC_ENOMEM;
+    rs->free_slots[rs->nfree_slots++] = slot;
+    return 0;
 }
 
 static int note_stream(fsc_request_stream_t *rs, uint64_t stream)
@@ -189,16 +200,18 @@ static fsc__wop_t *open_release(fsc_request_stream_t *rs)
 {
     if (rs->open_release == 0 || rs->open_release != rs->nops)
         return NULL;
-    return &rs->ops[rs->open_release - 1];
+    return fsc__wops_last(rs);
 }
 
 static int add_release(fsc_request_stream_t *rs, const fsc_event_t *ev)
 {
     fsc__wop_t *r = open_release(rs);
     if (r == NULL || rs->release_seen_seg) {
-        uint8_t explained = rs->nops > 0 && rs->ops[rs->nops - 1].kind == FSC__WOP_EMPTY;
-        if ((r = push_op(rs, FSC__WOP_RELEASE, rs->cur_reserved)) == NULL)
-            return FSC_ENOMEM;
+        const fsc__wop_t *last = fsc__wops_last(rs);
+        uint8_t explained = last != NULL && last->kind == FSC__WOP_EMPTY;
+        int rc = fsc__wops_push(rs, FSC__WOP_RELEASE, rs->cur_reserved, &r);
+        if (rc != 0)
+            return rc;
         if (explained)
             r->flags |= FSC__WOP_F_EXPLAINED;
         rs->open_release = rs->nops;
@@ -216,13 +229,12 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
             r->flags |= FSC__WOP_F_EXPLAINED; /* the retry before the failure */
     }
     uint64_t id = rs->nallocs;
-    if (FSC__VEC_RESERVE(rs->alloc_addr, rs->cap_allocs, rs->nallocs + 1) != 0 ||
-        FSC__VEC_RESERVE(rs->live_req, rs->cap_live_req, rs->nallocs + 1) != 0)
-        return FSC_ENOMEM;
-    fsc__wop_t *op = push_op(rs, FSC__WOP_ALLOC, ev->requested);
-    if (op == NULL || note_stream(rs, ev->stream) != 0)
-        return FSC_ENOMEM;
+    fsc__wop_t *op;
+    int rc = note_stream(rs, ev->stream);
+    if (rc != 0 || (rc = fsc__wops_push(rs, FSC__WOP_ALLOC, ev->requested, &op)) != 0)
+        return rc;
     op->stream = ev->stream;
+    op->seg = fsc__wpools_alloc_seg(rs);
     op->tag = ev->tag;
     if (ev->pool_id != 0) {
         size_t k = 0;
@@ -236,8 +248,7 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
         }
         op->pool = (uint16_t)(k + 1);
     }
-    rs->alloc_addr[id] = recorded_oom ? 0 : ev->addr;
-    rs->live_req[id] = recorded_oom ? 0 : ev->requested;
+    op->addr = recorded_oom ? 0 : ev->addr;
     rs->nallocs++;
     rs->info.allocs++;
     rs->ends_at_oom = recorded_oom;
@@ -250,16 +261,19 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
         rs->info.recorded_ooms++;
         return 0;
     }
-    uint64_t old;
+    uint64_t old, slot;
     if (fsc__u64map_get(&rs->live, ev->addr, &old)) {
         /* The recording never freed the previous block here (a lost event):
-         * its free cannot be replayed either. */
+         * its free cannot be replayed either, and no op names it again. */
         rs->info.skipped++;
-        rs->cur_requested -= rs->live_req[old];
-        rs->live_req[old] = 0;
+        rs->cur_requested -= rs->slots[old].requested;
+        if (slot_give(rs, old) != 0)
+            return FSC_ENOMEM;
     }
-    if (fsc__u64map_put(&rs->live, ev->addr, id) != 0)
+    if (slot_take(rs, id, ev->requested, &slot) != 0 ||
+        fsc__u64map_put(&rs->live, ev->addr, slot) != 0)
         return FSC_ENOMEM;
+    op->slot = slot;
     rs->cur_requested += ev->requested;
     if (rs->cur_requested > rs->info.peak_requested)
         rs->info.peak_requested = rs->cur_requested;
@@ -271,38 +285,48 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
 
 static int add_free(fsc_request_stream_t *rs, const fsc_event_t *ev)
 {
-    uint64_t id;
-    if (!fsc__u64map_del(&rs->live, ev->addr, &id)) {
+    uint64_t slot;
+    if (!fsc__u64map_del(&rs->live, ev->addr, &slot)) {
         rs->info.skipped++;
         return 0;
     }
     rs->cur_allocated -= ev->size <= rs->cur_allocated ? ev->size : rs->cur_allocated;
-    rs->cur_requested -= rs->live_req[id];
-    rs->live_req[id] = 0;
-    fsc__wop_t *op = push_op(rs, FSC__WOP_FREE, id);
-    if (op == NULL)
-        return FSC_ENOMEM;
+    rs->cur_requested -= rs->slots[slot].requested;
+    rs->slots[slot].requested = 0;
+    fsc__wop_t *op;
+    int rc = fsc__wops_push(rs, FSC__WOP_FREE, rs->slots[slot].id, &op);
+    if (rc != 0)
+        return rc;
+    op->slot = slot;
     /* Delayed until FREE_COMPLETED proves otherwise by following at once. */
     op->flags |= FSC__WOP_F_DELAYED;
     op->tag = ev->tag;
     rs->info.frees++;
     rs->info.delayed_frees++;
-    return fsc__u64map_put(&rs->pending, ev->addr, id);
+    uint64_t old;
+    if (fsc__u64map_get(&rs->pending, ev->addr, &old) && slot_give(rs, old) != 0)
+        return FSC_ENOMEM; /* that free's completion can no longer be told apart */
+    return fsc__u64map_put(&rs->pending, ev->addr, slot);
 }
 
 static int add_complete(fsc_request_stream_t *rs, const fsc_event_t *ev)
 {
-    uint64_t id;
-    if (!fsc__u64map_del(&rs->pending, ev->addr, &id))
+    uint64_t slot;
+    if (!fsc__u64map_del(&rs->pending, ev->addr, &slot))
         return 0; /* completion of a free that was skipped */
-    fsc__wop_t *last = rs->nops ? &rs->ops[rs->nops - 1] : NULL;
+    uint64_t id = rs->slots[slot].id;
+    fsc__wop_t *last = fsc__wops_last(rs);
     if (last != NULL && last->kind == FSC__WOP_FREE && last->arg == id) {
         last->flags &= (uint8_t)~FSC__WOP_F_DELAYED;
         rs->info.delayed_frees--;
-        return 0;
+        return slot_give(rs, slot);
     }
-    fsc__wop_t *op = push_op(rs, FSC__WOP_COMPLETE, id);
-    return op == NULL ? FSC_ENOMEM : 0;
+    fsc__wop_t *op;
+    int rc = fsc__wops_push(rs, FSC__WOP_COMPLETE, id, &op);
+    if (rc != 0)
+        return rc;
+    op->slot = slot;
+    return slot_give(rs, slot);
 }
 
 static int add_segment(fsc_request_stream_t *rs, const fsc_event_t *ev)
@@ -345,7 +369,7 @@ int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_
     int rc = fsc__wpools_on_event(rs, ev, 0);
     if (rc != 0)
         return oom_host(err);
-    uint64_t off;
+    fsc__wop_t *op;
     switch (ev->type) {
     case FSC_EV_ALLOC:
         rc = add_alloc(rs, ev, 0);
@@ -362,9 +386,18 @@ int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_
         rc = add_complete(rs, ev);
         break;
     case FSC_EV_MARKER:
-        rc = add_string(rs, ev->text, ev->text != NULL ? ev->text_len : 0, &off);
-        if (rc == 0 && push_op(rs, FSC__WOP_MARKER, off) == NULL)
-            rc = FSC_ENOMEM;
+        /* The op carries the text a replay shows (up to its first NUL). */
+        rc = fsc__wops_push(rs, FSC__WOP_MARKER, 0, &op);
+        if (rc == 0 && ev->text != NULL) {
+            size_t n = ev->text_len;
+            const char *z = memchr(ev->text, '\0', n);
+            if (z != NULL)
+                n = (size_t)(z - ev->text);
+            if (n > sizeof rs->tail_text - 1)
+                n = sizeof rs->tail_text - 1;
+            memcpy(rs->tail_text, ev->text, n);
+            op->text_len = n;
+        }
         rs->info.markers++;
         break;
     case FSC_EV_EMPTY_CACHE: {
@@ -373,8 +406,7 @@ int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_
         fsc__wop_t *r = open_release(rs);
         if (r != NULL && !rs->release_seen_seg)
             r->flags |= FSC__WOP_F_EXPLAINED;
-        if (push_op(rs, FSC__WOP_EMPTY, 0) == NULL)
-            rc = FSC_ENOMEM;
+        rc = fsc__wops_push(rs, FSC__WOP_EMPTY, 0, &op);
         rs->info.empty_caches++;
         break;
     }
@@ -404,8 +436,10 @@ int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_
     }
     if (rc == 0)
         rc = fsc__wpools_on_event(rs, ev, 1);
-    if (rc != 0)
+    if (rc == FSC_ENOMEM)
         return oom_host(err);
+    if (rc != 0)
+        return fsc_err_set(err, rc, "%s", rs->store.msg[0] ? rs->store.msg : "what-if: bad event");
     rs->info.events++;
     return 0;
 }
@@ -430,17 +464,21 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
                     : 0.0;
     uint64_t cap = fsc__wstream_recorded_cap(rs);
     out->inferred_empty_caches = 0;
-    for (size_t i = 0; i < rs->nops; i++)
-        if (rs->ops[i].kind == FSC__WOP_RELEASE &&
-            fsc__wop_release_is_program(&rs->ops[i], cap, gc))
+    fsc__wcur_t c;
+    fsc__wcur_open(&c, rs);
+    const fsc__wop_t *op;
+    int rc;
+    while ((rc = fsc__wcur_next(&c, &op)) == 1)
+        if (op->kind == FSC__WOP_RELEASE && fsc__wop_release_is_program(op, cap, gc))
             out->inferred_empty_caches++;
+    fsc__wcur_close(&c);
     out->pool_releases = rs->npool_rel;
     if (rs->info.recorded_ooms > 0 && (rs->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) != 0) {
         out->capacity_lower = rs->info.recorded_peak_reserved;
         out->capacity_upper = rs->oom_upper > out->capacity_lower ? rs->oom_upper
                                                                   : out->capacity_lower + 1;
     }
-    return 0;
+    return rc < 0 ? rc : 0;
 }
 
 uint64_t fsc__wstream_recorded_cap(const fsc_request_stream_t *rs)
