@@ -47,7 +47,7 @@ enum {
 #define FSC__WOP_F_POOL_ONLY 0x8
 
 /* One operation as a cursor hands it out (and as the stream holds its
- * last one). */
+ * last one). A field its kind does not use is left as it was. */
 typedef struct fsc__wop {
     uint8_t kind;
     uint8_t flags;
@@ -120,9 +120,15 @@ int fsc__wreader_next(fsc__wreader_t *r, const uint8_t **p, size_t *n, uint32_t 
 
 /* ---- whatif_ops.c: coding and cursor ---------------------------------------- */
 
-/* What the coder and the cursor both carry from one op to the next. */
+/* What the coder and the cursor both carry from one op to the next:
+ * the last event, alloc count and address, and the recent sizes with the
+ * address each was last served at (whatif_ops.c). */
+#define FSC__WRECENT 16
 typedef struct fsc__wcodec {
     uint64_t event, allocs, addr;
+    uint64_t rsize[FSC__WRECENT], raddr[FSC__WRECENT];
+    uint8_t rused[FSC__WRECENT];
+    uint8_t rnext;
 } fsc__wcodec_t;
 
 typedef struct fsc__wcur {
@@ -130,7 +136,7 @@ typedef struct fsc__wcur {
     fsc__wreader_t rd;
     const uint8_t *p, *end;
     uint32_t left; /* ops left in the current block */
-    int tail_done;
+    int tail_done, bad;
     fsc__wcodec_t st;
     size_t index; /* op index of the next op */
     size_t k_fb, k_pool_only;

@@ -4,11 +4,14 @@
  *
  * An operation is coded as a byte (kind, flags, whether a pool follows),
  * the distance in recorded events from the one before, then its fields as
- * LEB128 varints: sizes as they are, alloc ids as the distance back from
- * the newest, recorded addresses as the zigzag difference from the last
- * allocation's, streams as their index among the stream's distinct ones.
- * Most operations take 6 to 12 bytes instead of a fixed struct. No varint
- * package is on Debian for C, and these few lines are the whole of it.
+ * LEB128 varints: sizes as they are or as the index of a recent size,
+ * alloc ids as the distance back from the newest, recorded addresses as
+ * the zigzag difference from the last one of that size (or of any size),
+ * streams as their index among the stream's distinct ones. Only what a
+ * replay reads is kept: a free's call site is not, nor the id of a free
+ * that completes at once. A request takes about 8 bytes and a free 3,
+ * instead of a 32-byte struct. No varint package is on Debian for C, and
+ * these few lines are the whole of it.
  *
  * The stream may still change its last operation (a FREE_COMPLETED that
  * follows at once undoes the FREE's delay; a release burst learns what
@@ -29,6 +32,11 @@
 
 /* Room for the fixed fields of one op: a byte and at most 9 varints. */
 #define OP_MAX 96
+/* Header byte: kind in bits 0-2, flags (FSC__WOP_F_*, but never POOL_ONLY,
+ * which the cursor applies) in bits 3-5, then: */
+#define H_RECENT 0x40 /* ALLOC: the size is one of the recent ones */
+#define H_POOL 0x80   /* ALLOC: a pool index follows */
+#define FLAG_BITS (FSC__WOP_F_DELAYED | FSC__WOP_F_RECORDED_OOM | FSC__WOP_F_EXPLAINED)
 
 static uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
@@ -60,6 +68,29 @@ static int stream_index(const fsc_request_stream_t *rs, uint64_t stream, uint64_
     return FSC_EINVAL;
 }
 
+/* A training loop asks for the same sizes over and over, and a caching
+ * allocator hands a size the block it handed that size before: a request
+ * of one of the last FSC__WRECENT distinct sizes is coded as its index,
+ * its address as the difference from that size's last address (often 0). */
+static int recent_find(const fsc__wcodec_t *st, uint64_t size)
+{
+    for (int k = 0; k < FSC__WRECENT; k++)
+        if (st->rsize[k] == size && st->rused[k])
+            return k;
+    return -1;
+}
+
+static void recent_note(fsc__wcodec_t *st, int k, uint64_t size, uint64_t addr)
+{
+    if (k < 0) {
+        k = st->rnext;
+        st->rnext = (uint8_t)((st->rnext + 1) % FSC__WRECENT);
+        st->rsize[k] = size;
+        st->rused[k] = 1;
+    }
+    st->raddr[k] = addr;
+}
+
 /* Codes op into the store's open block. */
 static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
 {
@@ -69,7 +100,8 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
         return FSC_ENOMEM;
     fsc__wcodec_t *st = &rs->enc;
     uint8_t *p = start;
-    *p++ = (uint8_t)(op->kind | (op->flags & 0xf) << 3 | (op->pool != 0 ? 0x80 : 0));
+    uint8_t h = (uint8_t)(op->kind | (op->flags & FLAG_BITS) << 3);
+    uint8_t *hp = p++;
     p = put_varint(p, op->event - st->event);
     st->event = op->event;
     switch (op->kind) {
@@ -77,24 +109,36 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
         uint64_t si = 0;
         if (stream_index(rs, op->stream, &si) != 0)
             return FSC_EINVAL;
-        p = put_varint(p, op->arg);
+        int oom = (op->flags & FSC__WOP_F_RECORDED_OOM) != 0;
+        int k = oom ? -1 : recent_find(st, op->arg);
+        if (k >= 0) {
+            h |= H_RECENT;
+            p = put_varint(p, (uint64_t)k);
+        } else {
+            p = put_varint(p, op->arg);
+        }
         p = put_varint(p, si);
         p = put_varint(p, op->tag);
-        if (op->pool != 0)
+        if (op->pool != 0) {
+            h |= H_POOL;
             p = put_varint(p, op->pool);
+        }
         p = put_varint(p, (uint32_t)(op->seg + 1));
-        if (!(op->flags & FSC__WOP_F_RECORDED_OOM)) {
+        if (!oom) {
             p = put_varint(p, op->slot);
-            p = put_varint(p, zigzag(op->addr - st->addr));
+            uint64_t base = k >= 0 ? st->raddr[k] : st->addr;
+            p = put_varint(p, zigzag(op->addr - base));
             st->addr = op->addr;
+            recent_note(st, k, op->arg, op->addr);
         }
         st->allocs++;
         break;
     }
     case FSC__WOP_FREE:
-        p = put_varint(p, st->allocs - 1 - op->arg);
+        /* the id names the pseudo stream of a delayed free only */
+        if (op->flags & FSC__WOP_F_DELAYED)
+            p = put_varint(p, st->allocs - 1 - op->arg);
         p = put_varint(p, op->slot);
-        p = put_varint(p, op->tag);
         break;
     case FSC__WOP_COMPLETE:
         p = put_varint(p, st->allocs - 1 - op->arg);
@@ -113,6 +157,7 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
     default:
         break; /* EMPTY: nothing more */
     }
+    *hp = h;
     return fsc__wstore_commit(&rs->store, (size_t)(p - start));
 }
 
@@ -168,22 +213,28 @@ const char *fsc__wcur_error(const fsc__wcur_t *c)
     return c->rd.msg[0] ? c->rd.msg : "what-if: the request stream is damaged";
 }
 
-static int get_varint(fsc__wcur_t *c, uint64_t *out)
+/* The varint at c->p; most take one byte. Sets c->bad past the end. */
+static inline uint64_t get_varint(fsc__wcur_t *c)
 {
+    const uint8_t *p = c->p;
+    if (p < c->end && *p < 0x80) {
+        c->p = p + 1;
+        return *p;
+    }
     uint64_t v = 0;
     unsigned shift = 0;
-    const uint8_t *p = c->p;
     while (p < c->end && shift < 64) {
         uint8_t b = *p++;
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80)) {
             c->p = p;
-            *out = v;
-            return 0;
+            return v;
         }
         shift += 7;
     }
-    return FSC_EFORMAT;
+    c->bad = 1;
+    c->p = c->end;
+    return 0;
 }
 
 static int decode(fsc__wcur_t *c, fsc__wop_t *op)
@@ -192,75 +243,75 @@ static int decode(fsc__wcur_t *c, fsc__wop_t *op)
     fsc__wcodec_t *st = &c->st;
     if (c->p >= c->end)
         return FSC_EFORMAT;
-    uint8_t b = *c->p++;
-    uint64_t v = 0;
-    memset(op, 0, sizeof *op);
-    op->kind = b & 7;
-    op->flags = (b >> 3) & 0xf;
-    op->seg = UINT32_MAX;
-    if (get_varint(c, &v) != 0)
-        return FSC_EFORMAT;
-    op->event = st->event += v;
-    int rc = 0;
+    uint8_t h = *c->p++;
+    op->kind = h & 7;
+    op->flags = (h >> 3) & FLAG_BITS;
+    op->event = st->event += get_varint(c);
     switch (op->kind) {
     case FSC__WOP_ALLOC: {
-        uint64_t si = 0, seg = 0;
-        rc |= get_varint(c, &op->arg);
-        rc |= get_varint(c, &si);
-        rc |= get_varint(c, &v);
-        op->tag = (uint32_t)v;
-        if (b & 0x80) {
-            rc |= get_varint(c, &v);
-            op->pool = (uint16_t)v;
+        int oom = (op->flags & FSC__WOP_F_RECORDED_OOM) != 0;
+        int k = -1;
+        if (h & H_RECENT) {
+            uint64_t v = get_varint(c);
+            if (v >= FSC__WRECENT || !st->rused[v])
+                return FSC_EFORMAT;
+            k = (int)v;
+            op->arg = st->rsize[k];
+        } else {
+            op->arg = get_varint(c);
         }
-        rc |= get_varint(c, &seg);
-        op->seg = (uint32_t)seg - 1;
-        if (!(op->flags & FSC__WOP_F_RECORDED_OOM)) {
-            rc |= get_varint(c, &op->slot);
-            rc |= get_varint(c, &v);
-            op->addr = st->addr += unzigzag(v);
+        uint64_t si = get_varint(c);
+        op->tag = (uint32_t)get_varint(c);
+        op->pool = (h & H_POOL) ? (uint16_t)get_varint(c) : 0;
+        op->seg = (uint32_t)get_varint(c) - 1;
+        op->slot = 0;
+        op->addr = 0;
+        if (!oom) {
+            op->slot = get_varint(c);
+            uint64_t base = k >= 0 ? st->raddr[k] : st->addr;
+            op->addr = base + unzigzag(get_varint(c));
+            st->addr = op->addr;
+            recent_note(st, k, op->arg, op->addr);
+            if (op->slot >= rs->nslots)
+                return FSC_EFORMAT;
         }
-        if (rc != 0 || si >= rs->nstreams)
+        if (si >= rs->nstreams)
             return FSC_EFORMAT;
         op->stream = rs->streams[si];
         op->id = st->allocs++;
         break;
     }
     case FSC__WOP_FREE:
-        rc |= get_varint(c, &v);
-        op->arg = st->allocs - 1 - v;
-        rc |= get_varint(c, &op->slot);
-        rc |= get_varint(c, &v);
-        op->tag = (uint32_t)v;
+        op->arg = (op->flags & FSC__WOP_F_DELAYED) ? st->allocs - 1 - get_varint(c) : 0;
+        op->slot = get_varint(c);
+        if (op->slot >= rs->nslots)
+            return FSC_EFORMAT;
         break;
     case FSC__WOP_COMPLETE:
-        rc |= get_varint(c, &v);
-        op->arg = st->allocs - 1 - v;
-        rc |= get_varint(c, &op->slot);
+        op->arg = st->allocs - 1 - get_varint(c);
+        op->slot = get_varint(c);
+        if (op->slot >= rs->nslots)
+            return FSC_EFORMAT;
         break;
-    case FSC__WOP_MARKER:
-        rc |= get_varint(c, &v);
-        if (rc != 0 || v > (uint64_t)(c->end - c->p))
+    case FSC__WOP_MARKER: {
+        uint64_t n = get_varint(c);
+        if (n > (uint64_t)(c->end - c->p))
             return FSC_EFORMAT;
         op->text = (const char *)c->p;
-        op->text_len = (size_t)v;
-        c->p += v;
+        op->text_len = (size_t)n;
+        c->p += n;
         break;
+    }
     case FSC__WOP_RELEASE:
-        rc |= get_varint(c, &op->arg);
-        rc |= get_varint(c, &op->stream);
+        op->arg = get_varint(c);
+        op->stream = get_varint(c);
         break;
     case FSC__WOP_EMPTY:
         break;
     default:
         return FSC_EFORMAT;
     }
-    if (rc != 0)
-        return FSC_EFORMAT;
-    if ((op->kind == FSC__WOP_FREE || op->kind == FSC__WOP_COMPLETE || op->kind == FSC__WOP_ALLOC) &&
-        !(op->flags & FSC__WOP_F_RECORDED_OOM) && op->slot >= rs->nslots)
-        return FSC_EFORMAT;
-    return 0;
+    return c->bad ? FSC_EFORMAT : 0;
 }
 
 /* What the stream decided after the op was coded (see the top comment). */

@@ -300,7 +300,6 @@ static int add_free(fsc_request_stream_t *rs, const fsc_event_t *ev)
     op->slot = slot;
     /* Delayed until FREE_COMPLETED proves otherwise by following at once. */
     op->flags |= FSC__WOP_F_DELAYED;
-    op->tag = ev->tag;
     rs->info.frees++;
     rs->info.delayed_frees++;
     uint64_t old;
