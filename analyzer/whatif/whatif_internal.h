@@ -66,6 +66,9 @@ typedef struct fsc__wop {
 
 /* ---- whatif_store.c: the blocks --------------------------------------------- */
 
+/* Readable bytes after every block's (zeros, or the open block's spare
+ * room), so that the cursor reads varints without a bound check per byte. */
+#define FSC__WSLACK 128
 /* Bytes of blocks kept in memory before the rest goes to a file. */
 #define FSC__WSTORE_LIMIT (32u << 20)
 
@@ -132,13 +135,13 @@ typedef struct fsc__wcodec {
 } fsc__wcodec_t;
 
 typedef struct fsc__wcur {
-    const struct fsc_request_stream *rs;
+    const fsc_request_stream_t *rs;
     fsc__wreader_t rd;
     const uint8_t *p, *end;
     uint32_t left; /* ops left in the current block */
-    int tail_done, bad;
+    int tail_done;
     fsc__wcodec_t st;
-    size_t index; /* op index of the next op */
+    size_t index; /* op index of the next op decoded */
     size_t k_fb, k_pool_only;
     fsc__wop_t op;
 } fsc__wcur_t;
@@ -172,7 +175,7 @@ struct fsc_request_stream {
     fsc__wop_t tail; /* the last op, not coded yet (has_tail) */
     int has_tail;
     char tail_text[FSC_WHATIF_TEXT_MAX];
-    size_t nops;
+    size_t nops, nreleases; /* ops; FSC__WOP_RELEASE among them */
     size_t nallocs;
     /* Slots: live requests (and frees waiting for their completion). */
     fsc__wslot_t *slots;
@@ -250,9 +253,7 @@ int fsc__wops_flush(fsc_request_stream_t *rs);
 /* A cursor over the ops in order, as they are to be replayed. */
 void fsc__wcur_open(fsc__wcur_t *c, const fsc_request_stream_t *rs);
 void fsc__wcur_close(fsc__wcur_t *c);
-/* 1 and *op (valid until the next call), 0 at the end, or a negative
- * FSC_E*: fsc__wcur_error says why. */
-int fsc__wcur_next(fsc__wcur_t *c, const fsc__wop_t **op);
+/* fsc__wcur_next (whatif_cursor.h) reads the ops; when it fails, why. */
 const char *fsc__wcur_error(const fsc__wcur_t *c);
 
 /* A recorded OOM event just added (whatif_external.c): counts it in

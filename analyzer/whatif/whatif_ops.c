@@ -28,16 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "whatif_internal.h"
+#include "whatif_cursor.h"
 
 /* Room for the fixed fields of one op: a byte and at most 9 varints. */
 #define OP_MAX 96
-/* Header byte: kind in bits 0-2, flags (FSC__WOP_F_*, but never POOL_ONLY,
- * which the cursor applies) in bits 3-5, then: */
-#define H_RECENT 0x40 /* ALLOC: the size is one of the recent ones */
-#define H_POOL 0x80   /* ALLOC: a pool index follows */
-#define FLAG_BITS (FSC__WOP_F_DELAYED | FSC__WOP_F_RECORDED_OOM | FSC__WOP_F_EXPLAINED)
-
 static uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
     while (v >= 0x80) {
@@ -51,11 +45,6 @@ static uint8_t *put_varint(uint8_t *p, uint64_t v)
 static uint64_t zigzag(uint64_t v)
 {
     return (v << 1) ^ (uint64_t)(-(int64_t)(v >> 63));
-}
-
-static uint64_t unzigzag(uint64_t v)
-{
-    return (v >> 1) ^ (uint64_t)(-(int64_t)(v & 1));
 }
 
 static int stream_index(const fsc_request_stream_t *rs, uint64_t stream, uint64_t *out)
@@ -80,17 +69,6 @@ static int recent_find(const fsc__wcodec_t *st, uint64_t size)
     return -1;
 }
 
-static void recent_note(fsc__wcodec_t *st, int k, uint64_t size, uint64_t addr)
-{
-    if (k < 0) {
-        k = st->rnext;
-        st->rnext = (uint8_t)((st->rnext + 1) % FSC__WRECENT);
-        st->rsize[k] = size;
-        st->rused[k] = 1;
-    }
-    st->raddr[k] = addr;
-}
-
 /* Codes op into the store's open block. */
 static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
 {
@@ -100,7 +78,7 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
         return FSC_ENOMEM;
     fsc__wcodec_t *st = &rs->enc;
     uint8_t *p = start;
-    uint8_t h = (uint8_t)(op->kind | (op->flags & FLAG_BITS) << 3);
+    uint8_t h = (uint8_t)(op->kind | (op->flags & FSC__WOP_CODED_FLAGS) << 3);
     uint8_t *hp = p++;
     p = put_varint(p, op->event - st->event);
     st->event = op->event;
@@ -112,7 +90,7 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
         int oom = (op->flags & FSC__WOP_F_RECORDED_OOM) != 0;
         int k = oom ? -1 : recent_find(st, op->arg);
         if (k >= 0) {
-            h |= H_RECENT;
+            h |= FSC__WH_RECENT;
             p = put_varint(p, (uint64_t)k);
         } else {
             p = put_varint(p, op->arg);
@@ -120,7 +98,7 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
         p = put_varint(p, si);
         p = put_varint(p, op->tag);
         if (op->pool != 0) {
-            h |= H_POOL;
+            h |= FSC__WH_POOL;
             p = put_varint(p, op->pool);
         }
         p = put_varint(p, (uint32_t)(op->seg + 1));
@@ -129,7 +107,7 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
             uint64_t base = k >= 0 ? st->raddr[k] : st->addr;
             p = put_varint(p, zigzag(op->addr - base));
             st->addr = op->addr;
-            recent_note(st, k, op->arg, op->addr);
+            fsc__wrecent_note(st, k, op->arg, op->addr);
         }
         st->allocs++;
         break;
@@ -198,8 +176,12 @@ fsc__wop_t *fsc__wops_last(fsc_request_stream_t *rs)
 
 void fsc__wcur_open(fsc__wcur_t *c, const fsc_request_stream_t *rs)
 {
-    memset(c, 0, sizeof *c);
     c->rs = rs;
+    c->p = c->end = NULL;
+    c->left = 0;
+    c->tail_done = 0;
+    memset(&c->st, 0, sizeof c->st);
+    c->index = c->k_fb = c->k_pool_only = 0;
     fsc__wreader_open(&c->rd, &rs->store);
 }
 
@@ -213,129 +195,7 @@ const char *fsc__wcur_error(const fsc__wcur_t *c)
     return c->rd.msg[0] ? c->rd.msg : "what-if: the request stream is damaged";
 }
 
-/* The varint at c->p; most take one byte. Sets c->bad past the end. */
-static inline uint64_t get_varint(fsc__wcur_t *c)
-{
-    const uint8_t *p = c->p;
-    if (p < c->end && *p < 0x80) {
-        c->p = p + 1;
-        return *p;
-    }
-    uint64_t v = 0;
-    unsigned shift = 0;
-    while (p < c->end && shift < 64) {
-        uint8_t b = *p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            c->p = p;
-            return v;
-        }
-        shift += 7;
-    }
-    c->bad = 1;
-    c->p = c->end;
-    return 0;
-}
-
-static int decode(fsc__wcur_t *c, fsc__wop_t *op)
-{
-    const fsc_request_stream_t *rs = c->rs;
-    fsc__wcodec_t *st = &c->st;
-    if (c->p >= c->end)
-        return FSC_EFORMAT;
-    uint8_t h = *c->p++;
-    op->kind = h & 7;
-    op->flags = (h >> 3) & FLAG_BITS;
-    op->event = st->event += get_varint(c);
-    switch (op->kind) {
-    case FSC__WOP_ALLOC: {
-        int oom = (op->flags & FSC__WOP_F_RECORDED_OOM) != 0;
-        int k = -1;
-        if (h & H_RECENT) {
-            uint64_t v = get_varint(c);
-            if (v >= FSC__WRECENT || !st->rused[v])
-                return FSC_EFORMAT;
-            k = (int)v;
-            op->arg = st->rsize[k];
-        } else {
-            op->arg = get_varint(c);
-        }
-        uint64_t si = get_varint(c);
-        op->tag = (uint32_t)get_varint(c);
-        op->pool = (h & H_POOL) ? (uint16_t)get_varint(c) : 0;
-        op->seg = (uint32_t)get_varint(c) - 1;
-        op->slot = 0;
-        op->addr = 0;
-        if (!oom) {
-            op->slot = get_varint(c);
-            uint64_t base = k >= 0 ? st->raddr[k] : st->addr;
-            op->addr = base + unzigzag(get_varint(c));
-            st->addr = op->addr;
-            recent_note(st, k, op->arg, op->addr);
-            if (op->slot >= rs->nslots)
-                return FSC_EFORMAT;
-        }
-        if (si >= rs->nstreams)
-            return FSC_EFORMAT;
-        op->stream = rs->streams[si];
-        op->id = st->allocs++;
-        break;
-    }
-    case FSC__WOP_FREE:
-        op->arg = (op->flags & FSC__WOP_F_DELAYED) ? st->allocs - 1 - get_varint(c) : 0;
-        op->slot = get_varint(c);
-        if (op->slot >= rs->nslots)
-            return FSC_EFORMAT;
-        break;
-    case FSC__WOP_COMPLETE:
-        op->arg = st->allocs - 1 - get_varint(c);
-        op->slot = get_varint(c);
-        if (op->slot >= rs->nslots)
-            return FSC_EFORMAT;
-        break;
-    case FSC__WOP_MARKER: {
-        uint64_t n = get_varint(c);
-        if (n > (uint64_t)(c->end - c->p))
-            return FSC_EFORMAT;
-        op->text = (const char *)c->p;
-        op->text_len = (size_t)n;
-        c->p += n;
-        break;
-    }
-    case FSC__WOP_RELEASE:
-        op->arg = get_varint(c);
-        op->stream = get_varint(c);
-        break;
-    case FSC__WOP_EMPTY:
-        break;
-    default:
-        return FSC_EFORMAT;
-    }
-    return c->bad ? FSC_EFORMAT : 0;
-}
-
-/* What the stream decided after the op was coded (see the top comment). */
-static void resolve(fsc__wcur_t *c, fsc__wop_t *op)
-{
-    const fsc_request_stream_t *rs = c->rs;
-    size_t index = c->index++;
-    if (op->kind == FSC__WOP_ALLOC) {
-        if (!(op->flags & FSC__WOP_F_RECORDED_OOM) && op->seg < rs->nseg_pool &&
-            rs->seg_pool[op->seg] != 0)
-            op->pool = rs->seg_pool[op->seg];
-        while (c->k_fb < rs->nfb_ids && rs->fb_ids[c->k_fb] < op->id)
-            c->k_fb++;
-        if (c->k_fb < rs->nfb_ids && rs->fb_ids[c->k_fb] == op->id)
-            op->pool = 0;
-    } else if (op->kind == FSC__WOP_RELEASE) {
-        while (c->k_pool_only < rs->npool_only && rs->pool_only[c->k_pool_only] < index)
-            c->k_pool_only++;
-        if (c->k_pool_only < rs->npool_only && rs->pool_only[c->k_pool_only] == index)
-            op->flags |= FSC__WOP_F_POOL_ONLY;
-    }
-}
-
-int fsc__wcur_next(fsc__wcur_t *c, const fsc__wop_t **out)
+int fsc__wcur_refill(fsc__wcur_t *c, const fsc__wop_t **out)
 {
     const fsc_request_stream_t *rs = c->rs;
     while (c->left == 0) {
@@ -347,23 +207,22 @@ int fsc__wcur_next(fsc__wcur_t *c, const fsc__wop_t **out)
         if (rc < 0)
             return rc;
         if (rc == 0) {
+            /* the last op, not coded yet */
             c->tail_done = 1;
             if (!rs->has_tail)
                 return 0;
             c->op = rs->tail;
             if (c->op.kind == FSC__WOP_ALLOC)
                 c->op.id = c->st.allocs++;
-            resolve(c, &c->op);
+            fsc__wresolve(c, &c->op, c->index++);
             *out = &c->op;
             return 1;
         }
         c->end = c->p + n;
         c->left = nops;
     }
-    if (decode(c, &c->op) != 0)
-        return FSC_EFORMAT;
     c->left--;
-    resolve(c, &c->op);
+    int rc = fsc__wcur_decode(c, &c->op);
     *out = &c->op;
-    return 1;
+    return rc == 0 ? 1 : rc;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fragscope/analyzer.h"
-#include "whatif_internal.h"
+#include "whatif_cursor.h"
 
 /* Stream ids standing for "the other streams a block was used on": one per
  * delayed free, so each completes exactly when the recording says. Real

@@ -130,7 +130,7 @@ static int spill_write(fsc__wstore_t *s, const uint8_t *p, size_t n, uint64_t *o
 
 uint8_t *fsc__wstore_room(fsc__wstore_t *s, size_t n)
 {
-    if (FSC__VEC_RESERVE(s->open, s->cap_open, s->nopen + n) != 0)
+    if (FSC__VEC_RESERVE(s->open, s->cap_open, s->nopen + n + FSC__WSLACK) != 0)
         return NULL;
     return s->open + s->nopen;
 }
@@ -166,9 +166,10 @@ int fsc__wstore_seal(fsc__wstore_t *s)
     b->nops = s->open_ops;
     b->zstd = zstd;
     if (!to_file) {
-        if ((b->mem = malloc(size ? size : 1)) == NULL)
+        if ((b->mem = malloc(size + FSC__WSLACK)) == NULL)
             return FSC_ENOMEM;
         memcpy(b->mem, data, size);
+        memset(b->mem + size, 0, FSC__WSLACK);
         s->mem += size;
     } else {
         int rc = spill_write(s, data, size, &b->off);
@@ -222,7 +223,7 @@ int fsc__wreader_next(fsc__wreader_t *r, const uint8_t **p, size_t *n, uint32_t 
     if (r->next > s->nblocks)
         return 0;
     if (r->next == s->nblocks) {
-        /* the block being filled, last */
+        /* the block being filled, last (fsc__wstore_room keeps the slack) */
         r->next++;
         *p = s->open;
         *n = s->nopen;
@@ -232,8 +233,9 @@ int fsc__wreader_next(fsc__wreader_t *r, const uint8_t **p, size_t *n, uint32_t 
     const fsc__wblock_t *b = &s->blocks[r->next++];
     const uint8_t *src = b->mem;
     if (src == NULL) {
-        if (FSC__VEC_RESERVE(r->zin, r->cap_zin, b->size ? b->size : 1) != 0)
+        if (FSC__VEC_RESERVE(r->zin, r->cap_zin, b->size + FSC__WSLACK) != 0)
             return FSC_ENOMEM;
+        memset(r->zin + b->size, 0, FSC__WSLACK);
         size_t done = 0;
         while (done < b->size) {
             ssize_t got = pread(s->fd, r->zin + done, b->size - done, (off_t)(b->off + done));
@@ -254,8 +256,9 @@ int fsc__wreader_next(fsc__wreader_t *r, const uint8_t **p, size_t *n, uint32_t 
     }
     if (r->dctx == NULL && (r->dctx = ZSTD_createDCtx()) == NULL)
         return FSC_ENOMEM;
-    if (FSC__VEC_RESERVE(r->buf, r->cap_buf, b->raw ? b->raw : 1) != 0)
+    if (FSC__VEC_RESERVE(r->buf, r->cap_buf, b->raw + FSC__WSLACK) != 0)
         return FSC_ENOMEM;
+    memset(r->buf + b->raw, 0, FSC__WSLACK);
     size_t got = ZSTD_decompressDCtx(r->dctx, r->buf, b->raw, src, b->size);
     if (ZSTD_isError(got) || got != b->raw)
         return reader_fail(r, FSC_EZSTD, "a block of the request stream does not decompress", 0);

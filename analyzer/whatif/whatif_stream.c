@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fragscope/frames.h"
-#include "whatif_internal.h"
+#include "whatif_cursor.h"
 
 static int oom_host(fsc_err_t *err)
 {
@@ -212,6 +212,7 @@ static int add_release(fsc_request_stream_t *rs, const fsc_event_t *ev)
         int rc = fsc__wops_push(rs, FSC__WOP_RELEASE, rs->cur_reserved, &r);
         if (rc != 0)
             return rc;
+        rs->nreleases++;
         if (explained)
             r->flags |= FSC__WOP_F_EXPLAINED;
         rs->open_release = rs->nops;
@@ -463,14 +464,17 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
                     : 0.0;
     uint64_t cap = fsc__wstream_recorded_cap(rs);
     out->inferred_empty_caches = 0;
-    fsc__wcur_t c;
-    fsc__wcur_open(&c, rs);
-    const fsc__wop_t *op;
-    int rc;
-    while ((rc = fsc__wcur_next(&c, &op)) == 1)
-        if (op->kind == FSC__WOP_RELEASE && fsc__wop_release_is_program(op, cap, gc))
-            out->inferred_empty_caches++;
-    fsc__wcur_close(&c);
+    int rc = 0;
+    if (rs->nreleases > 0) {
+        /* one pass over the ops (the figure depends on the whole stream) */
+        fsc__wcur_t c;
+        fsc__wcur_open(&c, rs);
+        const fsc__wop_t *op;
+        while ((rc = fsc__wcur_next(&c, &op)) == 1)
+            if (op->kind == FSC__WOP_RELEASE && fsc__wop_release_is_program(op, cap, gc))
+                out->inferred_empty_caches++;
+        fsc__wcur_close(&c);
+    }
     out->pool_releases = rs->npool_rel;
     if (rs->info.recorded_ooms > 0 && (rs->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) != 0) {
         out->capacity_lower = rs->info.recorded_peak_reserved;
