@@ -123,7 +123,9 @@ struct fsc__pstream {
 /* Internal to the stream: see skip_frames. Not an FSC_E* code. */
 #define FSC__PICKLE_ESKIPPED (-1000)
 
-/* Fails only with FSC_ENOMEM; cb (may be NULL) gets progress only. */
+/* Fails only with FSC_ENOMEM; cb (may be NULL) gets progress only, from the
+ * calling thread, in order. Large inputs are scanned on several threads
+ * (pickle_scan.c), with the same result. */
 int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc__pscan_t **out);
 
 int fsc__pickle_stream(const void *data, size_t len, const char *name, const fsc__pscan_t *scan,

@@ -3,11 +3,64 @@
  * over the opcodes that notes which memo indices a GET reads again and how
  * often, so that the parse (pickle.c) keeps those memo entries and no
  * others, and frees each after its last read.
+ *
+ * On large inputs the walk runs on several cores. Pickles of protocols 4
+ * and 5 are cut into frames (FRAME and an 8-byte length, about 64 KiB
+ * each, no opcode straddling two; a large string or bytes may sit between
+ * two frames). Hopping the chain of FRAME headers from the start, 9 bytes
+ * read per frame (the few opcodes between frames stepped over one by one),
+ * gives opcode boundaries spread over the file without reading what lies
+ * between them. The file is cut there into ranges, a few per thread, which
+ * a pool of threads takes in order. Each range is walked exactly as the
+ * sequential walk would (arguments are checked against the whole input,
+ * not the range) and its GETs are counted straight into the shared result:
+ * an index's bit is tested before it is set, its read count is a
+ * saturating increment, so the indices read all the time (dict keys,
+ * shared frames) saturate early, are only read from then on and their
+ * cache lines stay shared between cores. A saturating sum does not depend
+ * on the order of its terms, so the counts are those of one walk.
+ *
+ * The headers are a hint, never trusted: a range is known to start at an
+ * opcode boundary when the range before it, itself known to, ends exactly
+ * where it begins (the first starts at 0). A range whose last opcode runs
+ * past its end (a FRAME whose length lies, a boundary inside an opcode)
+ * sends the whole scan back to the sequential walk. A range that stops
+ * (STOP, an unsupported opcode, a truncated argument: wherever the parser
+ * will stop with an error) voids every later one, whose counts are in the
+ * shared arrays already: the ranges up to it are walked again, alone.
+ * Pickles of protocols 0-3 (no frames), inputs under 8 MiB and
+ * FRAGSCOPE_THREADS=1 take the sequential walk.
+ *
+ * Memory. The sequential walk holds 1 bit and 1 byte per memo index, up
+ * to the highest index read, and grows them as it goes. Threads must not
+ * reallocate under each other, so the parallel walk allocates the same two
+ * arrays at once for every index the walk can count (any below the input's
+ * length): 1.125 bytes of address space per input byte, zeroed lazily by
+ * the kernel, of which only the pages up to the highest index read are
+ * touched, as in the sequential walk. At the end they shrink to the
+ * sequential walk's sizes. Each thread adds its stack and a few words, each
+ * range 48 bytes. Where the address space is refused the walk is
+ * sequential.
+ *
+ * Progress is reported from the calling thread only, in increasing order:
+ * within the first range as it is walked, then as the prefix of ranges
+ * done grows (a rerun or the fallback reports only past what was reported).
  */
 #include "pickle_scan.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#define FSC__PSCAN_EVERY ((size_t)4 << 20)    /* progress every 4 MiB */
+#define FSC__PSCAN_PAR_MIN ((size_t)8 << 20)  /* smaller inputs: one walk */
+#define FSC__PSCAN_MAX_THREADS 16u
+#define FSC__PSCAN_RANGES_PER_THREAD 4u
+#define FSC__PSCAN_MAX_RANGES 65536u
+/* Opcodes stepped over between two frames before the hop gives up (the
+ * rest is one range): Python writes one opcode there per large string. */
+#define FSC__PSCAN_MAX_BETWEEN 4096u
 
 static uint64_t rd_le(const uint8_t *p, size_t n)
 {
@@ -56,58 +109,115 @@ static size_t text_end(const uint8_t *p, size_t len, size_t pos)
     return nl == NULL ? SIZE_MAX : (size_t)(nl - p) + 1;
 }
 
-int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc__pscan_t **out)
+/* ---- one walk ------------------------------------------------------------ */
+
+/* Progress of the calling thread: reported at most every 4 MiB, and only
+ * past what was reported already. */
+typedef struct prog {
+    const fsc__pstream_t *cb;
+    size_t len;
+    size_t next; /* no report before this position */
+    size_t done; /* last position reported */
+} prog_t;
+
+static void progress_at(prog_t *g, size_t pos)
 {
-    const uint8_t *p = data;
-    fsc__pscan_t *sc = calloc(1, sizeof *sc);
-    if (sc == NULL)
-        return FSC_ENOMEM;
-    size_t pos = 0;
-    int rc = 0;
-    /* Walks the opcodes as the parser does and stops quietly wherever the
-     * parser will stop with an error (or at STOP): references past that
-     * point are never resolved. */
-    size_t every = (size_t)4 << 20, next_progress = every;
-    while (rc == 0 && pos < len) {
-        if (pos >= next_progress && cb != NULL && cb->progress != NULL) {
-            cb->progress(cb->ud, pos, len);
-            next_progress = pos + every;
-        }
+    if (pos < g->next || pos >= g->len)
+        return;
+    g->next = pos + FSC__PSCAN_EVERY;
+    if (g->cb != NULL && g->cb->progress != NULL && pos > g->done) {
+        g->done = pos;
+        g->cb->progress(g->cb->ud, pos, g->len);
+    }
+}
+
+enum { COUNT_NONE, COUNT_OWN, COUNT_SHARED };
+enum { WALK_END = 1, WALK_STOP = 2 };
+
+typedef struct walk {
+    const uint8_t *p;
+    size_t len;       /* the whole input: arguments are checked against it */
+    fsc__pscan_t *sc; /* COUNT_OWN: arrays grown as indices appear */
+    uint64_t *bits;   /* COUNT_SHARED: arrays for any index below len */
+    uint8_t *reads;
+    uint64_t top;     /* COUNT_SHARED: highest index counted, plus 1 */
+    prog_t *prog;     /* NULL: no progress from this walk */
+} walk_t;
+
+/* One GET counted into arrays that other threads count into as well. */
+static inline void ref_shared(walk_t *w, uint64_t idx)
+{
+    if (idx >= w->len)
+        return; /* out of range: the parser reports it */
+    uint64_t *word = &w->bits[idx >> 6], bit = 1ull << (idx & 63);
+    if (!(__atomic_load_n(word, __ATOMIC_RELAXED) & bit))
+        __atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
+    uint8_t *r = &w->reads[idx];
+    uint8_t v = __atomic_load_n(r, __ATOMIC_RELAXED);
+    while (v < FSC__PSCAN_MANY &&
+           !__atomic_compare_exchange_n(r, &v, (uint8_t)(v + 1), 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+    if (idx >= w->top)
+        w->top = idx + 1;
+}
+
+#define WALK_REF(idx)                                                                    \
+    do {                                                                                 \
+        if (mode == COUNT_OWN) {                                                         \
+            int rc_ = scan_ref(w->sc, (idx), len);                                       \
+            if (rc_ != 0)                                                                \
+                return rc_;                                                              \
+        } else if (mode == COUNT_SHARED) {                                               \
+            ref_shared(w, (idx));                                                        \
+        }                                                                                \
+    } while (0)
+
+/* Walks the opcodes from pos as the parser does, while pos < end, and
+ * stops wherever the parser will stop with an error (or at STOP):
+ * references past that point are never resolved. Returns WALK_STOP there,
+ * WALK_END once pos >= end (*at: where it got to, past end when the last
+ * opcode runs over it), or FSC_ENOMEM. mode is a constant at every call,
+ * so each use gets its own copy of the loop. */
+__attribute__((always_inline)) static inline int walk(walk_t *w, int mode, size_t pos, size_t end,
+                                                      size_t *at)
+{
+    const uint8_t *p = w->p;
+    size_t len = w->len;
+    while (pos < end) {
+        if (w->prog != NULL && pos >= w->prog->next)
+            progress_at(w->prog, pos);
         uint8_t op = p[pos++];
         size_t fixed = 0, lenbytes = 0;
         switch (op) {
-        case '.': pos = len; continue;
+        case '.': goto stop;
         case 0x80: case 'K': case 'q': case 'U': case 'C': case 0x8a: case 0x8c: fixed = 1; break;
         case 'M': fixed = 2; break;
         case 'J': case 'r': case 'X': case 'T': case 'B': case 0x8b: fixed = 4; break;
         case 'G': case 0x95: case 0x8d: case 0x8e: case 0x96: fixed = 8; break;
         case 'h':
             if (pos + 1 > len)
-                pos = len;
-            else
-                rc = scan_ref(sc, p[pos++], len);
+                goto stop;
+            WALK_REF(p[pos]);
+            pos++;
             continue;
         case 'j':
             if (pos + 4 > len)
-                pos = len;
-            else {
-                rc = scan_ref(sc, rd_le(p + pos, 4), len);
-                pos += 4;
-            }
+                goto stop;
+            WALK_REF(rd_le(p + pos, 4));
+            pos += 4;
             continue;
         case 'I': case 'L': case 'F': case 'V': case 'S': case 'p': case 'g': {
             size_t e = text_end(p, len, pos);
-            if (e == SIZE_MAX) {
-                pos = len;
-                continue;
-            }
+            if (e == SIZE_MAX)
+                goto stop;
             if (op == 'g') {
                 uint64_t v = 0;
                 size_t i = pos;
                 for (; i + 1 < e && p[i] >= '0' && p[i] <= '9' && v < len; i++)
                     v = v * 10 + (uint64_t)(p[i] - '0');
                 if (i + 1 == e && i > pos)
-                    rc = scan_ref(sc, v, len);
+                    WALK_REF(v);
             }
             pos = e;
             continue;
@@ -116,32 +226,38 @@ int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc
         case '1': case '2': case 's': case 'u': case 'a': case 'e': case 't': case 0x85:
         case 0x86: case 0x87: case 'd': case 'l': case 0x94:
             continue;
-        default: pos = len; continue; /* unsupported: the parser stops here */
+        default: goto stop; /* unsupported: the parser stops here */
         }
         /* opcodes with a fixed argument, some of them a length */
         if (op == 0x8a || op == 0x8b || op == 0x8c || op == 'X' || op == 0x8d || op == 'U' ||
             op == 'T' || op == 'C' || op == 'B' || op == 0x8e || op == 0x96)
             lenbytes = fixed;
-        if (len - pos < fixed) {
-            pos = len;
-            continue;
-        }
+        if (len - pos < fixed)
+            goto stop;
         if (lenbytes) {
             uint64_t n = rd_le(p + pos, lenbytes);
             pos += lenbytes;
             if (n > len - pos)
-                pos = len;
-            else
-                pos += (size_t)n;
+                goto stop;
+            pos += (size_t)n;
         } else {
             pos += fixed;
         }
     }
-    if (rc == 0 && sc->words > 0 && (sc->rank = malloc(sc->words * sizeof *sc->rank)) == NULL)
-        rc = FSC_ENOMEM;
-    if (rc != 0) {
+    *at = pos;
+    return WALK_END;
+stop:
+    *at = pos;
+    return WALK_STOP;
+}
+
+/* Ranks, and reads by slot (slots are the referenced indices in order; the
+ * reads move in place). Frees sc on failure. */
+static int scan_finish(fsc__pscan_t *sc, fsc__pscan_t **out)
+{
+    if (sc->words > 0 && (sc->rank = malloc(sc->words * sizeof *sc->rank)) == NULL) {
         fsc__pscan_free(sc);
-        return rc;
+        return FSC_ENOMEM;
     }
     size_t n = 0;
     for (size_t w = 0; w < sc->words; w++) {
@@ -149,7 +265,6 @@ int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc
         n += popcount64(sc->bits[w]);
     }
     sc->refs = n;
-    /* reads by slot (slots are the referenced indices in order), in place */
     size_t slot = 0;
     for (size_t w = 0; w < sc->words; w++) {
         for (uint64_t b = sc->bits[w]; b != 0; b &= b - 1) {
@@ -159,6 +274,273 @@ int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc
     }
     *out = sc;
     return 0;
+}
+
+static int scan_sequential(const uint8_t *p, size_t len, prog_t *g, fsc__pscan_t **out)
+{
+    fsc__pscan_t *sc = calloc(1, sizeof *sc);
+    if (sc == NULL)
+        return FSC_ENOMEM;
+    walk_t w = {p, len, sc, NULL, NULL, 0, g};
+    size_t at;
+    g->next = FSC__PSCAN_EVERY;
+    int rc = walk(&w, COUNT_OWN, 0, len, &at);
+    if (rc < 0) {
+        fsc__pscan_free(sc);
+        return rc;
+    }
+    return scan_finish(sc, out);
+}
+
+/* ---- ranges on several threads ------------------------------------------ */
+
+enum { R_EXACT = 1, R_STOP, R_PAST };
+
+typedef struct prange {
+    size_t start, end; /* end: the next range's start, or the input's length */
+    uint64_t top;      /* highest index counted, plus 1 */
+    int how;           /* R_*: ended at end exactly, stopped, ran past end */
+    int done;          /* set (release) once the fields above are */
+} prange_t;
+
+typedef struct ppool {
+    walk_t base; /* input and shared arrays */
+    prange_t *r;
+    size_t nr;
+    size_t next;  /* next range to take (atomic) */
+    size_t limit; /* ranges from here on are void (atomic) */
+} ppool_t;
+
+static void run_range(ppool_t *pl, size_t i, prog_t *g)
+{
+    prange_t *r = &pl->r[i];
+    walk_t w = pl->base;
+    w.prog = g;
+    size_t at = 0;
+    int how = walk(&w, COUNT_SHARED, r->start, r->end, &at);
+    r->how = how == WALK_STOP ? R_STOP : at == r->end ? R_EXACT : R_PAST;
+    r->top = w.top;
+    if (r->how != R_EXACT) { /* later ranges are void: take no more of them */
+        size_t lim = __atomic_load_n(&pl->limit, __ATOMIC_RELAXED);
+        while (i + 1 < lim && !__atomic_compare_exchange_n(&pl->limit, &lim, i + 1, 1,
+                                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+    }
+    __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+/* Ranges walked without a gap from the start: progress up to there. */
+static void report_prefix(ppool_t *pl, prog_t *g, size_t *pfx)
+{
+    while (*pfx < pl->nr && __atomic_load_n(&pl->r[*pfx].done, __ATOMIC_ACQUIRE) &&
+           pl->r[*pfx].how == R_EXACT)
+        ++*pfx;
+    progress_at(g, *pfx < pl->nr ? pl->r[*pfx].start : pl->base.len);
+}
+
+static void take_ranges(ppool_t *pl, prog_t *g, size_t *pfx)
+{
+    for (;;) {
+        size_t i = __atomic_fetch_add(&pl->next, 1, __ATOMIC_RELAXED);
+        if (i >= pl->nr || i >= __atomic_load_n(&pl->limit, __ATOMIC_RELAXED))
+            return;
+        run_range(pl, i, NULL);
+        if (g != NULL)
+            report_prefix(pl, g, pfx);
+    }
+}
+
+static void *range_worker(void *arg)
+{
+    take_ranges(arg, NULL, NULL);
+    return NULL;
+}
+
+/* Walks ranges 0..nr-1 of pl on up to 'threads' threads (the caller's one
+ * included, which takes range 0 and reports progress). */
+static void run_pool(ppool_t *pl, unsigned threads, prog_t *g)
+{
+    for (size_t i = 0; i < pl->nr; i++)
+        pl->r[i].done = 0;
+    pl->next = 1;
+    pl->limit = pl->nr;
+    pthread_t tid[FSC__PSCAN_MAX_THREADS];
+    unsigned started = 0;
+    if (threads > pl->nr)
+        threads = (unsigned)pl->nr;
+    for (unsigned t = 1; t < threads && t < FSC__PSCAN_MAX_THREADS; t++) {
+        if (pthread_create(&tid[started], NULL, range_worker, pl) != 0)
+            break; /* fewer threads: the ranges are taken by the others */
+        started++;
+    }
+    size_t pfx = 0;
+    g->next = FSC__PSCAN_EVERY;
+    run_range(pl, 0, g);
+    report_prefix(pl, g, &pfx);
+    take_ranges(pl, g, &pfx);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    report_prefix(pl, g, &pfx);
+}
+
+size_t fsc__pickle_scan_cuts(const void *data, size_t len, size_t want, size_t *cuts)
+{
+    const uint8_t *p = data;
+    cuts[0] = 0;
+    size_t n = 1;
+    if (want < 2 || len < 2 || p[0] != 0x80 || p[1] < 4)
+        return 1; /* protocols 0-3 have no frames */
+    walk_t w = {p, len, NULL, NULL, NULL, 0, NULL};
+    size_t pos = 0, between = 0, step = len / want;
+    while (pos < len && n < want) {
+        if (p[pos] == 0x95 && len - pos >= 9) {
+            uint64_t fl = rd_le(p + pos + 1, 8);
+            if (fl > len - pos - 9)
+                break; /* a frame past the end: the parser will say so */
+            if (pos >= step * n)
+                cuts[n++] = pos;
+            pos += 9 + (size_t)fl;
+            between = 0;
+        } else {
+            size_t at;
+            if (++between > FSC__PSCAN_MAX_BETWEEN ||
+                walk(&w, COUNT_NONE, pos, pos + 1, &at) != WALK_END)
+                break; /* unframed, or the parser stops here */
+            pos = at;
+        }
+    }
+    return n;
+}
+
+static unsigned online_threads(void)
+{
+    const char *t = getenv("FRAGSCOPE_THREADS");
+    if (t != NULL && strcmp(t, "1") == 0)
+        return 1;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        return 1;
+    return n > (long)FSC__PSCAN_MAX_THREADS ? FSC__PSCAN_MAX_THREADS : (unsigned)n;
+}
+
+/* Shared arrays to the sequential walk's sizes: words and reads grow from
+ * 1024 and 65536 by doubling until the highest index read fits. */
+static int shared_result(ppool_t *pl, size_t words_have, fsc__pscan_t **out)
+{
+    uint64_t top = 0;
+    for (size_t i = 0; i < pl->nr; i++)
+        if (pl->r[i].top > top)
+            top = pl->r[i].top;
+    fsc__pscan_t *sc = calloc(1, sizeof *sc);
+    if (sc == NULL)
+        return FSC_ENOMEM;
+    sc->ranges = pl->nr;
+    if (top == 0) {
+        free(pl->base.bits);
+        free(pl->base.reads);
+        return scan_finish(sc, out);
+    }
+    size_t max = (size_t)(top - 1), words = 1024, nreads = 65536;
+    while (words <= (max >> 6))
+        words *= 2;
+    while (nreads <= max)
+        nreads *= 2;
+    size_t reads_have = pl->base.len;
+    sc->bits = pl->base.bits;
+    sc->reads = pl->base.reads;
+    uint64_t *nb = realloc(sc->bits, words * sizeof *nb);
+    uint8_t *nr = nb == NULL ? NULL : realloc(sc->reads, nreads);
+    if (nb != NULL)
+        sc->bits = nb;
+    if (nr != NULL)
+        sc->reads = nr;
+    if (nb == NULL || nr == NULL) {
+        fsc__pscan_free(sc);
+        return FSC_ENOMEM;
+    }
+    if (words > words_have)
+        memset(sc->bits + words_have, 0, (words - words_have) * sizeof *sc->bits);
+    if (nreads > reads_have)
+        memset(sc->reads + reads_have, 0, nreads - reads_have);
+    sc->words = words;
+    sc->nreads = nreads;
+    return scan_finish(sc, out);
+}
+
+int fsc__pickle_scan_split(const void *data, size_t len, const fsc__pstream_t *cb,
+                           size_t ranges, unsigned threads, fsc__pscan_t **out)
+{
+    const uint8_t *p = data;
+    prog_t g = {cb, len, FSC__PSCAN_EVERY, 0};
+    if (ranges > FSC__PSCAN_MAX_RANGES)
+        ranges = FSC__PSCAN_MAX_RANGES;
+    if (threads < 1)
+        threads = 1;
+    size_t *cuts = ranges > 1 ? malloc(ranges * sizeof *cuts) : NULL;
+    size_t nr = cuts != NULL ? fsc__pickle_scan_cuts(p, len, ranges, cuts) : 1;
+    ppool_t pl;
+    memset(&pl, 0, sizeof pl);
+    pl.r = nr > 1 ? calloc(nr, sizeof *pl.r) : NULL;
+    size_t words_have = (len + 63) / 64;
+    if (pl.r != NULL) {
+        pl.base.p = p;
+        pl.base.len = len;
+        for (size_t i = 0; i < nr; i++) {
+            pl.r[i].start = cuts[i];
+            pl.r[i].end = i + 1 < nr ? cuts[i + 1] : len;
+        }
+        pl.nr = nr;
+    }
+    free(cuts);
+    int rc = 1; /* 1: not done in parallel */
+    while (pl.nr > 1) {
+        pl.base.bits = calloc(words_have, sizeof *pl.base.bits);
+        pl.base.reads = calloc(len, 1);
+        if (pl.base.bits == NULL || pl.base.reads == NULL)
+            break;
+        run_pool(&pl, threads, &g);
+        size_t f = 0;
+        while (f < pl.nr && pl.r[f].how == R_EXACT)
+            f++;
+        if (f + 1 >= pl.nr) { /* every range joins the next; the last may stop */
+            rc = shared_result(&pl, words_have, out);
+            pl.base.bits = NULL;
+            pl.base.reads = NULL;
+            break;
+        }
+        if (pl.r[f].how == R_PAST)
+            break; /* a cut inside an opcode: the frames lied */
+        /* range f stops: the later ones are void; walk 0..f again alone */
+        int later = 0;
+        for (size_t i = f + 1; i < pl.nr; i++)
+            later |= pl.r[i].done;
+        pl.nr = f + 1;
+        if (!later) {
+            rc = shared_result(&pl, words_have, out);
+            pl.base.bits = NULL;
+            pl.base.reads = NULL;
+            break;
+        }
+        free(pl.base.bits);
+        free(pl.base.reads);
+        pl.base.bits = NULL;
+        pl.base.reads = NULL;
+    }
+    free(pl.base.bits);
+    free(pl.base.reads);
+    free(pl.r);
+    if (rc <= 0)
+        return rc;
+    return scan_sequential(p, len, &g, out);
+}
+
+int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc__pscan_t **out)
+{
+    unsigned threads = online_threads();
+    if (threads < 2 || len < FSC__PSCAN_PAR_MIN)
+        return fsc__pickle_scan_split(data, len, cb, 1, 1, out);
+    return fsc__pickle_scan_split(data, len, cb, (size_t)threads * FSC__PSCAN_RANGES_PER_THREAD,
+                                  threads, out);
 }
 
 void fsc__pscan_free(fsc__pscan_t *sc)

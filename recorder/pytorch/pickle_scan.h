@@ -20,6 +20,7 @@ struct fsc__pscan {
      * by index during the scan, then by slot. */
     uint8_t *reads;
     size_t nreads;
+    size_t ranges; /* ranges walked in parallel; 0: one walk (the result is the same) */
 };
 
 #define FSC__PSCAN_MANY 255u
@@ -45,5 +46,17 @@ static inline size_t scan_slot(const fsc__pscan_t *sc, uint64_t idx)
         return SIZE_MAX;
     return sc->rank[w] + popcount64(b & (bit - 1));
 }
+
+/* fsc__pickle_scan with the input cut into at most 'ranges' ranges at
+ * frame boundaries, walked on at most 'threads' threads (the caller's one
+ * included), whatever the input's length; ranges <= 1: one walk. The result
+ * is the same in every case (tests force many small ranges with it). */
+int fsc__pickle_scan_split(const void *data, size_t len, const fsc__pstream_t *cb,
+                           size_t ranges, unsigned threads, fsc__pscan_t **out);
+/* Where fsc__pickle_scan_split cuts: up to 'want' (>= 1) starts of ranges
+ * of about equal length into cuts; cuts[0] is 0, the others FRAME opcodes
+ * found by hopping the chain of frames (hints: the walk checks them).
+ * Returns how many (1: no frames to cut at). */
+size_t fsc__pickle_scan_cuts(const void *data, size_t len, size_t want, size_t *cuts);
 
 #endif
