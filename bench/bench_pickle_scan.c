@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_pickle_scan: cannot map %s\n", snap);
         return 2;
     }
-    size_t ranges = (size_t)threads * 4;
+    size_t ranges = fsc__pickle_scan_ranges(len, (unsigned)threads);
     double best[3] = {1e30, 1e30, 1e30};
     int all_same = 1;
     size_t refs = 0, used = 0, words = 0;

@@ -41,11 +41,36 @@ static size_t check_same(const void *data, size_t len, size_t ranges, unsigned t
     return n;
 }
 
-static size_t cuts_of(const void *data, size_t len, size_t **cuts)
+/* The starts of 'want' ranges; 1 when the input is not cut. */
+static size_t cuts_of(const void *data, size_t len, size_t want, size_t **cuts)
 {
-    *cuts = malloc(65536 * sizeof **cuts);
+    *cuts = malloc(want * sizeof **cuts);
     CU_ASSERT_PTR_NOT_NULL_FATAL(*cuts);
-    return fsc__pickle_scan_cuts(data, len, 65536, *cuts);
+    return fsc__pickle_scan_cuts(data, len, want, *cuts);
+}
+
+/* The distinct boundaries among n cuts (ranges may be empty), in order,
+ * 0 and the input's end left out: FRAME opcodes. */
+static size_t frames_of(const size_t *cuts, size_t n, size_t len, size_t *out)
+{
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++)
+        if (cuts[i] != cuts[i - 1] && cuts[i] < len)
+            out[k++] = cuts[i];
+    return k;
+}
+
+/* Ranges the parallel scan walks when the walk stops at pos: those up to
+ * the one holding pos (0: the input is not cut). */
+static size_t ranges_to(const void *data, size_t len, size_t want, size_t pos)
+{
+    size_t *cuts;
+    size_t n = cuts_of(data, len, want, &cuts), j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (cuts[i] <= pos)
+            j = i;
+    free(cuts);
+    return n > 1 ? j + 1 : 0;
 }
 
 /* Every pickle shipped (snapshots, real recordings, hostile inputs), cut
@@ -54,7 +79,7 @@ static void test_same_on_every_pickle(void)
 {
     static const char *dirs[] = {"pytorch", "pytorch/hostile", "pytorch/scan", "gpu",
                                  "gpu/ranks"};
-    static const size_t ranges[] = {2, 7, 64, 65536};
+    static const size_t ranges[] = {2, 7, 64, 4096};
     unsigned files = 0, cut = 0;
     for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
         char dir[1024];
@@ -73,13 +98,15 @@ static void test_same_on_every_pickle(void)
             char *data = fsc_test_slurp(path, &len);
             CU_ASSERT_PTR_NOT_NULL_FATAL(data);
             size_t *cuts;
-            size_t ncuts = cuts_of(data, len, &cuts);
+            size_t ncuts = cuts_of(data, len, 4096, &cuts);
             for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
                 for (unsigned t = 1; t <= 3; t += 2) {
                     size_t n = check_same(data, len, ranges[r], t, path);
                     /* frames to cut at: it did run in ranges, all of them */
-                    if (ranges[r] == 65536 && strcmp(dirs[d], "pytorch/hostile") != 0)
-                        CU_ASSERT_EQUAL(n, ncuts > 1 ? ncuts : 0);
+                    if (ranges[r] == 4096 && strcmp(dirs[d], "pytorch/hostile") != 0) {
+                        CU_ASSERT_EQUAL(data[len - 1], '.');
+                        CU_ASSERT_EQUAL(n, ranges_to(data, len, 4096, len - 1));
+                    }
                 }
             }
             cut += ncuts > 1;
@@ -101,23 +128,28 @@ static void test_small_frames_cut_everywhere(void)
     size_t len = 0;
     char *data = fsc_test_slurp(fsc_test_data("pytorch/scan/small_frames.pickle"), &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
-    size_t *cuts;
-    size_t n = cuts_of(data, len, &cuts);
-    CU_ASSERT(n > 6000);
+    size_t *cuts, *fr = malloc(65536 * sizeof *fr);
+    CU_ASSERT_EQUAL_FATAL(cuts_of(data, len, 65536, &cuts), 65536);
     CU_ASSERT_EQUAL(cuts[0], 0);
+    size_t n = frames_of(cuts, 65536, len, fr);
+    CU_ASSERT(n > 6000);
     unsigned after_gap = 0;
-    for (size_t i = 1; i < n; i++) {
-        CU_ASSERT_EQUAL((unsigned char)data[cuts[i]], 0x95);
-        CU_ASSERT(cuts[i] > cuts[i - 1]);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL((unsigned char)data[fr[i]], 0x95);
+        CU_ASSERT(i == 0 || fr[i] > fr[i - 1]);
         uint64_t fl = 0;
         for (int b = 0; b < 8; b++)
-            fl |= (uint64_t)(unsigned char)data[cuts[i - 1] + 1 + b] << (8 * b);
-        if (i > 1 && cuts[i - 1] + 9 + fl != cuts[i])
+            fl |= (uint64_t)(unsigned char)data[fr[i] + 1 + b] << (8 * b);
+        if (i + 1 < n && fr[i] + 9 + fl != fr[i + 1])
             after_gap++; /* opcodes between the two frames */
     }
     CU_ASSERT(after_gap > 50);
-    CU_ASSERT_EQUAL(check_same(data, len, 65536, 4, "small frames"), n);
+    for (size_t i = 1; i < 65536; i++)
+        CU_ASSERT_FATAL(cuts[i] >= cuts[i - 1]);
+    CU_ASSERT_EQUAL(check_same(data, len, 65536, 4, "small frames"),
+                    ranges_to(data, len, 65536, len - 1));
     CU_ASSERT_EQUAL(check_same(data, len, 100, 2, "small frames"), 100);
+    free(fr);
     free(cuts);
     free(data);
 }
@@ -129,16 +161,18 @@ static void test_truncated_at_boundaries(void)
     size_t len = 0;
     char *data = fsc_test_slurp(fsc_test_data("pytorch/scan/small_frames.pickle"), &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
-    size_t *cuts;
-    size_t n = cuts_of(data, len, &cuts);
+    size_t *cuts, *fr = malloc(16384 * sizeof *fr);
+    size_t n = frames_of(cuts, cuts_of(data, len, 16384, &cuts), len, fr);
+    CU_ASSERT(n > 6000);
     static const long delta[] = {-1, 0, 1, 8, 9, 10};
-    for (size_t i = 1; i < n; i += 40) {
+    for (size_t i = 0; i < n; i += 40) {
         for (size_t d = 0; d < sizeof delta / sizeof delta[0]; d++) {
-            size_t at = (size_t)((long)cuts[i] + delta[d]);
-            check_same(data, at, 65536, 3, "truncated");
+            size_t at = (size_t)((long)fr[i] + delta[d]);
+            check_same(data, at, 16384, 3, "truncated");
             check_same(data, at, 8, 2, "truncated");
         }
     }
+    free(fr);
     free(cuts);
     free(data);
 }
@@ -151,24 +185,34 @@ static void test_stop_in_a_later_range(void)
     size_t len = 0;
     char *data = fsc_test_slurp(fsc_test_data("pytorch/scan/small_frames.pickle"), &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
-    size_t *cuts;
-    size_t n = cuts_of(data, len, &cuts);
+    size_t *cuts, *fr = malloc(16384 * sizeof *fr);
+    size_t n = frames_of(cuts, cuts_of(data, len, 16384, &cuts), len, fr);
     static const unsigned char ops[] = {'.', 0xff, 'R'};
     for (size_t i = 3; i < n; i += n / 7) {
         for (size_t o = 0; o < sizeof ops; o++) {
-            char keep = data[cuts[i] + 9];
-            data[cuts[i] + 9] = (char)ops[o];
-            /* range i stops: ranges 0..i are walked again, alone */
-            CU_ASSERT_EQUAL(check_same(data, len, 65536, 3, "stop inside"), i + 1);
+            size_t at = fr[i] + 9;
+            char keep = data[at];
+            data[at] = (char)ops[o];
+            /* the range holding it stops: the ranges up to it walked again */
+            size_t want = ranges_to(data, len, 16384, at);
+            CU_ASSERT(want > 1);
+            CU_ASSERT_EQUAL(check_same(data, len, 16384, 3, "stop inside"), want);
+            /* the later ranges walked too: their counts voided */
+            CU_ASSERT_EQUAL(check_same(data, len, 16384, 3 | FSC__PSCAN_ALL, "stop inside"), want);
             check_same(data, len, 5, 2, "stop inside");
-            data[cuts[i] + 9] = keep;
-            keep = data[cuts[i]];
-            data[cuts[i]] = (char)ops[o];
-            /* no frame there: the last range holds it */
-            CU_ASSERT_EQUAL(check_same(data, len, 65536, 3, "stop at a cut"), i);
-            data[cuts[i]] = keep;
+            data[at] = keep;
+            at = fr[i]; /* in place of the FRAME opcode */
+            keep = data[at];
+            data[at] = (char)ops[o];
+            want = ranges_to(data, len, 16384, at);
+            CU_ASSERT(want > 1);
+            CU_ASSERT_EQUAL(check_same(data, len, 16384, 3, "stop at a cut"), want);
+            CU_ASSERT_EQUAL(check_same(data, len, 16384, 3 | FSC__PSCAN_ALL, "stop at a cut"),
+                            want);
+            data[at] = keep;
         }
     }
+    free(fr);
     free(cuts);
     free(data);
 }
@@ -185,33 +229,34 @@ static void test_frame_lengths_lie(void)
     size_t len = 0;
     char *data = fsc_test_slurp(fsc_test_data("pytorch/scan/small_frames.pickle"), &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
-    size_t *cuts;
-    size_t n = cuts_of(data, len, &cuts);
+    size_t *cuts, *fr = malloc(16384 * sizeof *fr);
+    size_t n = frames_of(cuts, cuts_of(data, len, 16384, &cuts), len, fr);
     static const long lie[] = {-9, -2, -1, 1, 2, 3, 9, 100, 4000};
     for (size_t i = 1; i + 1 < n; i += n / 9) {
         char keep[8];
-        memcpy(keep, data + cuts[i] + 1, 8);
+        memcpy(keep, data + fr[i] + 1, 8);
         uint64_t fl = 0;
         for (int b = 0; b < 8; b++)
             fl |= (uint64_t)(unsigned char)keep[b] << (8 * b);
         for (size_t l = 0; l < sizeof lie / sizeof lie[0]; l++) {
-            put_le(data + cuts[i] + 1, (uint64_t)((long)fl + lie[l]));
-            check_same(data, len, 65536, 3, "frame lies");
+            put_le(data + fr[i] + 1, (uint64_t)((long)fl + lie[l]));
+            check_same(data, len, 16384, 3, "frame lies");
             check_same(data, len, 16, 2, "frame lies");
         }
-        put_le(data + cuts[i] + 1, 0);
-        check_same(data, len, 65536, 3, "frame of 0");
-        put_le(data + cuts[i] + 1, UINT64_MAX);
-        check_same(data, len, 65536, 3, "frame past the end");
-        memcpy(data + cuts[i] + 1, keep, 8);
+        put_le(data + fr[i] + 1, 0);
+        check_same(data, len, 16384, 3, "frame of 0");
+        put_le(data + fr[i] + 1, UINT64_MAX);
+        check_same(data, len, 16384, 3, "frame past the end");
+        memcpy(data + fr[i] + 1, keep, 8);
     }
+    free(fr);
     free(cuts);
     free(data);
 }
 
-/* A lying FRAME that leads the hop into a string holding what looks like a
- * FRAME header, itself chained to the real next frame: the cut there is
- * inside an opcode, and the scan falls back to one walk. */
+/* A lying FRAME that points into a string holding what looks like a FRAME
+ * header, itself chained to the real next frame: a cut there is inside an
+ * opcode, and the scan falls back to one walk. */
 static void test_cut_inside_an_opcode(void)
 {
     char p[512];
@@ -238,20 +283,24 @@ static void test_cut_inside_an_opcode(void)
     }
     p[n++] = '.';
     put_le(p + f2 + 1, n - f2 - 9);
-    CU_ASSERT_EQUAL(check_same(p, n, 65536, 2, "honest frames"), 3);
+    size_t *cuts, fr[4];
+    CU_ASSERT_EQUAL(frames_of(cuts, cuts_of(p, n, 1000, &cuts), n, fr), 2);
+    CU_ASSERT_EQUAL(fr[0], 2);
+    CU_ASSERT_EQUAL(fr[1], f2);
+    free(cuts);
+    CU_ASSERT_EQUAL(check_same(p, n, 1000, 2, "honest frames"), ranges_to(p, n, 1000, n - 1));
     /* frame 1 says it ends at byte 8 of the string, where a fake header
      * points at frame 2 */
     size_t fake = s + 8;
     put_le(p + 3, fake - 11);
     p[fake] = (char)0x95;
     put_le(p + fake + 1, f2 - fake - 9);
-    size_t *cuts;
-    CU_ASSERT_EQUAL(cuts_of(p, n, &cuts), 4);
-    CU_ASSERT_EQUAL(cuts[2], fake);
-    CU_ASSERT_EQUAL(cuts[3], f2);
+    CU_ASSERT_EQUAL(frames_of(cuts, cuts_of(p, n, 1000, &cuts), n, fr), 3);
+    CU_ASSERT_EQUAL(fr[1], fake);
+    CU_ASSERT_EQUAL(fr[2], f2);
     free(cuts);
-    CU_ASSERT_EQUAL(check_same(p, n, 65536, 2, "cut inside a string"), 0);
-    CU_ASSERT_EQUAL(check_same(p, n, 65536, 1, "cut inside a string"), 0);
+    CU_ASSERT_EQUAL(check_same(p, n, 1000, 2, "cut inside a string"), 0);
+    CU_ASSERT_EQUAL(check_same(p, n, 1000, 1, "cut inside a string"), 0);
 }
 
 /* ---- a large input: the default thread count, FRAGSCOPE_THREADS=1,
@@ -315,6 +364,7 @@ static void test_large_input(void)
     char *p = big_pickle(&len);
     CU_ASSERT(len > ((size_t)8 << 20));
     CU_ASSERT_EQUAL(check_same(p, len, 64, 4, "large"), 64);
+    CU_ASSERT_EQUAL(ranges_to(p, len, 64, len - 1), 64);
     /* what the importer calls: in ranges where there are cores */
     char *env = getenv("FRAGSCOPE_THREADS") ? strdup(getenv("FRAGSCOPE_THREADS")) : NULL;
     unsetenv("FRAGSCOPE_THREADS");
@@ -343,19 +393,21 @@ static void test_large_input(void)
     free(p);
 }
 
-/* In the content of frame i (units of 10 bytes from its start), a string
- * holding a fake FRAME header chained to frame i+1, and frame i's length
- * lying to point at it: a cut inside an opcode. */
-static void plant_fake_cut(char *p, const size_t *cuts, size_t i)
+/* In the content of the frame at f (units of 10 bytes from its start), a
+ * string of 6000 units holding a fake FRAME header chained to the next
+ * frame at f2, and the frame's length lying to point at it: a cut inside an
+ * opcode. */
+static void plant_fake_cut(char *p, size_t f, size_t f2)
 {
-    size_t c = cuts[i] + 9;
-    p[c] = (char)0x8c; /* SHORT_BINUNICODE of 38 bytes: 4 units */
-    p[c + 1] = 38;
-    memset(p + c + 2, 'a', 38);
-    size_t fake = c + 2 + 8;
+    size_t c = f + 9, sl = 60000 - 5;
+    p[c] = 'X'; /* BINUNICODE */
+    for (int b = 0; b < 4; b++)
+        p[c + 1 + b] = (char)(sl >> (8 * b));
+    memset(p + c + 5, 'a', sl);
+    size_t fake = c + 5 + 30000;
     p[fake] = (char)0x95;
-    put_le(p + fake + 1, cuts[i + 1] - fake - 9);
-    put_le(p + cuts[i] + 1, fake - cuts[i] - 9);
+    put_le(p + fake + 1, f2 - fake - 9);
+    put_le(p + f + 1, fake - f - 9);
 }
 
 static void test_progress_one_thread_in_order(void)
@@ -364,15 +416,21 @@ static void test_progress_one_thread_in_order(void)
     char *orig = big_pickle(&len);
     char *p = malloc(len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    size_t *cuts;
-    size_t n = cuts_of(orig, len, &cuts);
-    CU_ASSERT_EQUAL(n, 150); /* every frame after the first */
+    size_t *cuts, fr[200];
+    CU_ASSERT_EQUAL(frames_of(cuts, cuts_of(orig, len, 1000, &cuts), len, fr), 149);
+    free(cuts);
     for (int pass = 0; pass < 3; pass++) {
         memcpy(p, orig, len);
-        if (pass == 1) /* ranges 0..120 walked again: range 120 stops */
-            p[cuts[120] + 9] = '.';
-        else if (pass == 2) /* the fallback to one walk */
-            plant_fake_cut(p, cuts, 60);
+        size_t want = ranges_to(p, len, 1000, len - 1);
+        CU_ASSERT(pass > 0 || want > 990);
+        if (pass == 1) { /* the ranges up to a STOP walked again */
+            p[fr[120] + 9] = '.';
+            want = ranges_to(p, len, 1000, fr[120] + 9);
+            CU_ASSERT(want > 700 && want < 1000);
+        } else if (pass == 2) { /* the fallback to one walk */
+            plant_fake_cut(p, fr[60], fr[61]);
+            want = 0;
+        }
         static const size_t ranges[] = {1, 8, 1000};
         for (size_t r = 0; r < 3; r++) {
             prog_check_t c = {pthread_self(), 0, len, 0, 0};
@@ -382,12 +440,12 @@ static void test_progress_one_thread_in_order(void)
             CU_ASSERT_EQUAL(c.bad, 0);
             CU_ASSERT(c.calls >= 1);
             if (r == 2)
-                CU_ASSERT_EQUAL(sc->ranges, pass == 0 ? 150 : pass == 1 ? 121 : 0);
+                CU_ASSERT_EQUAL(sc->ranges, want);
             fsc__pscan_free(sc);
         }
         check_same(p, len, 1000, 4, "progress");
+        check_same(p, len, 1000, 4 | FSC__PSCAN_ALL, "progress");
     }
-    free(cuts);
     free(p);
     free(orig);
 }

@@ -7,29 +7,37 @@
  * On large inputs the walk runs on several cores. Pickles of protocols 4
  * and 5 are cut into frames (FRAME and an 8-byte length, about 64 KiB
  * each, no opcode straddling two; a large string or bytes may sit between
- * two frames). Hopping the chain of FRAME headers from the start, 9 bytes
- * read per frame (the few opcodes between frames stepped over one by one),
- * gives opcode boundaries spread over the file without reading what lies
- * between them. The file is cut there into ranges, a few per thread, which
- * a pool of threads takes in order. Each range is walked exactly as the
- * sequential walk would (arguments are checked against the whole input,
- * not the range) and its GETs are counted straight into the shared result:
- * an index's bit is tested before it is set, its read count is a
- * saturating increment, so the indices read all the time (dict keys,
- * shared frames) saturate early, are only read from then on and their
- * cache lines stay shared between cores. A saturating sum does not depend
- * on the order of its terms, so the counts are those of one walk.
+ * two frames, as Python writes them). The input is cut into ranges, a few
+ * per thread and at most 2 MiB each, which a pool of threads takes in
+ * order. A range starts at the first likely FRAME at or after its share of
+ * the input: a 0x95 byte whose length stays in the input and leads to the
+ * next FRAME (over at most a few opcodes between frames) or to the end.
+ * Each thread finds the start of its range and of the next one itself
+ * (both sides of a cut compute the same function of the input), so no
+ * thread reads ahead of the walk: hopping the whole chain of headers first
+ * would fault in every page of a mapped file (the kernel maps 64 KiB around
+ * each fault, a frame's length), all of it resident before the importer
+ * could hand any back. Each range is walked exactly as the sequential walk
+ * would (arguments are checked against the whole input, not the range) and
+ * its GETs are counted straight into the shared result: an index's bit is
+ * tested before it is set, its read count is a saturating increment, so
+ * the indices read all the time (dict keys, shared frames) saturate early,
+ * are only read from then on and their cache lines stay shared between
+ * cores. A saturating sum does not depend on the order of its terms, so the
+ * counts are those of one walk.
  *
  * The headers are a hint, never trusted: a range is known to start at an
  * opcode boundary when the range before it, itself known to, ends exactly
  * where it begins (the first starts at 0). A range whose last opcode runs
- * past its end (a FRAME whose length lies, a boundary inside an opcode)
- * sends the whole scan back to the sequential walk. A range that stops
- * (STOP, an unsupported opcode, a truncated argument: wherever the parser
- * will stop with an error) voids every later one, whose counts are in the
- * shared arrays already: the ranges up to it are walked again, alone.
- * Pickles of protocols 0-3 (no frames), inputs under 8 MiB and
- * FRAGSCOPE_THREADS=1 take the sequential walk.
+ * past its end (a FRAME whose length lies, a boundary inside an opcode), or
+ * with no likely FRAME within 4 MiB, sends the whole scan back to the
+ * sequential walk. A range that stops (STOP, an unsupported opcode, a
+ * truncated argument: wherever the parser will stop with an error) voids
+ * every later one, whose counts may be in the shared arrays already: the
+ * ranges up to it are walked again, alone (unless the later ones were all
+ * empty, as past the frame that holds the STOP). Pickles of protocols 0-3
+ * (no frames), inputs under 8 MiB and FRAGSCOPE_THREADS=1 take the
+ * sequential walk.
  *
  * Memory. The sequential walk holds 1 bit and 1 byte per memo index, up
  * to the highest index read, and grows them as it goes. Threads must not
@@ -37,10 +45,12 @@
  * arrays at once for every index the walk can count (any below the input's
  * length): 1.125 bytes of address space per input byte, zeroed lazily by
  * the kernel, of which only the pages up to the highest index read are
- * touched, as in the sequential walk. At the end they shrink to the
- * sequential walk's sizes. Each thread adds its stack and a few words, each
- * range 48 bytes. Where the address space is refused the walk is
- * sequential.
+ * touched, as in the sequential walk; at the end they shrink to the
+ * sequential walk's sizes. No other memory per memo index, per thread or
+ * in all: each thread adds its stack and a few words, each range 32 bytes.
+ * Where the address space is refused the walk is sequential. Of a mapped
+ * input, the pages of the ranges being walked and of those done but not
+ * yet reported stay resident (about two ranges per thread, 2 MiB each).
  *
  * Progress is reported from the calling thread only, in increasing order:
  * within the first range as it is walked, then as the prefix of ranges
@@ -57,10 +67,15 @@
 #define FSC__PSCAN_PAR_MIN ((size_t)8 << 20)  /* smaller inputs: one walk */
 #define FSC__PSCAN_MAX_THREADS 16u
 #define FSC__PSCAN_RANGES_PER_THREAD 4u
+/* At most this much per range: pages of the file walked stay resident
+ * until the calling thread reports the ranges before them done (the
+ * importer hands them back to the kernel then). */
+#define FSC__PSCAN_RANGE_MAX ((size_t)2 << 20)
 #define FSC__PSCAN_MAX_RANGES 65536u
-/* Opcodes stepped over between two frames before the hop gives up (the
- * rest is one range): Python writes one opcode there per large string. */
-#define FSC__PSCAN_MAX_BETWEEN 4096u
+/* Opcodes stepped over between two frames (Python writes one there per
+ * large string) before a FRAME is not taken for a boundary. */
+#define FSC__PSCAN_MAX_BETWEEN 64u
+#define FSC__PSCAN_CUT_SEARCH ((size_t)4 << 20) /* bytes looked through for a cut */
 
 static uint64_t rd_le(const uint8_t *p, size_t n)
 {
@@ -294,21 +309,86 @@ static int scan_sequential(const uint8_t *p, size_t len, prog_t *g, fsc__pscan_t
 
 /* ---- ranges on several threads ------------------------------------------ */
 
+/* A FRAME opcode at q whose length stays in the input and leads to another
+ * FRAME or to the end of the input, over at most a few opcodes between the
+ * two frames (where Python writes large strings): a likely opcode boundary.
+ * Only its header and the next one are read. */
+static int frame_at(const uint8_t *p, size_t len, size_t q)
+{
+    if (p[q] != 0x95 || len - q < 9)
+        return 0;
+    uint64_t fl = rd_le(p + q + 1, 8);
+    if (fl > len - q - 9)
+        return 0;
+    walk_t w = {p, len, NULL, NULL, NULL, 0, NULL};
+    size_t pos = q + 9 + (size_t)fl;
+    for (unsigned between = 0; pos < len; between++) {
+        if (p[pos] == 0x95)
+            return len - pos >= 9 && rd_le(p + pos + 1, 8) <= len - pos - 9;
+        if (between == FSC__PSCAN_MAX_BETWEEN ||
+            walk(&w, COUNT_NONE, pos, pos + 1, &pos) != WALK_END)
+            return 0;
+    }
+    return 1;
+}
+
+#define FSC__PSCAN_NO_CUT SIZE_MAX
+
+/* Start of range i of 'want': the first likely FRAME at or after i/want of
+ * the input, looked for over 4 MiB at most, or the input's end when it
+ * comes first (on a hostile input, the first range without a cut stops the
+ * others from taking more: the search costs little). A function of (input, want, i)
+ * alone, growing with i, so that the ranges on both sides of a cut, each
+ * computing it, agree. FSC__PSCAN_NO_CUT: none there. */
+static size_t range_start(const uint8_t *p, size_t len, size_t want, size_t i)
+{
+    if (i == 0)
+        return 0;
+    if (i >= want)
+        return len;
+    size_t t = (size_t)((uint64_t)len * i / want);
+    size_t lim = len - t < FSC__PSCAN_CUT_SEARCH ? len : t + FSC__PSCAN_CUT_SEARCH;
+    for (size_t q = t; q < lim; q++) {
+        const uint8_t *f = memchr(p + q, 0x95, lim - q);
+        if (f == NULL)
+            break;
+        q = (size_t)(f - p);
+        if (frame_at(p, len, q))
+            return q;
+    }
+    return lim == len ? len : FSC__PSCAN_NO_CUT; /* no frame up to the end: empty ranges */
+}
+
+size_t fsc__pickle_scan_cuts(const void *data, size_t len, size_t want, size_t *cuts)
+{
+    const uint8_t *p = data;
+    cuts[0] = 0;
+    if (want < 2 || len < 2 || p[0] != 0x80 || p[1] < 4)
+        return 1; /* protocols 0-3 have no frames */
+    for (size_t i = 1; i < want; i++)
+        if ((cuts[i] = range_start(p, len, want, i)) == FSC__PSCAN_NO_CUT)
+            return 1;
+    return want;
+}
+
 enum { R_EXACT = 1, R_STOP, R_PAST };
 
 typedef struct prange {
-    size_t start, end; /* end: the next range's start, or the input's length */
-    uint64_t top;      /* highest index counted, plus 1 */
-    int how;           /* R_*: ended at end exactly, stopped, ran past end */
-    int done;          /* set (release) once the fields above are */
+    size_t end;   /* where the next range starts (the input's length for the last) */
+    uint64_t top; /* highest index counted, plus 1 */
+    int how;      /* R_*: ended at end exactly, stopped, ran past end (or no cut) */
+    int walked;   /* it read an opcode (it was not empty) */
+    int done;     /* set (release) once the fields above are */
 } prange_t;
 
 typedef struct ppool {
     walk_t base; /* input and shared arrays */
     prange_t *r;
-    size_t nr;
+    size_t want;  /* ranges the input is cut into */
+    size_t nr;    /* ranges walked: want, or fewer when a range stops */
     size_t next;  /* next range to take (atomic) */
     size_t limit; /* ranges from here on are void (atomic) */
+    int all;      /* walk them anyway (FSC__PSCAN_ALL) */
 } ppool_t;
 
 static void run_range(ppool_t *pl, size_t i, prog_t *g)
@@ -316,9 +396,15 @@ static void run_range(ppool_t *pl, size_t i, prog_t *g)
     prange_t *r = &pl->r[i];
     walk_t w = pl->base;
     w.prog = g;
-    size_t at = 0;
-    int how = walk(&w, COUNT_SHARED, r->start, r->end, &at);
-    r->how = how == WALK_STOP ? R_STOP : at == r->end ? R_EXACT : R_PAST;
+    size_t start = range_start(w.p, w.len, pl->want, i);
+    r->end = range_start(w.p, w.len, pl->want, i + 1);
+    r->how = R_PAST;
+    r->walked = start < r->end;
+    if (start != FSC__PSCAN_NO_CUT && r->end != FSC__PSCAN_NO_CUT) {
+        size_t at = start;
+        int how = start < r->end ? walk(&w, COUNT_SHARED, start, r->end, &at) : WALK_END;
+        r->how = how == WALK_STOP ? R_STOP : at == r->end ? R_EXACT : R_PAST;
+    }
     r->top = w.top;
     if (r->how != R_EXACT) { /* later ranges are void: take no more of them */
         size_t lim = __atomic_load_n(&pl->limit, __ATOMIC_RELAXED);
@@ -335,14 +421,15 @@ static void report_prefix(ppool_t *pl, prog_t *g, size_t *pfx)
     while (*pfx < pl->nr && __atomic_load_n(&pl->r[*pfx].done, __ATOMIC_ACQUIRE) &&
            pl->r[*pfx].how == R_EXACT)
         ++*pfx;
-    progress_at(g, *pfx < pl->nr ? pl->r[*pfx].start : pl->base.len);
+    if (*pfx > 0)
+        progress_at(g, pl->r[*pfx - 1].end);
 }
 
 static void take_ranges(ppool_t *pl, prog_t *g, size_t *pfx)
 {
     for (;;) {
         size_t i = __atomic_fetch_add(&pl->next, 1, __ATOMIC_RELAXED);
-        if (i >= pl->nr || i >= __atomic_load_n(&pl->limit, __ATOMIC_RELAXED))
+        if (i >= pl->nr || (!pl->all && i >= __atomic_load_n(&pl->limit, __ATOMIC_RELAXED)))
             return;
         run_range(pl, i, NULL);
         if (g != NULL)
@@ -381,35 +468,6 @@ static void run_pool(ppool_t *pl, unsigned threads, prog_t *g)
     for (unsigned t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
     report_prefix(pl, g, &pfx);
-}
-
-size_t fsc__pickle_scan_cuts(const void *data, size_t len, size_t want, size_t *cuts)
-{
-    const uint8_t *p = data;
-    cuts[0] = 0;
-    size_t n = 1;
-    if (want < 2 || len < 2 || p[0] != 0x80 || p[1] < 4)
-        return 1; /* protocols 0-3 have no frames */
-    walk_t w = {p, len, NULL, NULL, NULL, 0, NULL};
-    size_t pos = 0, between = 0, step = len / want;
-    while (pos < len && n < want) {
-        if (p[pos] == 0x95 && len - pos >= 9) {
-            uint64_t fl = rd_le(p + pos + 1, 8);
-            if (fl > len - pos - 9)
-                break; /* a frame past the end: the parser will say so */
-            if (pos >= step * n)
-                cuts[n++] = pos;
-            pos += 9 + (size_t)fl;
-            between = 0;
-        } else {
-            size_t at;
-            if (++between > FSC__PSCAN_MAX_BETWEEN ||
-                walk(&w, COUNT_NONE, pos, pos + 1, &at) != WALK_END)
-                break; /* unframed, or the parser stops here */
-            pos = at;
-        }
-    }
-    return n;
 }
 
 static unsigned online_threads(void)
@@ -472,26 +530,24 @@ int fsc__pickle_scan_split(const void *data, size_t len, const fsc__pstream_t *c
 {
     const uint8_t *p = data;
     prog_t g = {cb, len, FSC__PSCAN_EVERY, 0};
+    int pl_all;
     if (ranges > FSC__PSCAN_MAX_RANGES)
         ranges = FSC__PSCAN_MAX_RANGES;
+    pl_all = (threads & FSC__PSCAN_ALL) != 0;
+    threads &= ~FSC__PSCAN_ALL;
     if (threads < 1)
         threads = 1;
-    size_t *cuts = ranges > 1 ? malloc(ranges * sizeof *cuts) : NULL;
-    size_t nr = cuts != NULL ? fsc__pickle_scan_cuts(p, len, ranges, cuts) : 1;
     ppool_t pl;
     memset(&pl, 0, sizeof pl);
-    pl.r = nr > 1 ? calloc(nr, sizeof *pl.r) : NULL;
+    int framed = len >= 2 && p[0] == 0x80 && p[1] >= 4; /* protocols 0-3 have no frames */
+    pl.r = ranges > 1 && framed ? calloc(ranges, sizeof *pl.r) : NULL;
     size_t words_have = (len + 63) / 64;
     if (pl.r != NULL) {
         pl.base.p = p;
         pl.base.len = len;
-        for (size_t i = 0; i < nr; i++) {
-            pl.r[i].start = cuts[i];
-            pl.r[i].end = i + 1 < nr ? cuts[i + 1] : len;
-        }
-        pl.nr = nr;
+        pl.want = pl.nr = ranges;
+        pl.all = pl_all;
     }
-    free(cuts);
     int rc = 1; /* 1: not done in parallel */
     while (pl.nr > 1) {
         pl.base.bits = calloc(words_have, sizeof *pl.base.bits);
@@ -502,7 +558,7 @@ int fsc__pickle_scan_split(const void *data, size_t len, const fsc__pstream_t *c
         size_t f = 0;
         while (f < pl.nr && pl.r[f].how == R_EXACT)
             f++;
-        if (f + 1 >= pl.nr) { /* every range joins the next; the last may stop */
+        if (f + 1 >= pl.nr) { /* every range ends where the next begins; the last may stop */
             rc = shared_result(&pl, words_have, out);
             pl.base.bits = NULL;
             pl.base.reads = NULL;
@@ -510,10 +566,12 @@ int fsc__pickle_scan_split(const void *data, size_t len, const fsc__pstream_t *c
         }
         if (pl.r[f].how == R_PAST)
             break; /* a cut inside an opcode: the frames lied */
-        /* range f stops: the later ones are void; walk 0..f again alone */
+        /* range f stops: the later ones are void; unless none of them
+         * counted anything (empty ranges past the last frame, where the
+         * STOP is), walk 0..f again alone */
         int later = 0;
         for (size_t i = f + 1; i < pl.nr; i++)
-            later |= pl.r[i].done;
+            later |= pl.r[i].done && pl.r[i].walked;
         pl.nr = f + 1;
         if (!later) {
             rc = shared_result(&pl, words_have, out);
@@ -534,13 +592,21 @@ int fsc__pickle_scan_split(const void *data, size_t len, const fsc__pstream_t *c
     return scan_sequential(p, len, &g, out);
 }
 
+size_t fsc__pickle_scan_ranges(size_t len, unsigned threads)
+{
+    size_t n = (size_t)threads * FSC__PSCAN_RANGES_PER_THREAD;
+    if (len / FSC__PSCAN_RANGE_MAX > n)
+        n = len / FSC__PSCAN_RANGE_MAX;
+    return n;
+}
+
 int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc__pscan_t **out)
 {
     unsigned threads = online_threads();
     if (threads < 2 || len < FSC__PSCAN_PAR_MIN)
         return fsc__pickle_scan_split(data, len, cb, 1, 1, out);
-    return fsc__pickle_scan_split(data, len, cb, (size_t)threads * FSC__PSCAN_RANGES_PER_THREAD,
-                                  threads, out);
+    return fsc__pickle_scan_split(data, len, cb, fsc__pickle_scan_ranges(len, threads), threads,
+                                  out);
 }
 
 void fsc__pscan_free(fsc__pscan_t *sc)

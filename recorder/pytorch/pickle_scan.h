@@ -20,7 +20,9 @@ struct fsc__pscan {
      * by index during the scan, then by slot. */
     uint8_t *reads;
     size_t nreads;
-    size_t ranges; /* ranges walked in parallel; 0: one walk (the result is the same) */
+    /* ranges walked in parallel whose counts make the result (up to the one
+     * where the walk stops); 0: one walk. The result is the same. */
+    size_t ranges;
 };
 
 #define FSC__PSCAN_MANY 255u
@@ -53,6 +55,11 @@ static inline size_t scan_slot(const fsc__pscan_t *sc, uint64_t idx)
  * is the same in every case (tests force many small ranges with it). */
 int fsc__pickle_scan_split(const void *data, size_t len, const fsc__pstream_t *cb,
                            size_t ranges, unsigned threads, fsc__pscan_t **out);
+/* In threads: every range is walked even once an earlier one stopped, so
+ * that the later ones' counts are always there to be voided (tests). */
+#define FSC__PSCAN_ALL 0x10000u
+/* How many ranges fsc__pickle_scan asks for on an input of len bytes. */
+size_t fsc__pickle_scan_ranges(size_t len, unsigned threads);
 /* Where fsc__pickle_scan_split cuts: up to 'want' (>= 1) starts of ranges
  * of about equal length into cuts; cuts[0] is 0, the others FRAME opcodes
  * found by hopping the chain of frames (hints: the walk checks them).
