@@ -103,7 +103,7 @@ seeds() {
         done
         ;;
     pytorch)
-        for f in "$data"/pytorch/*.pickle "$data"/pytorch/*.json "$data"/pytorch/hostile/*; do
+        for f in "$data"/pytorch/*.pickle "$data"/pytorch/*.json "$data"/pytorch/json/*.json "$data"/pytorch/hostile/*; do
             [ "$(wc -c <"$f")" -le 300000 ] && cp "$f" "$dir.new/"
         done
         ;;
