@@ -349,6 +349,46 @@ static void test_reader(void)
     fsc__pdoc_free(d);
 }
 
+/* With skip_frames, an entry's 'frames' is None, and still checked. */
+static int on_frames(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v)
+{
+    int *none = ud;
+    (void)dev;
+    (void)idx;
+    const fsc__pv_t *f = fsc__pv_get(v, "frames");
+    *none += f != NULL && f->kind == FSC__PV_NONE && fsc__pv_get(v, "size")->u.i == 512;
+    return 0;
+}
+
+static void test_skip_frames(void)
+{
+    static const char k_doc[] =
+        "{\"device_traces\":[[{\"action\":\"alloc\",\"frames\":[{\"filename\":\"a\\u00e9\","
+        "\"line\":18446744073709551616,\"x\":[[[1.5,null,true]]]}],\"size\":512},"
+        "{\"frames\":7,\"size\":512}]],\"frames\":[1]}";
+    int none = 0;
+    fsc__pstream_t cb = {&none, on_frames, NULL, NULL, 1};
+    fsc__pdoc_t *d = NULL;
+    fsc_err_t err = {0};
+    size_t redo = 0;
+    CU_ASSERT_EQUAL_FATAL(
+        fsc__json_stream(k_doc, sizeof k_doc - 1, "mem", 0, &cb, &d, &redo, &err), 0);
+    CU_ASSERT_EQUAL(none, 2);
+    /* a key 'frames' outside the entries is read */
+    fsc__pv_t *const *it;
+    CU_ASSERT_EQUAL(fsc__pv_seq(fsc__pv_get(fsc__pdoc_root(d), "frames"), &it), 1);
+    fsc__pdoc_free(d);
+    /* a bad escape or nesting inside them is the same error either way */
+    static const char k_bad[] = "{\"device_traces\":[[{\"frames\":[\"\\x\"]}]]}";
+    for (int skip = 0; skip < 2; skip++) {
+        cb.skip_frames = skip;
+        CU_ASSERT_EQUAL(fsc__json_stream(k_bad, sizeof k_bad - 1, "mem", 0, &cb, &d, &redo, &err),
+                        FSC_EFORMAT);
+        CU_ASSERT_STRING_EQUAL(err.msg, "mem: offset 31: invalid JSON: bad escape \\x");
+        CU_ASSERT_PTR_NULL(d);
+    }
+}
+
 /* The import follows the last top-level 'device_traces', as Python does:
  * the same events as the file holding only that one. */
 static void test_duplicate_traces(void)
@@ -606,6 +646,7 @@ static const fsc_test_case_t k_tests[] = {
     {"JSON twin with two devices, and a failing one", test_twin_devices},
     {"exact integers, full escapes, duplicate keys", test_values},
     {"the reader: tree, numbers, entries, a later device_traces", test_reader},
+    {"frames stepped over in the passes that need no stack", test_skip_frames},
     {"the last top-level device_traces is imported", test_duplicate_traces},
     {"bad JSON: one line naming file and offset", test_bad_json},
     {"nesting beyond 64 levels is refused", test_deep},

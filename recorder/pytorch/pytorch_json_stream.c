@@ -25,7 +25,9 @@
  *
  * Memory: values outside the history go to the document's arena; an
  * entry's values go to a scratch arena rewound once the entry has been
- * handed over, and its strings without escapes point into the input. The
+ * handed over, and its strings without escapes point into the input (the
+ * passes that read no stack step over the entries' 'frames', checking them
+ * as usual but building nothing). The
  * parser keeps an explicit stack (no recursion), nesting is limited to
  * FSC__PICKLE_MAX_DEPTH levels, every number to FSC__JSON_MAX_NUMBER
  * characters, and all memory (document, scratch, stacks) to
@@ -59,6 +61,7 @@ typedef struct jframe {
     uint8_t role;        /* R_* */
     uint8_t quiet;       /* R_TRACES/R_DEVLIST of a 'device_traces' not streamed */
     uint8_t traces_next; /* R_ROOT: the key just read is 'device_traces' */
+    uint8_t skip_next;   /* an entry: the key just read is 'frames', not wanted */
     uint8_t drop_next;   /* R_ROOT: leave the next value and its key out */
     uint16_t maxd;       /* deepest item so far */
     size_t base;         /* first item in the value stack */
@@ -82,11 +85,14 @@ typedef struct jparse {
     jframe_t fr[FSC__PICKLE_MAX_DEPTH];
     size_t nf;
     size_t entry_level; /* nonzero inside a history entry: frames below it are kept */
+    size_t skip_level;  /* nonzero inside an entry's 'frames' that cb->skip_frames
+                           steps over: checked as usual, nothing built */
     char *tbuf;         /* decoded strings and numbers of the kept tree */
     size_t tcap;
     size_t traces_at, streamed_at, last_traces;
     uint32_t traces_seen;
     fsc__pv_t none, yes, no; /* the entries' shared constants */
+    fsc__pv_t dropped;       /* what values stepped over are read into */
 } jparse_t;
 
 static int jerr(jparse_t *p, int code, size_t at, const char *fmt, ...)
@@ -179,6 +185,8 @@ static int in_entry(const jparse_t *p) { return p->entry_level != 0; }
 static fsc__pv_t *scalar(jparse_t *p, fsc__pv_kind_t kind)
 {
     fsc__pv_t *v;
+    if (p->skip_level != 0)
+        return &p->dropped; /* not kept: add_value drops it */
     if (in_entry(p)) {
         v = s_alloc(p, sizeof *v);
         if (v != NULL) {
@@ -204,6 +212,8 @@ static fsc__pv_t *text(jparse_t *p, fsc__pv_kind_t kind, const char *s, size_t n
         return NULL;
     }
     fsc__pv_t *v;
+    if (p->skip_level != 0)
+        return &p->dropped;
     if (in_entry(p)) {
         if ((v = scalar(p, kind)) != NULL) {
             v->u.s = s;
@@ -245,6 +255,12 @@ static int add_value(jparse_t *p, fsc__pv_t *v)
         fsc__pdoc_set_root(p->d, v);
         return 0;
     }
+    if (p->skip_level != 0) {
+        if (p->nf > p->skip_level)
+            return 0; /* inside the frames stepped over */
+        p->skip_level = 0;
+        v = &p->none; /* the entry holds None there, as from a pickle */
+    }
     jframe_t *f = &p->fr[p->nf - 1];
     if (f->role == R_DEVLIST) {
         fsc__pv_t *dl = f->dev;
@@ -280,7 +296,9 @@ static int close_container(jparse_t *p)
     size_t n = p->vn - f->base;
     fsc__pv_t **items = p->vs + f->base;
     fsc__pv_t *c;
-    if (f->role == R_DEVLIST) {
+    if (p->skip_level != 0) {
+        c = &p->dropped;
+    } else if (f->role == R_DEVLIST) {
         c = f->dev;
     } else {
         int dict = f->kind == FSC__PV_DICT;
@@ -479,9 +497,9 @@ static size_t plain_run(const uint8_t *s, size_t i, size_t n)
     return i;
 }
 
-/* The string at p->pos (its opening quote) as a STR value; with is_traces
- * != NULL also whether it is 'device_traces' (a key of the top-level dict). */
-static int read_string(jparse_t *p, fsc__pv_t **out, int *is_traces)
+/* The string at p->pos (its opening quote) as a STR value; with match !=
+ * NULL also whether it is that text (*is). */
+static int read_string(jparse_t *p, fsc__pv_t **out, const char *match, int *is)
 {
     const uint8_t *s = p->s;
     size_t start = p->pos, i = start + 1, n = p->len;
@@ -527,8 +545,8 @@ static int read_string(jparse_t *p, fsc__pv_t **out, int *is_traces)
             return rc;
         body = o;
     }
-    if (is_traces != NULL)
-        *is_traces = blen == 13 && memcmp(body, "device_traces", 13) == 0;
+    if (match != NULL)
+        *is = blen == strlen(match) && memcmp(body, match, blen) == 0;
     return (*out = text(p, FSC__PV_STR, body, blen)) != NULL ? 0 : FSC_ELIMIT;
 }
 
@@ -737,6 +755,10 @@ static int run(jparse_t *p)
             }
             /* fall through */
         case S_VALUE: {
+            if (f != NULL && f->skip_next) {
+                f->skip_next = 0;
+                p->skip_level = p->nf;
+            }
             if (f != NULL)
                 value_starts(p, f);
             fsc__pv_t *v = NULL;
@@ -749,7 +771,7 @@ static int run(jparse_t *p)
                 return jerr(p, FSC_ELIMIT, p->pos, "JSON nested deeper than %d levels",
                             FSC__PICKLE_MAX_DEPTH);
             if (c == '"')
-                rc = read_string(p, &v, NULL);
+                rc = read_string(p, &v, NULL, NULL);
             else if (c == '-' || is_digit(c))
                 rc = read_number(p, &v);
             else
@@ -776,12 +798,19 @@ static int run(jparse_t *p)
                             "invalid JSON: expected a string key in the object from offset %zu",
                             f->at);
             fsc__pv_t *k = NULL;
-            int traces = 0;
-            if ((rc = read_string(p, &k, f->role == R_ROOT ? &traces : NULL)) != 0)
+            int is = 0;
+            /* an entry's own keys: 'frames' may be stepped over */
+            int entry_dict = p->entry_level != 0 && p->nf == p->entry_level + 1 &&
+                             p->cb != NULL && p->cb->skip_frames;
+            const char *match = f->role == R_ROOT ? "device_traces"
+                                : entry_dict      ? "frames"
+                                                  : NULL;
+            if ((rc = read_string(p, &k, match, &is)) != 0)
                 break;
-            if ((rc = vpush(p, k)) != 0)
+            if (p->skip_level == 0 && (rc = vpush(p, k)) != 0)
                 break;
-            f->traces_next = (uint8_t)traces;
+            f->traces_next = (uint8_t)(is && f->role == R_ROOT);
+            f->skip_next = (uint8_t)(is && entry_dict);
             skip_ws(p);
             if (p->pos >= p->len)
                 return ends(p, f->at, "an object");
@@ -832,7 +861,7 @@ int fsc__json_stream(const void *data, size_t len, const char *name, size_t trac
     p->none.kind = FSC__PV_NONE;
     p->yes.kind = p->no.kind = FSC__PV_BOOL;
     p->yes.u.i = 1;
-    p->none.depth = p->yes.depth = p->no.depth = 1;
+    p->none.depth = p->yes.depth = p->no.depth = p->dropped.depth = 1;
     int rc = fsc__pdoc_new(&p->d);
     if (rc != 0)
         rc = fsc_err_set(err, FSC_ENOMEM, "%s: out of memory", name);

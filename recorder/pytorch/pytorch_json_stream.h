@@ -31,6 +31,9 @@
  * during the call only (fsc__pv_stable is false for them). A nonzero
  * return stops the read, which returns it. cb->progress (may be NULL) is
  * called every few MiB; cb->dropped is not used (JSON shares no values).
+ * With cb->skip_frames, the 'frames' of each entry is checked but not
+ * built and the entry holds None there (never FSC__PICKLE_ESKIPPED: JSON
+ * has no references into it).
  * The entries' strings point into the input; the tree does not (its
  * strings are copies). On success *out owns the tree. */
 int fsc__json_stream(const void *data, size_t len, const char *name, size_t traces_at,
