@@ -5,8 +5,8 @@
  *
  * Baseline: the sequential walk (what FRAGSCOPE_THREADS=1 runs). Then the
  * walk in ranges at frame boundaries on T threads, as fsc__pickle_scan runs
- * it on an input of 8 MiB or more (T: the online CPUs, at most 16, unless
- * --threads), and the same ranges on one thread (what the range walk costs
+ * it on an input of 8 MiB or more (T: the CPUs it may run on, at most 16,
+ * unless --threads), and the same ranges on one thread (what the range walk costs
  * apart from the cores). Each prints the best of --reps runs and its ratio
  * to the baseline; the results are compared with it, byte for byte.
  *
@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 {
     const char *snap = FSC_BENCH_DATA "/pytorch/gpt2_varlen.pickle";
     int reps = 5;
-    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    long threads = fsc__pickle_scan_threads();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);

@@ -36,8 +36,8 @@
  * every later one, whose counts may be in the shared arrays already: the
  * ranges up to it are walked again, alone (unless the later ones were all
  * empty, as past the frame that holds the STOP). Pickles of protocols 0-3
- * (no frames), inputs under 8 MiB and FRAGSCOPE_THREADS=1 take the
- * sequential walk.
+ * (no frames), inputs under 8 MiB, a process allowed one CPU only and
+ * FRAGSCOPE_THREADS=1 take the sequential walk.
  *
  * Memory. The sequential walk holds 1 bit and 1 byte per memo index, up
  * to the highest index read, and grows them as it goes. Threads must not
@@ -56,9 +56,11 @@
  * within the first range as it is walked, then as the prefix of ranges
  * done grows (a rerun or the fallback reports only past what was reported).
  */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "pickle_scan.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -470,12 +472,15 @@ static void run_pool(ppool_t *pl, unsigned threads, prog_t *g)
     report_prefix(pl, g, &pfx);
 }
 
-static unsigned online_threads(void)
+unsigned fsc__pickle_scan_threads(void)
 {
     const char *t = getenv("FRAGSCOPE_THREADS");
     if (t != NULL && strcmp(t, "1") == 0)
         return 1;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set; /* a process pinned to fewer CPUs (taskset) uses those */
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < n)
+        n = CPU_COUNT(&set);
     if (n < 1)
         return 1;
     return n > (long)FSC__PSCAN_MAX_THREADS ? FSC__PSCAN_MAX_THREADS : (unsigned)n;
@@ -602,7 +607,7 @@ size_t fsc__pickle_scan_ranges(size_t len, unsigned threads)
 
 int fsc__pickle_scan(const void *data, size_t len, const fsc__pstream_t *cb, fsc__pscan_t **out)
 {
-    unsigned threads = online_threads();
+    unsigned threads = fsc__pickle_scan_threads();
     if (threads < 2 || len < FSC__PSCAN_PAR_MIN)
         return fsc__pickle_scan_split(data, len, cb, 1, 1, out);
     return fsc__pickle_scan_split(data, len, cb, fsc__pickle_scan_ranges(len, threads), threads,

@@ -58,6 +58,9 @@ int fsc__pickle_scan_split(const void *data, size_t len, const fsc__pstream_t *c
 /* In threads: every range is walked even once an earlier one stopped, so
  * that the later ones' counts are always there to be voided (tests). */
 #define FSC__PSCAN_ALL 0x10000u
+/* Threads fsc__pickle_scan uses on a large input: the CPUs this process
+ * may run on, at most 16; 1 under FRAGSCOPE_THREADS=1. */
+unsigned fsc__pickle_scan_threads(void);
 /* How many ranges fsc__pickle_scan asks for on an input of len bytes. */
 size_t fsc__pickle_scan_ranges(size_t len, unsigned threads);
 /* Where fsc__pickle_scan_split cuts: up to 'want' (>= 1) starts of ranges
