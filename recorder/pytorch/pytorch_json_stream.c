@@ -42,6 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "fsc/vec.h"
 
 /* ---- scratch arena: one entry's values -------------------------------- */
@@ -54,7 +56,7 @@ typedef struct jchunk {
 
 #define JCHUNK_MIN ((size_t)64 * 1024)
 
-enum { R_OTHER = 0, R_ROOT, R_TRACES, R_DEVLIST };
+enum { R_OTHER = 0, R_ROOT, R_TRACES, R_DEVLIST, R_FRAMES };
 
 typedef struct jframe {
     uint8_t kind;        /* FSC__PV_LIST or FSC__PV_DICT */
@@ -62,6 +64,7 @@ typedef struct jframe {
     uint8_t quiet;       /* R_TRACES/R_DEVLIST of a 'device_traces' not streamed */
     uint8_t traces_next; /* R_ROOT: the key just read is 'device_traces' */
     uint8_t skip_next;   /* an entry: the key just read is 'frames', not wanted */
+    uint8_t frames_next; /* an entry: the key just read is 'frames' (R_FRAMES) */
     uint8_t drop_next;   /* R_ROOT: leave the next value and its key out */
     uint16_t maxd;       /* deepest item so far */
     size_t base;         /* first item in the value stack */
@@ -93,6 +96,8 @@ typedef struct jparse {
     uint32_t traces_seen;
     fsc__pv_t none, yes, no; /* the entries' shared constants */
     fsc__pv_t dropped;       /* what values stepped over are read into */
+    struct jframe_dict *frames; /* the entries' frame dicts met, by their text */
+    size_t frames_bytes;        /* what they hold */
 } jparse_t;
 
 static int jerr(jparse_t *p, int code, size_t at, const char *fmt, ...)
@@ -289,6 +294,88 @@ static int add_value(jparse_t *p, fsc__pv_t *v)
     return vpush(p, v);
 }
 
+/* Frame dicts: an entry's stack spells out every frame, and the same
+ * frames recur in every step. Each distinct one (by its text) is kept once,
+ * so the importer finds it by address, as it finds the frame dicts a
+ * pickle shares through its memo, instead of naming it anew per entry.
+ * Bounded: past FRAMES_MAX bytes, frames stay in the scratch arena. */
+typedef struct jframe_dict {
+    UT_hash_handle hh;
+    const fsc__pv_t *node; /* in the document */
+    char text[];           /* the key: a copy, the file's pages are handed back */
+} jframe_dict_t;
+
+#define FRAMES_MAX ((size_t)64 << 20)
+
+/* v, built in the scratch arena, copied into the document. */
+static fsc__pv_t *keep_copy(jparse_t *p, const fsc__pv_t *v)
+{
+    fsc__pv_t *c = NULL;
+    switch (v->kind) {
+    case FSC__PV_STR:
+    case FSC__PV_BIGINT:
+        if (take(p, 2 * sizeof *c + v->len + 8) != 0)
+            return NULL;
+        if ((c = fsc__pdoc_str(p->d, v->u.s, v->len)) != NULL)
+            c->kind = v->kind;
+        break;
+    case FSC__PV_LIST:
+    case FSC__PV_DICT: {
+        uint32_t n = v->kind == FSC__PV_DICT ? 2 * v->len : v->len;
+        if (take(p, 2 * sizeof *c + (size_t)n * sizeof *c->u.items) != 0)
+            return NULL;
+        if ((c = fsc__pdoc_container(p->d, (fsc__pv_kind_t)v->kind, v->len)) == NULL)
+            break;
+        for (uint32_t i = 0; i < n; i++) {
+            fsc__pv_t *it = keep_copy(p, v->u.items[i]);
+            if (it == NULL)
+                return NULL;
+            if (fsc__pdoc_push(p->d, c, it) != 0)
+                c = NULL; /* not reached: the depth was checked */
+            if (c == NULL)
+                break;
+        }
+        break;
+    }
+    default:
+        if (take(p, 2 * sizeof *c) != 0)
+            return NULL;
+        if ((c = fsc__pdoc_scalar(p->d, (fsc__pv_kind_t)v->kind)) != NULL)
+            c->u = v->u;
+        break;
+    }
+    if (c == NULL)
+        jerr(p, FSC_ENOMEM, p->pos, "out of memory");
+    return c;
+}
+
+/* The frame dict whose text is s[at, end), built as v: the kept one. */
+static fsc__pv_t *frame_dict(jparse_t *p, size_t at, size_t end, fsc__pv_t *v)
+{
+    const uint8_t *key = p->s + at;
+    size_t klen = end - at;
+    jframe_dict_t *e = NULL;
+    HASH_FIND(hh, p->frames, key, klen, e);
+    if (e != NULL)
+        return (fsc__pv_t *)e->node;
+    size_t before = fsc__pdoc_mem(p->d), own = sizeof *e + klen;
+    if (p->frames_bytes > FRAMES_MAX || take(p, own) != 0)
+        return v;
+    fsc__pv_t *k = keep_copy(p, v);
+    if (k == NULL)
+        return NULL;
+    if ((e = malloc(own)) == NULL) {
+        jerr(p, FSC_ENOMEM, p->pos, "out of memory");
+        return NULL;
+    }
+    memcpy(e->text, key, klen);
+    e->node = k;
+    HASH_ADD_KEYPTR(hh, p->frames, e->text, klen, e);
+    p->mem += own;
+    p->frames_bytes += own + (fsc__pdoc_mem(p->d) - before);
+    return k;
+}
+
 /* The items above f->base become the container of frame f. */
 static int close_container(jparse_t *p)
 {
@@ -317,6 +404,9 @@ static int close_container(jparse_t *p)
             c->u.items = (fsc__pv_t **)(c + 1);
             if (n > 0)
                 memcpy(c->u.items, items, n * sizeof *items);
+            if (dict && p->nf > 0 && p->fr[p->nf - 1].role == R_FRAMES &&
+                (c = frame_dict(p, f->at, p->pos, c)) == NULL)
+                return FSC_ELIMIT;
         } else {
             if (take(p, 2 * sizeof *c + n * sizeof *items) != 0)
                 return FSC_ELIMIT;
@@ -682,6 +772,8 @@ static int open_container(jparse_t *p, uint8_t kind)
     } else if (up->role == R_ROOT && up->traces_next && kind == FSC__PV_LIST) {
         f->role = R_TRACES;
         f->quiet = up->drop_next;
+    } else if (up->frames_next && kind == FSC__PV_LIST) {
+        f->role = R_FRAMES;
     } else if (up->role == R_TRACES && kind == FSC__PV_LIST) {
         size_t idx = p->vn - up->base;
         if (take(p, 2 * sizeof *f->dev) != 0)
@@ -693,7 +785,7 @@ static int open_container(jparse_t *p, uint8_t kind)
         f->devidx = idx > UINT32_MAX ? UINT32_MAX : (uint32_t)idx;
     }
     if (up != NULL)
-        up->traces_next = 0;
+        up->traces_next = up->frames_next = 0;
     p->nf++;
     p->pos++;
     return 0;
@@ -778,7 +870,7 @@ static int run(jparse_t *p)
                 rc = read_word(p, &v);
             if (rc == 0) {
                 if (f != NULL)
-                    f->traces_next = 0;
+                    f->traces_next = f->frames_next = 0;
                 rc = add_value(p, v);
             }
             state = p->nf == 0 ? S_DONE : S_AFTER;
@@ -801,7 +893,7 @@ static int run(jparse_t *p)
             int is = 0;
             /* an entry's own keys: 'frames' may be stepped over */
             int entry_dict = p->entry_level != 0 && p->nf == p->entry_level + 1 &&
-                             p->cb != NULL && p->cb->skip_frames;
+                             f->kind == FSC__PV_DICT;
             const char *match = f->role == R_ROOT ? "device_traces"
                                 : entry_dict      ? "frames"
                                                   : NULL;
@@ -810,7 +902,9 @@ static int run(jparse_t *p)
             if (p->skip_level == 0 && (rc = vpush(p, k)) != 0)
                 break;
             f->traces_next = (uint8_t)(is && f->role == R_ROOT);
-            f->skip_next = (uint8_t)(is && entry_dict);
+            int skip = is && entry_dict && p->cb != NULL && p->cb->skip_frames;
+            f->skip_next = (uint8_t)skip;
+            f->frames_next = (uint8_t)(is && entry_dict && !skip);
             skip_ws(p);
             if (p->pos >= p->len)
                 return ends(p, f->at, "an object");
@@ -877,6 +971,11 @@ int fsc__json_stream(const void *data, size_t len, const char *name, size_t trac
     }
     free(p->vs);
     free(p->tbuf);
+    jframe_dict_t *e, *et;
+    HASH_ITER (hh, p->frames, e, et) {
+        HASH_DEL(p->frames, e);
+        free(e);
+    }
     if (rc == 0)
         *out = p->d;
     else
