@@ -389,6 +389,48 @@ static void test_skip_frames(void)
     }
 }
 
+/* Frame dicts of the same text are one kept node, as a pickle's memo
+ * shares them; other dicts of an entry are not kept. */
+typedef struct fr_seen {
+    const fsc__pv_t *f[4];
+    int n, stable_other;
+} fr_seen_t;
+
+static int on_stack(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v)
+{
+    fr_seen_t *s = ud;
+    (void)dev;
+    (void)idx;
+    fsc__pv_t *const *it;
+    uint32_t n = fsc__pv_seq(fsc__pv_get(v, "frames"), &it);
+    for (uint32_t i = 0; i < n && s->n < 4; i++)
+        s->f[s->n++] = it[i];
+    s->stable_other |= fsc__pv_stable(fsc__pv_get(v, "x")) | fsc__pv_stable(v);
+    return 0;
+}
+
+static void test_frame_dicts(void)
+{
+    static const char k_doc[] =
+        "{\"device_traces\":[[{\"frames\":[{\"filename\":\"a.py\",\"line\":1,\"name\":\"f\"}],"
+        "\"x\":{\"k\":1}},{\"frames\":[{\"filename\":\"a.py\",\"line\":1,\"name\":\"f\"},"
+        "{\"filename\":\"a.py\",\"line\":2,\"name\":\"f\"}],\"x\":{\"k\":1}}]]}";
+    fr_seen_t s = {{0}, 0, 0};
+    fsc__pstream_t cb = {&s, on_stack, NULL, NULL, 0};
+    fsc__pdoc_t *d = NULL;
+    fsc_err_t err = {0};
+    size_t redo = 0;
+    CU_ASSERT_EQUAL_FATAL(
+        fsc__json_stream(k_doc, sizeof k_doc - 1, "mem", 0, &cb, &d, &redo, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(s.n, 3);
+    CU_ASSERT_PTR_EQUAL(s.f[0], s.f[1]);
+    CU_ASSERT_PTR_NOT_EQUAL(s.f[1], s.f[2]);
+    CU_ASSERT(fsc__pv_stable(s.f[0]) && fsc__pv_stable(s.f[2]));
+    CU_ASSERT_EQUAL(fsc__pv_get(s.f[2], "line")->u.i, 2);
+    CU_ASSERT_EQUAL(s.stable_other, 0);
+    fsc__pdoc_free(d);
+}
+
 /* The import follows the last top-level 'device_traces', as Python does:
  * the same events as the file holding only that one. */
 static void test_duplicate_traces(void)
@@ -647,6 +689,7 @@ static const fsc_test_case_t k_tests[] = {
     {"exact integers, full escapes, duplicate keys", test_values},
     {"the reader: tree, numbers, entries, a later device_traces", test_reader},
     {"frames stepped over in the passes that need no stack", test_skip_frames},
+    {"frame dicts of the same text are one kept node", test_frame_dicts},
     {"the last top-level device_traces is imported", test_duplicate_traces},
     {"bad JSON: one line naming file and offset", test_bad_json},
     {"nesting beyond 64 levels is refused", test_deep},
