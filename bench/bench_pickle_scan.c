@@ -101,10 +101,11 @@ int main(int argc, char **argv)
     printf("snapshot: %s (%.1f MB; %zu memo entries read again, bitmap of %zu indices), best of "
            "%d\n",
            snap, len / 1e6, refs, words * 64, reps);
-    printf("%-40s %9s %9s %10s\n", "scan", "ms", "MB/s", "vs 1 thread");
+    printf("%-40s %9s %9s %10s\n", "scan", "ms", "MB/s", "vs 1 walk");
     printf("%-40s %9.1f %9.0f %10.2fx\n", "one walk (baseline)", best[0], len / 1e3 / best[0], 1.0);
     char name[64];
-    snprintf(name, sizeof name, "%zu ranges on %ld threads", used, threads);
+    snprintf(name, sizeof name, "%zu ranges on %ld thread%s", used, threads,
+             threads > 1 ? "s" : "");
     printf("%-40s %9.1f %9.0f %10.2fx\n", name, best[1], len / 1e3 / best[1], best[1] / best[0]);
     snprintf(name, sizeof name, "%zu ranges on 1 thread", used);
     printf("%-40s %9.1f %9.0f %10.2fx\n", name, best[2], len / 1e3 / best[2], best[2] / best[0]);

@@ -348,7 +348,7 @@ static size_t range_start(const uint8_t *p, size_t len, size_t want, size_t i)
         return 0;
     if (i >= want)
         return len;
-    size_t t = (size_t)((uint64_t)len * i / want);
+    size_t t = len / want * i + len % want * i / want; /* len * i / want, without overflow */
     size_t lim = len - t < FSC__PSCAN_CUT_SEARCH ? len : t + FSC__PSCAN_CUT_SEARCH;
     for (size_t q = t; q < lim; q++) {
         const uint8_t *f = memchr(p + q, 0x95, lim - q);
