@@ -179,7 +179,8 @@ static void test_truncated_at_boundaries(void)
 
 /* A STOP or an unsupported opcode as the first opcode of a frame (an
  * opcode boundary) in a later range, or in place of the FRAME opcode: the
- * scan ends there, the later ranges' counts are void. */
+ * scan ends there, the later ranges' counts are void. A text opcode there
+ * instead: its line ends past the range. */
 static void test_stop_in_a_later_range(void)
 {
     size_t len = 0;
@@ -187,18 +188,25 @@ static void test_stop_in_a_later_range(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
     size_t *cuts, *fr = malloc(16384 * sizeof *fr);
     size_t n = frames_of(cuts, cuts_of(data, len, 16384, &cuts), len, fr);
-    static const unsigned char ops[] = {'.', 0xff, 'R'};
+    /* STOP, unsupported, and text opcodes whose line ends far away (the
+     * walk goes on after it, out of step: one walk again) */
+    static const unsigned char ops[] = {'.', 0xff, 'R', 'I', 'g'};
+    unsigned fell_back = 0;
     for (size_t i = 3; i < n; i += n / 7) {
         for (size_t o = 0; o < sizeof ops; o++) {
+            int text = o >= 3;
             size_t at = fr[i] + 9;
             char keep = data[at];
             data[at] = (char)ops[o];
             /* the range holding it stops: the ranges up to it walked again */
-            size_t want = ranges_to(data, len, 16384, at);
+            size_t want = ranges_to(data, len, 16384, at), got;
             CU_ASSERT(want > 1);
-            CU_ASSERT_EQUAL(check_same(data, len, 16384, 3, "stop inside"), want);
+            got = check_same(data, len, 16384, 3, "stop inside");
+            CU_ASSERT(text || got == want);
+            fell_back += text && got == 0;
             /* the later ranges walked too: their counts voided */
-            CU_ASSERT_EQUAL(check_same(data, len, 16384, 3 | FSC__PSCAN_ALL, "stop inside"), want);
+            got = check_same(data, len, 16384, 3 | FSC__PSCAN_ALL, "stop inside");
+            CU_ASSERT(text || got == want);
             check_same(data, len, 5, 2, "stop inside");
             data[at] = keep;
             at = fr[i]; /* in place of the FRAME opcode */
@@ -206,12 +214,14 @@ static void test_stop_in_a_later_range(void)
             data[at] = (char)ops[o];
             want = ranges_to(data, len, 16384, at);
             CU_ASSERT(want > 1);
-            CU_ASSERT_EQUAL(check_same(data, len, 16384, 3, "stop at a cut"), want);
-            CU_ASSERT_EQUAL(check_same(data, len, 16384, 3 | FSC__PSCAN_ALL, "stop at a cut"),
-                            want);
+            got = check_same(data, len, 16384, 3, "stop at a cut");
+            CU_ASSERT(text || got == want);
+            got = check_same(data, len, 16384, 3 | FSC__PSCAN_ALL, "stop at a cut");
+            CU_ASSERT(text || got == want);
             data[at] = keep;
         }
     }
+    CU_ASSERT(fell_back > 0);
     free(fr);
     free(cuts);
     free(data);

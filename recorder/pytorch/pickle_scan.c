@@ -29,13 +29,14 @@
  * The headers are a hint, never trusted: a range is known to start at an
  * opcode boundary when the range before it, itself known to, ends exactly
  * where it begins (the first starts at 0). A range whose last opcode runs
- * past its end (a FRAME whose length lies, a boundary inside an opcode), or
- * with no likely FRAME within 4 MiB, sends the whole scan back to the
- * sequential walk. A range that stops (STOP, an unsupported opcode, a
- * truncated argument: wherever the parser will stop with an error) voids
- * every later one, whose counts may be in the shared arrays already: the
- * ranges up to it are walked again, alone (unless the later ones were all
- * empty, as past the frame that holds the STOP). Pickles of protocols 0-3
+ * past its end (a FRAME whose length lies, a boundary inside an opcode, a
+ * line of text that does not end in it), or with no likely FRAME within
+ * 1 MiB, sends the whole scan back to the sequential walk. A range that
+ * stops (STOP, an unsupported opcode, a truncated argument: wherever the
+ * parser will stop with an error) voids every later one, whose counts may
+ * be in the shared arrays already: the ranges up to it are walked again,
+ * alone (unless the later ones were all empty, as past the frame that
+ * holds the STOP). Pickles of protocols 0-3
  * (no frames), inputs under 8 MiB, a process allowed one CPU only and
  * FRAGSCOPE_THREADS=1 take the sequential walk.
  *
@@ -76,8 +77,8 @@
 #define FSC__PSCAN_MAX_RANGES 65536u
 /* Opcodes stepped over between two frames (Python writes one there per
  * large string) before a FRAME is not taken for a boundary. */
-#define FSC__PSCAN_MAX_BETWEEN 64u
-#define FSC__PSCAN_CUT_SEARCH ((size_t)4 << 20) /* bytes looked through for a cut */
+#define FSC__PSCAN_MAX_BETWEEN 16u
+#define FSC__PSCAN_CUT_SEARCH ((size_t)1 << 20) /* bytes looked through for a cut */
 
 static uint64_t rd_le(const uint8_t *p, size_t n)
 {
@@ -149,7 +150,7 @@ static void progress_at(prog_t *g, size_t pos)
 }
 
 enum { COUNT_NONE, COUNT_OWN, COUNT_SHARED };
-enum { WALK_END = 1, WALK_STOP = 2 };
+enum { WALK_END = 1, WALK_STOP = 2, WALK_PAST = 3 };
 
 typedef struct walk {
     const uint8_t *p;
@@ -194,7 +195,8 @@ static inline void ref_shared(walk_t *w, uint64_t idx)
  * stops wherever the parser will stop with an error (or at STOP):
  * references past that point are never resolved. Returns WALK_STOP there,
  * WALK_END once pos >= end (*at: where it got to, past end when the last
- * opcode runs over it), or FSC_ENOMEM. mode is a constant at every call,
+ * opcode runs over it), WALK_PAST for a line of text that does not end in
+ * the range (COUNT_SHARED), or FSC_ENOMEM. mode is a constant at every call,
  * so each use gets its own copy of the loop. */
 __attribute__((always_inline)) static inline int walk(walk_t *w, int mode, size_t pos, size_t end,
                                                       size_t *at)
@@ -225,7 +227,15 @@ __attribute__((always_inline)) static inline int walk(walk_t *w, int mode, size_
             pos += 4;
             continue;
         case 'I': case 'L': case 'F': case 'V': case 'S': case 'p': case 'g': {
-            size_t e = text_end(p, len, pos);
+            if (mode == COUNT_NONE)
+                goto stop; /* never between frames: not looked for (it could be long) */
+            /* a range looks for the line's end in itself only: no range
+             * reads the rest of the input for a line that runs past it */
+            size_t e = text_end(p, mode == COUNT_SHARED ? end : len, pos);
+            if (e == SIZE_MAX && mode == COUNT_SHARED) {
+                *at = end + 1;
+                return WALK_PAST;
+            }
             if (e == SIZE_MAX)
                 goto stop;
             if (op == 'g') {
@@ -337,11 +347,12 @@ static int frame_at(const uint8_t *p, size_t len, size_t q)
 #define FSC__PSCAN_NO_CUT SIZE_MAX
 
 /* Start of range i of 'want': the first likely FRAME at or after i/want of
- * the input, looked for over 4 MiB at most, or the input's end when it
- * comes first (on a hostile input, the first range without a cut stops the
- * others from taking more: the search costs little). A function of (input, want, i)
- * alone, growing with i, so that the ranges on both sides of a cut, each
- * computing it, agree. FSC__PSCAN_NO_CUT: none there. */
+ * the input, looked for over 1 MiB at most, or the input's end when it
+ * comes first. A function of (input, want, i) alone, growing with i, so
+ * that the ranges on both sides of a cut, each computing it, agree.
+ * FSC__PSCAN_NO_CUT: none there (the first range without a cut stops the
+ * others from taking more; each search reads 1 MiB and steps over 16
+ * opcodes per candidate at most). */
 static size_t range_start(const uint8_t *p, size_t len, size_t want, size_t i)
 {
     if (i == 0)
@@ -405,7 +416,9 @@ static void run_range(ppool_t *pl, size_t i, prog_t *g)
     if (start != FSC__PSCAN_NO_CUT && r->end != FSC__PSCAN_NO_CUT) {
         size_t at = start;
         int how = start < r->end ? walk(&w, COUNT_SHARED, start, r->end, &at) : WALK_END;
-        r->how = how == WALK_STOP ? R_STOP : at == r->end ? R_EXACT : R_PAST;
+        r->how = how == WALK_STOP                    ? R_STOP
+                 : how == WALK_END && at == r->end ? R_EXACT
+                                                   : R_PAST;
     }
     r->top = w.top;
     if (r->how != R_EXACT) { /* later ranges are void: take no more of them */
