@@ -361,7 +361,7 @@ uint64_t fsc__pv_count(const fsc__pv_t *v)
     return (uint64_t)v->len + v->aux;
 }
 
-int fsc__pv_stable(const fsc__pv_t *v) { return v != NULL && (v->sealed & F_KEEP) != 0; }
+_Static_assert(F_KEEP == FSC__PV_F_KEEP, "pickle.h's copy of F_KEEP");
 
 /* n bytes little-endian (the widths of the opcodes' arguments load at
  * once; memcpy, since the input has no alignment). */
@@ -457,7 +457,28 @@ typedef struct fsc__pparse {
      * FSC__PICKLE_ESKIPPED), and the key string 'frames' once met */
     fsc__pv_t skipped;
     const fsc__pv_t *frames_key;
+    int skip_pending; /* the generic parser read a skipped value in this batch */
+    int skip_any;     /* ... in any batch */
 } fsc__pparse_t;
+
+/* skip_frames: v holds a skipped value (outside an entry's 'frames', for
+ * an entry: key_frames). Depth is bounded by the reader's limit. */
+static int holds_skipped(const fsc__pparse_t *ps, const fsc__pv_t *v, int entry)
+{
+    if (v == &ps->skipped)
+        return 1;
+    if (v->kind != FSC__PV_LIST && v->kind != FSC__PV_TUPLE && v->kind != FSC__PV_DICT)
+        return 0;
+    uint32_t n = v->kind == FSC__PV_DICT ? 2 * v->len : v->len;
+    for (uint32_t i = 0; i < n; i++) {
+        if (entry && v->kind == FSC__PV_DICT && (i & 1u) &&
+            fsc__pv_is_str(v->u.items[i - 1], "frames"))
+            continue;
+        if (holds_skipped(ps, v->u.items[i], 0))
+            return 1;
+    }
+    return 0;
+}
 
 /* The kept value of memo index idx, or NULL (streaming). */
 static inline fsc__pv_t *memo_at(fsc__pparse_t *ps, uint64_t idx, size_t memo_n)
@@ -738,6 +759,12 @@ static int stream_items(fsc__pparse_t *ps, size_t ci, size_t base)
         return perr(ps, FSC_EFORMAT,
                     "APPEND modifies a container already nested in another one (unsupported)");
     const fsc__pdev_t *dv = dev_of(ps, c);
+    if (ps->skip_pending) {
+        for (size_t i = base; i < ps->sp; i++)
+            if (holds_skipped(ps, ps->stack[i], 1))
+                return FSC__PICKLE_ESKIPPED;
+        ps->skip_pending = 0;
+    }
     for (size_t i = base; i < ps->sp; i++) {
         if (ps->stack[i] == c)
             return perr(ps, FSC_EFORMAT, "APPEND puts a container inside itself");
@@ -896,8 +923,13 @@ static int memo_get(fsc__pparse_t *ps, uint64_t idx, const char *op)
     fsc__pv_t *v = NULL;
     if (ps->scan != NULL) {
         v = memo_at(ps, idx, ps->memo_n);
-        if (v == &ps->skipped)
-            return FSC__PICKLE_ESKIPPED;
+        if (v == &ps->skipped) {
+            /* inside an entry, harmless in its frames (checked when the
+             * entry is handed over); anywhere else, a value we lack */
+            if (ps->batch_mp == 0)
+                return FSC__PICKLE_ESKIPPED;
+            ps->skip_pending = ps->skip_any = 1;
+        }
         if (v != NULL && read_done(ps, idx, v)) {
             if (ps->ndead == ps->capdead) {
                 int rc = grow(ps, &ps->dead, &ps->capdead, ps->ndead + 1, sizeof *ps->dead);
@@ -1567,6 +1599,12 @@ static int fe_skip(fsc__pparse_t *ps, size_t *q, size_t *memo_n)
         if (op == '(') { /* a batch: up to its APPENDS */
             unsigned depth = 0;
             do {
+                if (depth > 0) { /* the usual items: memo references to frame dicts */
+                    size_t r = *q;
+                    while (ps->len - r >= 5 && (p[r] == 'h' || p[r] == 'j'))
+                        r += p[r] == 'h' ? 2 : 5;
+                    *q = r;
+                }
                 if (!fe_skip_frames(ps, q) || !skip_op(ps, q, memo_n, &depth))
                     return 0;
             } while (depth > 0);
@@ -1614,6 +1652,22 @@ static int fast_entry(fsc__pparse_t *ps)
     int single;
     if (ps->sp == 0)
         return 0;
+    if (ps->mp > 0 && ps->marks[ps->mp - 1] < ps->sp && ps->marks[ps->mp - 1] > 0 &&
+        ps->batch_mp == ps->mp) {
+        /* Entries the generic parser read wait above the batch's MARK:
+         * handed over now, as APPENDS would, so that this one can go the
+         * fast way after them (else one unusual entry, a new string say,
+         * sends the rest of its batch the slow way). */
+        size_t base = ps->marks[ps->mp - 1];
+        fsc__pv_t *l = ps->stack[base - 1];
+        if (l->kind == FSC__PV_LIST && !(l->sealed & F_SEALED) &&
+            list_role(ps, base - 1) == R_DEVLIST) {
+            ps->popped_dead = ps->mark_dead != NULL ? ps->mark_dead[ps->mp - 1] : ps->ndead;
+            int rc = stream_items(ps, base - 1, base);
+            if (rc != 0)
+                return rc;
+        }
+    }
     if (ps->mp > 0 && ps->marks[ps->mp - 1] == ps->sp) {
         single = 0;
     } else if (ps->mp == 0 || ps->marks[ps->mp - 1] < ps->sp) {
@@ -1737,6 +1791,8 @@ static int step(fsc__pparse_t *ps)
                         ps->sp, ps->mp);
         if (ps->ndev > 0 && (rc = check_streamed(ps, ps->stack[0])) != 0)
             return rc;
+        if (ps->skip_any && holds_skipped(ps, ps->stack[0], 0))
+            return FSC__PICKLE_ESKIPPED; /* kept in a value outside the history */
         ps->d->root = ps->stack[0];
         return 1;
     case '}':
@@ -1990,6 +2046,9 @@ int fsc__pickle_stream(const void *data, size_t len, const char *name, const fsc
     ps->cb = cb;
     ps->devcap = 16;
     ps->devv = ps->devs;
+    ps->skipped.kind = FSC__PV_NONE;
+    ps->skipped.depth = 1;
+    ps->skipped.sealed = F_KEEP | F_SEALED;
     int rc = 0;
     if (scan->refs > 0) {
         ps->memo_cap = scan->refs;

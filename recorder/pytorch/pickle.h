@@ -112,9 +112,10 @@ struct fsc__pstream {
      * reused): drop what was cached under its address. May be NULL. */
     void (*dropped)(void *ud, const fsc__pv_t *v);
     /* The entry callback never reads an entry's 'frames': its value is
-     * stepped over, not built, and the entry holds None there. Should a
-     * value defined inside those frames be read elsewhere (no snapshot
-     * PyTorch writes does that), fsc__pickle_stream returns
+     * stepped over, not built (the entry holds None there, or, for an
+     * entry the generic parser reads, frames in part: not to be read).
+     * Should a value defined inside skipped frames be read anywhere else
+     * (no snapshot PyTorch writes does that), fsc__pickle_stream returns
      * FSC__PICKLE_ESKIPPED without a message: read the file again without
      * skipping. */
     int skip_frames;
@@ -132,8 +133,13 @@ int fsc__pickle_stream(const void *data, size_t len, const char *name, const fsc
                        const fsc__pstream_t *cb, fsc__pdoc_t **out, fsc_err_t *err);
 /* Items of a list including those streamed. */
 uint64_t fsc__pv_count(const fsc__pv_t *v);
-/* The value lives as long as its document (not only during a callback). */
-int fsc__pv_stable(const fsc__pv_t *v);
+/* The value lives as long as its document (not only during a callback):
+ * it is in the document's 'keep' arena (flag FSC__PV_F_KEEP of sealed). */
+#define FSC__PV_F_KEEP 4u
+static inline int fsc__pv_stable(const fsc__pv_t *v)
+{
+    return v != NULL && (v->sealed & FSC__PV_F_KEEP) != 0;
+}
 
 /* A document built by other means (JSON): an empty arena to fill with the
  * constructors below, and the root set once built. */

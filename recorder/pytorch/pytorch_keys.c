@@ -47,6 +47,9 @@ typedef struct fsc__keys {
     char *dk[FSC__IMP_MAX_EXTRA];
     size_t dkl[FSC__IMP_MAX_EXTRA];
     char *dv[FSC__IMP_MAX_EXTRA];
+    /* a default that is a string: its bytes (same bytes, same JSON) */
+    char *ds[FSC__IMP_MAX_EXTRA];
+    uint32_t dsl[FSC__IMP_MAX_EXTRA];
     uint32_t nd;
     /* The snapshot record but its entry_defaults, emitted at the first
      * entry (streamed histories are read after the rest) or at the end. */
@@ -573,6 +576,13 @@ static int emit_snapshot(fsc__imp_t *im, const fsc__entry_t *e)
             return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
         memcpy(k->dk[k->nd], key->u.s, key->len);
         k->dk[k->nd][key->len] = '\0';
+        const fsc__pv_t *v = e->xv[i];
+        if (v->kind == FSC__PV_STR) {
+            if ((k->ds[k->nd] = malloc(v->len + 1u)) == NULL)
+                return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+            memcpy(k->ds[k->nd], v->u.s, v->len);
+            k->dsl[k->nd] = v->len;
+        }
         k->dkl[k->nd++] = key->len;
     }
     b->n = 0;
@@ -662,6 +672,10 @@ int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *
             d++;
         if (d < k->nd && e->xv[x] == k->same_v[d])
             continue;
+        const fsc__pv_t *xv = e->xv[x];
+        if (d < k->nd && k->ds[d] != NULL && xv->kind == FSC__PV_STR && xv->len == k->dsl[d] &&
+            memcmp(xv->u.s, k->ds[d], xv->len) == 0)
+            continue;
         sbuf_t *v = &k->v;
         v->n = 0;
         put_value(im, v, e->xv[x]);
@@ -723,6 +737,7 @@ void fsc__imp_keys_free(fsc__imp_t *im)
     format_notes(im);
     for (uint32_t i = 0; i < k->nd; i++) {
         free(k->dv[i]);
+        free(k->ds[i]);
         free(k->dk[i]);
     }
     free(k->snap);
