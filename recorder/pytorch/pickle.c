@@ -1509,9 +1509,9 @@ static int skip_memo(fsc__pparse_t *ps, size_t *q, size_t *memo_n)
     int ref = 0;
     uint64_t idx = 0;
     size_t at = *q;
-    if (!fe_memo(ps, q, &ref, &idx, memo_n))
-        return 0;
-    if (*q != at && ref) {
+    if (!fe_memo(ps, q, &ref, &idx, memo_n) || *q == at)
+        return 0; /* a bad index, or a store cut short: the generic parser says so */
+    if (ref) {
         ps->memo[scan_slot(ps->scan, idx)] = &ps->skipped;
         ps->mcache[idx & (FSC__MCACHE - 1)].v = NULL;
     }
