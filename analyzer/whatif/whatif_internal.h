@@ -89,7 +89,6 @@ typedef struct fsc__wstore {
     uint32_t open_ops, block_ops;
     size_t mem, limit;       /* bytes of blocks in memory; the bound */
     uint64_t spilled, fsize; /* bytes in the file */
-    size_t max_raw, max_size;
     int fd; /* the temporary file; -1 none yet */
     void *cctx;
     uint8_t *zbuf;
@@ -103,7 +102,6 @@ void fsc__wstore_free(fsc__wstore_t *s);
 uint8_t *fsc__wstore_room(fsc__wstore_t *s, size_t n);
 /* One op of n bytes was written there; seals the block when it is full. */
 int fsc__wstore_commit(fsc__wstore_t *s, size_t n);
-int fsc__wstore_seal(fsc__wstore_t *s);
 
 /* A reader of the blocks in order, with its own buffers. */
 typedef struct fsc__wreader {
@@ -247,8 +245,6 @@ int fsc__wpool_is_inferred(uint64_t pool_id);
 int fsc__wops_push(fsc_request_stream_t *rs, uint8_t kind, uint64_t arg, fsc__wop_t **out);
 /* The last op, NULL when none. */
 fsc__wop_t *fsc__wops_last(fsc_request_stream_t *rs);
-/* Codes the last op too (nothing can change it any more). */
-int fsc__wops_flush(fsc_request_stream_t *rs);
 
 /* A cursor over the ops in order, as they are to be replayed. */
 void fsc__wcur_open(fsc__wcur_t *c, const fsc_request_stream_t *rs);

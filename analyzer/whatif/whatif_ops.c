@@ -139,7 +139,7 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
     return fsc__wstore_commit(&rs->store, (size_t)(p - start));
 }
 
-int fsc__wops_flush(fsc_request_stream_t *rs)
+static int flush_tail(fsc_request_stream_t *rs)
 {
     if (!rs->has_tail)
         return 0;
@@ -151,7 +151,7 @@ int fsc__wops_flush(fsc_request_stream_t *rs)
 
 int fsc__wops_push(fsc_request_stream_t *rs, uint8_t kind, uint64_t arg, fsc__wop_t **out)
 {
-    int rc = fsc__wops_flush(rs);
+    int rc = flush_tail(rs);
     if (rc != 0)
         return rc;
     fsc__wop_t *op = &rs->tail;

@@ -135,7 +135,7 @@ uint8_t *fsc__wstore_room(fsc__wstore_t *s, size_t n)
     return s->open + s->nopen;
 }
 
-int fsc__wstore_seal(fsc__wstore_t *s)
+static int seal(fsc__wstore_t *s)
 {
     if (s->open_ops == 0)
         return 0;
@@ -178,10 +178,6 @@ int fsc__wstore_seal(fsc__wstore_t *s)
         s->spilled += size;
     }
     s->nblocks++;
-    if (raw > s->max_raw)
-        s->max_raw = raw;
-    if (size > s->max_size)
-        s->max_size = size;
     s->nopen = 0;
     s->open_ops = 0;
     return 0;
@@ -191,7 +187,7 @@ int fsc__wstore_commit(fsc__wstore_t *s, size_t n)
 {
     s->nopen += n;
     if (++s->open_ops >= s->block_ops)
-        return fsc__wstore_seal(s);
+        return seal(s);
     return 0;
 }
 
