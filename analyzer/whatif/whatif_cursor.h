@@ -15,6 +15,9 @@
  * which the cursor applies) in bits 3-5, then: */
 #define FSC__WH_RECENT 0x40 /* ALLOC: the size is one of the recent ones */
 #define FSC__WH_POOL 0x80   /* ALLOC: a pool index follows */
+/* ALLOC uses the bits of the flags that are not its own (DELAYED, EXPLAINED): */
+#define FSC__WH_STREAM0 (FSC__WOP_F_DELAYED << 3)     /* the first stream (no index) */
+#define FSC__WH_SAME_ADDR (FSC__WOP_F_EXPLAINED << 3) /* the address of the base (below) */
 #define FSC__WOP_CODED_FLAGS (FSC__WOP_F_DELAYED | FSC__WOP_F_RECORDED_OOM | FSC__WOP_F_EXPLAINED)
 
 static inline uint64_t fsc__wunzigzag(uint64_t v)
@@ -114,8 +117,10 @@ static inline int fsc__wcur_decode(fsc__wcur_t *c, fsc__wop_t *op)
         } else {
             FSC__WGETV(op->arg);
         }
-        uint64_t si;
-        FSC__WGETV(si);
+        op->flags &= FSC__WOP_F_RECORDED_OOM;
+        uint64_t si = 0;
+        if (!(h & FSC__WH_STREAM0))
+            FSC__WGETV(si);
         FSC__WGETV(v);
         op->tag = (uint32_t)v;
         op->pool = 0;
@@ -123,13 +128,18 @@ static inline int fsc__wcur_decode(fsc__wcur_t *c, fsc__wop_t *op)
             FSC__WGETV(v);
             op->pool = (uint16_t)v;
         }
-        FSC__WGETV(v);
-        op->seg = (uint32_t)v - 1;
+        op->seg = UINT32_MAX;
+        if (rs->infer_pools) {
+            FSC__WGETV(v);
+            op->seg = (uint32_t)v - 1;
+        }
         op->slot = 0;
         op->addr = 0;
         if (!(op->flags & FSC__WOP_F_RECORDED_OOM)) {
             FSC__WGETV(op->slot);
-            FSC__WGETV(v);
+            v = 0;
+            if (!(h & FSC__WH_SAME_ADDR))
+                FSC__WGETV(v);
             addr = (k >= 0 ? st->raddr[k] : addr) + fsc__wunzigzag(v);
             op->addr = addr;
             fsc__wrecent_note(st, k, op->arg, addr);

@@ -7,9 +7,11 @@
  * LEB128 varints: sizes as they are or as the index of a recent size,
  * alloc ids as the distance back from the newest, recorded addresses as
  * the zigzag difference from the last one of that size (or of any size),
- * streams as their index among the stream's distinct ones. Only what a
- * replay reads is kept: a free's call site is not, nor the id of a free
- * that completes at once. A request takes about 8 bytes and a free 3,
+ * streams as their index among the stream's distinct ones (none for the
+ * first, nor an address equal to its base: a header bit says so). Only
+ * what a replay reads is kept: a free's call site is not, nor the id of a
+ * free that completes at once, nor the recorded segment of a request when
+ * no pools are inferred (a .fstrace names its pools). A request takes about 8 bytes and a free 3,
  * instead of a 32-byte struct. No varint package is on Debian for C, and
  * these few lines are the whole of it.
  *
@@ -84,6 +86,7 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
     st->event = op->event;
     switch (op->kind) {
     case FSC__WOP_ALLOC: {
+        h = (uint8_t)(op->kind | (op->flags & FSC__WOP_F_RECORDED_OOM) << 3);
         uint64_t si = 0;
         if (stream_index(rs, op->stream, &si) != 0)
             return FSC_EINVAL;
@@ -95,17 +98,24 @@ static int encode(fsc_request_stream_t *rs, const fsc__wop_t *op)
         } else {
             p = put_varint(p, op->arg);
         }
-        p = put_varint(p, si);
+        if (si != 0)
+            p = put_varint(p, si);
+        else
+            h |= FSC__WH_STREAM0;
         p = put_varint(p, op->tag);
         if (op->pool != 0) {
             h |= FSC__WH_POOL;
             p = put_varint(p, op->pool);
         }
-        p = put_varint(p, (uint32_t)(op->seg + 1));
+        if (rs->infer_pools)
+            p = put_varint(p, (uint32_t)(op->seg + 1));
         if (!oom) {
             p = put_varint(p, op->slot);
             uint64_t base = k >= 0 ? st->raddr[k] : st->addr;
-            p = put_varint(p, zigzag(op->addr - base));
+            if (op->addr != base)
+                p = put_varint(p, zigzag(op->addr - base));
+            else
+                h |= FSC__WH_SAME_ADDR;
             st->addr = op->addr;
             fsc__wrecent_note(st, k, op->arg, op->addr);
         }
