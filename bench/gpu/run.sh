@@ -33,7 +33,9 @@
 #                  default 110, under max_entries=12e6) and bench/bench_snapshot.py on it
 #                  (pickle.load vs import, analyze, whatif on one CPU, then import and
 #                  analyze on every CPU); the snapshot is not kept
-#                  (BIG_SNAPSHOT=FILE benches an existing file instead of recording)
+#                  (BIG_SNAPSHOT=FILE benches an existing file instead of recording;
+#                  BIG_ALSO="BIN..." benches these fragscope binaries too, e.g. an older build,
+#                  in the same runs; then bench_pickle_scan on it)
 set -u
 B=${B:-gpu-carry}
 DATE=$(date +%F)
@@ -249,12 +251,17 @@ task_big() {
     tail -2 "$d/record.err"; cat "$d/record.json"
     cp "${snap%.pickle}.stats.json" "$d/big.stats.json" 2>/dev/null
   fi
-  timeout 280 python3 bench/bench_snapshot.py "$snap" --fragscope "$B/build/fragscope" \
+  local bins=(--fragscope "$B/build/fragscope") b
+  for b in ${BIG_ALSO:-}; do bins+=(--fragscope "$b"); done
+  timeout 400 python3 bench/bench_snapshot.py "$snap" "${bins[@]}" \
     --commands "${BIG_COMMANDS:-import,analyze,whatif}" --json "$d/bench.json" --timeout 100 > "$d/bench.txt" 2>&1
   cat "$d/bench.txt"
-  timeout 150 python3 bench/bench_snapshot.py "$snap" --fragscope "$B/build/fragscope" --cpu all \
+  timeout 250 python3 bench/bench_snapshot.py "$snap" "${bins[@]}" --cpu all \
     --commands import,analyze --json "$d/bench_all_cpus.json" --timeout 60 > "$d/bench_all_cpus.txt" 2>&1
   cat "$d/bench_all_cpus.txt"
+  [ ! -x "$B/build/bench/bench_pickle_scan" ] ||
+    timeout 60 "$B/build/bench/bench_pickle_scan" "$snap" > "$d/bench_pickle_scan.txt" 2>&1
+  cat "$d/bench_pickle_scan.txt" 2>/dev/null
   nproc > "$d/cpus.txt"
   [ -n "${BIG_SNAPSHOT:-}" ] || rm -f "$snap" "${snap%.pickle}.stats.json"
 }
