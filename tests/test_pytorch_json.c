@@ -9,9 +9,12 @@
  * peak RSS of `fragscope import` does not grow with the history's length.
  *
  * The twins in tests/data/pytorch/json/ were written from the pickles
- * beside them (tests/data/gpu/, tests/data/pytorch/) by
+ * beside them (tests/data/pytorch/) by
  *   python3 -c "import pickle,json; json.dump(pickle.load(open(P,'rb')),
  *               open(J,'w'), separators=(',',':'))"
+ * and those of the H200 recordings (tests/data/gpu/) are written so at
+ * each run, into the scratch directory (their frames name the recording
+ * machine's files).
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -141,19 +144,30 @@ static char *analyze_text(const char *path, const char *name)
 
 static void test_twins(void)
 {
+    /* NULL: the twin is written now (see the top of the file) */
     static const char *const k_pairs[][2] = {
-        {"gpu/pinned.pickle", "pytorch/json/pinned.json"},
-        {"gpu/unknown_keys.pickle", "pytorch/json/unknown_keys.json"},
-        {"gpu/mempool_oom.pickle", "pytorch/json/mempool_oom.json"},
-        {"gpu/mempool_nosplit.pickle", "pytorch/json/mempool_nosplit.json"},
-        {"gpu/mempool_live.pickle", "pytorch/json/mempool_live.json"},
+        {"gpu/pinned.pickle", NULL},
+        {"gpu/unknown_keys.pickle", NULL},
+        {"gpu/mempool_oom.pickle", NULL},
+        {"gpu/mempool_nosplit.pickle", NULL},
+        {"gpu/mempool_live.pickle", NULL},
         {"pytorch/midrun.pickle", "pytorch/json/midrun.json"},
         {"pytorch/expandable.pickle", "pytorch/json/expandable.json"},
     };
     for (size_t i = 0; i < sizeof k_pairs / sizeof k_pairs[0]; i++) {
-        char pk[1024], js[1024];
+        char pk[1024], js[1024], out[256];
         snprintf(pk, sizeof pk, "%s", fsc_test_data(k_pairs[i][0]));
-        snprintf(js, sizeof js, "%s", fsc_test_data(k_pairs[i][1]));
+        if (k_pairs[i][1] != NULL) {
+            snprintf(js, sizeof js, "%s", fsc_test_data(k_pairs[i][1]));
+        } else {
+            snprintf(js, sizeof js, "%s/twin%zu.json", fsc_test_tmpdir(), i);
+            int st = fsc_test_sh(out, sizeof out,
+                                 "python3 -c \"import pickle,json,sys;"
+                                 " json.dump(pickle.load(open(sys.argv[1],'rb')),"
+                                 " open(sys.argv[2],'w'), separators=(',',':'))\" %s %s",
+                                 pk, js);
+            CU_ASSERT_EQUAL_FATAL(st, 0);
+        }
         tp_col_t a, b;
         fsc_import_stats_t sa, sb;
         fsc_err_t err = {0};

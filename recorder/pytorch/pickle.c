@@ -363,30 +363,6 @@ uint64_t fsc__pv_count(const fsc__pv_t *v)
 
 _Static_assert(F_KEEP == FSC__PV_F_KEEP, "pickle.h's copy of F_KEEP");
 
-/* n bytes little-endian (the widths of the opcodes' arguments load at
- * once; memcpy, since the input has no alignment). */
-static inline uint64_t rd_le(const uint8_t *p, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (n == 4) {
-        uint32_t v;
-        memcpy(&v, p, 4);
-        return v;
-    }
-    if (n == 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        return v;
-    }
-    if (n == 1)
-        return p[0];
-#endif
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 /* ---- parser ------------------------------------------------------------ */
 
 /* A list of device_traces found while streaming: where its entries go. */

@@ -80,27 +80,6 @@
 #define FSC__PSCAN_MAX_BETWEEN 16u
 #define FSC__PSCAN_CUT_SEARCH ((size_t)1 << 20) /* bytes looked through for a cut */
 
-/* n bytes little-endian (the common widths in one load). */
-static inline uint64_t rd_le(const uint8_t *p, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (n == 4) {
-        uint32_t v;
-        memcpy(&v, p, 4);
-        return v;
-    }
-    if (n == 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        return v;
-    }
-#endif
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 static int scan_ref_grow(fsc__pscan_t *sc, uint64_t idx, size_t len);
 
 /* One GET counted (the arrays grow in scan_ref_grow, off the hot path). */

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 struct fsc__pscan {
     uint64_t *bits; /* bit i: memo index i is read by a GET */
@@ -26,6 +27,31 @@ struct fsc__pscan {
 };
 
 #define FSC__PSCAN_MANY 255u
+
+/* n bytes little-endian, as pickle opcodes write their arguments (the
+ * widths of 1, 4 and 8 bytes load at once; memcpy, since the input has no
+ * alignment). */
+static inline uint64_t rd_le(const uint8_t *p, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n == 4) {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    if (n == 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    if (n == 1)
+        return p[0];
+#endif
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
 
 /* Bits set in x (portable: the build does not assume a popcount
  * instruction, and libgcc's fallback is slower than this). */
