@@ -9,6 +9,7 @@
  * allocate without bound, recurse, or loop.
  */
 #include "pickle.h"
+#include "text_codec.h"
 #include "pickle_scan.h"
 
 #include <stdlib.h>
@@ -1081,51 +1082,9 @@ static int push_text_float(fsc__pparse_t *ps)
     return push(ps, v);
 }
 
-static size_t put_utf8(char *o, uint32_t c)
-{
-    if (c < 0x80) {
-        o[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (char)(0xc0 | (c >> 6));
-        o[1] = (char)(0x80 | (c & 0x3f));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xe0 | (c >> 12));
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-        o[2] = (char)(0x80 | (c & 0x3f));
-        return 3;
-    }
-    o[0] = (char)(0xf0 | (c >> 18));
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-    o[3] = (char)(0x80 | (c & 0x3f));
-    return 4;
-}
-
-static int hexval(uint8_t c)
-{
-    return c >= '0' && c <= '9' ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 static int hex_run(const uint8_t *s, size_t n, size_t i, size_t k, uint32_t *out)
 {
-    if (n - i < k)
-        return 0;
-    uint32_t c = 0;
-    for (size_t j = 0; j < k; j++) {
-        int h = hexval(s[i + j]);
-        if (h < 0)
-            return 0;
-        c = c * 16 + (uint32_t)h;
-    }
-    *out = c;
-    return 1;
+    return n - i >= k && fsc__hex_read(s + i, k, out);
 }
 
 /* UNICODE (protocol 0): raw-unicode-escape, i.e. Latin-1 bytes with
@@ -1183,7 +1142,7 @@ static int push_text_str(fsc__pparse_t *ps, int quoted, const char *op)
         } else {
             i++;
         }
-        w += put_utf8(o + w, c);
+        w += fsc__utf8_put(o + w, c);
     }
     o[w] = '\0';
     int prc = push_str_at(ps, (const uint8_t *)o, w);

@@ -8,6 +8,7 @@
  * data, so every step is bounded by the text's end and by a nesting depth.
  */
 #include "pytorch_json.h"
+#include "text_codec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -117,46 +118,6 @@ int fsc__json_key_is(const fsc__json_member_t *m, const char *k)
     return strlen(k) == m->key_len && memcmp(m->key, k, m->key_len) == 0;
 }
 
-static void put_utf8(char *o, size_t *n, unsigned cp)
-{
-    if (cp < 0x80) {
-        o[(*n)++] = (char)cp;
-    } else if (cp < 0x800) {
-        o[(*n)++] = (char)(0xc0 | (cp >> 6));
-        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        o[(*n)++] = (char)(0xe0 | (cp >> 12));
-        o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
-    } else {
-        o[(*n)++] = (char)(0xf0 | (cp >> 18));
-        o[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
-    }
-}
-
-static int hex4(const char *p, const char *end, unsigned *out)
-{
-    if (end - p < 4)
-        return -1;
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (unsigned)(c - 'A' + 10);
-        else
-            return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 /* The string at p (quoted) unescaped into a malloc'd buffer. */
 char *fsc__json_string(const char *p, const char *end, size_t *len)
 {
@@ -180,20 +141,21 @@ char *fsc__json_string(const char *p, const char *end, size_t *len)
         case 'b': o[n++] = '\b'; break;
         case 'f': o[n++] = '\f'; break;
         case 'u': {
-            unsigned cp;
-            if (hex4(p + 1, e, &cp) != 0) {
+            uint32_t cp;
+            if (e - (p + 1) < 4 || !fsc__hex_read((const uint8_t *)p + 1, 4, &cp)) {
                 free(o);
                 return NULL;
             }
             p += 4;
             if (cp >= 0xd800 && cp < 0xdc00 && e - p > 6 && p[1] == '\\' && p[2] == 'u') {
-                unsigned lo;
-                if (hex4(p + 3, e, &lo) == 0 && lo >= 0xdc00 && lo < 0xe000) {
+                uint32_t lo;
+                if (e - (p + 3) >= 4 && fsc__hex_read((const uint8_t *)p + 3, 4, &lo) &&
+                    lo >= 0xdc00 && lo < 0xe000) {
                     cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
                     p += 6;
                 }
             }
-            put_utf8(o, &n, cp);
+            n += fsc__utf8_put(o + n, cp);
             break;
         }
         default: o[n++] = *p; break;

@@ -36,6 +36,7 @@
  * control characters there are refused, as Python's json.load does.
  */
 #include "pytorch_json_stream.h"
+#include "text_codec.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -475,49 +476,6 @@ static size_t utf8_len(const uint8_t *s, size_t left)
     return n;
 }
 
-static int hex4(const uint8_t *s, unsigned *out)
-{
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        uint8_t c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (unsigned)(c - 'A' + 10);
-        else
-            return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static size_t put_utf8(char *o, unsigned cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xc0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xe0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    o[0] = (char)(0xf0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    o[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
 /* The escapes of s[a, b) (a string's body, already checked to end) into o,
  * which has room for b - a bytes (no escape decodes longer than itself). */
 static int unescape(jparse_t *p, size_t a, size_t b, char *o, size_t *olen)
@@ -542,17 +500,17 @@ static int unescape(jparse_t *p, size_t a, size_t b, char *o, size_t *olen)
         case 'r': o[n++] = '\r'; break;
         case 't': o[n++] = '\t'; break;
         case 'u': {
-            unsigned cp, lo;
-            if (b - i < 4 || hex4(s + i, &cp) != 0)
+            uint32_t cp, lo;
+            if (b - i < 4 || !fsc__hex_read(s + i, 4, &cp))
                 return jerr(p, FSC_EFORMAT, at,
                             "invalid JSON: \\u is not followed by four hex digits");
             i += 4;
             if (cp >= 0xd800 && cp < 0xdc00 && b - i >= 6 && s[i] == '\\' && s[i + 1] == 'u' &&
-                hex4(s + i + 2, &lo) == 0 && lo >= 0xdc00 && lo < 0xe000) {
+                fsc__hex_read(s + i + 2, 4, &lo) && lo >= 0xdc00 && lo < 0xe000) {
                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
                 i += 6;
             }
-            n += put_utf8(o + n, cp);
+            n += fsc__utf8_put(o + n, cp);
             break;
         }
         default:
