@@ -153,7 +153,7 @@ int main(int argc, char **argv)
         if (fsc__pickle_scan(data, len, NULL, &sc) != 0)
             return 2;
         uint64_t t6 = fsc_now_ns();
-        fsc__pstream_t cb = {NULL, NULL, NULL, NULL, 0};
+        fsc__pstream_t cb = {NULL, NULL, NULL, NULL, 0, 0, 0, NULL};
         if (fsc__pickle_stream(data, len, snap, sc, &cb, &d, &err) != 0) {
             fprintf(stderr, "bench_pytorch: %s\n", err.msg);
             return 2;

@@ -10,6 +10,7 @@
 
 #include "fsc_test.h"
 #include "pickle.h"
+#include "pickle_scan.h"
 
 static fsc__pdoc_t *parse_bytes(const void *b, size_t n, int *rc, fsc_err_t *err)
 {
@@ -423,7 +424,7 @@ static void test_stream_matches_tree(void)
         c.n = fsc__pv_seq(tr[0], (fsc__pv_t *const **)&c.want);
         fsc__pscan_t *sc = NULL;
         CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, NULL, &sc), 0);
-        fsc__pstream_t cb = {&c, on_stream_entry, NULL, NULL, 0};
+        fsc__pstream_t cb = {&c, on_stream_entry, NULL, NULL, 0, 0, 0, NULL};
         int rc = fsc__pickle_stream(data, len, files[f], sc, &cb, &d, &err);
         if (rc != 0)
             fprintf(stderr, "\n%s\n", err.msg);
@@ -502,7 +503,7 @@ static void test_stream_skips_frames(void)
         CU_ASSERT(c.n > 0);
         fsc__pscan_t *sc = NULL;
         CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, NULL, &sc), 0);
-        fsc__pstream_t cb = {&c, on_skipped_entry, NULL, NULL, 1};
+        fsc__pstream_t cb = {&c, on_skipped_entry, NULL, NULL, 1, 0, 0, NULL};
         int rc = fsc__pickle_stream(data, len, files[f], sc, &cb, &d, &err);
         if (rc != 0)
             fprintf(stderr, "\n%s: %d %s\n", files[f], rc, err.msg);
@@ -517,7 +518,7 @@ static void test_stream_skips_frames(void)
         stream_check_t c2 = {NULL, 0, 0, 0, 0};
         c2.n = c.n;
         c2.want = c.want;
-        fsc__pstream_t cb2 = {&c2, on_stream_entry, NULL, NULL, 0};
+        fsc__pstream_t cb2 = {&c2, on_stream_entry, NULL, NULL, 0, 0, 0, NULL};
         CU_ASSERT_EQUAL_FATAL(fsc__pickle_stream(data, len, files[f], sc, &cb2, &full, &err), 0);
         CU_ASSERT_EQUAL(c2.bad, 0);
         CU_ASSERT(fsc__pdoc_mem(d) <= fsc__pdoc_mem(full));
@@ -561,7 +562,7 @@ static void test_stream_skip_conflict(void)
     fsc__pscan_t *sc = NULL;
     CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(data, len, NULL, &sc), 0);
     stream_check_t c = {NULL, 0, 0, 0, 0};
-    fsc__pstream_t cb = {&c, NULL, NULL, NULL, 1};
+    fsc__pstream_t cb = {&c, NULL, NULL, NULL, 1, 0, 0, NULL};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL(fsc__pickle_stream(data, len, path, sc, &cb, &d, &err), FSC__PICKLE_ESKIPPED);
@@ -589,7 +590,7 @@ static void test_stream_checks_layout(void)
     fsc__pscan_t *sc = NULL;
     CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p, sizeof p - 1, NULL, &sc), 0);
     stream_check_t c = {NULL, 0, 0, 0, 0};
-    fsc__pstream_t cb = {&c, NULL, NULL, NULL, 0};
+    fsc__pstream_t cb = {&c, NULL, NULL, NULL, 0, 0, 0, NULL};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     CU_ASSERT_EQUAL(fsc__pickle_stream(p, sizeof p - 1, "mem", sc, &cb, &d, &err), FSC_EFORMAT);
@@ -728,7 +729,7 @@ static void test_stream_frees_lists(void)
     fsc__pscan_t *sc = NULL;
     CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan(p.b, p.n, NULL, &sc), 0);
     free_check_t c = {0, 0, 0, K};
-    fsc__pstream_t cb = {&c, on_free_entry, NULL, on_free_dropped, 0};
+    fsc__pstream_t cb = {&c, on_free_entry, NULL, on_free_dropped, 0, 0, 0, NULL};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     int rc = fsc__pickle_stream(p.b, p.n, "mem", sc, &cb, &d, &err);
@@ -749,12 +750,186 @@ static void test_stream_frees_lists(void)
     free(p.b);
 }
 
+
+/* ---- the history on several threads -------------------------------------- */
+
+/* A value's content (no addresses), hashed. */
+static uint64_t pv_hash(const fsc__pv_t *v, uint64_t h)
+{
+    const uint64_t m = 0x100000001b3ull;
+    h = (h ^ v->kind) * m;
+    h = (h ^ v->len) * m;
+    switch (v->kind) {
+    case FSC__PV_BOOL:
+    case FSC__PV_INT: h = (h ^ (uint64_t)v->u.i) * m; break;
+    case FSC__PV_FLOAT: {
+        uint64_t b;
+        memcpy(&b, &v->u.f, 8);
+        h = (h ^ b) * m;
+        break;
+    }
+    case FSC__PV_STR:
+    case FSC__PV_BYTES:
+    case FSC__PV_BIGINT:
+        for (uint32_t i = 0; i < v->len; i++)
+            h = (h ^ (uint8_t)v->u.s[i]) * m;
+        break;
+    case FSC__PV_LIST:
+    case FSC__PV_TUPLE:
+        for (uint32_t i = 0; i < v->len; i++)
+            h = pv_hash(v->u.items[i], h);
+        break;
+    case FSC__PV_DICT:
+        for (uint32_t i = 0; i < 2 * v->len; i++)
+            h = pv_hash(v->u.items[i], h);
+        break;
+    default: break;
+    }
+    return h;
+}
+
+typedef struct par_run {
+    int rc;
+    char msg[512];
+    uint64_t n, hash, dropped;
+    size_t taken;
+} par_run_t;
+
+static int on_par_entry(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t *v)
+{
+    par_run_t *r = ud;
+    r->hash = pv_hash(v, (r->hash ^ dev ^ (idx << 8)) * 0x100000001b3ull);
+    r->n++;
+    return 0;
+}
+
+static void on_par_dropped(void *ud, const fsc__pv_t *v)
+{
+    (void)v;
+    ((par_run_t *)ud)->dropped++;
+}
+
+/* One streamed read: result, message, the entries and the rest of the
+ * tree (hashed), lists freed, ranges taken from the threads. */
+static void par_read(const char *data, size_t len, const fsc__pscan_t *sc, int skip,
+                     unsigned threads, unsigned warmup, par_run_t *out)
+{
+    memset(out, 0, sizeof *out);
+    fsc__pstream_t cb = {out, on_par_entry, NULL, on_par_dropped, skip, threads, warmup,
+                         &out->taken};
+    fsc__pdoc_t *d = NULL;
+    fsc_err_t err = {0};
+    out->rc = fsc__pickle_stream(data, len, "in", sc, &cb, &d, &err);
+    snprintf(out->msg, sizeof out->msg, "%s", err.msg);
+    if (d != NULL && fsc__pdoc_root(d) != NULL)
+        out->hash = pv_hash(fsc__pdoc_root(d), out->hash);
+    fsc__pdoc_free(d);
+}
+
+static int par_same(const par_run_t *a, const par_run_t *b)
+{
+    return a->rc == b->rc && strcmp(a->msg, b->msg) == 0 && a->n == b->n && a->hash == b->hash &&
+           a->dropped == b->dropped;
+}
+
+/* Real snapshots cut into many ranges: with threads decoding the history
+ * ahead, the parse hands over the same entries with the same values (frames
+ * stepped over or built), frees the same lists and keeps the same tree as
+ * on one thread; and most ranges do come from the threads. */
+static void test_stream_threads_same(void)
+{
+    static const char *files[] = {"pytorch/gpt2_varlen.pickle",   "pytorch/resnet50_varbatch.pickle",
+                                  "gpu/gpt2_uncapped.pickle",     "gpu/two_devices.pickle",
+                                  "gpu/stacks_all.pickle",        "pytorch/frames_bomb.pickle",
+                                  "pytorch/compile_ro.pickle",    "gpu/gpt2_emptycache_exp.pickle",
+                                  "gpu/mempool_live.pickle",      "pytorch/tiny.p2.pickle"};
+    size_t taken = 0, ranges = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        size_t len = 0;
+        char *data = fsc_test_slurp(fsc_test_data(files[f]), &len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+        fsc__pscan_t *sc = NULL;
+        CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan_split(data, len, NULL, 512, 2, &sc), 0);
+        size_t distinct = 0; /* ranges of the same start are one (small files) */
+        for (size_t i = 0; i < sc->ncuts; i++)
+            distinct += i == 0 || sc->cut[i] != sc->cut[i - 1];
+        ranges += distinct;
+        for (int skip = 0; skip < 2; skip++) {
+            for (unsigned warmup = 1; warmup <= 64; warmup *= 64) {
+                par_run_t one, many;
+                par_read(data, len, sc, skip, 1, warmup, &one);
+                par_read(data, len, sc, skip, 3, warmup, &many);
+                CU_ASSERT_EQUAL(one.rc, 0);
+                CU_ASSERT_EQUAL(one.taken, 0);
+                if (!par_same(&one, &many))
+                    fprintf(stderr, "\n%s skip %d warmup %u: rc %d/%d n %llu/%llu dropped %llu/%llu\n",
+                            files[f], skip, warmup, one.rc, many.rc, (unsigned long long)one.n,
+                            (unsigned long long)many.n, (unsigned long long)one.dropped,
+                            (unsigned long long)many.dropped);
+                CU_ASSERT(par_same(&one, &many));
+                taken += many.taken;
+                if (strstr(files[f], "gpt2_varlen") != NULL) /* 119 ranges of entries */
+                    CU_ASSERT(many.taken * 10 > distinct * 9);
+            }
+        }
+        fsc__pscan_free(sc);
+        free(data);
+    }
+    CU_ASSERT(ranges > 200);
+    CU_ASSERT(taken * 10 > ranges * 4 * 7); /* four reads of each file */
+}
+
+/* Damaged inputs read with threads end as on one thread: the same error
+ * (message included) after the same entries. */
+static void test_stream_threads_damaged(void)
+{
+    size_t len = 0;
+    char *orig = fsc_test_slurp(fsc_test_data("gpu/gpt2_uncapped.pickle"), &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(orig);
+    char *data = malloc(len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    uint64_t seed = 12345;
+    int failed = 0, taken = 0;
+    for (int t = 0; t < 60; t++) {
+        memcpy(data, orig, len);
+        size_t n = len;
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        size_t at = (size_t)(seed >> 33) % len;
+        if (t % 6 == 5) {
+            n = at; /* cut short */
+        } else {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            data[at] = (char)(seed >> 56); /* one byte changed */
+        }
+        fsc__pscan_t *sc = NULL;
+        CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan_split(data, n, NULL, 512, 2, &sc), 0);
+        for (int skip = 0; skip < 2; skip++) {
+            par_run_t one, many;
+            par_read(data, n, sc, skip, 1, 1, &one);
+            par_read(data, n, sc, skip, 3, 1, &many);
+            if (!par_same(&one, &many))
+                fprintf(stderr, "\ndamage %d at %zu (len %zu): rc %d/%d '%s' / '%s'\n", t, at, n,
+                        one.rc, many.rc, one.msg, many.msg);
+            CU_ASSERT(par_same(&one, &many));
+            failed += one.rc != 0;
+            taken += many.taken > 0;
+        }
+        fsc__pscan_free(sc);
+    }
+    CU_ASSERT(failed > 10); /* most damage is found */
+    CU_ASSERT(taken > 10);  /* and the threads took part */
+    free(data);
+    free(orig);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"streaming: a list is freed after its last read", test_stream_frees_lists},
     {"streaming: same entries as the tree, less memory", test_stream_matches_tree},
     {"streaming: the history's place is checked", test_stream_checks_layout},
     {"streaming: frames skipped, every other value kept", test_stream_skips_frames},
     {"streaming: a skipped value read elsewhere is refused", test_stream_skip_conflict},
+    {"streaming: the history on threads, same entries", test_stream_threads_same},
+    {"streaming: damaged input on threads, same errors", test_stream_threads_damaged},
     {"scalars of every opcode", test_scalars},
     {"snapshot structure, protocols 2/4/5", test_snapshot_structure},
     {"memo references are shared, memory bounded", test_memo_is_shared},

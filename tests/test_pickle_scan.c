@@ -445,7 +445,7 @@ static void test_progress_one_thread_in_order(void)
         static const size_t ranges[] = {1, 8, 1000};
         for (size_t r = 0; r < 3; r++) {
             prog_check_t c = {pthread_self(), 0, len, 0, 0};
-            fsc__pstream_t cb = {&c, NULL, on_progress, NULL, 0};
+            fsc__pstream_t cb = {&c, NULL, on_progress, NULL, 0, 0, 0, NULL};
             fsc__pscan_t *sc = NULL;
             CU_ASSERT_EQUAL_FATAL(fsc__pickle_scan_split(p, len, &cb, ranges[r], 4, &sc), 0);
             CU_ASSERT_EQUAL(c.bad, 0);

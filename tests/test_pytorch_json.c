@@ -309,7 +309,7 @@ static void test_reader(void)
         "18446744073709551615,-9223372036854775809,1.0,-0.0,1e999,NaN,-Infinity,true,false,"
         "null,\"\"],\"device_traces\":[[{\"action\":\"w\"}]]}\n";
     seen_t s = {0};
-    fsc__pstream_t cb = {&s, on_entry, NULL, NULL, 0};
+    fsc__pstream_t cb = {&s, on_entry, NULL, NULL, 0, 0, 0, NULL};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     size_t redo = 0;
@@ -381,7 +381,7 @@ static void test_skip_frames(void)
         "\"line\":18446744073709551616,\"x\":[[[1.5,null,true]]]}],\"size\":512},"
         "{\"frames\":7,\"size\":512}]],\"frames\":[1]}";
     int none = 0;
-    fsc__pstream_t cb = {&none, on_frames, NULL, NULL, 1};
+    fsc__pstream_t cb = {&none, on_frames, NULL, NULL, 1, 0, 0, NULL};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     size_t redo = 0;
@@ -430,7 +430,7 @@ static void test_frame_dicts(void)
         "\"x\":{\"k\":1}},{\"frames\":[{\"filename\":\"a.py\",\"line\":1,\"name\":\"f\"},"
         "{\"filename\":\"a.py\",\"line\":2,\"name\":\"f\"}],\"x\":{\"k\":1}}]]}";
     fr_seen_t s = {{0}, 0, 0};
-    fsc__pstream_t cb = {&s, on_stack, NULL, NULL, 0};
+    fsc__pstream_t cb = {&s, on_stack, NULL, NULL, 0, 0, 0, NULL};
     fsc__pdoc_t *d = NULL;
     fsc_err_t err = {0};
     size_t redo = 0;

@@ -12,6 +12,7 @@
 #include "text_codec.h"
 #include "pickle_scan.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -373,11 +374,15 @@ typedef struct fsc__pdev {
 } fsc__pdev_t;
 
 #define FSC__PICKLE_MAX_DEVLISTS 1024
+#define FSC__HP_MAX_THREADS 16
+#define FSC__HP_PH 2048
 #define FSC__FAST_PAIRS 64
 #define FSC__MCACHE 4096 /* memo reads cached: keys, actions, the frame dicts of stacks */
 /* Longest list of memo references the fast path reads (frames of a stack:
  * tens to a few hundred); longer ones go through the generic parser. */
 #define FSC__FAST_LIST 1000
+
+typedef struct fsc__hpool fsc__hpool_t;
 
 typedef struct fsc__pparse {
     fsc__pdoc_t *d;
@@ -436,6 +441,29 @@ typedef struct fsc__pparse {
     const fsc__pv_t *frames_key;
     int skip_pending; /* the generic parser read a skipped value in this batch */
     int skip_any;     /* ... in any batch */
+    /* the history on several threads (see fsc__hpool): the pool while it
+     * runs; in a worker's parser, the main parser's placeholder for skipped
+     * values, the memo indices it may read (those the main parser defined
+     * before the range was taken) and the skipped ones its range defines */
+    fsc__hpool_t *hp;
+    int hp_tried;
+    int worker;
+    const fsc__pv_t *skipv;
+    uint64_t memo_lim;
+    uint64_t *wdefs;
+    size_t nwdefs, capwdefs;
+    /* a worker's stand-ins in the entry being decoded: memo entries the
+     * main parser resolves when it takes the range (HV_MREF), lists kept
+     * in the memo that it builds then (HV_LDEF, items in wl) */
+    fsc__pv_t wph[FSC__HP_PH];
+    struct fsc__hph {
+        uint64_t idx;
+        size_t off;
+        uint32_t n;
+    } wphi[FSC__HP_PH];
+    size_t nph;
+    fsc__pv_t **wl;
+    size_t nwl, capwl;
 } fsc__pparse_t;
 
 /* skip_frames: v holds a skipped value (outside an entry's 'frames', for
@@ -463,7 +491,7 @@ static inline fsc__pv_t *memo_at(fsc__pparse_t *ps, uint64_t idx, size_t memo_n)
     size_t h = (size_t)(idx & (FSC__MCACHE - 1));
     if (ps->mcache[h].v != NULL && ps->mcache[h].idx == idx)
         return ps->mcache[h].v;
-    size_t slot = idx < memo_n ? scan_slot(ps->scan, idx) : SIZE_MAX;
+    size_t slot = idx < memo_n && idx < ps->memo_lim ? scan_slot(ps->scan, idx) : SIZE_MAX;
     fsc__pv_t *v = slot == SIZE_MAX ? NULL : ps->memo[slot];
     if (v != NULL) {
         ps->mcache[h].idx = idx;
@@ -545,6 +573,24 @@ static fsc__pdev_t *dev_of(fsc__pparse_t *ps, const fsc__pv_t *list)
 /* A copy of v in the keep arena (v itself when it is there): what a memo
  * entry that is read again, or an item of such a container, must be. Depth
  * is bounded, so is the recursion. */
+/* Lists whose items are on the heap, listed to be freed with the document. */
+static int heap_add(fsc__pdoc_t *d, fsc__pv_t *c)
+{
+    if (d->nheap == d->capheap) {
+        size_t nc = d->capheap ? d->capheap * 2 : 1024;
+        fsc__pv_t **nh = realloc(d->heap, nc * sizeof *nh);
+        if (nh == NULL || budget_take(d, (nc - d->capheap) * sizeof *nh) != 0) {
+            if (nh != NULL)
+                d->heap = nh;
+            return FSC_ENOMEM;
+        }
+        d->heap = nh;
+        d->capheap = nc;
+    }
+    d->heap[d->nheap++] = c;
+    return 0;
+}
+
 static fsc__pv_t *persist(fsc__pparse_t *ps, fsc__pv_t *v)
 {
     if (v->sealed & F_KEEP)
@@ -560,18 +606,8 @@ static fsc__pv_t *persist(fsc__pparse_t *ps, fsc__pv_t *v)
         c->cap = 0;
         c->u.items = NULL;
         if (v->kind == FSC__PV_LIST && d->heap_lists) {
-            if (d->nheap == d->capheap) {
-                size_t nc = d->capheap ? d->capheap * 2 : 1024;
-                fsc__pv_t **nh = realloc(d->heap, nc * sizeof *nh);
-                if (nh == NULL || budget_take(d, (nc - d->capheap) * sizeof *nh) != 0) {
-                    if (nh != NULL)
-                        d->heap = nh;
-                    return NULL;
-                }
-                d->heap = nh;
-                d->capheap = nc;
-            }
-            d->heap[d->nheap++] = c;
+            if (heap_add(d, c) != 0)
+                return NULL;
             c->sealed |= F_HEAP;
         }
         if (n > 0 && items_room(d, c, n) != 0)
@@ -1243,6 +1279,40 @@ static int fe_memo(fsc__pparse_t *ps, size_t *pos, int *referenced, uint64_t *id
     return 1;
 }
 
+/* A worker's memo read: the main parser's node when it was defined before
+ * the range was taken (only its kind and depth are read: the main parser
+ * may seal a container or free its items meanwhile), else a stand-in it
+ * resolves when it takes the range. Reads of lists (the only values freed
+ * after their last read) and of stand-ins are noted (fe_rd), for the main
+ * parser to count. */
+static int hp_ref(fsc__pparse_t *w, uint64_t idx, size_t memo_n, fsc__pv_t **out)
+{
+    if (idx >= memo_n)
+        return 0; /* not stored yet: the generic parser reports it */
+    fsc__pv_t *v = NULL;
+    if (idx < w->memo_lim) {
+        if ((v = memo_at(w, idx, memo_n)) == NULL || v == w->skipv)
+            return 0;
+    } else {
+        if (w->nph == FSC__HP_PH)
+            return 0;
+        v = &w->wph[w->nph];
+        memset(v, 0, sizeof *v);
+        v->kind = FSC__PV_NONE; /* not a key: keys are read before the range */
+        v->depth = 1;           /* checked again by the main parser */
+        w->wphi[w->nph].idx = idx;
+        w->wphi[w->nph].n = UINT32_MAX; /* HV_MREF */
+        w->nph++;
+    }
+    if (v->kind == FSC__PV_LIST || v->kind == FSC__PV_NONE) { /* kept lists, stand-ins */
+        if (w->fe_nrd == sizeof w->fe_rd / sizeof w->fe_rd[0])
+            return 0;
+        w->fe_rd[w->fe_nrd++] = idx;
+    }
+    *out = v;
+    return 1;
+}
+
 static int fe_memo_ref(fsc__pparse_t *ps, size_t *pos, fsc__pv_t **out, size_t memo_n)
 {
     const uint8_t *p = ps->p;
@@ -1250,7 +1320,13 @@ static int fe_memo_ref(fsc__pparse_t *ps, size_t *pos, fsc__pv_t **out, size_t m
     if (ps->len - *pos - 1 < n)
         return 0;
     uint64_t idx = rd_le(p + *pos + 1, n);
-    if ((*out = memo_at(ps, idx, memo_n)) == NULL || *out == &ps->skipped)
+    if (ps->worker) {
+        if (!hp_ref(ps, idx, memo_n, out))
+            return 0;
+        *pos += 1 + n;
+        return 1;
+    }
+    if ((*out = memo_at(ps, idx, memo_n)) == NULL || *out == ps->skipv)
         return 0;
     if ((*out)->sealed & F_HEAP) {
         if (ps->fe_nrd == sizeof ps->fe_rd / sizeof ps->fe_rd[0])
@@ -1308,6 +1384,43 @@ static int fe_list(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t **
     if (!fe_skip_frames(ps, &q) || p[q] == '(' || p[q] == 'a' || p[q] == 'e')
         return 0;
     fsc__pv_t *c = mine;
+    if (ps->worker) { /* the main parser seals the items and builds a kept list */
+        if (!ref) {
+            if (n > 0 && ps->fe_list_used)
+                return 0;
+            ps->fe_list_used = n > 0;
+            c->u.items = items;
+            c->cap = n;
+        } else {
+            if (ps->nph == FSC__HP_PH)
+                return 0;
+            if (ps->capwl - ps->nwl < n) {
+                size_t nc = ps->capwl ? ps->capwl : 4096;
+                while (nc - ps->nwl < n)
+                    nc *= 2;
+                fsc__pv_t **nw = realloc(ps->wl, nc * sizeof *nw);
+                if (nw == NULL)
+                    return 0;
+                ps->wl = nw;
+                ps->capwl = nc;
+            }
+            c = &ps->wph[ps->nph];
+            memset(c, 0, sizeof *c);
+            c->kind = FSC__PV_LIST;
+            ps->wphi[ps->nph].idx = idx;
+            ps->wphi[ps->nph].off = ps->nwl;
+            ps->wphi[ps->nph].n = n;
+            ps->nph++;
+            if (n > 0)
+                memcpy(ps->wl + ps->nwl, items, (size_t)n * sizeof *items);
+            ps->nwl += n;
+        }
+        c->len = n;
+        c->depth = depth;
+        *pos = q;
+        *out = c;
+        return 1;
+    }
     if (ref) {
         fsc__pdoc_t *d = ps->d;
         size_t slot = scan_slot(ps->scan, idx);
@@ -1446,7 +1559,17 @@ static int skip_memo(fsc__pparse_t *ps, size_t *q, size_t *memo_n)
     size_t at = *q;
     if (!fe_memo(ps, q, &ref, &idx, memo_n) || *q == at)
         return 0; /* a bad index, or a store cut short: the generic parser says so */
-    if (ref) {
+    if (ref && ps->worker) { /* the main parser stores it when it takes the range */
+        if (ps->nwdefs == ps->capwdefs) {
+            size_t nc = ps->capwdefs ? 2 * ps->capwdefs : 256;
+            uint64_t *nd = realloc(ps->wdefs, nc * sizeof *nd);
+            if (nd == NULL)
+                return 0;
+            ps->wdefs = nd;
+            ps->capwdefs = nc;
+        }
+        ps->wdefs[ps->nwdefs++] = idx;
+    } else if (ref) {
         ps->memo[scan_slot(ps->scan, idx)] = &ps->skipped;
         ps->mcache[idx & (FSC__MCACHE - 1)].v = NULL;
     }
@@ -1578,45 +1701,12 @@ static int fe_skip(fsc__pparse_t *ps, size_t *q, size_t *memo_n)
     }
 }
 
-/* Try the entry starting at ps->pos (its '}' already read at op_pos).
- * Returns 1 when handed over, 0 to let the generic parser read it, or a
- * negative code from the callback. */
-static int fast_entry(fsc__pparse_t *ps)
+/* The dict of a history entry from just after its '}' through its
+ * SETITEMS into fe_items (*n pairs), *pos then past the 'u'. 0: not one
+ * the fast path takes. */
+static int fe_decode(fsc__pparse_t *ps, size_t *posp, size_t *memo_np, uint32_t *np)
 {
-    size_t c_at;
-    int single;
-    if (ps->sp == 0)
-        return 0;
-    if (ps->mp > 0 && ps->marks[ps->mp - 1] < ps->sp && ps->marks[ps->mp - 1] > 0 &&
-        ps->batch_mp == ps->mp) {
-        /* Entries the generic parser read wait above the batch's MARK:
-         * handed over now, as APPENDS would, so that this one can go the
-         * fast way after them (else one unusual entry, a new string say,
-         * sends the rest of its batch the slow way). */
-        size_t base = ps->marks[ps->mp - 1];
-        fsc__pv_t *l = ps->stack[base - 1];
-        if (l->kind == FSC__PV_LIST && !(l->sealed & F_SEALED) &&
-            list_role(ps, base - 1) == R_DEVLIST) {
-            ps->popped_dead = ps->mark_dead != NULL ? ps->mark_dead[ps->mp - 1] : ps->ndead;
-            int rc = stream_items(ps, base - 1, base);
-            if (rc != 0)
-                return rc;
-        }
-    }
-    if (ps->mp > 0 && ps->marks[ps->mp - 1] == ps->sp) {
-        single = 0;
-    } else if (ps->mp == 0 || ps->marks[ps->mp - 1] < ps->sp) {
-        single = 1;
-    } else {
-        return 0;
-    }
-    c_at = ps->sp - 1;
-    fsc__pv_t *c = ps->stack[c_at];
-    if (c->kind != FSC__PV_LIST || (c->sealed & F_SEALED) || list_role(ps, c_at) != R_DEVLIST)
-        return 0;
-    ps->fe_nrd = 0;
-    ps->fe_list_used = 0;
-    size_t pos = ps->pos, memo_n = ps->memo_n;
+    size_t pos = *posp, memo_n = *memo_np;
     uint64_t idx;
     int ref = 0;
     if (!fe_memo(ps, &pos, &ref, &idx, &memo_n) || ref)
@@ -1655,13 +1745,16 @@ static int fast_entry(fsc__pparse_t *ps)
         ps->fe_items[2 * n + 1] = v;
         n++;
     }
-    pos++; /* 'u' */
-    size_t after = pos;
-    if (!fe_skip_frames(ps, &after))
-        return 0;
-    uint8_t next = ps->p[after];
-    if (single ? next != 'a' : (next != '}' && next != 'e'))
-        return 0;
+    *posp = pos + 1; /* 'u' */
+    *memo_np = memo_n;
+    *np = n;
+    return 1;
+}
+
+/* The entry of n pairs in fe_items as a dict (fe_dict), or NULL when too
+ * deep for the fast path. */
+static fsc__pv_t *fe_dict_of(fsc__pparse_t *ps, uint32_t n)
+{
     fsc__pv_t *e = &ps->fe_dict;
     memset(e, 0, sizeof *e);
     e->kind = FSC__PV_DICT;
@@ -1672,7 +1765,754 @@ static int fast_entry(fsc__pparse_t *ps)
     for (uint32_t i = 0; i < 2 * n; i++)
         if (ps->fe_items[i]->depth + 1 > e->depth)
             e->depth = (uint16_t)(ps->fe_items[i]->depth + 1);
-    if (e->depth > FSC__PICKLE_MAX_DEPTH)
+    return e->depth > FSC__PICKLE_MAX_DEPTH ? NULL : e;
+}
+
+/* ---- the history on several threads --------------------------------------
+ *
+ * The passes that step over the frames (the importer's first ones) spend
+ * most of their time decoding history entries one after the other. On a
+ * large pickle whose first scan was cut into ranges (pickle_scan.c: each
+ * range start an opcode boundary, with the MEMOIZE count before it), those
+ * passes decode the entries of the ranges ahead on a pool of threads while
+ * this parser hands them over in order:
+ *
+ *   - once this parser has handed over FSC__HP_WARMUP entries of a history
+ *     list (their keys and action names are then in the memo), the ranges
+ *     past that point are taken by the pool, in order, at most
+ *     FSC__HP_AHEAD per thread ahead of this parser;
+ *   - a worker steps over opcodes from its range's start, counting memo
+ *     stores, to the first '}' that opens a dict whose first key is read
+ *     from the memo index of the entries' first key ('action'); from there
+ *     it decodes entries with the fast path's decoder (fe_decode), and the
+ *     APPENDS and MARKs between batches, into compact records, until an
+ *     entry starts at or past the next range's start (where the next
+ *     worker began, if the guess was right) or until anything the fast path
+ *     does not take: the end of the list, a new string, a value kept in the
+ *     memo, an opcode it does not expect;
+ *   - a worker reads from the memo only strings this parser had defined
+ *     when the range was taken (they never change); memo indices defined
+ *     inside the skipped frames of its range are passed back, and stored by
+ *     this parser when it takes the range;
+ *   - this parser takes a range's records only when it reaches, as an entry
+ *     start, exactly the worker's first entry, in the same state (inside a
+ *     batch or not) and with the same memo count; the records' APPENDS and
+ *     MARKs go through step() like any opcode, the entries to the callback
+ *     as the fast path hands them; it then goes on where the worker
+ *     stopped. A range that does not join that way (a wrong guess, an
+ *     entry the worker left) is read by this parser as before, so the
+ *     callback sees the same entries, in the same order, with the same
+ *     values, whatever the threads do.
+ *
+ * Memory: the records of at most FSC__HP_AHEAD ranges per thread (a range
+ * is at most 2 MiB of input; its records are smaller than its bytes).
+ */
+#define FSC__HP_WARMUP 1000u
+#define FSC__HP_AHEAD 2u
+
+enum { HI_ENTRY = 1, HI_OP = 2 };
+enum { HV_NODE = 0, HV_INT, HV_STR, HV_ILIST, HV_MREF, HV_LDEF };
+
+typedef struct hrange {
+    size_t cut, next_cut; /* the range, from the scan */
+    uint64_t cut_memo;    /* MEMOIZEs before cut */
+    size_t start;         /* its first entry's '}'; SIZE_MAX: none */
+    int start_out;        /* no MARK above the list there (1) or one (0) */
+    uint64_t start_memo;
+    size_t end;           /* where the parser goes on after the records */
+    uint64_t end_memo;
+    uint64_t nentries;
+    uint8_t *rec;
+    size_t nrec, caprec;
+    uint64_t *defs; /* memo indices defined in skipped frames, read again */
+    size_t ndefs;
+    int done; /* under the pool's lock */
+} hrange_t;
+
+struct fsc__hpool {
+    fsc__pparse_t *ps; /* the main parser */
+    hrange_t *r;
+    size_t nr;
+    size_t next;   /* next range to take */
+    size_t cur;    /* next range the main parser looks at */
+    size_t ahead;  /* ranges taken past cur, at most */
+    uint64_t lim;  /* memo indices the main parser has defined */
+    uint64_t akey; /* memo index of the entries' first key */
+    int stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_take, cv_done;
+    pthread_t th[FSC__HP_MAX_THREADS];
+    fsc__pparse_t *wps[FSC__HP_MAX_THREADS];
+    unsigned nth;
+    unsigned nw;  /* worker parsers handed out */
+};
+
+static int step(fsc__pparse_t *ps);
+
+/* Steps over one opcode at *q whatever it means, counting MEMOIZEs; 0 on
+ * one that is not expected in a history (or cut short). */
+static int hp_skip_op(const uint8_t *p, size_t len, size_t *q, uint64_t *memo)
+{
+    size_t at = *q, left = len - at - 1, fixed = 0, lenbytes = 0;
+    switch (p[at]) {
+    case 0x94: ++*memo; *q = at + 1; return 1;
+    case '}': case ']': case ')': case 'N': case 0x88: case 0x89: case '(': case '0': case '1':
+    case '2': case 's': case 'u': case 'a': case 'e': case 't': case 0x85: case 0x86: case 0x87:
+    case 'd': case 'l':
+        *q = at + 1;
+        return 1;
+    case 0x80: case 'K': case 'h': fixed = 1; break;
+    case 'M': fixed = 2; break;
+    case 'J': case 'j': fixed = 4; break;
+    case 'G': case 0x95: fixed = 8; break;
+    case 0x8a: case 0x8c: case 'C': case 'U': lenbytes = 1; break;
+    case 'X': case 'B': case 'T': case 0x8b: lenbytes = 4; break;
+    case 0x8d: case 0x8e: case 0x96: lenbytes = 8; break;
+    default: return 0; /* STOP, text opcodes, PUTs, unsupported */
+    }
+    if (lenbytes > 0) {
+        if (left < lenbytes)
+            return 0;
+        uint64_t n = rd_le(p + at + 1, lenbytes);
+        if (n > left - lenbytes)
+            return 0;
+        *q = at + 1 + lenbytes + (size_t)n;
+        return 1;
+    }
+    if (left < fixed)
+        return 0;
+    *q = at + 1 + fixed;
+    return 1;
+}
+
+static size_t hp_frames(const uint8_t *p, size_t len, size_t r)
+{
+    while (r < len && p[r] == 0x95 && len - r >= 9)
+        r += 9;
+    return r;
+}
+
+/* The '}' at q opens an entry: [MEMOIZE] MARK, then a read of akey. */
+static int hp_entry_at(const fsc__hpool_t *hp, size_t q)
+{
+    const uint8_t *p = hp->ps->p;
+    size_t len = hp->ps->len, r = hp_frames(p, len, q + 1);
+    if (r < len && p[r] == 0x94)
+        r = hp_frames(p, len, r + 1);
+    if (r >= len || p[r] != '(')
+        return 0;
+    r = hp_frames(p, len, r + 1);
+    if (r + 1 < len && p[r] == 'h')
+        return p[r + 1] == hp->akey;
+    return len - r > 4 && p[r] == 'j' && rd_le(p + r + 1, 4) == hp->akey;
+}
+
+static int hp_room(hrange_t *r, size_t n)
+{
+    if (r->caprec - r->nrec >= n)
+        return 1;
+    size_t nc = r->caprec ? r->caprec : 65536;
+    while (nc - r->nrec < n)
+        nc *= 2;
+    uint8_t *nb = realloc(r->rec, nc);
+    if (nb == NULL)
+        return 0;
+    r->rec = nb;
+    r->caprec = nc;
+    return 1;
+}
+
+/* One item of a record: a node of the main parser's (memo, None, ...), a
+ * value of the worker's own (an int, a string in the input, a list of
+ * items), or a stand-in (hp_ref, fe_list). */
+static int hp_is(const fsc__pv_t *v, const fsc__pv_t *arr, size_t n)
+{
+    uintptr_t a = (uintptr_t)v, lo = (uintptr_t)arr, hi = (uintptr_t)(arr + n);
+    return a >= lo && a < hi;
+}
+
+static uint8_t *hp_put_item(uint8_t *b, const fsc__pparse_t *w, const fsc__pv_t *v, int in_list)
+{
+    if (hp_is(v, w->wph, FSC__HP_PH)) {
+        const struct fsc__hph *h = &w->wphi[v - w->wph];
+        int ldef = h->n != UINT32_MAX;
+        if (ldef && in_list)
+            return NULL;
+        *b++ = ldef ? HV_LDEF : HV_MREF;
+        memcpy(b, &h->idx, 8);
+        b += 8;
+        if (ldef) {
+            memcpy(b, &h->n, 4);
+            b += 4;
+            for (uint32_t i = 0; i < h->n; i++)
+                if ((b = hp_put_item(b, w, w->wl[h->off + i], 1)) == NULL)
+                    return NULL;
+        }
+        return b;
+    }
+    if (!hp_is(v, w->fe_vals, FSC__FAST_PAIRS)) {
+        *b++ = HV_NODE;
+        memcpy(b, &v, sizeof v);
+        return b + sizeof v;
+    }
+    if (in_list)
+        return NULL;
+    if (v->kind == FSC__PV_INT) {
+        *b++ = HV_INT;
+        memcpy(b, &v->u.i, 8);
+        return b + 8;
+    }
+    if (v->kind == FSC__PV_STR) {
+        *b++ = HV_STR;
+        memcpy(b, &v->u.s, sizeof v->u.s);
+        b += sizeof v->u.s;
+        memcpy(b, &v->len, 4);
+        return b + 4;
+    }
+    if (v->kind != FSC__PV_LIST)
+        return NULL;
+    *b++ = HV_ILIST;
+    memcpy(b, &v->len, 4);
+    b += 4;
+    for (uint32_t i = 0; i < v->len; i++)
+        if ((b = hp_put_item(b, w, v->u.items[i], 1)) == NULL)
+            return NULL;
+    return b;
+}
+
+/* The decoded entry (w's fe_items, n pairs; its '}' at pos, memo count
+ * memo there) as a record. */
+static int hp_put_entry(hrange_t *r, const fsc__pparse_t *w, uint32_t n, size_t pos, uint64_t memo)
+{
+    /* at most 13 bytes an item, a list's items 9 each, 8 a read */
+    size_t need = 1 + 8 + 8 + 4 + (size_t)2 * n * 13 + 4 + (size_t)w->fe_nrd * 8;
+    need += (size_t)w->nwl * 9 + FSC__FAST_LIST * 9;
+    if (!hp_room(r, need))
+        return 0;
+    uint8_t *b = r->rec + r->nrec;
+    *b++ = HI_ENTRY;
+    memcpy(b, &pos, 8);
+    memcpy(b + 8, &memo, 8);
+    memcpy(b + 16, &n, 4);
+    b += 20;
+    for (uint32_t i = 0; i < 2 * n; i++)
+        if ((b = hp_put_item(b, w, w->fe_items[i], 0)) == NULL)
+            return 0;
+    uint32_t nrd = (uint32_t)w->fe_nrd;
+    memcpy(b, &nrd, 4);
+    b += 4;
+    if (nrd > 0)
+        memcpy(b, w->fe_rd, (size_t)nrd * 8);
+    b += (size_t)nrd * 8;
+    r->nrec = (size_t)(b - r->rec);
+    return 1;
+}
+
+static int hp_put_op(hrange_t *r, size_t at)
+{
+    if (!hp_room(r, 9))
+        return 0;
+    r->rec[r->nrec] = HI_OP;
+    memcpy(r->rec + r->nrec + 1, &at, 8);
+    r->nrec += 9;
+    return 1;
+}
+
+/* A worker's part: range r decoded with parser w, reading memo indices
+ * below lim only. */
+static void hp_range(fsc__hpool_t *hp, fsc__pparse_t *w, hrange_t *r, uint64_t lim)
+{
+    const uint8_t *p = w->p;
+    size_t len = w->len, q = r->cut;
+    uint64_t memo = r->cut_memo;
+    w->memo_lim = lim;
+    w->nwdefs = 0;
+    r->start = SIZE_MAX;
+    while (q < r->next_cut && !(p[q] == '}' && hp_entry_at(hp, q)))
+        if (!hp_skip_op(p, len, &q, &memo))
+            return;
+    if (q >= r->next_cut)
+        return;
+    r->start = q;
+    r->start_memo = memo;
+    int out = -1;
+    size_t pos = q;
+    for (;;) { /* pos: an entry's '}' */
+        if (pos >= r->next_cut)
+            break;
+        size_t at = pos + 1, mn = (size_t)memo, after;
+        uint32_t n = 0;
+        size_t ndefs = w->nwdefs;
+        w->fe_nrd = 0;
+        w->fe_list_used = 0;
+        w->nph = 0;
+        w->nwl = 0;
+        int ok = fe_decode(w, &at, &mn, &n);
+        after = at;
+        ok = ok && fe_skip_frames(w, &after);
+        int o = !ok ? -1 : p[after] == 'a' ? 1 : p[after] == '}' || p[after] == 'e' ? 0 : -1;
+        if (o < 0 || (out >= 0 && o != out) || fe_dict_of(w, n) == NULL ||
+            !hp_put_entry(r, w, n, pos, memo)) {
+            w->nwdefs = ndefs;
+            break;
+        }
+        if (out < 0)
+            r->start_out = out = o;
+        r->nentries++;
+        memo = mn;
+        pos = o ? after + 1 : at;
+        for (;;) { /* between entries: FRAMEs, the APPENDS and MARK of a new batch */
+            size_t f = pos;
+            if (!fe_skip_frames(w, &f))
+                goto end;
+            uint8_t op = p[f];
+            if (op == '}' && hp_entry_at(hp, f)) {
+                pos = f;
+                break;
+            }
+            if (!((op == 'e' && out == 0) || (op == '(' && out == 1)) || !hp_put_op(r, f))
+                goto end;
+            out = !out;
+            pos = f + 1;
+        }
+    }
+end:
+    r->end = pos;
+    r->end_memo = memo;
+    if (w->nwdefs > 0 && (r->defs = malloc(w->nwdefs * sizeof *r->defs)) != NULL) {
+        memcpy(r->defs, w->wdefs, w->nwdefs * sizeof *r->defs);
+        r->ndefs = w->nwdefs;
+    } else if (w->nwdefs > 0) {
+        r->nentries = 0; /* out of memory: the main parser reads the range */
+    }
+}
+
+static void *hp_worker(void *arg)
+{
+    fsc__hpool_t *hp = arg;
+    pthread_mutex_lock(&hp->mu);
+    fsc__pparse_t *w = hp->wps[hp->nw++];
+    for (;;) {
+        while (!hp->stop && hp->next < hp->nr && hp->next >= hp->cur + hp->ahead)
+            pthread_cond_wait(&hp->cv_take, &hp->mu);
+        if (hp->stop || hp->next >= hp->nr)
+            break;
+        if (hp->next < hp->cur)
+            hp->next = hp->cur; /* passed by the main parser already */
+        hrange_t *r = &hp->r[hp->next++];
+        uint64_t lim = hp->lim;
+        pthread_mutex_unlock(&hp->mu);
+        hp_range(hp, w, r, lim);
+        pthread_mutex_lock(&hp->mu);
+        r->done = 1;
+        pthread_cond_broadcast(&hp->cv_done);
+    }
+    pthread_mutex_unlock(&hp->mu);
+    return NULL;
+}
+
+static void hp_free(fsc__pparse_t *ps)
+{
+    fsc__hpool_t *hp = ps->hp;
+    if (hp == NULL)
+        return;
+    pthread_mutex_lock(&hp->mu);
+    hp->stop = 1;
+    pthread_cond_broadcast(&hp->cv_take);
+    pthread_mutex_unlock(&hp->mu);
+    for (unsigned t = 0; t < hp->nth; t++)
+        pthread_join(hp->th[t], NULL);
+    for (unsigned t = 0; t < FSC__HP_MAX_THREADS; t++) {
+        if (hp->wps[t] != NULL) {
+            free(hp->wps[t]->wdefs);
+            free(hp->wps[t]->wl);
+        }
+        free(hp->wps[t]);
+    }
+    for (size_t i = 0; i < hp->nr; i++) {
+        free(hp->r[i].rec);
+        free(hp->r[i].defs);
+    }
+    free(hp->r);
+    pthread_mutex_destroy(&hp->mu);
+    pthread_cond_destroy(&hp->cv_take);
+    pthread_cond_destroy(&hp->cv_done);
+    free(hp);
+    ps->hp = NULL;
+}
+
+/* At the '}' of entry c->aux of history list c: start the pool once
+ * enough entries are read (see above). */
+static void hp_start(fsc__pparse_t *ps, const fsc__pv_t *c)
+{
+    const fsc__pscan_t *sc = ps->scan;
+    unsigned warmup = ps->cb->warmup ? ps->cb->warmup : FSC__HP_WARMUP;
+    if (sc->ncuts < 2) {
+        ps->hp_tried = 1;
+        return;
+    }
+    if (c->aux < warmup)
+        return;
+    /* the entries' first key: a memo read right after this '}' */
+    size_t r = hp_frames(ps->p, ps->len, ps->pos);
+    if (r < ps->len && ps->p[r] == 0x94)
+        r = hp_frames(ps->p, ps->len, r + 1);
+    if (r >= ps->len || ps->p[r] != '(')
+        return;
+    r = hp_frames(ps->p, ps->len, r + 1);
+    uint64_t akey;
+    if (r + 1 < ps->len && ps->p[r] == 'h')
+        akey = ps->p[r + 1];
+    else if (ps->len - r > 4 && ps->p[r] == 'j')
+        akey = rd_le(ps->p + r + 1, 4);
+    else
+        return;
+    const fsc__pv_t *k = memo_at(ps, akey, ps->memo_n);
+    if (k == NULL || k->kind != FSC__PV_STR)
+        return;
+    ps->hp_tried = 1;
+    unsigned threads = ps->cb->threads ? ps->cb->threads : fsc__pickle_scan_threads();
+    if (threads > FSC__HP_MAX_THREADS)
+        threads = FSC__HP_MAX_THREADS;
+    size_t first = 0;
+    while (first < sc->ncuts && sc->cut[first] <= ps->op_pos)
+        first++;
+    if (threads < 2 || sc->ncuts - first < 2)
+        return;
+    fsc__hpool_t *hp = calloc(1, sizeof *hp);
+    if (hp == NULL)
+        return;
+    hp->ps = ps;
+    hp->nr = sc->ncuts - first;
+    hp->ahead = (size_t)threads * FSC__HP_AHEAD;
+    hp->lim = ps->memo_n;
+    hp->akey = akey;
+    hp->r = calloc(hp->nr, sizeof *hp->r);
+    int ok = hp->r != NULL;
+    for (size_t i = 0; ok && i < hp->nr; i++) {
+        hp->r[i].cut = sc->cut[first + i];
+        hp->r[i].next_cut = first + i + 1 < sc->ncuts ? sc->cut[first + i + 1] : ps->len;
+        hp->r[i].cut_memo = sc->cut_memo[first + i];
+    }
+    for (unsigned t = 0; ok && t < threads; t++) {
+        fsc__pparse_t *w = calloc(1, sizeof *w);
+        if ((hp->wps[t] = w) == NULL) {
+            ok = 0;
+            break;
+        }
+        w->d = ps->d;
+        w->p = ps->p;
+        w->len = ps->len;
+        w->name = ps->name;
+        w->scan = ps->scan;
+        w->cb = ps->cb;
+        w->memo = ps->memo;
+        w->worker = 1;
+        w->skipv = &ps->skipped;
+        w->frames_key = ps->frames_key;
+    }
+    if (ok && (pthread_mutex_init(&hp->mu, NULL) != 0 || pthread_cond_init(&hp->cv_take, NULL) != 0 ||
+               pthread_cond_init(&hp->cv_done, NULL) != 0))
+        ok = 0; /* (an init that fails leaves nothing to destroy on Linux) */
+    if (!ok) {
+        for (unsigned t = 0; t < FSC__HP_MAX_THREADS; t++)
+            free(hp->wps[t]);
+        free(hp->r);
+        free(hp);
+        return;
+    }
+    ps->hp = hp;
+    for (unsigned t = 0; t < threads; t++) {
+        if (pthread_create(&hp->th[hp->nth], NULL, hp_worker, hp) != 0)
+            break;
+        hp->nth++;
+    }
+    if (hp->nth == 0)
+        hp_free(ps);
+}
+
+/* Range cur looked at: its records go, the next ranges may be taken. */
+static void hp_next(fsc__pparse_t *ps)
+{
+    fsc__hpool_t *hp = ps->hp;
+    hrange_t *r = &hp->r[hp->cur];
+    pthread_mutex_lock(&hp->mu);
+    free(r->rec);
+    free(r->defs);
+    r->rec = NULL;
+    r->defs = NULL;
+    r->nrec = r->caprec = r->ndefs = 0;
+    hp->cur++;
+    hp->lim = ps->memo_n;
+    pthread_cond_broadcast(&hp->cv_take);
+    pthread_mutex_unlock(&hp->mu);
+}
+
+/* A stand-in's node (NULL: none the fast path would read, see hp_take). */
+static fsc__pv_t *hp_resolve(fsc__pparse_t *ps, uint64_t idx)
+{
+    fsc__pv_t *v = memo_at(ps, idx, SIZE_MAX);
+    return v == &ps->skipped ? NULL : v;
+}
+
+/* One item of a record into *out (for an inline value, in *val); a kept
+ * list is built as fe_list builds it. 0: the entry is left to the parser. */
+static int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp, fsc__pv_t *val, fsc__pv_t **out)
+{
+    const uint8_t *b = *bp;
+    uint8_t kind = *b++;
+    uint64_t idx = 0;
+    uint32_t n;
+    switch (kind) {
+    case HV_NODE:
+        memcpy(out, b, sizeof *out);
+        *bp = b + sizeof *out;
+        return 1;
+    case HV_MREF:
+        memcpy(&idx, b, 8);
+        *bp = b + 8;
+        return (*out = hp_resolve(ps, idx)) != NULL;
+    case HV_INT: {
+        int64_t i;
+        memcpy(&i, b, 8);
+        *val = (fsc__pv_t){.kind = FSC__PV_INT, .depth = 1, .u.i = i};
+        *bp = b + 8;
+        *out = val;
+        return 1;
+    }
+    case HV_STR: {
+        const char *t;
+        uint32_t n;
+        memcpy(&t, b, sizeof t);
+        memcpy(&n, b + sizeof t, 4);
+        *val = (fsc__pv_t){.kind = FSC__PV_STR, .depth = 1, .len = n, .u.s = t};
+        *bp = b + sizeof t + 4;
+        *out = val;
+        return 1;
+    }
+    default: break;
+    }
+    /* a list: its items (memo entries) first */
+    int ldef = kind == HV_LDEF;
+    if (ldef) {
+        memcpy(&idx, b, 8);
+        b += 8;
+    }
+    memcpy(&n, b, 4);
+    b += 4;
+    if (n > FSC__FAST_LIST || (!ldef && n > 0 && ps->fe_list_used))
+        return 0;
+    fsc__pv_t **items = ps->fe_list;
+    uint16_t depth = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (*b == HV_NODE) {
+            memcpy(&items[i], b + 1, sizeof *items);
+            b += 1 + sizeof *items;
+        } else {
+            uint64_t ii;
+            memcpy(&ii, b + 1, 8);
+            b += 9;
+            if ((items[i] = hp_resolve(ps, ii)) == NULL)
+                return 0;
+        }
+        if (items[i]->depth + 1 > depth)
+            depth = (uint16_t)(items[i]->depth + 1);
+    }
+    *bp = b;
+    if (depth > FSC__PICKLE_MAX_DEPTH)
+        return 0;
+    fsc__pv_t *c = val;
+    if (ldef) {
+        fsc__pdoc_t *d = ps->d;
+        size_t slot = scan_slot(ps->scan, idx);
+        if (slot == SIZE_MAX || (c = node_in(d, &d->keep, FSC__PV_LIST)) == NULL)
+            return 0;
+        if (d->heap_lists) {
+            if (heap_add(d, c) != 0)
+                return 0;
+            c->sealed |= F_HEAP;
+        }
+        if (n > 0) {
+            if (items_room(d, c, n) != 0)
+                return 0;
+            memcpy(c->u.items, items, (size_t)n * sizeof *items);
+        }
+        ps->memo[slot] = c;
+        ps->mcache[idx & (FSC__MCACHE - 1)].v = NULL;
+    } else {
+        memset(c, 0, sizeof *c);
+        c->kind = FSC__PV_LIST;
+        ps->fe_list_used = n > 0;
+        c->u.items = n > 0 ? items : NULL;
+        c->cap = n;
+    }
+    c->len = n;
+    c->depth = depth;
+    for (uint32_t i = 0; i < n; i++)
+        if (is_container(items[i]))
+            items[i]->sealed |= (uint8_t)(F_SEALED | (ldef ? F_HELD : 0u));
+    *out = c;
+    return 1;
+}
+
+/* Range r's records handed over, as the fast path would (the list c, its
+ * state and memo count checked by the caller): 1, the parser then at
+ * r->end, or at an entry the fast path would not take as recorded (a memo
+ * entry that is not there, a value too deep: the parser reads it). */
+static int hp_take(fsc__pparse_t *ps, fsc__pv_t *c, const hrange_t *r)
+{
+    for (size_t i = 0; i < r->ndefs; i++) {
+        size_t slot = scan_slot(ps->scan, r->defs[i]);
+        if (slot != SIZE_MAX) {
+            ps->memo[slot] = &ps->skipped;
+            ps->mcache[r->defs[i] & (FSC__MCACHE - 1)].v = NULL;
+        }
+    }
+    const fsc__pdev_t *dv = dev_of(ps, c);
+    const uint8_t *b = r->rec, *end = r->rec + r->nrec;
+    while (b < end) {
+        if (*b == HI_OP) {
+            size_t at;
+            memcpy(&at, b + 1, 8);
+            b += 9;
+            ps->pos = at;
+            int rc = step(ps);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        size_t at;
+        uint64_t memo;
+        uint32_t n, nrd;
+        memcpy(&at, b + 1, 8);
+        memcpy(&memo, b + 9, 8);
+        memcpy(&n, b + 17, 4);
+        b += 21;
+        ps->fe_list_used = 0;
+        fsc__pv_t *e = NULL;
+        uint32_t i = 0;
+        for (; i < 2 * n; i++)
+            if (!hp_get_item(ps, &b, &ps->fe_vals[i / 2], &ps->fe_items[i]))
+                break;
+        if (i == 2 * n)
+            e = fe_dict_of(ps, n);
+        if (e == NULL) { /* read from its '}' as if the pool had stopped there */
+            ps->pos = at;
+            ps->memo_n = memo;
+            return 1;
+        }
+        if (ps->cb->entry != NULL) {
+            int rc = ps->cb->entry(ps->cb->ud, dv->dev, (uint64_t)c->len + c->aux, e);
+            if (rc != 0) {
+                ps->cb_rc = rc;
+                return rc;
+            }
+        }
+        c->aux++;
+        memcpy(&nrd, b, 4);
+        b += 4;
+        for (uint32_t k = 0; k < nrd; k++, b += 8) {
+            uint64_t idx;
+            memcpy(&idx, b, 8);
+            fsc__pv_t *v = memo_at(ps, idx, SIZE_MAX);
+            if (v != NULL && read_done(ps, idx, v))
+                release(ps, v);
+        }
+    }
+    ps->pos = r->end;
+    ps->memo_n = r->end_memo;
+    return 1;
+}
+
+/* At the '}' (op_pos) of an entry of list c the fast path may take (single:
+ * no MARK above c): 1 when ranges decoded by the pool were handed over
+ * from here (the parser goes on after them), 0 to read the entry here, or
+ * the callback's failure. */
+static int hp_at(fsc__pparse_t *ps, fsc__pv_t *c, int single)
+{
+    fsc__hpool_t *hp = ps->hp;
+    if (hp == NULL) {
+        hp_start(ps, c);
+        return 0;
+    }
+    while (hp->cur < hp->nr) {
+        hrange_t *r = &hp->r[hp->cur];
+        if (ps->op_pos < r->cut)
+            return 0;
+        pthread_mutex_lock(&hp->mu);
+        while (!r->done)
+            pthread_cond_wait(&hp->cv_done, &hp->mu);
+        pthread_mutex_unlock(&hp->mu);
+        if (r->start != SIZE_MAX && ps->op_pos < r->start)
+            return 0;
+        if (r->start == ps->op_pos && r->nentries > 0 && r->start_out == single &&
+            r->start_memo == ps->memo_n && c->aux <= UINT32_MAX - r->nentries) {
+            int rc = hp_take(ps, c, r);
+            if (ps->cb->taken != NULL)
+                ++*ps->cb->taken;
+            hp_next(ps);
+            return rc;
+        }
+        hp_next(ps); /* passed, or not joined: read here */
+    }
+    return 0;
+}
+
+/* Try the entry starting at ps->pos (its '}' already read at op_pos).
+ * Returns 1 when handed over, 0 to let the generic parser read it, or a
+ * negative code from the callback. */
+static int fast_entry(fsc__pparse_t *ps)
+{
+    size_t c_at;
+    int single;
+    if (ps->sp == 0)
+        return 0;
+    if (ps->mp > 0 && ps->marks[ps->mp - 1] < ps->sp && ps->marks[ps->mp - 1] > 0 &&
+        ps->batch_mp == ps->mp) {
+        /* Entries the generic parser read wait above the batch's MARK:
+         * handed over now, as APPENDS would, so that this one can go the
+         * fast way after them (else one unusual entry, a new string say,
+         * sends the rest of its batch the slow way). */
+        size_t base = ps->marks[ps->mp - 1];
+        fsc__pv_t *l = ps->stack[base - 1];
+        if (l->kind == FSC__PV_LIST && !(l->sealed & F_SEALED) &&
+            list_role(ps, base - 1) == R_DEVLIST) {
+            ps->popped_dead = ps->mark_dead != NULL ? ps->mark_dead[ps->mp - 1] : ps->ndead;
+            int rc = stream_items(ps, base - 1, base);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    if (ps->mp > 0 && ps->marks[ps->mp - 1] == ps->sp) {
+        single = 0;
+    } else if (ps->mp == 0 || ps->marks[ps->mp - 1] < ps->sp) {
+        single = 1;
+    } else {
+        return 0;
+    }
+    c_at = ps->sp - 1;
+    fsc__pv_t *c = ps->stack[c_at];
+    if (c->kind != FSC__PV_LIST || (c->sealed & F_SEALED) || list_role(ps, c_at) != R_DEVLIST)
+        return 0;
+    if (ps->hp != NULL || !ps->hp_tried) {
+        int rc = hp_at(ps, c, single);
+        if (rc != 0)
+            return rc;
+    }
+    ps->fe_nrd = 0;
+    ps->fe_list_used = 0;
+    size_t pos = ps->pos, memo_n = ps->memo_n;
+    uint32_t n = 0;
+    if (!fe_decode(ps, &pos, &memo_n, &n))
+        return 0;
+    size_t after = pos;
+    if (!fe_skip_frames(ps, &after))
+        return 0;
+    uint8_t next = ps->p[after];
+    if (single ? next != 'a' : (next != '}' && next != 'e'))
+        return 0;
+    fsc__pv_t *e = fe_dict_of(ps, n);
+    if (e == NULL)
         return 0;
     if (c->aux == UINT32_MAX)
         return 0;
@@ -1919,6 +2759,7 @@ static int run_parser(fsc__pparse_t *ps)
             ps->next_progress = ps->pos + every;
         }
     }
+    hp_free(ps); /* its threads read the memo */
     free(ps->stack);
     free(ps->wm);
     free(ps->marks);
@@ -1984,6 +2825,8 @@ int fsc__pickle_stream(const void *data, size_t len, const char *name, const fsc
     ps->skipped.kind = FSC__PV_NONE;
     ps->skipped.depth = 1;
     ps->skipped.sealed = F_KEEP | F_SEALED;
+    ps->skipv = &ps->skipped;
+    ps->memo_lim = UINT64_MAX;
     int rc = 0;
     if (scan->refs > 0) {
         ps->memo_cap = scan->refs;

@@ -119,6 +119,14 @@ struct fsc__pstream {
      * FSC__PICKLE_ESKIPPED without a message: read the file again without
      * skipping. */
     int skip_frames;
+    /* On a scan cut into ranges (a large input): threads that decode the
+     * history ahead of the parse (0: the CPUs, as the scan; 1: none), and
+     * entries of a list read before they start (0: 1000). The entries
+     * handed over are the same in every case (tests set both). When not
+     * NULL, *taken counts the ranges whose entries came from the threads. */
+    unsigned threads;
+    unsigned warmup;
+    size_t *taken;
 };
 
 /* Internal to the stream: see skip_frames. Not an FSC_E* code. */

@@ -166,6 +166,8 @@ typedef struct walk {
     uint8_t *reads;
     uint64_t top;     /* COUNT_SHARED: highest index counted, plus 1 */
     prog_t *prog;     /* NULL: no progress from this walk */
+    uint64_t memos;   /* COUNT_SHARED: MEMOIZE opcodes walked */
+    int puts;         /* COUNT_SHARED: a PUT (explicit memo index) walked */
 } walk_t;
 
 /* One GET counted into arrays that other threads count into as well. */
@@ -216,9 +218,18 @@ __attribute__((always_inline)) static inline int walk(walk_t *w, int mode, size_
         size_t fixed = 0, lenbytes = 0;
         switch (op) {
         case '.': goto stop;
-        case 0x80: case 'K': case 'q': case 'U': case 'C': case 0x8a: case 0x8c: fixed = 1; break;
+        case 0x80: case 'K': case 'U': case 'C': case 0x8a: case 0x8c: fixed = 1; break;
         case 'M': fixed = 2; break;
-        case 'J': case 'r': case 'X': case 'T': case 'B': case 0x8b: fixed = 4; break;
+        case 'J': case 'X': case 'T': case 'B': case 0x8b: fixed = 4; break;
+        case 'q': case 'r':
+            if (mode == COUNT_SHARED)
+                w->puts = 1;
+            fixed = op == 'q' ? 1 : 4;
+            break;
+        case 0x94:
+            if (mode == COUNT_SHARED)
+                w->memos++;
+            continue;
         case 'G': case 0x95: case 0x8d: case 0x8e: case 0x96: fixed = 8; break;
         case 'h':
             if (pos + 1 > len)
@@ -235,6 +246,8 @@ __attribute__((always_inline)) static inline int walk(walk_t *w, int mode, size_
         case 'I': case 'L': case 'F': case 'V': case 'S': case 'p': case 'g': {
             if (mode == COUNT_NONE)
                 goto stop; /* never between frames: not looked for (it could be long) */
+            if (mode == COUNT_SHARED && op == 'p')
+                w->puts = 1;
             /* a range looks for the line's end in itself only: no range
              * reads the rest of the input for a line that runs past it */
             size_t e = text_end(p, mode == COUNT_SHARED ? end : len, pos);
@@ -257,7 +270,7 @@ __attribute__((always_inline)) static inline int walk(walk_t *w, int mode, size_
         }
         case '}': case ']': case ')': case 'N': case 0x88: case 0x89: case '(': case '0':
         case '1': case '2': case 's': case 'u': case 'a': case 'e': case 't': case 0x85:
-        case 0x86: case 0x87: case 'd': case 'l': case 0x94:
+        case 0x86: case 0x87: case 'd': case 'l':
             continue;
         default: goto stop; /* unsupported: the parser stops here */
         }
@@ -314,7 +327,7 @@ static int scan_sequential(const uint8_t *p, size_t len, prog_t *g, fsc__pscan_t
     fsc__pscan_t *sc = calloc(1, sizeof *sc);
     if (sc == NULL)
         return FSC_ENOMEM;
-    walk_t w = {p, len, sc, NULL, NULL, 0, g};
+    walk_t w = {p, len, sc, NULL, NULL, 0, g, 0, 0};
     size_t at;
     g->next = FSC__PSCAN_EVERY;
     int rc = walk(&w, COUNT_OWN, 0, len, &at);
@@ -338,7 +351,7 @@ static int frame_at(const uint8_t *p, size_t len, size_t q)
     uint64_t fl = rd_le(p + q + 1, 8);
     if (fl > len - q - 9)
         return 0;
-    walk_t w = {p, len, NULL, NULL, NULL, 0, NULL};
+    walk_t w = {p, len, NULL, NULL, NULL, 0, NULL, 0, 0};
     size_t pos = q + 9 + (size_t)fl;
     for (unsigned between = 0; pos < len; between++) {
         if (p[pos] == 0x95)
@@ -393,7 +406,10 @@ size_t fsc__pickle_scan_cuts(const void *data, size_t len, size_t want, size_t *
 enum { R_EXACT = 1, R_STOP, R_PAST };
 
 typedef struct prange {
+    size_t start; /* where it starts */
     size_t end;   /* where the next range starts (the input's length for the last) */
+    uint64_t memos; /* MEMOIZE opcodes in it */
+    int puts;       /* it holds a PUT */
     uint64_t top; /* highest index counted, plus 1 */
     int how;      /* R_*: ended at end exactly, stopped, ran past end (or no cut) */
     int walked;   /* it read an opcode (it was not empty) */
@@ -416,6 +432,7 @@ static void run_range(ppool_t *pl, size_t i, prog_t *g)
     walk_t w = pl->base;
     w.prog = g;
     size_t start = range_start(w.p, w.len, pl->want, i);
+    r->start = start;
     r->end = range_start(w.p, w.len, pl->want, i + 1);
     r->how = R_PAST;
     r->walked = start < r->end;
@@ -427,6 +444,8 @@ static void run_range(ppool_t *pl, size_t i, prog_t *g)
                                                    : R_PAST;
     }
     r->top = w.top;
+    r->memos = w.memos;
+    r->puts = w.puts;
     if (r->how != R_EXACT) { /* later ranges are void: take no more of them */
         size_t lim = __atomic_load_n(&pl->limit, __ATOMIC_RELAXED);
         while (i + 1 < lim && !__atomic_compare_exchange_n(&pl->limit, &lim, i + 1, 1,
@@ -517,6 +536,26 @@ static int shared_result(ppool_t *pl, size_t words_have, fsc__pscan_t **out)
     if (sc == NULL)
         return FSC_ENOMEM;
     sc->ranges = pl->nr;
+    int puts = 0;
+    for (size_t i = 0; i < pl->nr; i++)
+        puts |= pl->r[i].puts;
+    if (!puts && pl->nr > 1) { /* where the parse may cut the input again */
+        sc->cut = malloc(pl->nr * sizeof *sc->cut);
+        sc->cut_memo = malloc(pl->nr * sizeof *sc->cut_memo);
+        if (sc->cut == NULL || sc->cut_memo == NULL) {
+            free(pl->base.bits);
+            free(pl->base.reads);
+            fsc__pscan_free(sc);
+            return FSC_ENOMEM;
+        }
+        uint64_t memo = 0;
+        for (size_t i = 0; i < pl->nr; i++) {
+            sc->cut[i] = pl->r[i].start;
+            sc->cut_memo[i] = memo;
+            memo += pl->r[i].memos;
+        }
+        sc->ncuts = pl->nr;
+    }
     if (top == 0) {
         free(pl->base.bits);
         free(pl->base.reads);
@@ -640,6 +679,8 @@ void fsc__pscan_free(fsc__pscan_t *sc)
     free(sc->bits);
     free(sc->rank);
     free(sc->reads);
+    free(sc->cut);
+    free(sc->cut_memo);
     free(sc);
 }
 

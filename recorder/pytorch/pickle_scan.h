@@ -24,6 +24,13 @@ struct fsc__pscan {
     /* ranges walked in parallel whose counts make the result (up to the one
      * where the walk stops); 0: one walk. The result is the same. */
     size_t ranges;
+    /* Those ranges' starts, each an opcode boundary (checked by the walk),
+     * and the MEMOIZE opcodes before each: where the history can be parsed
+     * on several threads (pickle.c). None (ncuts 0) after one walk or when
+     * the input holds a PUT, whose explicit indices these counts miss. */
+    size_t *cut;
+    uint64_t *cut_memo;
+    size_t ncuts;
 };
 
 #define FSC__PSCAN_MANY 255u

@@ -126,7 +126,7 @@ static int parse(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
     c->pass = pass;
     /* Passes 1 and 2 need no stack: they step over the frames. */
     fsc__pstream_t cb = {c, pass == 3 ? on_entry_replay : on_entry_start, on_progress,
-                         on_dropped, pass != 3 && !c->no_skip};
+                         on_dropped, pass != 3 && !c->no_skip, 0, 0, NULL};
     c->snap->dropped = 0;
     fsc__imp_cache_reset(im);
     int rc = c->snap->format == FSC_SNAP_JSON
@@ -187,7 +187,7 @@ int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
     c.im = im;
     c.snap = snap;
     c.total = 3 * (uint64_t)snap->len;
-    fsc__pstream_t scb = {&c, NULL, on_progress, NULL, 0};
+    fsc__pstream_t scb = {&c, NULL, on_progress, NULL, 0, 0, 0, NULL};
     c.pass = 1;
     if (snap->format != FSC_SNAP_JSON) {
         if (fsc__pickle_scan(snap->data, snap->len, &scb, &c.scan) != 0)
