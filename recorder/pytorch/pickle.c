@@ -1931,6 +1931,12 @@ static int hp_is(const fsc__pv_t *v, const fsc__pv_t *arr, size_t n)
     return a >= lo && a < hi;
 }
 
+/* The items of a list: the main parser's nodes alone (the usual stack of
+ * frame dicts met before), as raw pointers with the list's depth, else
+ * each with its kind. */
+static uint8_t *hp_put_items(uint8_t *b, const fsc__pparse_t *w, fsc__pv_t *const *it, uint32_t n,
+                             uint16_t depth);
+
 static uint8_t *hp_put_item(uint8_t *b, const fsc__pparse_t *w, const fsc__pv_t *v, int in_list)
 {
     if (hp_is(v, w->wph, FSC__HP_PH)) {
@@ -1941,14 +1947,7 @@ static uint8_t *hp_put_item(uint8_t *b, const fsc__pparse_t *w, const fsc__pv_t 
         *b++ = ldef ? HV_LDEF : HV_MREF;
         memcpy(b, &h->idx, 8);
         b += 8;
-        if (ldef) {
-            memcpy(b, &h->n, 4);
-            b += 4;
-            for (uint32_t i = 0; i < h->n; i++)
-                if ((b = hp_put_item(b, w, w->wl[h->off + i], 1)) == NULL)
-                    return NULL;
-        }
-        return b;
+        return ldef ? hp_put_items(b, w, w->wl + h->off, h->n, v->depth) : b;
     }
     if (!hp_is(v, w->fe_vals, FSC__FAST_PAIRS)) {
         *b++ = HV_NODE;
@@ -1972,29 +1971,52 @@ static uint8_t *hp_put_item(uint8_t *b, const fsc__pparse_t *w, const fsc__pv_t 
     if (v->kind != FSC__PV_LIST)
         return NULL;
     *b++ = HV_ILIST;
-    memcpy(b, &v->len, 4);
+    return hp_put_items(b, w, v->u.items, v->len, v->depth);
+}
+
+static uint8_t *hp_put_items(uint8_t *b, const fsc__pparse_t *w, fsc__pv_t *const *it, uint32_t n,
+                             uint16_t depth)
+{
+    memcpy(b, &n, 4);
     b += 4;
-    for (uint32_t i = 0; i < v->len; i++)
-        if ((b = hp_put_item(b, w, v->u.items[i], 1)) == NULL)
+    int raw = 1;
+    for (uint32_t i = 0; i < n && raw; i++)
+        raw = !hp_is(it[i], w->wph, FSC__HP_PH);
+    *b++ = (uint8_t)raw;
+    if (raw) {
+        memcpy(b, &depth, 2);
+        b += 2;
+        if (n > 0)
+            memcpy(b, it, (size_t)n * sizeof *it);
+        return b + (size_t)n * sizeof *it;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if ((b = hp_put_item(b, w, it[i], 1)) == NULL)
             return NULL;
     return b;
 }
 
 /* The decoded entry (w's fe_items, n pairs; its '}' at pos, memo count
- * memo there) as a record. */
+ * memo there) as a record, with its depth when no stand-in for a memo
+ * entry makes it unknown. */
 static int hp_put_entry(hrange_t *r, const fsc__pparse_t *w, uint32_t n, size_t pos, uint64_t memo)
 {
     /* at most 13 bytes an item, a list's items 9 each, 8 a read */
-    size_t need = 1 + 8 + 8 + 4 + (size_t)2 * n * 13 + 4 + (size_t)w->fe_nrd * 8;
+    size_t need = 1 + 8 + 8 + 4 + 2 + (size_t)2 * n * 16 + 4 + (size_t)w->fe_nrd * 8;
     need += (size_t)w->nwl * 9 + FSC__FAST_LIST * 9;
     if (!hp_room(r, need))
         return 0;
+    uint16_t depth = w->fe_dict.depth; /* fe_dict_of ran */
+    for (size_t i = 0; i < w->nph && depth != 0; i++)
+        if (w->wphi[i].n == UINT32_MAX)
+            depth = 0;
     uint8_t *b = r->rec + r->nrec;
     *b++ = HI_ENTRY;
     memcpy(b, &pos, 8);
     memcpy(b + 8, &memo, 8);
     memcpy(b + 16, &n, 4);
-    b += 20;
+    memcpy(b + 20, &depth, 2);
+    b += 22;
     for (uint32_t i = 0; i < 2 * n; i++)
         if ((b = hp_put_item(b, w, w->fe_items[i], 0)) == NULL)
             return 0;
@@ -2299,12 +2321,20 @@ static int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp, fsc__pv_t *val, fs
         b += 8;
     }
     memcpy(&n, b, 4);
-    b += 4;
+    int raw = b[4];
+    b += 5;
     if (n > FSC__FAST_LIST || (!ldef && n > 0 && ps->fe_list_used))
         return 0;
     fsc__pv_t **items = ps->fe_list;
     uint16_t depth = 1;
-    for (uint32_t i = 0; i < n; i++) {
+    if (raw) { /* nodes of this parser's, and their depth */
+        memcpy(&depth, b, 2);
+        b += 2;
+        if (n > 0)
+            memcpy(items, b, (size_t)n * sizeof *items);
+        b += (size_t)n * sizeof *items;
+    }
+    for (uint32_t i = 0; i < n && !raw; i++) {
         if (*b == HV_NODE) {
             memcpy(&items[i], b + 1, sizeof *items);
             b += 1 + sizeof *items;
@@ -2384,18 +2414,25 @@ static int hp_take(fsc__pparse_t *ps, fsc__pv_t *c, const hrange_t *r)
         size_t at;
         uint64_t memo;
         uint32_t n, nrd;
+        uint16_t depth;
         memcpy(&at, b + 1, 8);
         memcpy(&memo, b + 9, 8);
         memcpy(&n, b + 17, 4);
-        b += 21;
+        memcpy(&depth, b + 21, 2);
+        b += 23;
         ps->fe_list_used = 0;
         fsc__pv_t *e = NULL;
         uint32_t i = 0;
         for (; i < 2 * n; i++)
             if (!hp_get_item(ps, &b, &ps->fe_vals[i / 2], &ps->fe_items[i]))
                 break;
-        if (i == 2 * n)
+        if (i == 2 * n && depth != 0) { /* as the worker found it */
+            e = &ps->fe_dict;
+            *e = (fsc__pv_t){.kind = FSC__PV_DICT, .depth = depth, .len = n, .cap = 2 * n,
+                             .u.items = ps->fe_items};
+        } else if (i == 2 * n) {
             e = fe_dict_of(ps, n);
+        }
         if (e == NULL) { /* read from its '}' as if the pool had stopped there */
             ps->pos = at;
             ps->memo_n = memo;

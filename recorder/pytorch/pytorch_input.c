@@ -477,9 +477,25 @@ static int str_what(fsc__imp_t *im, const fsc__pv_t *v, int is_key)
     return what;
 }
 
+/* A non-negative integer (v may be NULL). */
+static inline int nonneg(const fsc__pv_t *v, uint64_t *out)
+{
+    int64_t x;
+    if (v != NULL && v->kind == FSC__PV_INT)
+        x = v->u.i;
+    else if (!fsc__pv_int(v, &x))
+        return 0;
+    if (x < 0)
+        return 0;
+    *out = (uint64_t)x;
+    return 1;
+}
+
 int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__entry_t *e)
 {
-    memset(e, 0, sizeof *e);
+    /* all but the extra keys' arrays, filled up to nx */
+    memset(e, 0, offsetof(fsc__entry_t, xk));
+    e->nx = e->nx_dropped = 0;
     if (!fsc__imp_dict_ok(d))
         return fsc__imp_bad(im, "device_traces[%d][%llu] is not a dict", im->device,
                             (unsigned long long)i);
@@ -513,17 +529,11 @@ int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__ent
         return fsc__imp_bad(im, "device_traces[%d][%llu] has no 'action'", im->device,
                             (unsigned long long)i);
     e->act = str_what(im, e->action, 0);
-    int64_t v;
-    e->has_addr = fsc__pv_int(addr, &v) && v >= 0;
-    e->addr = e->has_addr ? (uint64_t)v : 0;
-    int has_size = fsc__pv_int(size, &v) && v >= 0;
-    e->size = has_size ? (uint64_t)v : 0;
-    if (fsc__pv_int(stream, &v) && v >= 0)
-        e->stream = (uint64_t)v;
-    if (fsc__pv_int(time, &v) && v >= 0)
-        e->time_us = (uint64_t)v;
-    e->has_device_free = fsc__pv_int(dfree, &v) && v >= 0;
-    e->device_free = e->has_device_free ? (uint64_t)v : 0;
+    e->has_addr = nonneg(addr, &e->addr);
+    int has_size = nonneg(size, &e->size);
+    nonneg(stream, &e->stream);
+    nonneg(time, &e->time_us);
+    e->has_device_free = nonneg(dfree, &e->device_free);
     int needs_addr = e->act != FSC__ACT_OTHER && e->act != FSC__ACT_OOM &&
                      e->act != FSC__ACT_SNAPSHOT && e->act != FSC__ACT_EMPTY_CACHE &&
                      e->act != FSC__ACT_USER_DEFINED;

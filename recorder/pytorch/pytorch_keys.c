@@ -66,6 +66,7 @@ typedef struct fsc__keys {
      * default's (memo-shared: the same few nodes in every entry). */
     const fsc__pv_t *known_keys[8];
     const fsc__pv_t *same_v[FSC__IMP_MAX_EXTRA];
+    const fsc__pv_t *dk_v[FSC__IMP_MAX_EXTRA]; /* a node met as default key d */
 } fsc__keys_t;
 
 static void sb_put(sbuf_t *b, const char *s, size_t n)
@@ -628,6 +629,19 @@ static int key_eq(const char *s, size_t n, const fsc__pv_t *k)
     return k->kind == FSC__PV_STR && k->len == n && memcmp(k->u.s, s, n) == 0;
 }
 
+/* Key node kn is default key d: by its address once met (keys are
+ * memo-shared), else by its bytes. */
+static int key_is(fsc__keys_t *k, uint32_t d, const fsc__pv_t *kn)
+{
+    if (k->dk_v[d] == kn)
+        return 1;
+    if (!key_eq(k->dk[d], k->dkl[d], kn))
+        return 0;
+    if (fsc__pv_stable(kn))
+        k->dk_v[d] = kn;
+    return 1;
+}
+
 int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *handled)
 {
     (void)i;
@@ -668,7 +682,7 @@ int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *
     sb_put(b, "{", 1);
     for (uint32_t x = 0; x < e->nx; x++) {
         uint32_t d = 0;
-        while (d < k->nd && !key_eq(k->dk[d], k->dkl[d], e->xk[x]))
+        while (d < k->nd && !key_is(k, d, e->xk[x]))
             d++;
         if (d < k->nd && e->xv[x] == k->same_v[d])
             continue;
@@ -694,7 +708,7 @@ int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *
     int af = 1;
     for (uint32_t d = 0; d < k->nd; d++) {
         uint32_t x = 0;
-        while (x < e->nx && !key_eq(k->dk[d], k->dkl[d], e->xk[x]))
+        while (x < e->nx && !key_is(k, d, e->xk[x]))
             x++;
         if (x < e->nx)
             continue;
@@ -726,6 +740,7 @@ void fsc__imp_keys_cache_reset(fsc__imp_t *im)
     if (im->keys != NULL) {
         memset(im->keys->known_keys, 0, sizeof im->keys->known_keys);
         memset(im->keys->same_v, 0, sizeof im->keys->same_v);
+        memset(im->keys->dk_v, 0, sizeof im->keys->dk_v);
     }
 }
 
