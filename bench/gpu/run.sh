@@ -35,7 +35,8 @@
 #                  analyze on every CPU); the snapshot is not kept
 #                  (BIG_SNAPSHOT=FILE benches an existing file instead of recording;
 #                  BIG_ALSO="BIN..." benches these fragscope binaries too, e.g. an older build,
-#                  in the same runs; then bench_pickle_scan on it)
+#                  in the same runs; BIG_ROUNDS / BIG_ROUNDS_ALL rounds of the one-CPU and
+#                  every-CPU benches, default 1, the fastest reported; then bench_pickle_scan on it)
 set -u
 B=${B:-gpu-carry}
 DATE=$(date +%F)
@@ -254,10 +255,12 @@ task_big() {
   local bins=(--fragscope "$B/build/fragscope") b
   for b in ${BIG_ALSO:-}; do bins+=(--fragscope "$b"); done
   timeout 400 python3 bench/bench_snapshot.py "$snap" "${bins[@]}" \
-    --commands "${BIG_COMMANDS:-import,analyze,whatif}" --json "$d/bench.json" --timeout 100 > "$d/bench.txt" 2>&1
+    --commands "${BIG_COMMANDS:-import,analyze,whatif}" --json "$d/bench.json" --timeout 100 \
+    --rounds "${BIG_ROUNDS:-1}" > "$d/bench.txt" 2>&1
   cat "$d/bench.txt"
   timeout 250 python3 bench/bench_snapshot.py "$snap" "${bins[@]}" --cpu all \
-    --commands import,analyze --json "$d/bench_all_cpus.json" --timeout 60 > "$d/bench_all_cpus.txt" 2>&1
+    --commands import,analyze --json "$d/bench_all_cpus.json" --timeout 60 \
+    --rounds "${BIG_ROUNDS_ALL:-1}" > "$d/bench_all_cpus.txt" 2>&1
   cat "$d/bench_all_cpus.txt"
   [ ! -x "$B/build/bench/bench_pickle_scan" ] ||
     timeout 60 "$B/build/bench/bench_pickle_scan" "$snap" > "$d/bench_pickle_scan.txt" 2>&1
@@ -266,7 +269,7 @@ task_big() {
   [ -n "${BIG_SNAPSHOT:-}" ] || rm -f "$snap" "${snap%.pickle}.stats.json"
 }
 
-[ $# -gt 0 ] || { sed -n '2,36p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,39p' "$0"; exit 2; }
 for t in "$@"; do
   fn="task_${t//-/_}"
   declare -F "$fn" >/dev/null || { echo "run.sh: unknown task $t" >&2; exit 2; }
