@@ -1780,7 +1780,7 @@ static fsc__pv_t *fe_dict_of(fsc__pparse_t *ps, uint32_t n)
  *   - once this parser has handed over FSC__HP_WARMUP entries of a history
  *     list (their keys and action names are then in the memo), the ranges
  *     past that point are taken by the pool, in order, at most
- *     FSC__HP_AHEAD per thread ahead of this parser;
+ *     FSC__HP_AHEAD more than there are threads ahead of this parser;
  *   - a worker steps over opcodes from its range's start, counting memo
  *     stores, to the first '}' that opens a dict whose first key is read
  *     from the memo index of the entries' first key ('action'); from there
@@ -1804,8 +1804,11 @@ static fsc__pv_t *fe_dict_of(fsc__pparse_t *ps, uint32_t n)
  *     callback sees the same entries, in the same order, with the same
  *     values, whatever the threads do.
  *
- * Memory: the records of at most FSC__HP_AHEAD ranges per thread (a range
- * is at most 2 MiB of input; its records are smaller than its bytes).
+ * Memory: the records of at most threads + FSC__HP_AHEAD ranges, and those
+ * ranges' pages of the input. A range is at most 2 MiB; its records take
+ * up to about four times its bytes (a frame met before is a 2-byte memo
+ * read in the input and an 8-byte pointer in a record): on 16 threads and
+ * real recordings, about 200 MB more than one thread holds.
  */
 #define FSC__HP_WARMUP 1000u
 #define FSC__HP_AHEAD 2u
@@ -2206,7 +2209,7 @@ static void hp_start(fsc__pparse_t *ps, const fsc__pv_t *c)
         return;
     hp->ps = ps;
     hp->nr = sc->ncuts - first;
-    hp->ahead = (size_t)threads * FSC__HP_AHEAD;
+    hp->ahead = (size_t)threads + FSC__HP_AHEAD;
     hp->lim = ps->memo_n;
     hp->akey = akey;
     hp->r = calloc(hp->nr, sizeof *hp->r);
