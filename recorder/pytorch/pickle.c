@@ -2381,9 +2381,13 @@ static int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp, fsc__pv_t *val, fs
     }
     c->len = n;
     c->depth = depth;
+    /* Written only when it changes: the workers read these nodes (a frame
+     * dict is in thousands of stacks), and a store on every use would move
+     * their cache lines back and forth between the cores. */
+    uint8_t seal = (uint8_t)(F_SEALED | (ldef ? F_HELD : 0u));
     for (uint32_t i = 0; i < n; i++)
-        if (is_container(items[i]))
-            items[i]->sealed |= (uint8_t)(F_SEALED | (ldef ? F_HELD : 0u));
+        if (is_container(items[i]) && (items[i]->sealed & seal) != seal)
+            items[i]->sealed |= seal;
     *out = c;
     return 1;
 }
