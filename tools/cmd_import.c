@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "fragscope/pytorch.h"
 #include "fragscope/recorder.h"
+#include "fragscope/source.h"
 
 const char fsc_cmd_import_summary[] = "convert a PyTorch memory snapshot into a trace";
 const char fsc_cmd_import_usage[] =
@@ -41,6 +42,8 @@ const char fsc_cmd_import_usage[] =
     "3 the trace could not be written.\n";
 
 typedef struct import_ctx {
+    uint32_t *ids; /* the recorder's node id of each of the source's (0: root) */
+    size_t nids;
     const char *tmp_path;
     const char *out; /* what the user named the trace: messages use it */
     fsc_recorder_t *rec;
@@ -122,6 +125,104 @@ static void on_progress(void *ud, uint64_t done, uint64_t total)
 static void on_progress_bytes(void *ud, uint64_t done, uint64_t total)
 {
     fsc_progress_bytes(ud, done, total);
+}
+
+/* ---- a snapshot through the source layer --------------------------------
+ * The source runs this sink on a thread of its own while the snapshot is
+ * read (FRAGSCOPE_THREADS=1: on the caller's), so that writing the trace
+ * (encoding every event) does not add to the reading. Tags come with the
+ * source's node ids, each defined before its first use, in the order the
+ * importer met them; the recorder interns them in that same order, so the
+ * trace is the one the importer would write to it directly. */
+
+static int src_header(void *ud, const fsc_trace_header_t *hdr, fsc_err_t *err)
+{
+    import_ctx_t *c = ud;
+    int rc = on_header(ud, hdr);
+    if (rc != 0)
+        fsc_err_copy(err, &c->rec_err);
+    return rc;
+}
+
+static int src_tag(void *ud, uint32_t node, uint32_t parent, const char *name, size_t len,
+                   fsc_err_t *err)
+{
+    import_ctx_t *c = ud;
+    if ((parent != 0 && (parent >= c->nids || c->ids[parent] == 0)) || node == 0)
+        return fsc_err_set(err, FSC_EINVAL, "tag node %u defined under an unknown node %u", node,
+                           parent);
+    if (node >= c->nids) {
+        size_t n = c->nids ? c->nids : 1024;
+        while (n <= node)
+            n *= 2;
+        uint32_t *ni = realloc(c->ids, n * sizeof *ni);
+        if (ni == NULL)
+            return fsc_err_set(err, FSC_ENOMEM, "out of memory");
+        memset(ni + c->nids, 0, (n - c->nids) * sizeof *ni);
+        c->ids = ni;
+        c->nids = n;
+    }
+    uint32_t id = 0;
+    int rc = on_tag(ud, parent == 0 ? 0 : c->ids[parent], name, len, &id);
+    if (rc != 0) {
+        fsc_err_copy(err, &c->rec_err);
+        return rc;
+    }
+    c->ids[node] = id;
+    return 0;
+}
+
+static int src_event(void *ud, const fsc_event_t *ev, fsc_err_t *err)
+{
+    import_ctx_t *c = ud;
+    fsc_event_t e = *ev;
+    if (e.tag != 0) {
+        if (e.tag >= c->nids || c->ids[e.tag] == 0)
+            return fsc_err_set(err, FSC_EINVAL, "an event names tag node %u, never defined", e.tag);
+        e.tag = c->ids[e.tag];
+    }
+    int rc = on_event(ud, &e);
+    if (rc != 0)
+        fsc_err_copy(err, &c->rec_err);
+    return rc;
+}
+
+static void on_src_progress(void *ud, uint64_t done, uint64_t total)
+{
+    if (total == 0)
+        fsc_progress_events(ud, done); /* events so far */
+    else
+        fsc_progress_bytes(ud, done, total);
+}
+
+/* The snapshot read into the recorder through the source layer; a file
+ * that is not a snapshot goes to the importer directly, for its message. */
+static int import_snapshot(const char *in, const fsc_import_opts_t *opts, import_ctx_t *c,
+                           fsc_progress_t *prog, fsc_import_stats_t *st, fsc_err_t *err)
+{
+    if (fsc_source_detect(in) != FSC_SOURCE_SNAPSHOT) {
+        fsc_import_sink_t sink = {c, on_header, on_tag, on_event};
+        return fsc_pytorch_import(in, opts, &sink, st, err);
+    }
+    fsc_source_opts_t so;
+    memset(&so, 0, sizeof so);
+    so.lenient = opts->lenient;
+    so.pick_device = opts->pick_device;
+    so.device = opts->device;
+    so.keep_records = opts->keep_records;
+    so.progress = on_src_progress;
+    so.progress_ud = prog;
+    fsc_source_t *src = NULL;
+    int rc = fsc_source_open(in, &so, &src, err);
+    if (rc != 0)
+        return rc;
+    fsc_source_sink_t sink = {c, src_header, src_tag, src_event};
+    rc = fsc_source_run(src, &sink, err);
+    fsc_source_info_t info;
+    fsc_source_info(src, &info);
+    *st = info.import;
+    fsc_source_close(src);
+    return rc;
 }
 
 static int parse_device(const char *val, int *out)
@@ -233,15 +334,16 @@ int fsc_cmd_import(int argc, char **argv)
     c.tmp_path = of.tmp_path;
     c.out = out;
     c.capacity = capacity;
-    fsc_import_sink_t sink = {&c, on_header, on_tag, on_event};
     fsc_import_stats_t st;
+    memset(&st, 0, sizeof st);
     fsc_progress_t prog;
     fsc_progress_init(&prog, "import");
     opts.progress = on_progress;
     opts.progress_bytes = on_progress_bytes;
     opts.progress_ud = &prog;
-    int rc = fsc_pytorch_import(in, &opts, &sink, &st, &err);
+    int rc = import_snapshot(in, &opts, &c, &prog, &st, &err);
     fsc_progress_done(&prog);
+    free(c.ids);
     int crc = fsc_recorder_close(c.rec);
     if (rc == 0 && crc != 0) {
         c.rec_failed = 1;

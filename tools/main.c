@@ -59,8 +59,8 @@ static void print_help(FILE *out)
             "Commands running over 2 s show their progress on stderr when it is a terminal\n"
             "(bytes read, events, rate, ETA); FRAGSCOPE_NO_PROGRESS=1 turns it off.\n"
             "A large snapshot is scanned and its history decoded on every CPU, and its\n"
-            "events are analysed on a second thread while it is read; FRAGSCOPE_THREADS=1\n"
-            "keeps one thread.\n");
+            "events are analysed or written on a second thread while it is read;\n"
+            "FRAGSCOPE_THREADS=1 keeps one thread.\n");
 }
 
 static const char *g_cmd = "";
