@@ -1,7 +1,9 @@
 /*
  * cmd_import.c — `fragscope import`: a PyTorch memory snapshot (pickle or
- * JSON) into a .fstrace, through the recorder with compression on the
- * calling thread so that the output is deterministic.
+ * JSON) into a .fstrace. The snapshot is read through the source layer,
+ * which hands its tags and events to the recorder on a second thread (see
+ * import_snapshot); the recorder cuts chunks by size only, so the trace
+ * does not depend on timing or threads.
  */
 #include <stdio.h>
 #include <stdlib.h>
