@@ -1337,6 +1337,33 @@ static int fe_memo_ref(fsc__pparse_t *ps, size_t *pos, fsc__pv_t **out, size_t m
     return 1;
 }
 
+/* The list read again of memo index idx, holding items[0..n), kept as the
+ * parse keeps such lists (its items on the heap when they are freed after
+ * the last read); NULL when it cannot be made here: no memory, or the
+ * registry of heap lists full and grow 0. */
+static fsc__pv_t *kept_list(fsc__pparse_t *ps, uint64_t idx, fsc__pv_t *const *items, uint32_t n,
+                            int grow)
+{
+    fsc__pdoc_t *d = ps->d;
+    size_t slot = scan_slot(ps->scan, idx);
+    fsc__pv_t *c;
+    if (slot == SIZE_MAX || (c = node_in(d, &d->keep, FSC__PV_LIST)) == NULL)
+        return NULL;
+    if (d->heap_lists) {
+        if ((!grow && d->nheap == d->capheap) || heap_add(d, c) != 0)
+            return NULL;
+        c->sealed |= F_HEAP;
+    }
+    if (n > 0) {
+        if (items_room(d, c, n) != 0)
+            return NULL;
+        memcpy(c->u.items, items, (size_t)n * sizeof *items);
+    }
+    ps->memo[slot] = c;
+    ps->mcache[idx & (FSC__MCACHE - 1)].v = NULL;
+    return c;
+}
+
 /* The items of a list whose ']' (and memo store, idx when ref) were read:
  * none, one memo reference then APPEND, or MARK, memo references, APPENDS;
  * as the generic parser would build it: kept (in the memo) when read
@@ -1422,23 +1449,9 @@ static int fe_list(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t **
         return 1;
     }
     if (ref) {
-        fsc__pdoc_t *d = ps->d;
-        size_t slot = scan_slot(ps->scan, idx);
-        if (slot == SIZE_MAX || (c = node_in(d, &d->keep, FSC__PV_LIST)) == NULL)
+        /* (a full registry of heap lists grows on the generic path) */
+        if ((c = kept_list(ps, idx, items, n, 0)) == NULL)
             return 0;
-        if (d->heap_lists) {
-            if (d->nheap == d->capheap)
-                return 0; /* the registry grows on the generic path */
-            d->heap[d->nheap++] = c;
-            c->sealed |= F_HEAP;
-        }
-        if (n > 0) {
-            if (items_room(d, c, n) != 0)
-                return 0;
-            memcpy(c->u.items, items, (size_t)n * sizeof *items);
-        }
-        ps->memo[slot] = c;
-        ps->mcache[idx & (FSC__MCACHE - 1)].v = NULL;
     } else {
         if (n > 0 && ps->fe_list_used)
             return 0;
@@ -2356,22 +2369,8 @@ static int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp, fsc__pv_t *val, fs
         return 0;
     fsc__pv_t *c = val;
     if (ldef) {
-        fsc__pdoc_t *d = ps->d;
-        size_t slot = scan_slot(ps->scan, idx);
-        if (slot == SIZE_MAX || (c = node_in(d, &d->keep, FSC__PV_LIST)) == NULL)
+        if ((c = kept_list(ps, idx, items, n, 1)) == NULL)
             return 0;
-        if (d->heap_lists) {
-            if (heap_add(d, c) != 0)
-                return 0;
-            c->sealed |= F_HEAP;
-        }
-        if (n > 0) {
-            if (items_room(d, c, n) != 0)
-                return 0;
-            memcpy(c->u.items, items, (size_t)n * sizeof *items);
-        }
-        ps->memo[slot] = c;
-        ps->mcache[idx & (FSC__MCACHE - 1)].v = NULL;
     } else {
         memset(c, 0, sizeof *c);
         c->kind = FSC__PV_LIST;
