@@ -8,9 +8,15 @@
 
 #include "replay.h"
 
-enum { FSC__OP_BLOCK = 1, FSC__OP_SEGMENT = 2, FSC__OP_OTHER = 3 };
+enum {
+    FSC__OP_BLOCK = 1, FSC__OP_SEGMENT = 2, FSC__OP_OTHER = 3,
+    /* rows of the small tables met during the replay (store.c), queued
+     * with the bulk rows so that writing them does not wait for the queue
+     * to drain */
+    FSC__OP_TAG, FSC__OP_MARKER, FSC__OP_PYMETA, FSC__OP_WARNING, FSC__OP_DEVMEM
+};
 
-/* One bulk row: a block, a segment or another event. */
+/* One row: a block, a segment, another event, or a small table's row. */
 typedef struct fsc__op {
     int kind;
     union {
@@ -20,8 +26,19 @@ typedef struct fsc__op {
             fsc_event_t ev; /* text is never kept */
             uint64_t seq;
         } other;
+        struct {
+            uint64_t a, b; /* tag: node, parent; marker: seq, time; pymeta, warning: seq */
+            char *s;       /* owned (fsc__op_release); pymeta: kind, NUL, json */
+            size_t len;    /* of s; pymeta: of the json */
+        } text;
+        struct {
+            uint64_t seq, time, dev_free, dev_total, reserved;
+        } dev;
     } u;
 } fsc__op_t;
+
+/* Free what a queued op owns (its text). */
+void fsc__op_release(fsc__op_t *op);
 
 /* The rows one event finished, in the order they are to be written. */
 #define FSC__ROWS_MAX 4

@@ -256,40 +256,141 @@ static void bind_other_row(sqlite3_stmt *s, const fsc_event_t *ev, uint64_t seq)
     bind_opt(s, 11, c & C_OTHER, ev->other);
 }
 
-int fsc__store_exec_op(sqlite3_stmt *const *st, const fsc__op_t *op)
+static int step_only(sqlite3_stmt *s)
 {
-    sqlite3_stmt *s;
-    switch (op->kind) {
-    case FSC__OP_BLOCK:
-        s = st[FSC__ST_BLOCK];
-        bind_block_row(s, &op->u.row);
-        break;
-    case FSC__OP_SEGMENT:
-        s = st[FSC__ST_SEGMENT];
-        bind_segment_row(s, &op->u.seg);
-        break;
-    default:
-        s = st[FSC__ST_OTHER];
-        bind_other_row(s, &op->u.other.ev, op->u.other.seq);
-        break;
-    }
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     return rc;
 }
 
-const char *fsc__op_table(int kind)
+/* A tag and its name as a frame (file, line and function apart:
+ * fragscope/frames.h). */
+static int exec_tag(sqlite3_stmt *const *st, uint32_t node, uint32_t parent, const char *name,
+                    size_t len, const char **what)
 {
-    return kind == FSC__OP_BLOCK ? "blocks" : kind == FSC__OP_SEGMENT ? "segments" : "events";
+    sqlite3_stmt *s = st[FSC__ST_TAG];
+    bind_u64(s, 1, node);
+    bind_opt(s, 2, node != 0, parent);
+    sqlite3_bind_text(s, 3, name, (int)len, SQLITE_STATIC);
+    *what = "tags";
+    int rc = step_only(s);
+    sqlite3_clear_bindings(s); /* the name is freed once written */
+    if (rc != SQLITE_DONE || node == 0)
+        return rc;
+    s = st[FSC__ST_TAGFRAME];
+    bind_u64(s, 1, node);
+    fsc_frame_t fr;
+    int is_frame = fsc_frame_parse(name, len, &fr);
+    if (is_frame) {
+        sqlite3_bind_text(s, 2, fr.file, (int)fr.file_len, SQLITE_STATIC);
+        bind_opt(s, 3, fr.line <= (uint64_t)INT64_MAX, fr.line);
+        sqlite3_bind_text(s, 4, fr.function, (int)fr.function_len, SQLITE_STATIC);
+    } else {
+        sqlite3_bind_null(s, 2);
+        sqlite3_bind_null(s, 3);
+        sqlite3_bind_null(s, 4);
+    }
+    bind_u64(s, 5, (uint64_t)fsc_frame_class(&fr, is_frame));
+    *what = "tag_frames";
+    rc = step_only(s);
+    sqlite3_clear_bindings(s);
+    return rc;
 }
 
-/* The bulk rows go to the writer thread when there is one. */
+static void bind_dev_row(sqlite3_stmt *s, uint64_t seq, uint64_t time, uint64_t dev_free,
+                         uint64_t dev_total, uint64_t reserved)
+{
+    int known = dev_free != UINT64_MAX && dev_total != 0;
+    bind_u64(s, 1, seq);
+    bind_u64(s, 2, time);
+    bind_opt(s, 3, dev_free != UINT64_MAX, dev_free);
+    bind_opt(s, 4, dev_total != 0, dev_total);
+    bind_u64(s, 5, reserved);
+    bind_opt(s, 6, known,
+             known && dev_total > dev_free + reserved ? dev_total - dev_free - reserved : 0);
+}
+
+int fsc__store_exec_op(sqlite3_stmt *const *st, const fsc__op_t *op, const char **what)
+{
+    sqlite3_stmt *s;
+    const char *t = op->u.text.s;
+    int rc;
+    switch (op->kind) {
+    case FSC__OP_BLOCK:
+        *what = "blocks";
+        s = st[FSC__ST_BLOCK];
+        bind_block_row(s, &op->u.row);
+        break;
+    case FSC__OP_SEGMENT:
+        *what = "segments";
+        s = st[FSC__ST_SEGMENT];
+        bind_segment_row(s, &op->u.seg);
+        break;
+    case FSC__OP_TAG:
+        return exec_tag(st, (uint32_t)op->u.text.a, (uint32_t)op->u.text.b, t ? t : "",
+                        op->u.text.len, what);
+    case FSC__OP_MARKER:
+        *what = "markers";
+        s = st[FSC__ST_MARKER];
+        bind_u64(s, 1, op->u.text.a);
+        bind_u64(s, 2, op->u.text.b);
+        sqlite3_bind_text(s, 3, t ? t : "", t ? (int)op->u.text.len : 0, SQLITE_STATIC);
+        break;
+    case FSC__OP_PYMETA: {
+        *what = "pytorch_meta";
+        s = st[FSC__ST_PYMETA];
+        size_t klen = strlen(t);
+        bind_u64(s, 1, op->u.text.a);
+        sqlite3_bind_text(s, 2, t, (int)klen, SQLITE_STATIC);
+        sqlite3_bind_text(s, 3, t + klen + 1, (int)op->u.text.len, SQLITE_STATIC);
+        break;
+    }
+    case FSC__OP_WARNING:
+        *what = "warnings";
+        s = st[FSC__ST_WARNING];
+        bind_u64(s, 1, op->u.text.a);
+        sqlite3_bind_text(s, 2, t, (int)op->u.text.len, SQLITE_STATIC);
+        break;
+    case FSC__OP_DEVMEM:
+        *what = "device_memory";
+        s = st[FSC__ST_DEVMEM];
+        bind_dev_row(s, op->u.dev.seq, op->u.dev.time, op->u.dev.dev_free, op->u.dev.dev_total,
+                     op->u.dev.reserved);
+        break;
+    default:
+        *what = "events";
+        s = st[FSC__ST_OTHER];
+        bind_other_row(s, &op->u.other.ev, op->u.other.seq);
+        break;
+    }
+    rc = step_only(s);
+    if (op->kind >= FSC__OP_TAG) {
+        /* the statement must not keep pointing at text about to be freed */
+        sqlite3_clear_bindings(s);
+    }
+    return rc;
+}
+
+void fsc__op_release(fsc__op_t *op)
+{
+    if (op->kind == FSC__OP_TAG || op->kind == FSC__OP_MARKER || op->kind == FSC__OP_PYMETA ||
+        op->kind == FSC__OP_WARNING) {
+        free(op->u.text.s);
+        op->u.text.s = NULL;
+    }
+}
+
+/* Every row goes to the writer thread when there is one. */
 int fsc__store_op(fsc__store_t *a, const fsc__op_t *op)
 {
     if (a->writer != NULL)
         return fsc__writer_push(a, op);
-    if (fsc__store_exec_op(a->st, op) != SQLITE_DONE)
-        return db_err(a, fsc__op_table(op->kind));
+    const char *what = "";
+    int rc = fsc__store_exec_op(a->st, op, &what);
+    fsc__op_t done = *op;
+    fsc__op_release(&done);
+    if (rc != SQLITE_DONE)
+        return db_err(a, what);
     return 0;
 }
 
@@ -303,87 +404,61 @@ int fsc__store_ops(fsc__store_t *a, const fsc__rowsout_t *out)
     return 0;
 }
 
+/* A small table's row with text: a copy of the text (pre, NUL, text when
+ * pre is given) travels with it. */
+static int text_op(fsc__store_t *a, int kind, uint64_t x, uint64_t y, const char *pre,
+                   const char *text, size_t len)
+{
+    size_t plen = pre ? strlen(pre) + 1 : 0;
+    fsc__op_t op;
+    memset(&op, 0, sizeof op);
+    op.kind = kind;
+    op.u.text.a = x;
+    op.u.text.b = y;
+    op.u.text.len = len;
+    if ((op.u.text.s = malloc(plen + len + 1)) == NULL)
+        return fsc_err_set(&a->err, FSC_ENOMEM, "out of memory");
+    if (plen > 0)
+        memcpy(op.u.text.s, pre, plen);
+    if (len > 0)
+        memcpy(op.u.text.s + plen, text, len);
+    op.u.text.s[plen + len] = '\0';
+    return fsc__store_op(a, &op);
+}
+
 int fsc__store_tag(fsc__store_t *a, uint32_t node, uint32_t parent, const char *name, size_t len)
 {
-    int rc = fsc__writer_sync(a);
-    if (rc != 0)
-        return rc;
-    sqlite3_stmt *s = a->st[FSC__ST_TAG];
-    bind_u64(s, 1, node);
-    bind_opt(s, 2, node != 0, parent);
-    sqlite3_bind_text(s, 3, name, (int)len, SQLITE_TRANSIENT);
-    rc = step(a, s, "tags");
-    if (rc != 0 || node == 0)
-        return rc;
-    /* the name as a frame: file, line and function apart (fragscope/frames.h) */
-    s = a->st[FSC__ST_TAGFRAME];
-    bind_u64(s, 1, node);
-    fsc_frame_t fr;
-    int is_frame = fsc_frame_parse(name, len, &fr);
-    if (is_frame) {
-        sqlite3_bind_text(s, 2, fr.file, (int)fr.file_len, SQLITE_TRANSIENT);
-        bind_opt(s, 3, fr.line <= (uint64_t)INT64_MAX, fr.line);
-        sqlite3_bind_text(s, 4, fr.function, (int)fr.function_len, SQLITE_TRANSIENT);
-    } else {
-        sqlite3_bind_null(s, 2);
-        sqlite3_bind_null(s, 3);
-        sqlite3_bind_null(s, 4);
-    }
-    bind_u64(s, 5, (uint64_t)fsc_frame_class(&fr, is_frame));
-    return step(a, s, "tag_frames");
+    return text_op(a, FSC__OP_TAG, node, parent, NULL, name, len);
 }
 
 int fsc__store_pymeta(fsc__store_t *a, uint64_t seq, const char *kind, const char *json,
                       size_t len)
 {
-    int rc = fsc__writer_sync(a);
-    if (rc != 0)
-        return rc;
-    sqlite3_stmt *s = a->st[FSC__ST_PYMETA];
-    bind_u64(s, 1, seq);
-    sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, json, (int)len, SQLITE_TRANSIENT);
-    return step(a, s, "pytorch_meta");
+    return text_op(a, FSC__OP_PYMETA, seq, 0, kind, json, len);
 }
 
 int fsc__store_marker(fsc__store_t *a, uint64_t seq, uint64_t time, const char *text, size_t len)
 {
-    int rc = fsc__writer_sync(a);
-    if (rc != 0)
-        return rc;
-    sqlite3_stmt *s = a->st[FSC__ST_MARKER];
-    bind_u64(s, 1, seq);
-    bind_u64(s, 2, time);
-    sqlite3_bind_text(s, 3, text ? text : "", text ? (int)len : 0, SQLITE_TRANSIENT);
-    return step(a, s, "markers");
+    return text_op(a, FSC__OP_MARKER, seq, time, NULL, text, text ? len : 0);
 }
 
 int fsc__store_device_sample(fsc__store_t *a, uint64_t seq, uint64_t time, uint64_t dev_free,
                              uint64_t dev_total, uint64_t reserved)
 {
-    int rc = fsc__writer_sync(a);
-    if (rc != 0)
-        return rc;
-    sqlite3_stmt *s = a->st[FSC__ST_DEVMEM];
-    int known = dev_free != UINT64_MAX && dev_total != 0;
-    bind_u64(s, 1, seq);
-    bind_u64(s, 2, time);
-    bind_opt(s, 3, dev_free != UINT64_MAX, dev_free);
-    bind_opt(s, 4, dev_total != 0, dev_total);
-    bind_u64(s, 5, reserved);
-    bind_opt(s, 6, known, known && dev_total > dev_free + reserved ? dev_total - dev_free - reserved : 0);
-    return step(a, s, "device_memory");
+    fsc__op_t op;
+    memset(&op, 0, sizeof op);
+    op.kind = FSC__OP_DEVMEM;
+    op.u.dev.seq = seq;
+    op.u.dev.time = time;
+    op.u.dev.dev_free = dev_free;
+    op.u.dev.dev_total = dev_total;
+    op.u.dev.reserved = reserved;
+    return fsc__store_op(a, &op);
 }
 
 int fsc__store_warning(fsc__store_t *a, uint64_t seq, const char *msg)
 {
-    int rc = fsc__writer_sync(a);
-    if (rc != 0)
-        return rc;
-    sqlite3_stmt *s = a->st[FSC__ST_WARNING];
-    bind_u64(s, 1, seq);
-    sqlite3_bind_text(s, 2, msg, -1, SQLITE_TRANSIENT);
-    return step(a, s, "warnings");
+    return text_op(a, FSC__OP_WARNING, seq, 0, NULL, msg, strlen(msg));
 }
 
 static const char *state_name(int s)

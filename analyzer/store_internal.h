@@ -3,9 +3,10 @@
  * the prepared statements and the writer thread. Private to those two.
  *
  * The SQLite connection is used by one thread at a time: while the writer
- * runs, the replay thread hands bulk rows over and touches SQLite only
- * after fsc__writer_sync (every other statement: tags, markers, warnings,
- * OOM diagnoses, the tables written at the end).
+ * runs, the replay thread hands rows over (the bulk rows, and the rows of
+ * the small tables met during the replay: tags, markers, PyTorch keys,
+ * warnings, device samples) and touches SQLite only after fsc__writer_sync
+ * (OOM diagnoses, layouts, the tables written at the end).
  */
 #ifndef FSC_ANALYZER_STORE_INTERNAL_H
 #define FSC_ANALYZER_STORE_INTERNAL_H
@@ -35,9 +36,10 @@ struct fsc__store {
     uint64_t snapshots;           /* layout_snapshots rows written */
 };
 
-/* Bind and step one bulk row on its statement; returns SQLite's code. */
-int fsc__store_exec_op(sqlite3_stmt *const *st, const fsc__op_t *op);
-const char *fsc__op_table(int kind);
+/* Bind and step one row on its statement; returns SQLite's code, and in
+ * *what the table last written (for messages). The op keeps what it owns
+ * (fsc__op_release). */
+int fsc__store_exec_op(sqlite3_stmt *const *st, const fsc__op_t *op, const char **what);
 
 /* Start the thread (s->writer); when it cannot be started the rows are
  * written on the caller's thread instead (s->writer stays NULL). */

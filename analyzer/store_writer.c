@@ -50,19 +50,18 @@ static void *run(void *arg)
         int failed = w->failed;
         w->busy = 1;
         pthread_mutex_unlock(&w->mu);
-        int rc = SQLITE_DONE, kind = 0;
-        for (size_t i = h; i < t && !failed; i++) {
-            const fsc__op_t *op = &w->ring[i % RING_OPS];
-            rc = fsc__store_exec_op(w->st, op);
-            if (rc != SQLITE_DONE) {
-                kind = op->kind;
+        int rc = SQLITE_DONE, was_failed = failed;
+        const char *what = "";
+        for (size_t i = h; i < t; i++) {
+            fsc__op_t *op = &w->ring[i % RING_OPS];
+            if (!failed && (rc = fsc__store_exec_op(w->st, op, &what)) != SQLITE_DONE)
                 failed = 1;
-            }
+            fsc__op_release(op);
         }
         pthread_mutex_lock(&w->mu);
-        if (failed && !w->failed) {
+        if (failed && !was_failed && !w->failed) {
             w->failed = 1;
-            fsc_err_set(&w->err, FSC_ESQLITE, "%s: %s: %s", w->path, fsc__op_table(kind),
+            fsc_err_set(&w->err, FSC_ESQLITE, "%s: %s: %s", w->path, what,
                         sqlite3_errmsg(w->db));
         }
         w->head = t;
@@ -127,6 +126,9 @@ static int flush_batch(fsc__store_t *a)
     if (w->failed) {
         int rc = failure(a, w);
         pthread_mutex_unlock(&w->mu);
+        for (size_t i = 0; i < n; i++) /* dropped: nothing more is written */
+            fsc__op_release(&w->batch[i]);
+        w->nbatch = 0;
         return rc;
     }
     for (size_t i = 0; i < n; i++)
@@ -169,7 +171,12 @@ int fsc__writer_stop(fsc__store_t *a)
     int rc = fsc__writer_sync(a);
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
-    w->head = w->tail; /* after a failure, drop what is left */
+    for (size_t i = w->head; i < w->tail; i++) /* after a failure, drop what is left */
+        fsc__op_release(&w->ring[i % RING_OPS]);
+    for (size_t i = 0; i < w->nbatch; i++)
+        fsc__op_release(&w->batch[i]);
+    w->nbatch = 0;
+    w->head = w->tail;
     pthread_cond_signal(&w->nonempty);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->th, NULL);
