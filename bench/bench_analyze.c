@@ -11,8 +11,12 @@
  * run without holding ten million events in memory.
  *
  * usage: bench_analyze [EVENTS (default 10000000)] [DIR (default /tmp)] [both|analysis|bare|none]
- * The last argument runs one side only (for `perf stat`: "none" measures
- * the chunk generation alone, to subtract).
+ *                      [MARKER_EVERY (default 0)]
+ * The third argument runs one side only (for `perf stat`: "none" measures
+ * the chunk generation alone, to subtract). MARKER_EVERY > 0 feeds a
+ * marker before every MARKER_EVERY-th event, as a training run's step
+ * annotations do (a real GPT-2 recording has one per ~550 events); both
+ * sides write it as one more row.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -140,6 +144,21 @@ static void reset_hwm(void)
     }
 }
 
+static uint64_t g_marker_every;
+
+/* The marker fed before event number fed, if one is due. */
+static int marker_due(uint64_t fed, uint64_t time_ns, fsc_event_t *m)
+{
+    if (g_marker_every == 0 || fed % g_marker_every != 0)
+        return 0;
+    memset(m, 0, sizeof *m);
+    m->type = FSC_EV_MARKER;
+    m->time_ns = time_ns;
+    m->text = "STAGE optimizer step";
+    m->text_len = (uint32_t)strlen(m->text);
+    return 1;
+}
+
 static double run_analysis(const evbuf_t *c, uint64_t total, const char *path,
                            fsc_analysis_summary_t *sum, double *cpu)
 {
@@ -161,8 +180,12 @@ static double run_analysis(const evbuf_t *c, uint64_t total, const char *path,
     uint64_t fed = 0, shift = 0;
     while (fed < total) {
         for (size_t i = 0; i < c->n && fed < total; i++, fed++) {
-            fsc_event_t ev = c->v[i];
+            fsc_event_t ev = c->v[i], m;
             ev.time_ns += shift;
+            if (marker_due(fed, ev.time_ns, &m) && fsc_analysis_feed(a, &m) != 0) {
+                fprintf(stderr, "feed: %s\n", fsc_analysis_last_error(a));
+                exit(3);
+            }
             if (fsc_analysis_feed(a, &ev) != 0) {
                 fprintf(stderr, "feed: %s\n", fsc_analysis_last_error(a));
                 exit(3);
@@ -199,26 +222,30 @@ static double run_bare(const evbuf_t *c, uint64_t total, const char *path, doubl
                  NULL, NULL, NULL);
     sqlite3_prepare_v3(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?)", -1,
                        SQLITE_PREPARE_PERSISTENT, &st, NULL);
-    uint64_t fed = 0, shift = 0;
+    uint64_t fed = 0, shift = 0, rows = 0;
     while (fed < total) {
         for (size_t i = 0; i < c->n && fed < total; i++, fed++) {
-            const fsc_event_t *e = &c->v[i];
-            sqlite3_bind_int64(st, 1, (sqlite3_int64)fed);
-            sqlite3_bind_int64(st, 2, (sqlite3_int64)(e->time_ns + shift));
-            sqlite3_bind_int(st, 3, e->type);
-            sqlite3_bind_int64(st, 4, (sqlite3_int64)e->addr);
-            sqlite3_bind_int64(st, 5, (sqlite3_int64)e->size);
-            sqlite3_bind_int64(st, 6, (sqlite3_int64)e->requested);
-            sqlite3_bind_int64(st, 7, (sqlite3_int64)e->stream);
-            sqlite3_bind_int(st, 8, e->pool);
-            sqlite3_bind_int64(st, 9, (sqlite3_int64)e->segment);
-            sqlite3_bind_int(st, 10, (int)e->tag);
-            sqlite3_bind_int64(st, 11, (sqlite3_int64)e->other);
-            if (sqlite3_step(st) != SQLITE_DONE) {
-                fprintf(stderr, "bare insert: %s\n", sqlite3_errmsg(db));
-                exit(3);
+            fsc_event_t m, ev = c->v[i];
+            ev.time_ns += shift;
+            for (int k = marker_due(fed, ev.time_ns, &m) ? 0 : 1; k < 2; k++) {
+                const fsc_event_t *e = k == 0 ? &m : &ev;
+                sqlite3_bind_int64(st, 1, (sqlite3_int64)rows++);
+                sqlite3_bind_int64(st, 2, (sqlite3_int64)e->time_ns);
+                sqlite3_bind_int(st, 3, e->type);
+                sqlite3_bind_int64(st, 4, (sqlite3_int64)e->addr);
+                sqlite3_bind_int64(st, 5, (sqlite3_int64)e->size);
+                sqlite3_bind_int64(st, 6, (sqlite3_int64)e->requested);
+                sqlite3_bind_int64(st, 7, (sqlite3_int64)e->stream);
+                sqlite3_bind_int(st, 8, e->pool);
+                sqlite3_bind_int64(st, 9, (sqlite3_int64)e->segment);
+                sqlite3_bind_int(st, 10, (int)e->tag);
+                sqlite3_bind_int64(st, 11, (sqlite3_int64)e->other);
+                if (sqlite3_step(st) != SQLITE_DONE) {
+                    fprintf(stderr, "bare insert: %s\n", sqlite3_errmsg(db));
+                    exit(3);
+                }
+                sqlite3_reset(st);
             }
-            sqlite3_reset(st);
         }
         shift += c->n * 100;
     }
@@ -234,6 +261,7 @@ int main(int argc, char **argv)
     uint64_t total = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000ull;
     const char *dir = argc > 2 ? argv[2] : "/tmp";
     const char *only = argc > 3 ? argv[3] : "both";
+    g_marker_every = argc > 4 ? strtoull(argv[4], NULL, 10) : 0;
     int do_bare = strcmp(only, "both") == 0 || strcmp(only, "bare") == 0;
     int do_ana = strcmp(only, "both") == 0 || strcmp(only, "analysis") == 0;
     char db_path[1024], bare_path[1024];
@@ -245,6 +273,10 @@ int main(int argc, char **argv)
         return 3;
     printf("bench_analyze: %llu events (a %zu-event allocator chunk, replayed), sqlite %s\n",
            (unsigned long long)total, chunk.n, sqlite3_libversion());
+    if (g_marker_every > 0)
+        printf("  and a marker before every %llu-th of them (%llu markers)\n",
+               (unsigned long long)g_marker_every,
+               (unsigned long long)((total + g_marker_every - 1) / g_marker_every));
 
     double bare_cpu = 0, ana_cpu = 0, bare = 0, ana = 0;
     if (do_bare)
