@@ -91,10 +91,15 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
     fsc__stack_cache_t *sc = NULL;
     fsc__stack_key_t sk = {0, n};
     int by_items = n <= FSC__IMP_STACK_MAX;
-    for (uint32_t i = 0; by_items && i < n; i++) {
-        if (!fsc__pv_stable(fr[i]))
-            by_items = 0;
-        sk.hash = (sk.hash ^ (uint64_t)(uintptr_t)fr[i]) * 0x100000001b3ull;
+    if (by_items) { /* one pass without branches: the hot loop of an import */
+        uint64_t hash = 0;
+        int stable_all = 1;
+        for (uint32_t i = 0; i < n; i++) {
+            stable_all &= fsc__pv_stable(fr[i]);
+            hash = (hash ^ (uint64_t)(uintptr_t)fr[i]) * 0x100000001b3ull;
+        }
+        sk.hash = hash;
+        by_items = stable_all;
     }
     if (by_items) {
         HASH_FIND(hh, im->stacks, &sk, sizeof sk, sc);

@@ -51,6 +51,7 @@ typedef struct fsc__keys {
     char *ds[FSC__IMP_MAX_EXTRA];
     uint32_t dsl[FSC__IMP_MAX_EXTRA];
     uint32_t nd;
+    int dk_distinct; /* no two default keys alike (usual_entry relies on it) */
     /* The snapshot record but its entry_defaults, emitted at the first
      * entry (streamed histories are read after the rest) or at the end. */
     char *snap;
@@ -586,6 +587,11 @@ static int emit_snapshot(fsc__imp_t *im, const fsc__entry_t *e)
         }
         k->dkl[k->nd++] = key->len;
     }
+    k->dk_distinct = 1;
+    for (uint32_t i = 0; i < k->nd; i++)
+        for (uint32_t j = i + 1; j < k->nd; j++)
+            if (k->dkl[i] == k->dkl[j] && memcmp(k->dk[i], k->dk[j], k->dkl[i]) == 0)
+                k->dk_distinct = 0;
     b->n = 0;
     sb_put(b, k->snap, k->snap_len);
     sb_cs(b, ",\"entry_defaults\":{");
@@ -642,6 +648,29 @@ static int key_is(fsc__keys_t *k, uint32_t d, const fsc__pv_t *kn)
     return 1;
 }
 
+/* Value node v of default key d has the default's bytes: the node met
+ * before, or a string of the same bytes (the cases the record leaves out
+ * without writing the value's JSON). */
+static int default_value(const fsc__keys_t *k, uint32_t d, const fsc__pv_t *v)
+{
+    return v == k->same_v[d] || (k->ds[d] != NULL && v->kind == FSC__PV_STR &&
+                                 v->len == k->dsl[d] && memcmp(v->u.s, k->ds[d], v->len) == 0);
+}
+
+/* The usual entry of a known action: exactly the default keys, in the
+ * first entry's order, each with its default value, and its frames. Its
+ * record would say nothing ("{}"), so none is written; the full walk of
+ * fsc__imp_keys_entry finds the same for it, only slower. */
+static int usual_entry(fsc__keys_t *k, const fsc__entry_t *e)
+{
+    if (!k->dk_distinct || e->nx != k->nd || e->nx_dropped != 0 || e->frames == NULL)
+        return 0;
+    for (uint32_t x = 0; x < e->nx; x++)
+        if (!key_is(k, x, e->xk[x]) || !default_value(k, x, e->xv[x]))
+            return 0;
+    return 1;
+}
+
 int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *handled)
 {
     (void)i;
@@ -676,6 +705,8 @@ int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *
         return emit(im, "action", b);
     }
     if (!im->opts.keep_records)
+        return 0;
+    if (usual_entry(k, e))
         return 0;
     b->n = 0;
     int first = 1;
