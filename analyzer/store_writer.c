@@ -52,11 +52,25 @@ static void *run(void *arg)
         pthread_mutex_unlock(&w->mu);
         int rc = SQLITE_DONE, was_failed = failed;
         const char *what = "";
-        for (size_t i = h; i < t; i++) {
+        for (size_t i = h; i < t;) {
+            /* a run of block rows goes in statements of several rows */
+            const fsc__op_t *run[FSC__BLOCKS_PER_STMT];
+            size_t n = 0;
+            while (n < FSC__BLOCKS_PER_STMT && i + n < t &&
+                   w->ring[(i + n) % RING_OPS].kind == FSC__OP_BLOCK)
+                run[n] = &w->ring[(i + n) % RING_OPS], n++;
+            if (n == FSC__BLOCKS_PER_STMT) {
+                what = "blocks";
+                if (!failed && (rc = fsc__store_exec_blocks(w->st, run)) != SQLITE_DONE)
+                    failed = 1;
+                i += n; /* block rows own nothing */
+                continue;
+            }
             fsc__op_t *op = &w->ring[i % RING_OPS];
             if (!failed && (rc = fsc__store_exec_op(w->st, op, &what)) != SQLITE_DONE)
                 failed = 1;
             fsc__op_release(op);
+            i++;
         }
         pthread_mutex_lock(&w->mu);
         if (failed && !was_failed && !w->failed) {
@@ -171,15 +185,17 @@ int fsc__writer_stop(fsc__store_t *a)
     int rc = fsc__writer_sync(a);
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
-    for (size_t i = w->head; i < w->tail; i++) /* after a failure, drop what is left */
+    pthread_cond_signal(&w->nonempty);
+    pthread_mutex_unlock(&w->mu);
+    /* The thread drains the queue before it ends (after a failure it only
+     * frees what the rows own: it may still be in a slice when sync
+     * returns), so only the rows never handed over are left here. */
+    pthread_join(w->th, NULL);
+    for (size_t i = w->head; i < w->tail; i++)
         fsc__op_release(&w->ring[i % RING_OPS]);
     for (size_t i = 0; i < w->nbatch; i++)
         fsc__op_release(&w->batch[i]);
     w->nbatch = 0;
-    w->head = w->tail;
-    pthread_cond_signal(&w->nonempty);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->th, NULL);
     writer_free(w);
     a->writer = NULL;
     return rc;

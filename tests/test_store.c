@@ -27,6 +27,14 @@ static fsc__op_t block_op(uint64_t seq)
     op.u.row.size = 512;
     op.u.row.requested = 500;
     op.u.row.tag = 2;
+    if (seq % 3 == 0) { /* freed, then merged with its neighbour */
+        op.u.row.freed = op.u.row.completed = 1;
+        op.u.row.freereq_seq = seq + 1;
+        op.u.row.fc_seq = seq + 2;
+        op.u.row.nmerges = 1;
+        op.u.row.m_addr[0] = op.u.row.addr - 512;
+        op.u.row.m_size[0] = 1024;
+    }
     return op;
 }
 
@@ -93,9 +101,13 @@ static void small_rows_in_order(void)
 
     sqlite3 *db = open_db();
     char row[512];
-    one_row(db, "SELECT count(*), min(alloc_seq), max(alloc_seq), sum(size) FROM blocks", row,
-            sizeof row);
-    CU_ASSERT_STRING_EQUAL(row, "900|1|900|460800");
+    /* every column of every row as given, whether written one row or
+     * several to a statement: sums over rows 1..900, a third of them freed */
+    one_row(db, "SELECT count(*), min(alloc_seq), max(alloc_seq), sum(size), sum(alloc_time_ns),"
+                " sum(addr - 139637976727552), count(free_requested_seq),"
+                " sum(free_completed_seq), sum(merge1_size), count(merge2_addr), sum(tag)"
+                " FROM blocks", row, sizeof row);
+    CU_ASSERT_STRING_EQUAL(row, "900|1|900|460800|4054500|207590400|300|136050|307200|0|1800");
     one_row(db, "SELECT group_concat(id || ':' || coalesce(parent, 'NULL') || ':' || name, ',')"
                 " FROM (SELECT * FROM tags ORDER BY id)", row, sizeof row);
     CU_ASSERT_STRING_EQUAL(row, "0:NULL:,1:0:train.py:42:step,2:1:attention");
@@ -147,6 +159,17 @@ static void refused_row_stops_the_writer(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(e->msg, "UNIQUE constraint failed"));
     if (!refused)
         fprintf(stderr, "\n  (every row was queued before the writer failed)");
+    fsc__store_destroy(s);
+
+    /* the same key twice among block rows written several to a statement */
+    CU_ASSERT_EQUAL_FATAL(open_store(&s), 0);
+    for (uint64_t i = 1; i <= 100; i++) {
+        fsc__op_t b = block_op(i == 37 ? 30 : i);
+        CU_ASSERT_EQUAL(fsc__store_op(s, &b), 0);
+    }
+    CU_ASSERT_EQUAL(fsc__store_commit(s), FSC_ESQLITE);
+    e = fsc__store_err(s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e->msg, "run.db: blocks: UNIQUE constraint failed"));
     fsc__store_destroy(s);
 }
 
