@@ -20,7 +20,9 @@
  * finished when their block is freed, mostly a few hundred allocations
  * later, and SQLite inserts rows faster in key order (the right edge of
  * the tree). Rows that stay out longer than the window (blocks that live
- * long) go in out of order, as before. ~0.9 MiB. */
+ * long) go in out of order, as before. ~0.9 MiB. The min-heap is written
+ * here (two sift loops): analyzer/heap.c is an indexed max-heap of blocks by
+ * size, and a tree from libbsd's sys/tree.h would allocate a node per row. */
 #define WINDOW_OPS 4096
 
 typedef struct hent {
