@@ -14,7 +14,7 @@ written for N such runs on N disjoint parts of one device: its peaks are
 those of the real run plus the memory the earlier copies still hold.
 
 The file is written the way Python's pickler writes a snapshot (protocol 4,
-memoized strings, frame lists and frame dicts shared through the memo,
+framed in about 64 KiB, memoized strings, frame lists and frame dicts shared through the memo,
 batches of 1000 items), without building the big object tree in Python:
 each entry of the first copy is pickled once into a byte template, and the
 later copies patch its address and time in place (written as 8-byte LONG1
@@ -35,6 +35,31 @@ import sys
 SHIFT = 1 << 44
 
 
+class Framed:
+    """The file, written in frames of about 64 KiB as Python's pickler does
+    in protocol 4 (a FRAME opcode and its length before each): readers that
+    cut a file at its frames (fragscope's scan and decoding threads) see it
+    as they see a real snapshot. Every write ends at an opcode's end."""
+
+    TARGET = 64 * 1024
+
+    def __init__(self, f):
+        self.f = f
+        self.parts = []
+        self.n = 0
+
+    def write(self, b):
+        self.parts.append(b)
+        self.n += len(b)
+        if self.n >= self.TARGET:
+            self.commit()
+
+    def commit(self):
+        if self.n:
+            self.f.write(b"\x95" + struct.pack("<Q", self.n) + b"".join(self.parts))
+        self.parts, self.n = [], 0
+
+
 class Writer:
     """Enough of a protocol-4 pickler for a memory snapshot."""
 
@@ -43,15 +68,18 @@ class Writer:
         self.memo = {}  # id(obj) -> memo index
         self.keep = []  # objects whose id is in memo
         self.buf = []
+        self.capture = False  # an entry's bytes are being taken as one piece
         self.size = 0
         self.n = 0  # memo entries stored
         self.patch_from = None  # memo refs at or above it are recorded (fresh frames)
         self.patches = []  # offsets in buf of such refs' 4-byte index
+        self.hits = set()  # memo indices read again
+        self.strs = []  # (memo index, object) of strings memoized
 
     def w(self, b):
         self.buf.append(b)
         self.size += len(b)
-        if len(self.buf) > 4096:
+        if len(self.buf) > 256 and not self.capture:
             self.flush()
 
     def flush(self):
@@ -68,6 +96,7 @@ class Writer:
         i = self.memo.get(id(obj))
         if i is None:
             return False
+        self.hits.add(i)
         if self.patch_from is not None and i >= self.patch_from:
             self.patches.append(sum(len(x) for x in self.buf) + 1)
             self.w(b"j" + struct.pack("<I", i))
@@ -104,6 +133,7 @@ class Writer:
                 return
             b = v.encode("utf-8", "surrogatepass")
             self.w((b"\x8c" + bytes([len(b)]) if len(b) < 256 else b"X" + struct.pack("<I", len(b))) + b)
+            self.strs.append((self.n, v))
             self.memoize(v)
         elif isinstance(v, tuple):
             if self.get(v):
@@ -192,9 +222,11 @@ def main():
         sys.exit("%s: no history to repeat" % a.real)
     t_first, t_last = hist[0]["time_us"], hist[-1]["time_us"]
     span = t_last - t_first + 1000
-    with open(a.out, "wb") as f:
+    with open(a.out, "wb") as raw:
+        raw.write(b"\x80\x04")
+        f = Framed(raw)
         w = Writer(f)
-        w.w(b"\x80\x04}")
+        w.w(b"}")
         w.memoize(snap)
         w.w(b"(")
         w.value("segments")
@@ -220,15 +252,24 @@ def main():
             # shared frames, so copy 1's entries refer to them); copy 1's
             # entries are kept as templates for the later copies.
             templates = []
+            hist_memo = w.n
             n = 0
             for k in range(a.copies):
                 for i, e in enumerate(hist):
                     if n % 1000 == 0:
                         w.w(b"(")
-                    if k == 1 and i == 0 and a.fresh_frames:
-                        for x in hist:
-                            if isinstance(x.get("frames"), list):
-                                w.memo.pop(id(x["frames"]), None)
+                    if k == 1 and i == 0:
+                        # A string of copy 0's entries that nothing read
+                        # again is a string object of its entry's own (as
+                        # PyTorch writes each entry's compile_context 'N/A'):
+                        # the later copies write their own too.
+                        for at, x in w.strs:
+                            if at >= hist_memo and at not in w.hits:
+                                w.memo.pop(id(x), None)
+                        if a.fresh_frames:
+                            for x in hist:
+                                if isinstance(x.get("frames"), list):
+                                    w.memo.pop(id(x["frames"]), None)
                         w.patch_from = w.n
                     if k <= 1:
                         w.patches = []
@@ -239,8 +280,10 @@ def main():
                             if "time_us" in e:
                                 e["time_us"] += span
                         saved, w.buf = w.buf, []
+                        w.capture = True
                         w.w(b"}")
                         w.pairs(e, wide=("addr", "time_us"))
+                        w.capture = False
                         piece, w.buf = b"".join(w.buf), saved
                         w.f.write(b"".join(w.buf))
                         w.buf = [piece]
@@ -292,6 +335,7 @@ def main():
                 w.value(snap[key])
         w.w(b"u.")
         w.flush()
+        f.commit()
     print("%s: %d copies of %d entries, %.1f MB" % (a.out, a.copies, len(hist), w.size / 1e6))
 
 

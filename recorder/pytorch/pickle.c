@@ -1337,6 +1337,20 @@ static int fe_memo_ref(fsc__pparse_t *ps, size_t *pos, fsc__pv_t **out, size_t m
     return 1;
 }
 
+/* A node's fields but its value set one by one: a compound literal made
+ * GCC clear the 24 bytes with `rep stos` first, which cost a quarter of the
+ * parse's time in taking records over. */
+static inline void pv_set(fsc__pv_t *v, fsc__pv_kind_t kind, uint16_t depth, uint32_t len,
+                          uint32_t cap)
+{
+    v->kind = (uint8_t)kind;
+    v->sealed = 0;
+    v->depth = depth;
+    v->len = len;
+    v->cap = cap;
+    v->aux = 0;
+}
+
 /* The list read again of memo index idx, holding items[0..n), kept as the
  * parse keeps such lists (its items on the heap when they are freed after
  * the last read); NULL when it cannot be made here: no memory, or the
@@ -1432,8 +1446,8 @@ static int fe_list(fsc__pparse_t *ps, size_t *pos, fsc__pv_t *mine, fsc__pv_t **
                 ps->capwl = nc;
             }
             c = &ps->wph[ps->nph];
-            memset(c, 0, sizeof *c);
-            c->kind = FSC__PV_LIST;
+            pv_set(c, FSC__PV_LIST, 0, 0, 0);
+            c->u.items = NULL;
             ps->wphi[ps->nph].idx = idx;
             ps->wphi[ps->nph].off = ps->nwl;
             ps->wphi[ps->nph].n = n;
@@ -2313,7 +2327,8 @@ static int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp, fsc__pv_t *val, fs
     case HV_INT: {
         int64_t i;
         memcpy(&i, b, 8);
-        *val = (fsc__pv_t){.kind = FSC__PV_INT, .depth = 1, .u.i = i};
+        pv_set(val, FSC__PV_INT, 1, 0, 0);
+        val->u.i = i;
         *bp = b + 8;
         *out = val;
         return 1;
@@ -2323,7 +2338,8 @@ static int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp, fsc__pv_t *val, fs
         uint32_t n;
         memcpy(&t, b, sizeof t);
         memcpy(&n, b + sizeof t, 4);
-        *val = (fsc__pv_t){.kind = FSC__PV_STR, .depth = 1, .len = n, .u.s = t};
+        pv_set(val, FSC__PV_STR, 1, n, 0);
+        val->u.s = t;
         *bp = b + sizeof t + 4;
         *out = val;
         return 1;
@@ -2372,8 +2388,7 @@ static int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp, fsc__pv_t *val, fs
         if ((c = kept_list(ps, idx, items, n, 1)) == NULL)
             return 0;
     } else {
-        memset(c, 0, sizeof *c);
-        c->kind = FSC__PV_LIST;
+        pv_set(c, FSC__PV_LIST, 0, 0, 0);
         ps->fe_list_used = n > 0;
         c->u.items = n > 0 ? items : NULL;
         c->cap = n;
@@ -2434,8 +2449,8 @@ static int hp_take(fsc__pparse_t *ps, fsc__pv_t *c, const hrange_t *r)
                 break;
         if (i == 2 * n && depth != 0) { /* as the worker found it */
             e = &ps->fe_dict;
-            *e = (fsc__pv_t){.kind = FSC__PV_DICT, .depth = depth, .len = n, .cap = 2 * n,
-                             .u.items = ps->fe_items};
+            pv_set(e, FSC__PV_DICT, depth, n, 2 * n);
+            e->u.items = ps->fe_items;
         } else if (i == 2 * n) {
             e = fe_dict_of(ps, n);
         }

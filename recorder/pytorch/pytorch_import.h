@@ -32,6 +32,8 @@ enum {
 /* Keys of one history entry kept beyond those read into fields. */
 #define FSC__IMP_MAX_EXTRA 16
 
+/* fsc__imp_read_entry clears the fields before xk one by one: a new one
+ * must be cleared there too. */
 typedef struct fsc__entry {
     int act;
     const fsc__pv_t *action;

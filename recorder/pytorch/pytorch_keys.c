@@ -650,11 +650,25 @@ static int key_is(fsc__keys_t *k, uint32_t d, const fsc__pv_t *kn)
 
 /* Value node v of default key d has the default's bytes: the node met
  * before, or a string of the same bytes (the cases the record leaves out
- * without writing the value's JSON). */
-static int default_value(const fsc__keys_t *k, uint32_t d, const fsc__pv_t *v)
+ * without writing the value's JSON). A string node that lives as long as
+ * the document is then remembered, so that the next entry, which shares it
+ * through the memo, is known by its address (when it does). */
+static int default_value(fsc__keys_t *k, uint32_t d, const fsc__pv_t *v)
 {
-    return v == k->same_v[d] || (k->ds[d] != NULL && v->kind == FSC__PV_STR &&
-                                 v->len == k->dsl[d] && memcmp(v->u.s, k->ds[d], v->len) == 0);
+    if (v == k->same_v[d])
+        return 1;
+    if (k->ds[d] == NULL || v->kind != FSC__PV_STR || v->len != k->dsl[d])
+        return 0;
+    /* PyTorch writes each entry's compile_context 'N/A' as a string of its
+     * own: short, compared here without a call */
+    for (uint32_t i = 0; i < v->len && i < 16; i++)
+        if (v->u.s[i] != k->ds[d][i])
+            return 0;
+    if (v->len > 16 && memcmp(v->u.s + 16, k->ds[d] + 16, v->len - 16) != 0)
+        return 0;
+    if (fsc__pv_stable(v))
+        k->same_v[d] = v;
+    return 1;
 }
 
 /* The usual entry of a known action: exactly the default keys, in the
