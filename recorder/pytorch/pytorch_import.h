@@ -136,6 +136,7 @@ typedef struct fsc__annotation {
 /* Keys and action strings by node (fsc__imp_read_entry): memo-shared, so
  * the same few nodes come back in every entry. */
 #define FSC__IMP_KCACHE 64
+#define FSC__IMP_LAYOUT 12
 
 typedef struct fsc__imp {
     const char *path;
@@ -170,6 +171,11 @@ typedef struct fsc__imp {
         const fsc__pv_t *v;
         int what; /* a key: KEY_* of pytorch_input.c; an action: FSC__ACT_* */
     } kcache[FSC__IMP_KCACHE];
+    struct { /* the last entry's key nodes, when all live as long as the pass */
+        uint32_t n;
+        const fsc__pv_t *key[FSC__IMP_LAYOUT];
+        int8_t what[FSC__IMP_LAYOUT]; /* KEY_*, or -1: not a string */
+    } layout;
     fsc__annotation_t *ann;
     size_t n_ann, next_ann;
     fsc__seg_entry_t *segev;

@@ -437,6 +437,7 @@ enum { KEY_OTHER = 0, KEY_ACTION, KEY_ADDR, KEY_SIZE, KEY_STREAM, KEY_TIME, KEY_
 void fsc__imp_cache_reset(fsc__imp_t *im)
 {
     memset(im->kcache, 0, sizeof im->kcache);
+    im->layout.n = 0;
     fsc__imp_keys_cache_reset(im);
 }
 
@@ -511,11 +512,28 @@ int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__ent
     /* One pass over the keys (the hot path of an import); a later
      * duplicate key wins, as in Python. */
     const fsc__pv_t *addr = NULL, *size = NULL, *stream = NULL, *time = NULL, *dfree = NULL;
+    /* Entries share their key nodes through the memo: when this one has
+     * the last one's, their meanings are known without a lookup each. */
+    int same = d->len == im->layout.n;
+    for (uint32_t k = 0; same && k < d->len; k++)
+        same = d->u.items[2 * k] == im->layout.key[k];
+    int learn = !same && d->len <= FSC__IMP_LAYOUT;
     for (uint32_t k = 0; k < d->len; k++) {
         const fsc__pv_t *key = d->u.items[2 * k], *val = d->u.items[2 * k + 1];
-        if (key->kind != FSC__PV_STR)
+        int what;
+        if (same) {
+            what = im->layout.what[k];
+        } else {
+            what = key->kind == FSC__PV_STR ? str_what(im, key, 1) : -1;
+            if (learn) {
+                learn = fsc__pv_stable(key);
+                im->layout.key[k] = key;
+                im->layout.what[k] = (int8_t)what;
+            }
+        }
+        if (what < 0)
             continue;
-        switch (str_what(im, key, 1)) {
+        switch (what) {
         case KEY_ACTION: e->action = val; break;
         case KEY_ADDR: addr = val; break;
         case KEY_SIZE: size = val; break;
@@ -533,6 +551,8 @@ int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__ent
             }
         }
     }
+    if (!same)
+        im->layout.n = learn ? d->len : 0;
     e->dict = d;
     if (e->action == NULL || e->action->kind != FSC__PV_STR)
         return fsc__imp_bad(im, "device_traces[%d][%llu] has no 'action'", im->device,
