@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "store_internal.h"
+#include "fsc/thread.h"
 
 #define RING_OPS 8192  /* ~1.7 MiB of rows in flight */
 #define BATCH_OPS 256
@@ -53,6 +54,7 @@ struct fsc__writer {
 
 static void *run(void *arg)
 {
+    fsc__thread_name("fsc-db-writer");
     fsc__writer_t *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {

@@ -16,6 +16,7 @@
 
 #include "fsc/vec.h"
 #include "trace_writer.h"
+#include "fsc/thread.h"
 
 fsc__chunk_t *fsc__chunk_new(size_t cap)
 {
@@ -191,6 +192,7 @@ void fsc__drain(fsc_recorder_t *r)
 
 void *fsc__writer_thread(void *arg)
 {
+    fsc__thread_name("fsc-trace");
     fsc_recorder_t *r = arg;
     uint64_t interval = (uint64_t)r->opts.flush_interval_ms * 1000000ull;
     uint64_t nap = interval / 4 < 1000000ull ? 1000000ull : interval / 4;

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fsc/thread.h"
 
 #define PIPE_ITEMS 4096
 #define PIPE_DEPTH 4
@@ -77,6 +78,7 @@ static void run_batch(fsc__pipe_t *p, batch_t *b)
 
 static void *consumer(void *arg)
 {
+    fsc__thread_name("fsc-replay");
     fsc__pipe_t *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {

@@ -28,6 +28,7 @@
 #include "analyze_job.h"
 #include "fragscope/rundb.h"
 #include "fragscope/source.h"
+#include "fsc/thread.h"
 
 #define MAX_WORKERS 64
 
@@ -126,6 +127,7 @@ static int analyze_input(pool_t *p, size_t idx, input_t *in)
 
 static void *worker(void *ud)
 {
+    fsc__thread_name("fsc-analyze");
     pool_t *p = ud;
     pthread_mutex_lock(&p->mu);
     for (;;) {

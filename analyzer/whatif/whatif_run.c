@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "whatif_internal.h"
+#include "fsc/thread.h"
 
 typedef struct job {
     const fsc_request_stream_t *rs;
@@ -41,6 +42,7 @@ static void run_one(job_t *j, size_t i)
 
 static void *worker(void *arg)
 {
+    fsc__thread_name("fsc-whatif");
     job_t *j = arg;
     for (;;) {
         size_t i = atomic_fetch_add(&j->next, 1);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "whatif_internal.h"
+#include "fsc/thread.h"
 
 /* Single settings first, then a few combinations that are common advice. */
 static const char *const k_grid[] = {
@@ -136,6 +137,7 @@ typedef struct sjob {
 
 static void *sworker(void *arg)
 {
+    fsc__thread_name("fsc-suggest");
     sjob_t *j = arg;
     for (;;) {
         size_t i = atomic_fetch_add(&j->next, 1);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "fsc/vec.h"
+#include "fsc/thread.h"
 
 /* ---- arenas ------------------------------------------------------------ */
 
@@ -2141,6 +2142,7 @@ end:
 
 static void *hp_worker(void *arg)
 {
+    fsc__thread_name("fsc-decode");
     fsc__hpool_t *hp = arg;
     pthread_mutex_lock(&hp->mu);
     fsc__pparse_t *w = hp->wps[hp->nw++];

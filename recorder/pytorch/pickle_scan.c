@@ -65,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "fsc/thread.h"
 
 #define FSC__PSCAN_EVERY ((size_t)4 << 20)    /* progress every 4 MiB */
 #define FSC__PSCAN_PAR_MIN ((size_t)8 << 20)  /* smaller inputs: one walk */
@@ -479,6 +480,7 @@ static void take_ranges(ppool_t *pl, prog_t *g, size_t *pfx)
 
 static void *range_worker(void *arg)
 {
+    fsc__thread_name("fsc-scan");
     take_ranges(arg, NULL, NULL);
     return NULL;
 }

@@ -511,7 +511,9 @@ int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__ent
                             (unsigned long long)i);
     /* One pass over the keys (the hot path of an import); a later
      * duplicate key wins, as in Python. */
-    const fsc__pv_t *addr = NULL, *size = NULL, *stream = NULL, *time = NULL, *dfree = NULL;
+    const fsc__pv_t *by[KEY_USER_METADATA]; /* the value of each KEY_ACTION..KEY_DFREE */
+    by[KEY_ACTION] = by[KEY_ADDR] = by[KEY_SIZE] = by[KEY_STREAM] = NULL;
+    by[KEY_TIME] = by[KEY_FRAMES] = by[KEY_DFREE] = NULL;
     /* Entries share their key nodes through the memo: when this one has
      * the last one's, their meanings are known without a lookup each. */
     int same = d->len == im->layout.n;
@@ -531,28 +533,27 @@ int fsc__imp_read_entry(fsc__imp_t *im, const fsc__pv_t *d, uint64_t i, fsc__ent
                 im->layout.what[k] = (int8_t)what;
             }
         }
+        if (what > KEY_OTHER && what < KEY_USER_METADATA) { /* (a store, not a jump) */
+            by[what] = val;
+            continue;
+        }
         if (what < 0)
             continue;
-        switch (what) {
-        case KEY_ACTION: e->action = val; break;
-        case KEY_ADDR: addr = val; break;
-        case KEY_SIZE: size = val; break;
-        case KEY_STREAM: stream = val; break;
-        case KEY_TIME: time = val; break;
-        case KEY_FRAMES: e->frames = val; break;
-        case KEY_DFREE: dfree = val; break;
-        case KEY_USER_METADATA: e->user_metadata = val; /* fall through */
-        default:
-            if (e->nx < FSC__IMP_MAX_EXTRA) {
-                e->xk[e->nx] = key;
-                e->xv[e->nx++] = val;
-            } else {
-                e->nx_dropped++;
-            }
+        if (what == KEY_USER_METADATA)
+            e->user_metadata = val;
+        if (e->nx < FSC__IMP_MAX_EXTRA) {
+            e->xk[e->nx] = key;
+            e->xv[e->nx++] = val;
+        } else {
+            e->nx_dropped++;
         }
     }
     if (!same)
         im->layout.n = learn ? d->len : 0;
+    e->action = by[KEY_ACTION];
+    e->frames = by[KEY_FRAMES];
+    const fsc__pv_t *addr = by[KEY_ADDR], *size = by[KEY_SIZE], *stream = by[KEY_STREAM],
+                    *time = by[KEY_TIME], *dfree = by[KEY_DFREE];
     e->dict = d;
     if (e->action == NULL || e->action->kind != FSC__PV_STR)
         return fsc__imp_bad(im, "device_traces[%d][%llu] has no 'action'", im->device,
