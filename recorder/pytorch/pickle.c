@@ -1842,7 +1842,17 @@ static fsc__pv_t *fe_dict_of(fsc__pparse_t *ps, uint32_t n)
 #define FSC__HP_AHEAD 2u
 
 enum { HI_ENTRY = 1, HI_OP = 2 };
-enum { HV_NODE = 0, HV_INT, HV_STR, HV_ILIST, HV_MREF, HV_LDEF };
+/* HV_SSTR: a string of at most FSC__HP_SSTR bytes, its bytes in the record
+ * (the parse then reads them with the record, not from the input where the
+ * worker met them, a cache miss on the parse's core: PyTorch writes each
+ * entry's compile_context 'N/A' as a string of its own). */
+enum { HV_NODE = 0, HV_INT, HV_STR, HV_ILIST, HV_MREF, HV_LDEF, HV_SSTR };
+#define FSC__HP_SSTR 11u /* a record's item takes at most 13 bytes */
+/* An entry record's pair count with this bit: its keys are the previous
+ * entry record's of the range (entries share their key nodes through the
+ * memo), and only its values follow. */
+#define FSC__HP_SAME_KEYS 0x80000000u
+#define FSC__HP_KEYS 16u
 
 typedef struct hrange {
     size_t cut, next_cut; /* the range, from the scan */
@@ -1858,6 +1868,10 @@ typedef struct hrange {
     uint64_t *defs; /* memo indices defined in skipped frames, read again */
     size_t ndefs;
     int done; /* under the pool's lock */
+    /* the last record's keys, when all are nodes (0: none): an entry with
+     * the same ones is written without them (FSC__HP_SAME_KEYS) */
+    uint32_t nlastk;
+    const fsc__pv_t *lastk[FSC__HP_KEYS];
 } hrange_t;
 
 struct fsc__hpool {
@@ -1992,6 +2006,13 @@ static uint8_t *hp_put_item(uint8_t *b, const fsc__pparse_t *w, const fsc__pv_t 
         memcpy(b, &v->u.i, 8);
         return b + 8;
     }
+    if (v->kind == FSC__PV_STR && v->len <= FSC__HP_SSTR) {
+        *b++ = HV_SSTR;
+        *b++ = (uint8_t)v->len;
+        if (v->len > 0)
+            memcpy(b, v->u.s, v->len);
+        return b + v->len;
+    }
     if (v->kind == FSC__PV_STR) {
         *b++ = HV_STR;
         memcpy(b, &v->u.s, sizeof v->u.s);
@@ -2041,16 +2062,31 @@ static int hp_put_entry(hrange_t *r, const fsc__pparse_t *w, uint32_t n, size_t 
     for (size_t i = 0; i < w->nph && depth != 0; i++)
         if (w->wphi[i].n == UINT32_MAX)
             depth = 0;
+    int same = n <= FSC__HP_KEYS && n == r->nlastk;
+    for (uint32_t i = 0; same && i < n; i++)
+        same = w->fe_items[2 * i] == r->lastk[i];
     uint8_t *b = r->rec + r->nrec;
     *b++ = HI_ENTRY;
     memcpy(b, &pos, 8);
     memcpy(b + 8, &memo, 8);
-    memcpy(b + 16, &n, 4);
+    uint32_t nw = same ? n | FSC__HP_SAME_KEYS : n;
+    memcpy(b + 16, &nw, 4);
     memcpy(b + 20, &depth, 2);
     b += 22;
-    for (uint32_t i = 0; i < 2 * n; i++)
+    for (uint32_t i = same ? 1 : 0; i < 2 * n; i += same ? 2 : 1)
         if ((b = hp_put_item(b, w, w->fe_items[i], 0)) == NULL)
             return 0;
+    if (!same) { /* keys that are nodes (HV_NODE) the next record may share */
+        r->nlastk = n <= FSC__HP_KEYS ? n : 0;
+        for (uint32_t i = 0; i < r->nlastk; i++) {
+            const fsc__pv_t *k = w->fe_items[2 * i];
+            if (hp_is(k, w->wph, FSC__HP_PH) || hp_is(k, w->fe_vals, FSC__FAST_PAIRS)) {
+                r->nlastk = 0;
+                break;
+            }
+            r->lastk[i] = k;
+        }
+    }
     uint32_t nrd = (uint32_t)w->fe_nrd;
     memcpy(b, &nrd, 4);
     b += 4;
@@ -2081,6 +2117,7 @@ static void hp_range(fsc__hpool_t *hp, fsc__pparse_t *w, hrange_t *r, uint64_t l
     w->memo_lim = lim;
     w->nwdefs = 0;
     r->start = SIZE_MAX;
+    r->nlastk = 0;
     while (q < r->next_cut && !(p[q] == '}' && hp_entry_at(hp, q)))
         if (!hp_skip_op(p, len, &q, &memo))
             return;
@@ -2311,7 +2348,8 @@ static fsc__pv_t *hp_resolve(fsc__pparse_t *ps, uint64_t idx)
 
 /* One item of a record into *out (for an inline value, in *val); a kept
  * list is built as fe_list builds it. 0: the entry is left to the parser. */
-static int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp, fsc__pv_t *val, fsc__pv_t **out)
+static inline __attribute__((always_inline)) int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp,
+                                                           fsc__pv_t *val, fsc__pv_t **out)
 {
     const uint8_t *b = *bp;
     uint8_t kind = *b++;
@@ -2335,6 +2373,13 @@ static int hp_get_item(fsc__pparse_t *ps, const uint8_t **bp, fsc__pv_t *val, fs
         *out = val;
         return 1;
     }
+    case HV_SSTR:
+        n = b[0];
+        pv_set(val, FSC__PV_STR, 1, n, 0);
+        val->u.s = (const char *)b + 1;
+        *bp = b + 1 + n;
+        *out = val;
+        return 1;
     case HV_STR: {
         const char *t;
         uint32_t n;
@@ -2423,6 +2468,8 @@ static int hp_take(fsc__pparse_t *ps, fsc__pv_t *c, const hrange_t *r)
     }
     const fsc__pdev_t *dv = dev_of(ps, c);
     const uint8_t *b = r->rec, *end = r->rec + r->nrec;
+    uint32_t nlk = 0; /* the last entry record's keys (see hp_put_entry) */
+    fsc__pv_t *lk[FSC__HP_KEYS];
     while (b < end) {
         if (*b == HI_OP) {
             size_t at;
@@ -2446,9 +2493,26 @@ static int hp_take(fsc__pparse_t *ps, fsc__pv_t *c, const hrange_t *r)
         ps->fe_list_used = 0;
         fsc__pv_t *e = NULL;
         uint32_t i = 0;
-        for (; i < 2 * n; i++)
-            if (!hp_get_item(ps, &b, &ps->fe_vals[i / 2], &ps->fe_items[i]))
-                break;
+        if (n & FSC__HP_SAME_KEYS) {
+            n &= ~FSC__HP_SAME_KEYS;
+            if (n != nlk) { /* (cannot happen) read from its '}' */
+                ps->pos = at;
+                ps->memo_n = memo;
+                return 1;
+            }
+            for (; i < 2 * n; i += 2) {
+                ps->fe_items[i] = lk[i / 2];
+                if (!hp_get_item(ps, &b, &ps->fe_vals[i / 2], &ps->fe_items[i + 1]))
+                    break;
+            }
+        } else {
+            for (; i < 2 * n; i++)
+                if (!hp_get_item(ps, &b, &ps->fe_vals[i / 2], &ps->fe_items[i]))
+                    break;
+            nlk = i == 2 * n && n <= FSC__HP_KEYS ? n : 0;
+            for (uint32_t k = 0; k < nlk; k++)
+                lk[k] = ps->fe_items[2 * k];
+        }
         if (i == 2 * n && depth != 0) { /* as the worker found it */
             e = &ps->fe_dict;
             pv_set(e, FSC__PV_DICT, depth, n, 2 * n);
