@@ -325,11 +325,7 @@ void fsc__imp_free(fsc__imp_t *im)
     free(im->live);
     free(im->ann);
     free(im->segev);
-    fsc__addr_info_t *a, *at;
-    HASH_ITER (hh, im->addrs, a, at) {
-        HASH_DEL(im->addrs, a);
-        free(a);
-    }
+    fsc__u64map_free(&im->addrs);
     fsc__seg_info_t *s, *st;
     HASH_ITER (hh, im->segs, s, st) {
         HASH_DEL(im->segs, s);

@@ -9,6 +9,8 @@
 
 #include "pytorch_internal.h"
 
+#include "fsc/u64map.h"
+
 enum {
     FSC__ACT_OTHER = 0,
     FSC__ACT_ALLOC,
@@ -56,12 +58,14 @@ typedef struct fsc__final_seg {
     uint64_t pool_id; /* segment_pool_id (a, b) as a << 32 | b; 0 = default */
 } fsc__final_seg_t;
 
-typedef struct fsc__addr_info {
-    UT_hash_handle hh;
-    uint64_t addr;
-    uint8_t seen, prelive, pending;
-    uint64_t requested;
-} fsc__addr_info_t;
+/* What the history says of an address before it is first allocated, as
+ * the value of fsc__imp_t's addrs: FSC__ADDR_* flags, and for a block freed
+ * before it is allocated (live before the first entry) its requested size
+ * shifted by FSC__ADDR_SHIFT (sizes are below FSC__IMP_MAX_SIZE). */
+#define FSC__ADDR_SEEN 1u
+#define FSC__ADDR_PRELIVE 2u
+#define FSC__ADDR_PENDING 4u
+#define FSC__ADDR_SHIFT 3
 
 typedef struct fsc__seg_info {
     UT_hash_handle hh;
@@ -157,7 +161,8 @@ typedef struct fsc__imp {
     size_t n_pre, cap_pre;
     fsc__prelive_t *live;
     size_t n_live, cap_live;
-    fsc__addr_info_t *addrs;
+    fsc__u64map_t addrs; /* address -> FSC__ADDR_* (see above); address 0 in addr0 */
+    uint64_t addr0;
     fsc__seg_info_t *segs;
     fsc__tag_cache_t *tags;
     fsc__frame_cache_t *frame_tags;

@@ -18,15 +18,24 @@
 
 #include "fsc/vec.h"
 
-static fsc__addr_info_t *addr_get(fsc__imp_t *im, uint64_t addr)
+/* An address's FSC__ADDR_* value (0: not met). A flat table, not uthash:
+ * every history entry looks its address up in pass 1. */
+static uint64_t addr_val(const fsc__imp_t *im, uint64_t addr)
 {
-    fsc__addr_info_t *a = NULL;
-    HASH_FIND(hh, im->addrs, &addr, sizeof addr, a);
-    if (a == NULL && (a = calloc(1, sizeof *a)) != NULL) {
-        a->addr = addr;
-        HASH_ADD(hh, im->addrs, addr, sizeof a->addr, a);
+    uint64_t v = 0;
+    if (addr == 0)
+        return im->addr0;
+    fsc__u64map_get(&im->addrs, addr, &v);
+    return v;
+}
+
+static int addr_set(fsc__imp_t *im, uint64_t addr, uint64_t v)
+{
+    if (addr == 0) {
+        im->addr0 = v;
+        return 0;
     }
-    return a;
+    return fsc__u64map_put(&im->addrs, addr, v);
 }
 
 static fsc__seg_info_t *seg_get(fsc__imp_t *im, uint64_t base)
@@ -75,24 +84,21 @@ static int add_segev(fsc__imp_t *im, const fsc__entry_t *e)
  * final segments. */
 int fsc__imp_start_entry(fsc__imp_t *im, const fsc__entry_t *e)
 {
-    fsc__addr_info_t *a = NULL;
     switch (e->act) {
     case FSC__ACT_ALLOC:
-        if ((a = addr_get(im, e->addr)) == NULL)
+        if (addr_val(im, e->addr) == 0 && addr_set(im, e->addr, FSC__ADDR_SEEN) != 0)
             goto oom;
-        a->seen = 1;
         break;
     case FSC__ACT_FREE_REQUESTED:
     case FSC__ACT_FREE_COMPLETED:
     case FSC__ACT_FREE:
-        if ((a = addr_get(im, e->addr)) == NULL)
+        /* freed before it is allocated: live before the first entry */
+        if (addr_val(im, e->addr) == 0 &&
+            addr_set(im, e->addr,
+                     FSC__ADDR_SEEN | FSC__ADDR_PRELIVE |
+                         (e->act == FSC__ACT_FREE_COMPLETED ? FSC__ADDR_PENDING : 0u) |
+                         e->size << FSC__ADDR_SHIFT) != 0)
             goto oom;
-        if (!a->seen) {
-            a->prelive = 1;
-            a->requested = e->size;
-            a->pending = e->act == FSC__ACT_FREE_COMPLETED;
-        }
-        a->seen = 1;
         break;
     case FSC__ACT_SEGMENT_ALLOC:
     case FSC__ACT_SEGMENT_FREE:
@@ -191,9 +197,7 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
             int pending = fsc__pv_is_str(state, "active_pending_free");
             if (!pending && !fsc__pv_is_str(state, "active_allocated"))
                 continue;
-            fsc__addr_info_t *a = NULL;
-            HASH_FIND(hh, im->addrs, &p.addr, sizeof p.addr, a);
-            if (a != NULL)
+            if (addr_val(im, p.addr) != 0)
                 continue;
             /* PyTorch before 2.1: the request and frames are in the block's
              * 'history' (its first record), as memory_viz reads them */
@@ -216,17 +220,22 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
     }
     /* Live blocks: addresses whose first entry frees them. Those outside
      * every pre-existing segment are left to the replay to report. */
-    for (fsc__addr_info_t *a = im->addrs; a != NULL; a = a->hh.next) {
-        if (!a->prelive)
+    /* (in table order: they are sorted by address below) */
+    size_t nslots = im->addrs.slots != NULL ? im->addrs.mask + 1 : 0;
+    for (size_t i = 0; i <= nslots; i++) {
+        uint64_t addr = i < nslots ? im->addrs.slots[i].key : 0;
+        uint64_t v = i < nslots ? im->addrs.slots[i].val : im->addr0;
+        if ((i < nslots && addr == 0) || !(v & FSC__ADDR_PRELIVE))
             continue;
-        const fsc__final_seg_t *f = fsc__imp_final_at(im->pre, im->n_pre, a->addr, 0);
+        const fsc__final_seg_t *f = fsc__imp_final_at(im->pre, im->n_pre, addr, 0);
         if (f == NULL)
             continue;
-        fsc__prelive_t p = {a->addr,
-                            fsc_alloc_round_size(&im->cfg, a->requested),
-                            a->requested,
+        uint64_t requested = v >> FSC__ADDR_SHIFT;
+        fsc__prelive_t p = {addr,
+                            fsc_alloc_round_size(&im->cfg, requested),
+                            requested,
                             0,
-                            a->pending,
+                            (v & FSC__ADDR_PENDING) != 0,
                             NULL,
                             f};
         if (add_live(im, &p) != 0)

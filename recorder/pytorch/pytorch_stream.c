@@ -158,11 +158,8 @@ static int parse_start(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
 
 static void forget_start_state(fsc__imp_t *im)
 {
-    fsc__addr_info_t *a, *at;
-    HASH_ITER (hh, im->addrs, a, at) {
-        HASH_DEL(im->addrs, a);
-        free(a);
-    }
+    fsc__u64map_free(&im->addrs);
+    im->addr0 = 0;
     im->n_segev = 0;
     im->entry_rc = 0;
     fsc_err_clear(&im->entry_err);
