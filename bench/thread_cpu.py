@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """thread_cpu.py — which of a command's threads bounds its time.
 
-    python3 bench/thread_cpu.py [--json OUT] -- COMMAND [ARG...]
+    python3 bench/thread_cpu.py [--json OUT] [--timeline CSV] -- COMMAND [ARG...]
 
 Runs COMMAND and reads /proc/PID/task/*/stat every 20 ms: each thread's CPU
 seconds (user + system) as last seen, grouped by thread name (fragscope
@@ -10,7 +10,9 @@ fsc-trace, ...; the main thread has the program's name). Prints, per name,
 the number of threads, their total CPU seconds and the busiest one's, next
 to the command's wall time: a thread whose CPU seconds come close to the
 wall time is the one the command waits on. CPU a thread used after its
-last reading (at most 20 ms) is not counted. Linux only.
+last reading (at most 20 ms) is not counted. --timeline writes every reading
+(seconds since the start, thread id, name, CPU seconds so far) as CSV: when
+each thread was busy, e.g. where one pass ends and the next begins. Linux only.
 """
 import argparse
 import json
@@ -22,7 +24,7 @@ import time
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def read_tasks(pid, seen):
+def read_tasks(pid, seen, t=None, out=None):
     try:
         tids = os.listdir("/proc/%d/task" % pid)
     except OSError:
@@ -36,23 +38,31 @@ def read_tasks(pid, seen):
         name = s[s.index("(") + 1:s.rindex(")")]
         rest = s[s.rindex(")") + 2:].split()
         cpu = (int(rest[11]) + int(rest[12])) / TICK  # utime, stime
+        if out is not None and seen.get(tid, (None, -1))[1] != cpu:
+            out.write("%.3f,%s,%s,%.2f\n" % (t, tid, name, cpu))
         seen[tid] = (name, cpu)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--timeline", help="write every reading here (CSV)")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
     if not cmd:
         ap.error("no command")
     seen = {}
+    tl = open(a.timeline, "w") if a.timeline else None
+    if tl:
+        tl.write("t_s,tid,thread,cpu_s\n")
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     while p.poll() is None:
-        read_tasks(p.pid, seen)
+        read_tasks(p.pid, seen, time.monotonic() - t0, tl)
         time.sleep(0.02)
+    if tl:
+        tl.close()
     wall = time.monotonic() - t0
     groups = {}
     for name, cpu in seen.values():
