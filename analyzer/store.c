@@ -18,8 +18,7 @@
 
 static const char *const k_stmts[FSC__ST_COUNT] = {
     [FSC__ST_OTHER] = "INSERT INTO events_other VALUES(0,?,?,?,?,?,?,?,?,?,?,?)",
-    [FSC__ST_BLOCK] = "INSERT INTO blocks VALUES(0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                      "?,?,?,?)",
+    [FSC__ST_BLOCK] = "INSERT INTO blocks SELECT 0, * FROM fsc_block_rows(?)",
     [FSC__ST_SEGMENT] = "INSERT INTO segments VALUES(0,?,?,?,?,?,?,?,?,?,?,?,?)",
     [FSC__ST_TAG] = "INSERT OR REPLACE INTO tags(id, parent, name) VALUES(?,?,?)",
     [FSC__ST_MARKER] = "INSERT OR REPLACE INTO markers VALUES(0,?,?,?)",
@@ -45,9 +44,6 @@ static const char *const k_stmts[FSC__ST_COUNT] = {
     [FSC__ST_PYMETA] = "INSERT INTO pytorch_meta VALUES(0,NULL,?,?,?)",
     [FSC__ST_DEVMEM] = "INSERT INTO device_memory VALUES(0,?,?,?,?,?,?)",
 };
-
-/* Columns of a block row that are parameters (all but run). */
-#define BLOCK_PARAMS 26
 
 static int db_err(fsc__store_t *a, const char *what)
 {
@@ -82,18 +78,6 @@ const fsc_err_t *fsc__store_err(const fsc__store_t *s)
     return &s->err;
 }
 
-/* The block row's statement with FSC__BLOCKS_PER_STMT rows of values. */
-static char *blocks_sql(void)
-{
-    const char *one = k_stmts[FSC__ST_BLOCK];
-    const char *values = strstr(one, "(0,");
-    sqlite3_str *b = sqlite3_str_new(NULL);
-    sqlite3_str_append(b, one, (int)(values - one));
-    for (int r = 0; r < FSC__BLOCKS_PER_STMT; r++)
-        sqlite3_str_appendf(b, "%s%s", r ? "," : "", values);
-    return sqlite3_str_finish(b);
-}
-
 static int create(fsc__store_t *a, const char *tmp_path)
 {
     unlink(tmp_path);
@@ -102,27 +86,18 @@ static int create(fsc__store_t *a, const char *tmp_path)
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK)
         return db_err(a, "cannot create the database");
-    if (sqlite3_exec(a->db,
+    if (fsc__store_blocks_module(a->db) != SQLITE_OK ||
+        sqlite3_exec(a->db,
                      "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-65536;"
                      "PRAGMA temp_store=MEMORY;",
                      NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(a->db, fsc_rundb_schema(), NULL, NULL, NULL) != SQLITE_OK)
         return db_err(a, "cannot create the tables");
-    for (int i = 0; i < FSC__ST_COUNT; i++) {
-        char *multi = i == FSC__ST_BLOCKS ? blocks_sql() : NULL;
-        int rc = i == FSC__ST_BLOCKS && multi == NULL
-                     ? SQLITE_NOMEM
-                     : sqlite3_prepare_v3(a->db, multi ? multi : k_stmts[i], -1,
-                                          SQLITE_PREPARE_PERSISTENT, &a->st[i], NULL);
-        sqlite3_free(multi);
-        if (rc != SQLITE_OK)
+    for (int i = 0; i < FSC__ST_COUNT; i++)
+        if (sqlite3_prepare_v3(a->db, k_stmts[i], -1, SQLITE_PREPARE_PERSISTENT, &a->st[i],
+                               NULL) != SQLITE_OK)
             return db_err(a, "cannot prepare a statement");
-    }
-    if (sqlite3_bind_parameter_count(a->st[FSC__ST_BLOCK]) != BLOCK_PARAMS ||
-        sqlite3_bind_parameter_count(a->st[FSC__ST_BLOCKS]) != BLOCK_PARAMS * FSC__BLOCKS_PER_STMT)
-        return fsc_err_set(&a->err, FSC_ESQLITE, "%s: the blocks statement has %d parameters",
-                           a->path, sqlite3_bind_parameter_count(a->st[FSC__ST_BLOCK]));
     if (sqlite3_exec(a->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         return db_err(a, "BEGIN");
     sqlite3_stmt *s = NULL;
@@ -193,45 +168,6 @@ void fsc__store_destroy(fsc__store_t *a)
     close_db(a);
     free(a->path);
     free(a);
-}
-
-static void bind_block_row(sqlite3_stmt *s, int k, const fsc__brow_t *r)
-{
-    bind_u64(s, k++, r->alloc_seq);
-    bind_u64(s, k++, r->alloc_time);
-    bind_u64(s, k++, r->addr);
-    bind_u64(s, k++, r->size);
-    bind_u64(s, k++, r->requested);
-    bind_u64(s, k++, r->stream);
-    bind_u64(s, k++, r->pool);
-    bind_u64(s, k++, r->segment);
-    bind_u64(s, k++, r->tag);
-    sqlite3_bind_int(s, k++, fsc_metric_bin(r->size));
-    sqlite3_bind_int(s, k++, r->cache_hit);
-    bind_opt(s, k++, r->freed, r->freereq_seq);
-    bind_opt(s, k++, r->freed, r->freereq_time);
-    bind_opt(s, k++, r->freed, r->free_tag);
-    bind_opt(s, k++, r->completed, r->fc_seq);
-    bind_opt(s, k++, r->completed, r->fc_time);
-    bind_opt(s, k++, r->split_size != 0, r->split_size);
-    bind_opt(s, k++, r->split_size != 0, r->split_time);
-    for (int m = 0; m < 2; m++) {
-        int has = r->nmerges > m;
-        bind_opt(s, k++, has, r->m_addr[m]);
-        bind_opt(s, k++, has, r->m_size[m]);
-        bind_opt(s, k++, has, r->m_other[m]);
-        bind_opt(s, k++, has, r->m_time[m]);
-    }
-}
-
-static int step_only(sqlite3_stmt *s);
-
-int fsc__store_exec_blocks(sqlite3_stmt *const *st, const fsc__op_t *const *ops)
-{
-    sqlite3_stmt *s = st[FSC__ST_BLOCKS];
-    for (int i = 0; i < FSC__BLOCKS_PER_STMT; i++)
-        bind_block_row(s, 1 + i * BLOCK_PARAMS, &ops[i]->u.row);
-    return step_only(s);
 }
 
 static void bind_segment_row(sqlite3_stmt *s, const fsc__segrow_t *r)
@@ -350,11 +286,11 @@ int fsc__store_exec_op(sqlite3_stmt *const *st, const fsc__op_t *op, const char 
     const char *t = op->u.text.s;
     int rc;
     switch (op->kind) {
-    case FSC__OP_BLOCK:
+    case FSC__OP_BLOCK: {
         *what = "blocks";
-        s = st[FSC__ST_BLOCK];
-        bind_block_row(s, 1, &op->u.row);
-        break;
+        fsc__blocksrc_t one = {op, 0, 1, 1};
+        return fsc__store_exec_blocks(st, &one);
+    }
     case FSC__OP_SEGMENT:
         *what = "segments";
         s = st[FSC__ST_SEGMENT];

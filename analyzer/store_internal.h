@@ -22,13 +22,19 @@ enum {
     FSC__ST_OOM_SEG, FSC__ST_OOM_PIN, FSC__ST_OOM_TAG, FSC__ST_SNAP, FSC__ST_LAYOUT,
     FSC__ST_BIN, FSC__ST_TAGSTAT, FSC__ST_FRAG, FSC__ST_FRAG_BLOCK, FSC__ST_FRAG_TAG,
     FSC__ST_TIMELINE_FRAG, FSC__ST_TIMELINE_EXT, FSC__ST_TAGFRAME, FSC__ST_PYMETA,
-    FSC__ST_DEVMEM, FSC__ST_BLOCKS, FSC__ST_COUNT
+    FSC__ST_DEVMEM, FSC__ST_COUNT
 };
 
-/* Rows of blocks one FSC__ST_BLOCKS statement inserts: the writer thread
- * binds that many consecutive block rows at once, which spares SQLite its
- * per-statement work for all but one of them (a fifth of a row's cost). */
-#define FSC__BLOCKS_PER_STMT 16
+/* A block row's columns but run: the values of fsc_block_rows, in the
+ * blocks table's order. */
+#define FSC__BLOCK_COLUMNS 26
+
+/* A run of block rows: ops[(first + i) % cap].u.row for i < n, every op
+ * of kind FSC__OP_BLOCK (a stretch of the writer's ring, or one op). */
+typedef struct fsc__blocksrc {
+    const fsc__op_t *ops;
+    size_t first, n, cap;
+} fsc__blocksrc_t;
 
 typedef struct fsc__writer fsc__writer_t;
 
@@ -45,9 +51,14 @@ struct fsc__store {
  * *what the table last written (for messages). The op keeps what it owns
  * (fsc__op_release). */
 int fsc__store_exec_op(sqlite3_stmt *const *st, const fsc__op_t *op, const char **what);
-/* FSC__BLOCKS_PER_STMT block rows, ops[i]->kind all FSC__OP_BLOCK, in one
- * statement; returns SQLite's code. */
-int fsc__store_exec_blocks(sqlite3_stmt *const *st, const fsc__op_t *const *ops);
+/* A run of block rows in one statement (FSC__ST_BLOCK, through the table-
+ * valued function fsc_block_rows: store_blocks.c); returns SQLite's code. */
+int fsc__store_exec_blocks(sqlite3_stmt *const *st, const fsc__blocksrc_t *src);
+/* Register fsc_block_rows on the connection; returns SQLite's code. */
+int fsc__store_blocks_module(sqlite3 *db);
+/* A block row's values, and in *nulls bit i set where value i is NULL. */
+void fsc__block_values(const fsc__brow_t *r, sqlite3_int64 v[FSC__BLOCK_COLUMNS],
+                       uint32_t *nulls);
 
 /* Start the thread (s->writer); when it cannot be started the rows are
  * written on the caller's thread instead (s->writer stays NULL). */

@@ -72,15 +72,14 @@ static void *run(void *arg)
         int rc = SQLITE_DONE, was_failed = failed;
         const char *what = "";
         for (size_t i = h; i < t;) {
-            /* a run of block rows goes in statements of several rows */
-            const fsc__op_t *run[FSC__BLOCKS_PER_STMT];
+            /* a run of block rows goes in as one statement */
             size_t n = 0;
-            while (n < FSC__BLOCKS_PER_STMT && i + n < t &&
-                   w->ring[(i + n) % RING_OPS].kind == FSC__OP_BLOCK)
-                run[n] = &w->ring[(i + n) % RING_OPS], n++;
-            if (n == FSC__BLOCKS_PER_STMT) {
+            while (i + n < t && w->ring[(i + n) % RING_OPS].kind == FSC__OP_BLOCK)
+                n++;
+            if (n > 0) {
+                fsc__blocksrc_t src = {w->ring, i % RING_OPS, n, RING_OPS};
                 what = "blocks";
-                if (!failed && (rc = fsc__store_exec_blocks(w->st, run)) != SQLITE_DONE)
+                if (!failed && (rc = fsc__store_exec_blocks(w->st, &src)) != SQLITE_DONE)
                     failed = 1;
                 i += n; /* block rows own nothing */
                 continue;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fsc_test.h"
+#include "fragscope/analyzer.h"
 #include "store.h"
 
 static char g_db[4096];
@@ -130,6 +131,95 @@ static void small_rows_in_order(void)
     sqlite3_close(db);
 }
 
+/* A block row with every optional part present or not, by seq. */
+static fsc__op_t varied_block_op(uint64_t seq)
+{
+    fsc__op_t op = block_op(seq);
+    fsc__brow_t *r = &op.u.row;
+    r->stream = seq % 5;
+    r->pool = (uint8_t)(seq % 2);
+    r->segment = seq / 7;
+    r->cache_hit = (uint8_t)(seq % 4 != 0);
+    r->size = 512 * (1 + seq % 97);
+    r->requested = r->size - seq % 511;
+    r->freed = (uint8_t)(seq % 5 != 0);
+    r->freereq_seq = seq + 3;
+    r->freereq_time = seq * 10 + 3;
+    r->free_tag = (uint32_t)(seq % 11);
+    r->completed = (uint8_t)(r->freed && seq % 3 != 0);
+    r->fc_seq = seq + 4;
+    r->fc_time = seq * 10 + 4;
+    r->split_size = seq % 6 == 0 ? 0 : r->size * 2;
+    r->split_time = seq * 10 - 1;
+    r->nmerges = (uint8_t)(seq % 3);
+    for (int m = 0; m < 2; m++) {
+        r->m_addr[m] = r->addr + 4096 * (uint64_t)(m + 1);
+        r->m_size[m] = 1024 * (uint64_t)(m + 1);
+        r->m_other[m] = seq + 100 + (uint64_t)m;
+        r->m_time[m] = seq * 10 + 5 + (uint64_t)m;
+    }
+    return op;
+}
+
+/* More block rows than the writer's ring holds, so that runs of them wrap
+ * round its end: every column of every row comes out as given, NULL where
+ * a part is absent (sums and counts per column, computed here from the
+ * rows themselves). */
+static void block_rows_every_column(void)
+{
+    enum { N = 20000 };
+    fsc__store_t *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(open_store(&s), 0);
+    uint64_t sum[26] = {0}, cnt[26] = {0};
+    for (uint64_t seq = 1; seq <= N; seq++) {
+        fsc__op_t op = varied_block_op(seq);
+        const fsc__brow_t *r = &op.u.row;
+        uint64_t v[26] = {r->alloc_seq, r->alloc_time, r->addr, r->size, r->requested,
+                          r->stream, r->pool, r->segment, r->tag,
+                          (uint64_t)fsc_metric_bin(r->size), r->cache_hit, r->freereq_seq,
+                          r->freereq_time, r->free_tag, r->fc_seq, r->fc_time, r->split_size,
+                          r->split_time, r->m_addr[0], r->m_size[0], r->m_other[0],
+                          r->m_time[0], r->m_addr[1], r->m_size[1], r->m_other[1],
+                          r->m_time[1]};
+        int has[26];
+        for (int c = 0; c < 26; c++)
+            has[c] = c < 11 || (c < 14 ? r->freed : c < 16 ? r->completed
+                                : c < 18 ? r->split_size != 0 : c < 22 ? r->nmerges > 0
+                                : r->nmerges > 1);
+        for (int c = 0; c < 26; c++)
+            if (has[c])
+                sum[c] += v[c] % 1000003, cnt[c]++;
+        CU_ASSERT_EQUAL(fsc__store_op(s, &op), 0);
+        if (seq % 5000 == 0) /* a small row now and then breaks the runs */
+            CU_ASSERT_EQUAL(fsc__store_warning(s, seq, "between runs"), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(fsc__store_commit(s), 0);
+    fsc__store_destroy(s);
+
+    static const char *const cols[26] = {
+        "alloc_seq", "alloc_time_ns", "addr", "size", "requested", "stream", "pool",
+        "segment", "tag", "bin", "cache_hit", "free_requested_seq", "free_requested_time_ns",
+        "free_tag", "free_completed_seq", "free_completed_time_ns", "split_size",
+        "split_time_ns", "merge1_addr", "merge1_size", "merge1_other", "merge1_time_ns",
+        "merge2_addr", "merge2_size", "merge2_other", "merge2_time_ns"};
+    sqlite3 *db = open_db();
+    char sql[256], row[128], want[128];
+    for (int c = 0; c < 26; c++) {
+        snprintf(sql, sizeof sql,
+                 "SELECT count(%s), coalesce(sum(%s %% 1000003), 0), count(*) FROM blocks",
+                 cols[c], cols[c]);
+        one_row(db, sql, row, sizeof row);
+        snprintf(want, sizeof want, "%llu|%llu|%d", (unsigned long long)cnt[c],
+                 (unsigned long long)sum[c], N);
+        if (strcmp(row, want) != 0)
+            fprintf(stderr, "\n  %s: %s, want %s", cols[c], row, want);
+        CU_ASSERT_STRING_EQUAL(row, want);
+    }
+    one_row(db, "SELECT count(*) FROM warnings", row, sizeof row);
+    CU_ASSERT_STRING_EQUAL(row, "4");
+    sqlite3_close(db);
+}
+
 static void refused_row_stops_the_writer(void)
 {
     fsc__store_t *s = NULL;
@@ -177,6 +267,7 @@ int main(void)
 {
     static const fsc_test_case_t tests[] = {
         {"small rows queued with the bulk rows, in order", small_rows_in_order},
+        {"block rows: every column, across the writer ring's end", block_rows_every_column},
         {"a refused row stops the writer, naming its table", refused_row_stops_the_writer},
         {NULL, NULL},
     };
