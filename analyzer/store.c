@@ -1,7 +1,8 @@
 /*
  * store.c — the run database (docs/schema.md is the contract): creating it,
  * the prepared statements, and binding every row the analyzer hands over.
- * The only file, with store_writer.c, that touches SQLite when writing.
+ * The only file, with store_writer.c and store_blocks.c (how block rows go
+ * in), that touches SQLite when writing.
  *
  * The file is written under a temporary name with journaling and syncing
  * off and everything in one transaction: it is renamed into place only when

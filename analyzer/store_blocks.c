@@ -12,9 +12,10 @@
  * once per row or per 16 rows. docs/BENCHMARKS.md has the figures.
  *
  * The function is eponymous-only (no CREATE VIRTUAL TABLE: nothing of it
- * is stored in the database) and direct-only (not from views or
- * triggers), and it reads only a pointer bound with sqlite3_bind_pointer
- * under its own type name, which SQL text cannot forge.
+ * is stored in the database), exists only on the writer's connection, is
+ * direct-only (not from views or triggers) and reads only a pointer bound
+ * with sqlite3_bind_pointer (SQLite 3.20) under its own type name, which
+ * SQL text cannot forge: from SQL it is an empty table.
  */
 #include <string.h>
 
@@ -91,7 +92,9 @@ static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
             " merge2_other, merge2_time_ns, src HIDDEN)");
     if (rc != SQLITE_OK)
         return rc;
+#ifdef SQLITE_VTAB_DIRECTONLY /* SQLite 3.31 */
     sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+#endif
     sqlite3_vtab *t = sqlite3_malloc(sizeof *t);
     if (t == NULL)
         return SQLITE_NOMEM;
