@@ -5,11 +5,11 @@
  *     INSERT INTO blocks SELECT 0, * FROM fsc_block_rows(?1)
  *
  * writes a whole run of rows (see store_internal.h). Binding each row's
- * 26 values cost SQLite's bind call per value and about half of the
- * writer's time went there; a virtual table's column call hands a value
- * over for a fraction of that, and the statement's own cost (its
- * statement journal included) is paid once per run of rows rather than
- * once per row or per 16 rows. docs/BENCHMARKS.md has the figures.
+ * 26 values cost a bind call per value, about a quarter of the writer's
+ * time; a virtual table's column call hands a value over for a fraction
+ * of that, and the statement's own cost (its statement journal included)
+ * is paid once per run of rows rather than once per 16 rows.
+ * docs/BENCHMARKS.md has the figures.
  *
  * The function is eponymous-only (no CREATE VIRTUAL TABLE: nothing of it
  * is stored in the database), exists only on the writer's connection, is

@@ -11,8 +11,8 @@ the number of threads, their total CPU seconds and the busiest one's, next
 to the command's wall time: a thread whose CPU seconds come close to the
 wall time is the one the command waits on. Then the part of the total
 spent in the kernel and the minor page faults taken (first touches of
-memory, pages of the input mapped again): what a thread loses to paging. CPU a thread used after its
-last reading (at most 20 ms) is not counted. --timeline writes every reading
+memory, pages of the input mapped again): what a thread loses to paging.
+CPU a thread used after its last reading (at most 20 ms) is not counted. --timeline writes every reading
 (seconds since the start, thread id, name, CPU seconds so far) as CSV: when
 each thread was busy, e.g. where one pass ends and the next begins. Linux only.
 """
