@@ -133,6 +133,63 @@ static void test_tiny_exact(void)
     tp_free(&c);
 }
 
+/* A segment at address 0 (only crafted files have one; the analyzer then
+ * refuses the trace, but import and export model it): its blocks are
+ * split, taken, freed and merged as anywhere else. The block model keys
+ * blocks by address in a table that holds no key 0, so the block at 0 is
+ * kept apart: every step here touches it. */
+static const want_t k_addr0[] = {
+    {FSC_EV_SEGMENT_ALLOC, 0, 2 * MiB, 0, 0, S, 0, 0},
+    {FSC_EV_SPLIT, 0, 2 * MiB, 512, 0, S, 0, 1000},
+    {FSC_EV_ALLOC, 0, 512, 512, 0, S, 0, 1000},
+    {FSC_EV_SPLIT, 512, 2 * MiB - 512, 1024, 0, S, 0, 2000},
+    {FSC_EV_ALLOC, 512, 1024, 1024, 0, S, 0, 2000},
+    {FSC_EV_FREE_REQUESTED, 0, 512, 512, 0, S, 0, 3000},
+    {FSC_EV_FREE_COMPLETED, 0, 512, 512, 0, S, 0, 4000},
+    {FSC_EV_ALLOC, 0, 512, 256, 0, S, 0, 5000},
+    {FSC_EV_FREE_REQUESTED, 512, 1024, 1024, 0, S, 0, 6000},
+    {FSC_EV_FREE_COMPLETED, 512, 1024, 1024, 0, S, 0, 7000},
+    {FSC_EV_MERGE, 512, 2 * MiB - 512, 0, 1536, S, 0, 7000},
+    {FSC_EV_FREE_REQUESTED, 0, 512, 256, 0, S, 0, 8000},
+    {FSC_EV_FREE_COMPLETED, 0, 512, 256, 0, S, 0, 9000},
+    {FSC_EV_MERGE, 0, 2 * MiB, 0, 512, S, 0, 9000},
+    {FSC_EV_SEGMENT_FREE, 0, 2 * MiB, 0, 0, S, 0, 10000},
+};
+
+static void test_segment_at_zero(void)
+{
+    static const struct {
+        const char *act;
+        unsigned long long addr, size;
+    } h[] = {{"segment_alloc", 0, 2 * MiB}, {"alloc", 0, 512},          {"alloc", 512, 1024},
+             {"free_requested", 0, 512},    {"free_completed", 0, 512}, {"alloc", 0, 256},
+             {"free_requested", 512, 1024}, {"free_completed", 512, 1024},
+             {"free_requested", 0, 256},    {"free_completed", 0, 256},
+             {"segment_free", 0, 2 * MiB}};
+    const char *path = fsc_test_path("addr0.json");
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("{\"segments\": [], \"device_traces\": [[", f);
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+        fprintf(f, "%s{\"action\": \"%s\", \"addr\": %llu, \"size\": %llu, \"stream\": 0,"
+                   " \"time_us\": %zu, \"frames\": []}",
+                i ? ", " : "", h[i].act, h[i].addr, h[i].size, 1000 + i);
+    fputs("]]}", f);
+    CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
+    tp_col_t c;
+    fsc_import_stats_t st;
+    fsc_err_t err = {0};
+    int rc = tp_import(path, -1, 0, &c, &st, &err);
+    if (rc != 0)
+        fprintf(stderr, "\n  %s", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    check_stream(&c, k_addr0, sizeof k_addr0 / sizeof k_addr0[0]);
+    CU_ASSERT_EQUAL(st.splits, 2);
+    CU_ASSERT_EQUAL(st.merges, 2);
+    CU_ASSERT_EQUAL(st.peak_allocated, 1536);
+    tp_free(&c);
+}
+
 static void test_formats_agree(void)
 {
     static const char *files[] = {"pytorch/tiny.p2.pickle", "pytorch/tiny.p5.pickle",
@@ -586,6 +643,7 @@ static const fsc_test_case_t k_tests[] = {
     {"device selection", test_devices},
     {"contradicting entry: strict and lenient", test_contradiction_strict_and_lenient},
     {"shared frame lists are interned once", test_shared_frames_are_cheap},
+    {"a segment at address 0: its blocks modelled as any other", test_segment_at_zero},
     {"progress callback", test_progress},
     {"real: gpt2_varlen matches PyTorch's stats", test_real_gpt2},
     {"real: resnet50_varbatch matches PyTorch's stats", test_real_resnet50},

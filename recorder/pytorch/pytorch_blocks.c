@@ -53,11 +53,12 @@ void fsc__pm_init(fsc__pmodel_t *m, const fsc_alloc_config_t *cfg, fsc__pm_emit_
 
 void fsc__pm_free(fsc__pmodel_t *m)
 {
-    fsc__pblock_t *b, *bt;
-    HASH_ITER(hh, m->blocks, b, bt) {
-        HASH_DEL(m->blocks, b);
-        free(b);
-    }
+    for (size_t i = 0; m->blocks.slots != NULL && i <= m->blocks.mask; i++)
+        if (m->blocks.slots[i].key != 0)
+            free((void *)(uintptr_t)m->blocks.slots[i].val);
+    fsc__u64map_free(&m->blocks);
+    free(m->block0);
+    m->block0 = NULL;
     fsc__pseg_t *s, *st;
     HASH_ITER(hh, m->segs, s, st) {
         HASH_DEL(m->segs, s);
@@ -83,9 +84,7 @@ fsc__pseg_t *fsc__pm_segment_at(fsc__pmodel_t *m, uint64_t addr)
 
 static fsc__pblock_t *find_block(fsc__pmodel_t *m, uint64_t addr)
 {
-    fsc__pblock_t *b = NULL;
-    HASH_FIND(hh, m->blocks, &addr, sizeof addr, b);
-    return b;
+    return addr != 0 ? fsc__u64map_getp(&m->blocks, addr) : m->block0;
 }
 
 static int emit(fsc__pmodel_t *m, uint8_t type, const fsc__pblock_t *b, uint64_t size,
@@ -133,7 +132,12 @@ static fsc__pblock_t *new_block(fsc__pmodel_t *m, fsc__pseg_t *s, uint64_t addr,
     b->addr = addr;
     b->size = size;
     b->seg = s;
-    HASH_ADD(hh, m->blocks, addr, sizeof b->addr, b);
+    if (addr == 0)
+        m->block0 = b;
+    else if (fsc__u64map_putp(&m->blocks, addr, b) != 0) {
+        free(b);
+        return NULL;
+    }
     return b;
 }
 
@@ -163,7 +167,10 @@ static void unlink_block(fsc__pmodel_t *m, fsc__pblock_t *b)
         b->next->prev = b->prev;
     else
         s->last = b->prev;
-    HASH_DEL(m->blocks, b);
+    if (b->addr == 0)
+        m->block0 = NULL;
+    else
+        fsc__u64map_delp(&m->blocks, b->addr);
     free(b);
 }
 

@@ -13,6 +13,7 @@
 #include "fragscope/allocator.h"
 #include "fragscope/events.h"
 #include "fragscope/pytorch.h"
+#include "fsc/u64map.h"
 #include "pickle.h"
 
 /* ---- loading ----------------------------------------------------------- */
@@ -50,8 +51,7 @@ typedef enum fsc__pb_state {
 } fsc__pb_state_t;
 
 typedef struct fsc__pblock {
-    UT_hash_handle hh; /* model->blocks, keyed by addr */
-    uint64_t addr, size, requested;
+    uint64_t addr, size, requested; /* model->blocks is keyed by addr */
     struct fsc__pblock *prev, *next; /* address order inside the segment */
     fsc__pseg_t *seg;
     uint32_t tag;
@@ -77,7 +77,12 @@ typedef struct fsc__pmodel {
     fsc_alloc_config_t cfg;
     fsc__pseg_t *segs;
     RB_HEAD(fsc__pseg_tree, fsc__pseg) by_base; /* the live segments, disjoint */
-    fsc__pblock_t *blocks;
+    /* Every block by its address (fsc/u64map.h: looked up on every entry;
+     * a flat table, no handle in each block). The map holds no key 0: a
+     * block at address 0 (crafted files) is block0. Blocks start at
+     * distinct addresses: segments are disjoint, blocks have bytes. */
+    fsc__u64map_t blocks;
+    fsc__pblock_t *block0;
     fsc__pm_emit_fn emit;
     void *emit_ud;
     fsc_err_t *err; /* messages name the problem, the caller adds the entry */
