@@ -18,6 +18,7 @@
 typedef struct tp_rec {
     fsc_event_t ev; /* ev.tag is a node of the collector's own tag table */
     char text[64];
+    uint64_t tags_before; /* tag calls before it: where tags come among events */
 } tp_rec_t;
 
 typedef struct tp_tag {
@@ -88,6 +89,7 @@ static inline void tp_store(tp_col_t *c, const fsc_event_t *ev)
     memset(r, 0, sizeof *r);
     r->ev = *ev;
     r->ev.text = NULL;
+    r->tags_before = c->tag_calls;
     if (ev->type == FSC_EV_MARKER && ev->text != NULL) {
         size_t l = ev->text_len < sizeof r->text - 1 ? ev->text_len : sizeof r->text - 1;
         memcpy(r->text, ev->text, l);

@@ -8,6 +8,7 @@
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -389,6 +390,166 @@ static void test_contradiction_strict_and_lenient(void)
     tp_free(&c);
 }
 
+/* ---- the block model on a thread of its own ------------------------------ */
+
+/* Import with FRAGSCOPE_THREADS set to threads ("" : unset), keeping the
+ * pytorch.* records as analyze does. */
+static int import_threads(const char *path, const char *threads, int lenient, tp_col_t *c,
+                          fsc_import_stats_t *st, fsc_err_t *err)
+{
+    char *env = getenv("FRAGSCOPE_THREADS") ? strdup(getenv("FRAGSCOPE_THREADS")) : NULL;
+    if (*threads)
+        setenv("FRAGSCOPE_THREADS", threads, 1);
+    else
+        unsetenv("FRAGSCOPE_THREADS");
+    memset(c, 0, sizeof *c);
+    fsc_import_opts_t o = FSC_IMPORT_OPTS_DEFAULT;
+    o.lenient = lenient;
+    o.keep_records = 1;
+    fsc_import_sink_t s = tp_sink(c);
+    fsc_err_clear(err);
+    int rc = fsc_pytorch_import(path, &o, &s, st, err);
+    if (env != NULL) {
+        setenv("FRAGSCOPE_THREADS", env, 1);
+        free(env);
+    } else {
+        unsetenv("FRAGSCOPE_THREADS");
+    }
+    return rc;
+}
+
+/* Same events with the same tag paths and texts, the tags defined at the
+ * same places among them, same stats. */
+static void check_same_import(const tp_col_t *a, const fsc_import_stats_t *sa, const tp_col_t *b,
+                              const fsc_import_stats_t *sb)
+{
+    CU_ASSERT_EQUAL_FATAL(a->n, b->n);
+    CU_ASSERT_EQUAL(a->ntags, b->ntags);
+    CU_ASSERT_EQUAL(a->tag_calls, b->tag_calls);
+    size_t bad = 0;
+    for (size_t i = 0; i < a->n && bad < 3; i++) {
+        const fsc_event_t *x = &a->r[i].ev, *y = &b->r[i].ev;
+        char px[8192];
+        snprintf(px, sizeof px, "%s", tp_path_of(a, i));
+        if (x->type != y->type || x->addr != y->addr || x->size != y->size ||
+            x->requested != y->requested || x->other != y->other || x->pool != y->pool ||
+            x->segment != y->segment || x->time_ns != y->time_ns ||
+            strcmp(a->r[i].text, b->r[i].text) != 0 || strcmp(px, tp_path_of(b, i)) != 0 ||
+            a->r[i].tags_before != b->r[i].tags_before) {
+            fprintf(stderr, "\nevent %zu differs: %s against %s\n", i, fsc_event_type_name(x->type),
+                    fsc_event_type_name(y->type));
+            bad++;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(sa->events, sb->events);
+    CU_ASSERT_EQUAL(sa->entries, sb->entries);
+    CU_ASSERT_EQUAL(sa->meta_records, sb->meta_records);
+    CU_ASSERT_EQUAL(sa->unknown_keys, sb->unknown_keys);
+    CU_ASSERT_EQUAL(sa->unknown_lines, sb->unknown_lines);
+    CU_ASSERT_EQUAL(sa->annotations, sb->annotations);
+    CU_ASSERT_EQUAL(sa->warnings, sb->warnings);
+    CU_ASSERT_STRING_EQUAL(sa->first_warning, sb->first_warning);
+    CU_ASSERT_EQUAL(sa->peak_allocated, sb->peak_allocated);
+    CU_ASSERT_EQUAL(sa->splits, sb->splits);
+    CU_ASSERT_EQUAL(sa->merges, sb->merges);
+}
+
+static void test_block_thread_real(void)
+{
+    static const char *files[] = {"pytorch/gpt2_varlen.pickle", "pytorch/resnet50_varbatch.pickle",
+                                  "pytorch/gpt2m_oom_12g.pickle", "pytorch/compile_ro.pickle"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        tp_col_t one, many;
+        fsc_import_stats_t s1, sn;
+        fsc_err_t err = {0};
+        CU_ASSERT_EQUAL_FATAL(import_threads(fsc_test_data(files[f]), "1", 0, &one, &s1, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(import_threads(fsc_test_data(files[f]), "", 0, &many, &sn, &err), 0);
+        CU_ASSERT(s1.entries > 1000);
+        check_same_import(&one, &s1, &many, &sn);
+        tp_free(&one);
+        tp_free(&many);
+    }
+}
+
+/* A JSON history of n entries: a segment, then alloc / free_requested /
+ * free_completed of one block over and over; entry bad_free frees an
+ * address never allocated, entry bad_frame has a frame that is not a dict
+ * (0: none). Each block's frames name the step, so new tags come now and
+ * then among usual entries. */
+static const char *write_history(const char *name, unsigned n, unsigned bad_free,
+                                 unsigned bad_frame)
+{
+    const char *path = fsc_test_path(name);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("{\"segments\": [], \"device_traces\": [[", f);
+    fprintf(f, "{\"action\": \"segment_alloc\", \"addr\": %llu, \"size\": %llu, \"stream\": 0,"
+               " \"time_us\": 1000, \"frames\": []}", A, 20 * MiB);
+    static const char *acts[] = {"alloc", "free_requested", "free_completed"};
+    for (unsigned i = 1; i < n; i++) {
+        unsigned long long addr = i == bad_free ? 0xdead000ull : A;
+        const char *act = i == bad_free ? "free_requested" : acts[(i - 1) % 3];
+        fprintf(f, ", {\"action\": \"%s\", \"addr\": %llu, \"size\": %u, \"stream\": 0,"
+                   " \"time_us\": %u, \"frames\": [",
+                act, addr, 4096u, 1000 + i);
+        if (i == bad_frame)
+            fputs("7", f);
+        else
+            fprintf(f, "{\"filename\": \"train.py\", \"line\": %u, \"name\": \"step\"}, "
+                       "{\"filename\": \"main.py\", \"line\": 1, \"name\": \"main\"}",
+                    (i - 1) / 300);
+        fputs("]}", f);
+    }
+    fputs("]]}", f);
+    CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
+    return path;
+}
+
+static void test_block_thread_errors(void)
+{
+    tp_col_t one, many;
+    fsc_import_stats_t s1, sn;
+    fsc_err_t e1 = {0}, en = {0};
+    /* a clean history: the same stream */
+    const char *p = write_history("rq_clean.json", 12001, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(import_threads(p, "1", 0, &one, &s1, &e1), 0);
+    CU_ASSERT_EQUAL_FATAL(import_threads(p, "", 0, &many, &sn, &en), 0);
+    CU_ASSERT_EQUAL(s1.allocs, 4000);
+    check_same_import(&one, &s1, &many, &sn);
+    tp_free(&one);
+    tp_free(&many);
+    /* the block model fails at entry 4, a frame is bad at entry 9000: the
+     * first is reported, as on one thread */
+    p = write_history("rq_free_first.json", 12001, 4, 9000);
+    CU_ASSERT_EQUAL(import_threads(p, "1", 0, &one, &s1, &e1), FSC_ESTATE);
+    CU_ASSERT_EQUAL(import_threads(p, "", 0, &many, &sn, &en), FSC_ESTATE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(en.msg, "device_traces[0][4] (free_requested at 0xdead000"));
+    CU_ASSERT_STRING_EQUAL(e1.msg, en.msg);
+    CU_ASSERT_EQUAL(one.n, many.n); /* what came before, delivered */
+    tp_free(&one);
+    tp_free(&many);
+    /* and the other way round */
+    p = write_history("rq_frame_first.json", 12001, 9000, 4);
+    CU_ASSERT_EQUAL(import_threads(p, "1", 0, &one, &s1, &e1), FSC_EFORMAT);
+    CU_ASSERT_EQUAL(import_threads(p, "", 0, &many, &sn, &en), FSC_EFORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(en.msg, "a Python frame is not a dict"));
+    CU_ASSERT_STRING_EQUAL(e1.msg, en.msg);
+    CU_ASSERT_EQUAL(one.n, many.n);
+    tp_free(&one);
+    tp_free(&many);
+    /* lenient: the bad free late in the history is a warning, the rest
+     * comes through the same */
+    p = write_history("rq_lenient.json", 12001, 11000, 0);
+    CU_ASSERT_EQUAL_FATAL(import_threads(p, "1", 1, &one, &s1, &e1), 0);
+    CU_ASSERT_EQUAL_FATAL(import_threads(p, "", 1, &many, &sn, &en), 0);
+    CU_ASSERT_EQUAL(sn.warnings, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(sn.first_warning, "device_traces[0][11000]"));
+    check_same_import(&one, &s1, &many, &sn);
+    tp_free(&one);
+    tp_free(&many);
+}
+
 static void count_progress(void *ud, uint64_t done, uint64_t total)
 {
     uint64_t *calls = ud;
@@ -645,6 +806,8 @@ static const fsc_test_case_t k_tests[] = {
     {"shared frame lists are interned once", test_shared_frames_are_cheap},
     {"a segment at address 0: its blocks modelled as any other", test_segment_at_zero},
     {"progress callback", test_progress},
+    {"block model's thread: real snapshots as on one thread", test_block_thread_real},
+    {"block model's thread: first error in entry order, lenient", test_block_thread_errors},
     {"real: gpt2_varlen matches PyTorch's stats", test_real_gpt2},
     {"real: resnet50_varbatch matches PyTorch's stats", test_real_resnet50},
     {"real: gpt2m_oom_12g matches PyTorch's stats and OOM", test_real_oom},

@@ -167,12 +167,8 @@ static int marker(fsc__imp_t *im, const char *text, size_t len, uint32_t tag)
     return fsc__imp_on_event(im, &ev);
 }
 
-static int replay_entry(fsc__imp_t *im, const fsc__entry_t *e)
+static int replay_entry(fsc__imp_t *im, const fsc__entry_t *e, uint32_t tag)
 {
-    uint32_t tag = 0;
-    int rc = fsc__imp_frames_tag(im, e->frames, &tag);
-    if (rc != 0)
-        return rc;
     fsc__pmodel_t *m = &im->m;
     m->tag = tag;
     switch (e->act) {
@@ -265,36 +261,120 @@ static int emit_annotations(fsc__imp_t *im, uint64_t time_us)
     return 0;
 }
 
-/* History entry i, replayed (annotations up to its time first). */
-int fsc__imp_replay_one(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e)
+/* Name of an action with an event (messages of entries replayed from a
+ * copy, whose action string is gone). */
+static const char *act_name(int act)
 {
-    int rc = emit_annotations(im, e->time_us);
+    switch (act) {
+    case FSC__ACT_ALLOC: return "alloc";
+    case FSC__ACT_FREE_REQUESTED: return "free_requested";
+    case FSC__ACT_FREE_COMPLETED: return "free_completed";
+    case FSC__ACT_FREE: return "free";
+    case FSC__ACT_SEGMENT_ALLOC: return "segment_alloc";
+    case FSC__ACT_SEGMENT_FREE: return "segment_free";
+    case FSC__ACT_SEGMENT_MAP: return "segment_map";
+    case FSC__ACT_SEGMENT_UNMAP: return "segment_unmap";
+    case FSC__ACT_OOM: return "oom";
+    case FSC__ACT_EMPTY_CACHE: return "empty_cache";
+    default: return "?";
+    }
+}
+
+/* Before entry i's own work: annotations up to its time, then its time. */
+static int entry_begin(fsc__imp_t *im, uint64_t time_us)
+{
+    int rc = emit_annotations(im, time_us);
     if (rc != 0)
         return rc;
-    if (im->opts.progress != NULL && (i & 4095u) == 0)
-        im->opts.progress(im->opts.progress_ud, i, im->n_ents);
     im->st->entries++;
-    im->m.time_ns = e->time_us > im->t0_us ? (e->time_us - im->t0_us) * 1000u : 0;
+    im->m.time_ns = time_us > im->t0_us ? (time_us - im->t0_us) * 1000u : 0;
     fsc_err_clear(&im->merr);
-    int handled = 0;
-    if ((rc = fsc__imp_keys_entry(im, i, e, &handled)) != 0)
-        return rc;
-    if (handled)
-        return 0; /* kept as a record, no event */
-    rc = replay_entry(im, e);
+    return 0;
+}
+
+/* The block model's answer to entry i: a failure described with the entry,
+ * or in lenient mode a warning. */
+static int entry_result(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int rc)
+{
     if (rc == 0)
         return 0;
     if (im->merr.code == 0)
         return rc; /* already described in im->err */
+    const char *an = e->action != NULL ? e->action->u.s : act_name(e->act);
+    size_t al = e->action != NULL ? e->action->len : strlen(an);
     char what[160];
     snprintf(what, sizeof what, "device_traces[%d][%llu] (%.*s at 0x%llx, %llu bytes)", im->device,
-             (unsigned long long)i, (int)(e->action->len > 32 ? 32 : e->action->len),
-             e->action->u.s, (unsigned long long)e->addr, (unsigned long long)e->size);
+             (unsigned long long)i, (int)(al > 32 ? 32 : al), an, (unsigned long long)e->addr,
+             (unsigned long long)e->size);
     if (im->opts.lenient && rc == FSC_ESTATE) {
         fsc__imp_warn(im, "%s: %s", what, im->merr.msg);
         return 0;
     }
     return fsc__imp_model_error(im, what);
+}
+
+/* History entry i, replayed (annotations up to its time first). */
+int fsc__imp_replay_one(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e)
+{
+    if (im->opts.progress != NULL && (i & 4095u) == 0)
+        im->opts.progress(im->opts.progress_ud, i, im->n_ents);
+    int rc = entry_begin(im, e->time_us);
+    if (rc != 0)
+        return rc;
+    int handled = 0;
+    if ((rc = fsc__imp_keys_entry(im, i, e, &handled)) != 0)
+        return rc;
+    if (handled)
+        return 0; /* kept as a record, no event */
+    uint32_t tag = 0;
+    if ((rc = fsc__imp_frames_tag(im, e->frames, &tag)) != 0)
+        return rc;
+    return entry_result(im, i, e, replay_entry(im, e, tag));
+}
+
+int fsc__imp_replay_async(fsc__imp_t *im, fsc__rq_t *q, uint64_t i, const fsc__entry_t *e)
+{
+    /* the actions replayed from numbers alone (markers need their text) */
+    int usual = e->act != FSC__ACT_OTHER && e->act != FSC__ACT_SNAPSHOT &&
+                e->act != FSC__ACT_USER_DEFINED;
+    uint32_t tag = 0;
+    if (usual && fsc__imp_keys_quiet(im, e) &&
+        fsc__imp_frames_tag_cached(im, e->frames, &tag) == 0) {
+        if (im->opts.progress != NULL && (i & 4095u) == 0)
+            im->opts.progress(im->opts.progress_ud, i, im->n_ents);
+        fsc__rop_t op;
+        op.i = i;
+        op.addr = e->addr;
+        op.size = e->size;
+        op.stream = e->stream;
+        op.time_us = e->time_us;
+        op.device_free = e->device_free;
+        op.tag = tag;
+        op.act = (uint8_t)e->act;
+        op.has_addr = (uint8_t)e->has_addr;
+        op.has_device_free = (uint8_t)e->has_device_free;
+        return fsc__rq_push(q, &op);
+    }
+    /* a record, a marker or a new tag to emit: here, in order */
+    int rc = fsc__rq_sync(q);
+    return rc != 0 ? rc : fsc__imp_replay_one(im, i, e);
+}
+
+int fsc__imp_replay_op(fsc__imp_t *im, const fsc__rop_t *op)
+{
+    fsc__entry_t e;
+    e.act = op->act;
+    e.action = e.frames = e.user_metadata = e.dict = NULL;
+    e.addr = op->addr;
+    e.size = op->size;
+    e.stream = op->stream;
+    e.time_us = op->time_us;
+    e.device_free = op->device_free;
+    e.has_addr = op->has_addr;
+    e.has_device_free = op->has_device_free;
+    e.nx = e.nx_dropped = 0;
+    int rc = entry_begin(im, op->time_us);
+    return rc != 0 ? rc : entry_result(im, op->i, &e, replay_entry(im, &e, op->tag));
 }
 
 int fsc__imp_end(fsc__imp_t *im)
@@ -450,6 +530,7 @@ int fsc_pytorch_import(const char *path, const fsc_import_opts_t *opts,
     im.sink = sink;
     im.st = stats ? stats : &local;
     im.err = err;
+    im.rerr = err;
     memset(im.st, 0, sizeof *im.st);
 
     fsc__snap_t snap;

@@ -148,6 +148,11 @@ typedef struct fsc__imp {
     const fsc_import_sink_t *sink;
     fsc_import_stats_t *st;
     fsc_err_t *err;
+    /* Where messages about reading the file go (fsc__imp_bad, the parse):
+     * err, but while the block model runs on its own thread (pass 3,
+     * pytorch_replay_thread.c) a buffer of the parse's, so that the two
+     * threads never write one message. */
+    fsc_err_t *rerr;
     fsc_err_t merr; /* the model's message, wrapped with the entry */
     fsc__pmodel_t m;
     fsc_alloc_config_t cfg;
@@ -221,6 +226,9 @@ int fsc__imp_dict_ok(const fsc__pv_t *v);
 int fsc__imp_u64(const fsc__pv_t *d, const char *key, uint64_t *out);
 /* Tag node of a frame list (innermost first), interned through the sink. */
 int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out);
+/* The same from the caches alone: 0 with the node, or 1 when it would
+ * need the sink (a frame not met before) or fail. */
+int fsc__imp_frames_tag_cached(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out);
 int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root);
 int fsc__imp_cmp_final(const void *a, const void *b);
 int fsc__imp_read_finals(fsc__imp_t *im, const fsc__pv_t *segs);
@@ -246,6 +254,9 @@ int fsc__imp_keys_begin(fsc__imp_t *im, const fsc__pv_t *root);
  * action without a fragscope event its whole "pytorch.action" record.
  * *handled = 1 when the entry has no event of its own (unknown action). */
 int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *handled);
+/* 1 when fsc__imp_keys_entry would do nothing for e but look (no record,
+ * nothing counted, an action with an event of its own). */
+int fsc__imp_keys_quiet(fsc__imp_t *im, const fsc__entry_t *e);
 /* After the last entry: the snapshot record if no entry has emitted it. */
 int fsc__imp_keys_end(fsc__imp_t *im);
 /* A frame dict seen for the first time: count keys other than filename,
@@ -268,6 +279,14 @@ int fsc__imp_emit_start_state(fsc__imp_t *im);
 
 /* ---- pytorch_import.c ---------------------------------------------------- */
 
+/* What the replay of a usual entry needs once its tag is known: a copy, so
+ * that it outlives the entry's values (pytorch_replay_thread.c). */
+typedef struct fsc__rop {
+    uint64_t i, addr, size, stream, time_us, device_free;
+    uint32_t tag;
+    uint8_t act, has_addr, has_device_free;
+} fsc__rop_t;
+
 /* The block model's event callback: counts, then hands to the sink. */
 int fsc__imp_on_event(void *ud, const fsc_event_t *ev);
 /* The model's message in im->merr wrapped as "PATH: what: message". */
@@ -277,9 +296,26 @@ int fsc__imp_model_error(fsc__imp_t *im, const char *what);
 int fsc__imp_begin(fsc__imp_t *im, const fsc__pv_t *root, uint64_t t0_us, int has_t0);
 /* History entry i of the device, replayed. */
 int fsc__imp_replay_one(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e);
+/* The same with the block model on q's thread: a usual entry is handed
+ * over, any other replayed here once q has caught up. */
+typedef struct fsc__rq fsc__rq_t;
+int fsc__imp_replay_async(fsc__imp_t *im, fsc__rq_t *q, uint64_t i, const fsc__entry_t *e);
+/* On q's thread: the entry op, replayed (annotations up to its time first). */
+int fsc__imp_replay_op(fsc__imp_t *im, const fsc__rop_t *op);
 /* After the last entry. */
 int fsc__imp_end(fsc__imp_t *im);
 void fsc__imp_free(fsc__imp_t *im);
+
+/* ---- pytorch_replay_thread.c --------------------------------------------- */
+
+int fsc__rq_start(fsc__imp_t *im, fsc__rq_t **out);
+/* Hand op over (0), or the replay's failure code once it failed. */
+int fsc__rq_push(fsc__rq_t *q, const fsc__rop_t *op);
+/* Wait until everything handed over is replayed and the thread waits:
+ * 0, or the replay's failure code. */
+int fsc__rq_sync(fsc__rq_t *q);
+/* Replay what is left, stop the thread and free q: 0 or the failure. */
+int fsc__rq_finish(fsc__rq_t *q);
 
 /* ---- pytorch_stream.c ---------------------------------------------------- */
 

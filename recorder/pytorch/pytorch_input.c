@@ -41,7 +41,7 @@ int fsc__imp_bad(fsc__imp_t *im, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return fsc_err_set(im->err, FSC_EFORMAT, "%s: %s", im->path, what);
+    return fsc_err_set(im->rerr, FSC_EFORMAT, "%s: %s", im->path, what);
 }
 
 void fsc__imp_warn(fsc__imp_t *im, const char *fmt, ...)
@@ -71,7 +71,8 @@ int fsc__imp_u64(const fsc__pv_t *d, const char *key, uint64_t *out)
 
 /* ---- frames → tags ----------------------------------------------------- */
 
-int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
+/* cached_only: return 1 instead of anything beyond the caches */
+static int frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out, int cached_only)
 {
     *out = 0;
     fsc__pv_t *const *fr;
@@ -129,6 +130,8 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
             node = fc->node;
             continue;
         }
+        if (cached_only)
+            return 1;
         if (!fsc__imp_dict_ok(f))
             return fsc__imp_bad(im, "a Python frame is not a dict");
         fsc__imp_keys_frame(im, f);
@@ -180,14 +183,24 @@ int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
     size_t bytes = sizeof *sc + (size_t)n * sizeof *fr;
     if (!by_items || im->stack_bytes + bytes > FSC__IMP_STACK_BYTES)
         return 0;
-    if ((sc = malloc(bytes)) == NULL)
-        return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
+    if ((sc = malloc(bytes)) == NULL) /* (cached_only: said by the full walk) */
+        return cached_only ? 1 : fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
     im->stack_bytes += bytes;
     sc->key = sk;
     sc->node = node;
     memcpy(sc->items, fr, (size_t)n * sizeof *fr);
     HASH_ADD(hh, im->stacks, key, sizeof sk, sc);
     return 0;
+}
+
+int fsc__imp_frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
+{
+    return frames_tag(im, frames, out, 0);
+}
+
+int fsc__imp_frames_tag_cached(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out)
+{
+    return frames_tag(im, frames, out, 1);
 }
 
 /* ---- settings ---------------------------------------------------------- */

@@ -685,6 +685,18 @@ static int usual_entry(fsc__keys_t *k, const fsc__entry_t *e)
     return 1;
 }
 
+int fsc__imp_keys_quiet(fsc__imp_t *im, const fsc__entry_t *e)
+{
+    fsc__keys_t *k = im->keys;
+    if (k == NULL || k->snap_pending || e->nx_dropped != 0 || e->act == FSC__ACT_OTHER ||
+        e->act == FSC__ACT_SNAPSHOT || e->act == FSC__ACT_USER_DEFINED)
+        return 0;
+    for (uint32_t x = 0; x < e->nx; x++)
+        if (!known_key(k, e->xk[x]))
+            return 0;
+    return !im->opts.keep_records || usual_entry(k, e);
+}
+
 int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *handled)
 {
     (void)i;

@@ -32,6 +32,7 @@
  * is run again on that one (only crafted files do this).
  */
 #include "pytorch_import.h"
+#include "pickle_scan.h"
 #include "pytorch_json_stream.h"
 
 #include <stdlib.h>
@@ -48,6 +49,7 @@ typedef struct stream_ctx {
     size_t traces_at;  /* JSON: the 'device_traces' streamed (0: the first) */
     size_t redo_at;    /* JSON: a later one that wins, after pass 1 */
     int no_skip;       /* the frames are built in every pass (see parse_start) */
+    fsc__rq_t *rq;     /* pass 3: the block model's thread (NULL: none) */
 } stream_ctx_t;
 
 static void on_progress(void *ud, size_t done, size_t total)
@@ -101,7 +103,10 @@ static int on_entry_replay(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t
         return 0;
     fsc__entry_t e;
     int rc = fsc__imp_read_entry(im, v, idx, &e);
-    return rc != 0 ? rc : fsc__imp_replay_one(im, idx, &e);
+    if (rc != 0)
+        return rc;
+    return c->rq != NULL ? fsc__imp_replay_async(im, c->rq, idx, &e)
+                         : fsc__imp_replay_one(im, idx, &e);
 }
 
 /* A frame list read for the last time: its tag is not looked up again. */
@@ -131,9 +136,9 @@ static int parse(stream_ctx_t *c, int pass, fsc__pdoc_t **doc)
     fsc__imp_cache_reset(im);
     int rc = c->snap->format == FSC_SNAP_JSON
                  ? fsc__json_stream(c->snap->data, c->snap->len, im->path, c->traces_at, &cb,
-                                    doc, &c->redo_at, im->err)
+                                    doc, &c->redo_at, im->rerr)
                  : fsc__pickle_stream(c->snap->data, c->snap->len, im->path, c->scan, &cb, doc,
-                                      im->err);
+                                      im->rerr);
     fsc__snap_done_before(c->snap, c->snap->len + ((size_t)8 << 20));
     return rc;
 }
@@ -177,6 +182,29 @@ static int pass2(fsc__imp_t *im)
     return rc;
 }
 
+/* Pass 3, with the block model on a thread of its own when there are
+ * CPUs for it (pytorch_replay_thread.c). The parse's messages go to a
+ * buffer of its own meanwhile: a failure of the replay concerns an earlier
+ * entry than any the parse meets after it, so it is the one reported. */
+static int replay_pass(stream_ctx_t *c, fsc__pdoc_t **doc)
+{
+    fsc__imp_t *im = c->im;
+    if (fsc__pickle_scan_threads() < 2 || fsc__rq_start(im, &c->rq) != 0)
+        return parse(c, 3, doc);
+    fsc_err_t perr;
+    fsc_err_clear(&perr);
+    im->rerr = &perr;
+    int rc = parse(c, 3, doc);
+    int qrc = fsc__rq_finish(c->rq);
+    c->rq = NULL;
+    im->rerr = im->err;
+    if (qrc != 0)
+        return qrc; /* its message is in im->err */
+    if (rc != 0 && perr.code != 0)
+        fsc_err_copy(im->err, &perr);
+    return rc;
+}
+
 int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
 {
     stream_ctx_t c;
@@ -217,7 +245,7 @@ int fsc__imp_stream(fsc__imp_t *im, fsc__snap_t *snap)
                 rc = fsc__imp_replay_one(im, i, &e);
         }
     } else if (rc == 0 && im->n_ents > 0) {
-        rc = parse(&c, 3, &doc3);
+        rc = replay_pass(&c, &doc3);
     }
     if (rc == 0)
         rc = fsc__imp_end(im);
