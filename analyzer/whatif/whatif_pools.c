@@ -42,6 +42,14 @@
  * own emptyCache, as a MemPool's destructor does). A burst that freed only
  * private pools' segments is not replayed as empty_cache().
  *
+ * The pairs are kept per segment, as a row of the segments it shares no
+ * pool with (wp_row_t): a small set of indices while it is sparse, a
+ * bitmap over the segments once that is smaller. A recording of one pool
+ * has few pairs; one whose pools run side by side (each pool's requests
+ * skipped the others' free blocks) has pairs between most of its
+ * segments, which as bits cost nsegs^2 / 8 bytes in all (11 MB for
+ * 9 500 segments, where a hash set of pairs took 3.5 GB).
+ *
  * The model costs a tree lookup per allocation and a walk over the
  * segment's blocks per allocation and free (segments hold few blocks). It
  * keeps nothing per allocation: each request's op carries its recorded
@@ -89,6 +97,18 @@ typedef struct wp_piece {
     wp_gap_t *gap; /* NULL: an active block (allocated or its free pending) */
 } wp_piece_t;
 
+/* The segments one segment shares no pool with. slot: a set of cap
+ * (a power of two, or 0) slots holding index + 1 (0: empty), at most half
+ * full; bits: once the set would take more bytes than a bitmap over the
+ * segments, a bitmap of nwords words instead (slot is then NULL). Written
+ * here: a set of 32-bit indices per segment, which neither uthash (a
+ * 56-byte handle per item) nor fsc/u64map.h (16 bytes a slot) keeps small. */
+typedef struct wp_row {
+    uint32_t *slot;
+    uint64_t *bits;
+    uint32_t cap, n, nwords;
+} wp_row_t;
+
 typedef struct wp_seg {
     uint64_t base, size, stream, pool_id;
     uint32_t prev; /* segment of the request before the one that created it */
@@ -101,6 +121,7 @@ typedef struct wp_seg {
     uint8_t small, expandable;
     wp_piece_t *pc;
     size_t npc, cap_pc;
+    wp_row_t row; /* the segments proved to be in another pool */
 } wp_seg_t;
 
 struct fsc__wpools {
@@ -113,9 +134,6 @@ struct fsc__wpools {
     uint32_t *wait;   /* segments whose `after` is not known yet (one or two) */
     size_t nwait, cap_wait;
     int infer; /* model the free blocks and collect pairs (snapshots) */
-    uint64_t *pairs; /* a << 32 | b, a < b: segments a and b are in different pools */
-    size_t npairs, cap_pairs;
-    fsc__u64map_t pair_seen;
     uint32_t last_alloc_seg, created; /* segment created by the last event */
     /* Requests served from a cached block of a named private pool: maybe a
      * use_on_oom fallback of a default-pool request (finish decides). */
@@ -177,21 +195,106 @@ static void gap_drop(struct fsc__wpools *w, wp_gap_t *g)
     }
 }
 
+static uint32_t row_hash(uint32_t x, uint32_t mask)
+{
+    x ^= x >> 16;
+    x *= 0x45d9f3bu;
+    x ^= x >> 16;
+    return x & mask;
+}
+
+static int row_has(const wp_row_t *r, uint32_t b)
+{
+    if (r->bits != NULL)
+        return b / 64 < r->nwords && (r->bits[b / 64] >> (b % 64) & 1) != 0;
+    if (r->cap == 0)
+        return 0;
+    for (uint32_t i = row_hash(b, r->cap - 1);; i = (i + 1) & (r->cap - 1)) {
+        if (r->slot[i] == b + 1)
+            return 1;
+        if (r->slot[i] == 0)
+            return 0;
+    }
+}
+
+static void set_put(uint32_t *slot, uint32_t cap, uint32_t b)
+{
+    uint32_t i = row_hash(b, cap - 1);
+    while (slot[i] != 0)
+        i = (i + 1) & (cap - 1);
+    slot[i] = b + 1;
+}
+
+/* Adds b (not in the row yet); nsegs: the segments so far. */
+static int row_add(wp_row_t *r, uint32_t b, size_t nsegs)
+{
+    if (r->bits == NULL && (r->n + 1) * 2 > r->cap) {
+        uint32_t ncap = r->cap ? r->cap * 2 : 8;
+        size_t words = (nsegs + 63) / 64;
+        if (words <= b / 64)
+            words = b / 64 + 1;
+        if ((size_t)ncap * sizeof(uint32_t) > words * sizeof(uint64_t)) {
+            uint64_t *bits = calloc(words, sizeof *bits);
+            if (bits == NULL)
+                return FSC_ENOMEM;
+            for (uint32_t i = 0; i < r->cap; i++)
+                if (r->slot[i] != 0)
+                    bits[(r->slot[i] - 1) / 64] |= 1ull << ((r->slot[i] - 1) % 64);
+            free(r->slot);
+            r->slot = NULL;
+            r->cap = 0;
+            r->bits = bits;
+            r->nwords = (uint32_t)words;
+        } else {
+            uint32_t *ns = calloc(ncap, sizeof *ns);
+            if (ns == NULL)
+                return FSC_ENOMEM;
+            for (uint32_t i = 0; i < r->cap; i++)
+                if (r->slot[i] != 0)
+                    set_put(ns, ncap, r->slot[i] - 1);
+            free(r->slot);
+            r->slot = ns;
+            r->cap = ncap;
+        }
+    }
+    r->n++;
+    if (r->bits == NULL) {
+        set_put(r->slot, r->cap, b);
+        return 0;
+    }
+    if (b / 64 >= r->nwords) {
+        size_t words = (size_t)r->nwords + r->nwords / 2 + 1;
+        if (words <= b / 64)
+            words = b / 64 + 1;
+        uint64_t *nb = realloc(r->bits, words * sizeof *nb);
+        if (nb == NULL)
+            return FSC_ENOMEM;
+        memset(nb + r->nwords, 0, (words - r->nwords) * sizeof *nb);
+        r->bits = nb;
+        r->nwords = (uint32_t)words;
+    }
+    r->bits[b / 64] |= 1ull << (b % 64);
+    return 0;
+}
+
+static void row_free(wp_row_t *r)
+{
+    free(r->slot);
+    free(r->bits);
+    memset(r, 0, sizeof *r);
+}
+
 static int add_pair(struct fsc__wpools *w, uint32_t a, uint32_t b)
 {
     if (a == b)
         return 0;
-    const wp_seg_t *sa = &w->segs[a], *sb = &w->segs[b];
+    wp_seg_t *sa = &w->segs[a], *sb = &w->segs[b];
     if (sa->pool_id != 0 && sb->pool_id != 0)
         return 0; /* both known */
-    uint64_t key = a < b ? (uint64_t)a << 32 | b : (uint64_t)b << 32 | a;
-    uint64_t v;
-    if (fsc__u64map_get(&w->pair_seen, key, &v))
+    if (row_has(&sa->row, b))
         return 0;
-    if (fsc__u64map_put(&w->pair_seen, key, 1) != 0 ||
-        FSC__VEC_RESERVE(w->pairs, w->cap_pairs, w->npairs + 1) != 0)
+    if (row_add(&sa->row, b, w->nsegs) != 0 || row_add(&sb->row, a, w->nsegs) != 0)
         return FSC_ENOMEM;
-    w->pairs[w->npairs++] = key;
     return 0;
 }
 
@@ -421,7 +524,6 @@ int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int af
             w->cfg = d;
         }
         fsc__u64map_init(&w->live);
-        fsc__u64map_init(&w->pair_seen);
         RB_INIT(&w->gaps);
         w->last_alloc_seg = w->created = w->cur_seg = NONE;
         w->infer = rs->infer_pools;
@@ -445,8 +547,10 @@ static void model_free(struct fsc__wpools *w)
 {
     if (w == NULL)
         return;
-    for (size_t i = 0; i < w->nsegs; i++)
+    for (size_t i = 0; i < w->nsegs; i++) {
         free(w->segs[i].pc);
+        row_free(&w->segs[i].row);
+    }
     wp_gap_t *g, *n;
     for (g = RB_MIN(fsc__wp_tree, &w->gaps); g != NULL; g = n) {
         n = RB_NEXT(fsc__wp_tree, &w->gaps, g);
@@ -455,10 +559,8 @@ static void model_free(struct fsc__wpools *w)
     }
     free(w->segs);
     free(w->wait);
-    free(w->pairs);
     free(w->fb);
     fsc__u64map_free(&w->live);
-    fsc__u64map_free(&w->pair_seen);
     free(w);
 }
 
@@ -509,41 +611,41 @@ static uint64_t use_on_oom(fsc_request_stream_t *rs, struct fsc__wpools *w)
 
 /* ---- labelling ------------------------------------------------------------- */
 
-typedef struct {
-    uint32_t *off, *adj; /* CSR of the pairs */
-} wp_graph_t;
-
-static int graph_build(const struct fsc__wpools *w, wp_graph_t *g)
-{
-    g->off = calloc(w->nsegs + 1, sizeof *g->off);
-    g->adj = malloc((2 * w->npairs + 1) * sizeof *g->adj);
-    if (g->off == NULL || g->adj == NULL)
-        return FSC_ENOMEM;
-    for (size_t i = 0; i < w->npairs; i++) {
-        g->off[(w->pairs[i] >> 32) + 1]++;
-        g->off[(w->pairs[i] & 0xffffffffu) + 1]++;
-    }
-    for (size_t i = 0; i < w->nsegs; i++)
-        g->off[i + 1] += g->off[i];
-    uint32_t *fill = calloc(w->nsegs + 1, sizeof *fill);
-    if (fill == NULL)
-        return FSC_ENOMEM;
-    for (size_t i = 0; i < w->npairs; i++) {
-        uint32_t a = (uint32_t)(w->pairs[i] >> 32), b = (uint32_t)(w->pairs[i] & 0xffffffffu);
-        g->adj[g->off[a] + fill[a]++] = b;
-        g->adj[g->off[b] + fill[b]++] = a;
-    }
-    free(fill);
-    return 0;
-}
-
 /* 1 when no pair forbids segment s the label l. */
-static int allowed(const struct fsc__wpools *w, const wp_graph_t *g, uint32_t s, uint32_t l)
+static int allowed(const struct fsc__wpools *w, uint32_t s, uint32_t l)
 {
-    for (uint32_t i = g->off[s]; i < g->off[s + 1]; i++)
-        if (w->segs[g->adj[i]].label == l)
+    const wp_row_t *r = &w->segs[s].row;
+    if (r->bits != NULL) {
+        for (uint32_t k = 0; k < r->nwords; k++)
+            for (uint64_t x = r->bits[k]; x != 0; x &= x - 1)
+                if (w->segs[k * 64 + (uint32_t)__builtin_ctzll(x)].label == l)
+                    return 0;
+        return 1;
+    }
+    for (uint32_t i = 0; i < r->cap; i++)
+        if (r->slot[i] != 0 && w->segs[r->slot[i] - 1].label == l)
             return 0;
     return 1;
+}
+
+/* Every label segment s's pairs forbid: mark[l] = stamp (labels are below
+ * UINT16_MAX, pool_label). One walk of the row however many labels are
+ * tried, so that a recording of many pools is not labelled in cubic time. */
+static void mark_forbidden(const struct fsc__wpools *w, uint32_t s, uint32_t *mark,
+                           uint32_t stamp)
+{
+    const wp_row_t *r = &w->segs[s].row;
+    uint32_t l;
+    if (r->bits != NULL) {
+        for (uint32_t k = 0; k < r->nwords; k++)
+            for (uint64_t x = r->bits[k]; x != 0; x &= x - 1)
+                if ((l = w->segs[k * 64 + (uint32_t)__builtin_ctzll(x)].label) != NONE)
+                    mark[l] = stamp;
+        return;
+    }
+    for (uint32_t i = 0; i < r->cap; i++)
+        if (r->slot[i] != 0 && (l = w->segs[r->slot[i] - 1].label) != NONE)
+            mark[l] = stamp;
 }
 
 static int unknown(const wp_seg_t *s)
@@ -566,7 +668,7 @@ static int pool_label(fsc_request_stream_t *rs, uint64_t id, uint32_t *label)
     return 0;
 }
 
-static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w, const wp_graph_t *g)
+static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
 {
     uint32_t first_inferred = 0, ninferred = 0;
     for (size_t i = 0; i < w->nsegs; i++) {
@@ -575,39 +677,47 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w, const
         if (s->pool_id != 0 && pool_label(rs, s->pool_id, &s->label) != 0)
             return FSC_ENOMEM;
     }
+    uint32_t *mark = calloc((size_t)UINT16_MAX + 1, sizeof *mark); /* stamp: i + 1 */
+    if (mark == NULL)
+        return FSC_ENOMEM;
     for (size_t i = 0; i < w->nsegs; i++) {
         wp_seg_t *s = &w->segs[i];
         if (!unknown(s))
             continue;
+        uint32_t stamp = (uint32_t)i + 1;
+        mark_forbidden(w, (uint32_t)i, mark, stamp);
         uint32_t want = NONE;
         if (s->prev != NONE) {
             uint32_t pl = w->segs[s->prev].label;
             if (pl == 0 || (ninferred > 0 && pl >= first_inferred))
                 want = pl;
         }
-        if (want != NONE && allowed(w, g, (uint32_t)i, want)) {
+        if (want != NONE && mark[want] != stamp) {
             s->label = want;
             continue;
         }
-        if (allowed(w, g, (uint32_t)i, 0)) {
+        if (mark[0] != stamp) {
             s->label = 0;
             continue;
         }
         for (uint32_t l = first_inferred; ninferred > 0 && l < first_inferred + ninferred; l++)
-            if (allowed(w, g, (uint32_t)i, l)) {
+            if (mark[l] != stamp) {
                 s->label = l;
                 break;
             }
         if (s->label != NONE)
             continue;
         uint32_t l;
-        if (pool_label(rs, INFERRED_BASE + ninferred + 1, &l) != 0)
+        if (pool_label(rs, INFERRED_BASE + ninferred + 1, &l) != 0) {
+            free(mark);
             return FSC_ENOMEM;
+        }
         if (ninferred == 0)
             first_inferred = l;
         ninferred++;
         s->label = l;
     }
+    free(mark);
     if (ninferred == 0)
         return 0;
     /* Requests between two of an inferred pool's were made in that pool
@@ -625,7 +735,7 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w, const
         int same_burst = 0;
         for (size_t j = 0; j < w->nsegs && !same_burst; j++)
             same_burst = j != i && w->segs[j].label == next && w->segs[j].burst == s->burst;
-        if (same_burst && allowed(w, g, (uint32_t)i, next))
+        if (same_burst && allowed(w, (uint32_t)i, next))
             s->label = next;
     }
     /* Fewest program actions: a burst that freed an inferred pool's
@@ -642,7 +752,7 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w, const
                 continue;
             any = 1;
             q->label = NONE;
-            ok = allowed(w, g, (uint32_t)j, p->label);
+            ok = allowed(w, (uint32_t)j, p->label);
             q->label = 0;
         }
         if (!any || !ok)
@@ -650,7 +760,7 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w, const
         for (size_t j = 0; j < w->nsegs; j++) {
             wp_seg_t *q = &w->segs[j];
             if (q->burst == p->burst && unknown(q) && q->label == 0 &&
-                allowed(w, g, (uint32_t)j, p->label))
+                allowed(w, (uint32_t)j, p->label))
                 q->label = p->label;
         }
     }
@@ -709,8 +819,7 @@ int fsc__wpools_finish(fsc_request_stream_t *rs)
     if (w == NULL)
         return 0;
     int rc = 0;
-    wp_graph_t g = {NULL, NULL};
-    if (graph_build(w, &g) != 0 || label_segments(rs, w, &g) != 0) {
+    if (label_segments(rs, w) != 0) {
         rc = FSC_ENOMEM;
         goto out;
     }
@@ -771,8 +880,6 @@ int fsc__wpools_finish(fsc_request_stream_t *rs)
             rs->info.inferred_pools++;
     rc = release_points(rs, w);
 out:
-    free(g.off);
-    free(g.adj);
     model_free(w);
     rs->wpools = NULL;
     return rc;
