@@ -668,6 +668,19 @@ static int pool_label(fsc_request_stream_t *rs, uint64_t id, uint32_t *label)
     return 0;
 }
 
+/* qsort of segment indices by release burst, then index. C11's qsort
+ * takes no context argument: a pointer of this thread's stands in. */
+static _Thread_local const wp_seg_t *g_sort_segs;
+
+static int by_burst(const void *pa, const void *pb)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    size_t ba = g_sort_segs[a].burst, bb = g_sort_segs[b].burst;
+    if (ba != bb)
+        return ba < bb ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
 static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
 {
     uint32_t first_inferred = 0, ninferred = 0;
@@ -720,6 +733,36 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
     free(mark);
     if (ninferred == 0)
         return 0;
+    /* The segments of each release burst, in index order: grp[gat[i]] up
+     * to grp[gend[i]] are those of segment i's burst (released segments
+     * only). The two passes below look within a burst alone, so a long
+     * recording of many bursts is not compared segment by segment. */
+    uint32_t *grp = NULL, *gat = NULL, *gend = NULL;
+    size_t ng = 0;
+    int rc = 0;
+    fsc__u64map_t done; /* burst << 16 | label: that burst checked for that pool */
+    fsc__u64map_init(&done);
+    if ((grp = malloc((w->nsegs + 1) * sizeof *grp)) == NULL ||
+        (gat = malloc((w->nsegs + 1) * sizeof *gat)) == NULL ||
+        (gend = malloc((w->nsegs + 1) * sizeof *gend)) == NULL) {
+        rc = FSC_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < w->nsegs; i++)
+        if (w->segs[i].burst != 0)
+            grp[ng++] = (uint32_t)i;
+    g_sort_segs = w->segs;
+    qsort(grp, ng, sizeof *grp, by_burst);
+    for (size_t k = 0; k < ng;) {
+        size_t e = k + 1;
+        while (e < ng && w->segs[grp[e]].burst == w->segs[grp[k]].burst)
+            e++;
+        for (size_t m = k; m < e; m++) {
+            gat[grp[m]] = (uint32_t)k;
+            gend[grp[m]] = (uint32_t)e;
+        }
+        k = e;
+    }
     /* Requests between two of an inferred pool's were made in that pool
      * too (the program was inside one use_mem_pool or capture): a segment
      * labelled default whose creating request sits between requests of
@@ -733,38 +776,50 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
         if (next == NONE || next == 0 || next < first_inferred || (prev != NONE && prev != next))
             continue;
         int same_burst = 0;
-        for (size_t j = 0; j < w->nsegs && !same_burst; j++)
-            same_burst = j != i && w->segs[j].label == next && w->segs[j].burst == s->burst;
+        for (size_t m = gat[i]; m < gend[i] && !same_burst; m++)
+            same_burst = grp[m] != i && w->segs[grp[m]].label == next;
         if (same_burst && allowed(w, (uint32_t)i, next))
             s->label = next;
     }
     /* Fewest program actions: a burst that freed an inferred pool's
      * segments is that pool's release alone when its default-labelled
-     * segments may all be that pool's. */
+     * segments may all be that pool's. (Checking a burst for a pool a
+     * second time changes nothing: each burst and pool once.) */
     for (size_t i = 0; i < w->nsegs; i++) {
         const wp_seg_t *p = &w->segs[i];
         if (!unknown(p) || p->label < first_inferred)
             continue;
+        uint64_t key = (uint64_t)p->burst << 16 | p->label, seen;
+        if (fsc__u64map_get(&done, key, &seen))
+            continue;
+        if (fsc__u64map_put(&done, key, 1) != 0) {
+            rc = FSC_ENOMEM;
+            goto out;
+        }
         int ok = 1, any = 0;
-        for (size_t j = 0; j < w->nsegs && ok; j++) {
-            wp_seg_t *q = &w->segs[j];
-            if (q->burst != p->burst || !unknown(q) || q->label != 0)
+        for (size_t m = gat[i]; m < gend[i] && ok; m++) {
+            wp_seg_t *q = &w->segs[grp[m]];
+            if (!unknown(q) || q->label != 0)
                 continue;
             any = 1;
             q->label = NONE;
-            ok = allowed(w, (uint32_t)j, p->label);
+            ok = allowed(w, grp[m], p->label);
             q->label = 0;
         }
         if (!any || !ok)
             continue;
-        for (size_t j = 0; j < w->nsegs; j++) {
-            wp_seg_t *q = &w->segs[j];
-            if (q->burst == p->burst && unknown(q) && q->label == 0 &&
-                allowed(w, (uint32_t)j, p->label))
+        for (size_t m = gat[i]; m < gend[i]; m++) {
+            wp_seg_t *q = &w->segs[grp[m]];
+            if (unknown(q) && q->label == 0 && allowed(w, grp[m], p->label))
                 q->label = p->label;
         }
     }
-    return 0;
+out:
+    free(grp);
+    free(gat);
+    free(gend);
+    fsc__u64map_free(&done);
+    return rc;
 }
 
 static int release_points(fsc_request_stream_t *rs, const struct fsc__wpools *w)
