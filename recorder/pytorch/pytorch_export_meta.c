@@ -39,6 +39,10 @@ struct fsc__xmeta {
     size_t part_len;
     char *snap; /* the snapshot record */
     size_t snap_len;
+    /* its entry_defaults member, found once per record (every history
+     * entry reads it, and the record grows with the snapshot) */
+    fsc__json_member_t defaults;
+    int defaults_state; /* 0 not looked up, 1 found, 2 absent */
     char *entry; /* record for the next history entry */
     size_t entry_len;
     seg_rec_t *segs;
@@ -123,6 +127,7 @@ int fsc__xm_feed(fsc__xmeta_t *xm, const fsc_event_t *ev, int *kind)
         free(xm->snap);
         xm->snap = text;
         xm->snap_len = len;
+        xm->defaults_state = 0;
         *kind = FSC__XM_SNAPSHOT;
     } else if (KIND_IS("entry")) {
         free(xm->entry);
@@ -237,8 +242,12 @@ int fsc__xm_write_entry_keys(fsc__xmeta_t *xm, fsc__pw_t *w)
 {
     fsc__json_member_t d[XM_MAX_MEMBERS], e[XM_MAX_MEMBERS], dm, ab = {0};
     int nd = 0, ne = 0, rc = 0;
-    if (xm->snap != NULL && find(xm->snap, xm->snap_len, "entry_defaults", &dm))
+    if (xm->snap != NULL && xm->defaults_state == 0)
+        xm->defaults_state = find(xm->snap, xm->snap_len, "entry_defaults", &xm->defaults) ? 1 : 2;
+    if (xm->snap != NULL && xm->defaults_state == 1) {
+        dm = xm->defaults;
         nd = fsc__json_members(dm.val, dm.val_end, d, XM_MAX_MEMBERS);
+    }
     if (xm->entry != NULL)
         ne = fsc__json_members(xm->entry, xm->entry + xm->entry_len, e, XM_MAX_MEMBERS);
     if (nd < 0 || ne < 0)
