@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fsc_test.h"
+#include "pickle.h"
 #include "test_pytorch_common.h"
 
 static void expect_same(const tp_col_t *a, const tp_col_t *b, const char *what)
@@ -278,7 +279,125 @@ static void test_import_summary(void)
                                        "2 segments, 4 blocks"));
 }
 
+#define BK_BLOCKS 100
+#define BK_MIB (1024ull * 1024)
+
+static void bk_int(fsc__pw_t *w, const char *key, uint64_t v)
+{
+    fsc__pw_cstr(w, key);
+    fsc__pw_uint(w, v);
+}
+
+/* A snapshot whose one segment holds BK_BLOCKS blocks of 2 MiB, each with
+ * a key this version of PyTorch does not write (x_key = its index). */
+static void write_block_keys_snapshot(const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fsc__pw_t *w = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc__pw_open(f, &w), 0);
+    const uint64_t base = 0x7f0000000000ull, bs = 2 * BK_MIB, total = BK_BLOCKS * bs;
+    fsc__pw_dict_open(w);
+    fsc__pw_cstr(w, "segments");
+    fsc__pw_list_open(w);
+    fsc__pw_dict_open(w);
+    bk_int(w, "device", 0);
+    bk_int(w, "address", base);
+    bk_int(w, "total_size", total);
+    bk_int(w, "allocated_size", total);
+    bk_int(w, "active_size", total);
+    bk_int(w, "requested_size", total);
+    bk_int(w, "stream", 0);
+    fsc__pw_cstr(w, "segment_type");
+    fsc__pw_cstr(w, "large");
+    fsc__pw_cstr(w, "segment_pool_id");
+    fsc__pw_tuple_open(w);
+    fsc__pw_int(w, 0);
+    fsc__pw_int(w, 0);
+    fsc__pw_tuple_close(w);
+    fsc__pw_cstr(w, "is_expandable");
+    fsc__pw_bool(w, 0);
+    fsc__pw_cstr(w, "frames");
+    fsc__pw_list_open(w);
+    fsc__pw_list_close(w);
+    fsc__pw_cstr(w, "blocks");
+    fsc__pw_list_open(w);
+    for (int i = 0; i < BK_BLOCKS; i++) {
+        fsc__pw_dict_open(w);
+        bk_int(w, "address", base + (uint64_t)i * bs);
+        bk_int(w, "size", bs);
+        bk_int(w, "requested_size", bs);
+        fsc__pw_cstr(w, "state");
+        fsc__pw_cstr(w, "active_allocated");
+        fsc__pw_cstr(w, "frames");
+        fsc__pw_list_open(w);
+        fsc__pw_list_close(w);
+        bk_int(w, "x_key", (uint64_t)i);
+        fsc__pw_dict_close(w);
+    }
+    fsc__pw_list_close(w);
+    fsc__pw_dict_close(w);
+    fsc__pw_list_close(w);
+    fsc__pw_cstr(w, "device_traces");
+    fsc__pw_list_open(w);
+    fsc__pw_list_open(w);
+    for (int i = -1; i < BK_BLOCKS; i++) {
+        fsc__pw_dict_open(w);
+        fsc__pw_cstr(w, "action");
+        fsc__pw_cstr(w, i < 0 ? "segment_alloc" : "alloc");
+        bk_int(w, "addr", i < 0 ? base : base + (uint64_t)i * bs);
+        bk_int(w, "size", i < 0 ? total : bs);
+        bk_int(w, "stream", 0);
+        bk_int(w, "time_us", (uint64_t)(i + 2));
+        fsc__pw_cstr(w, "frames");
+        fsc__pw_list_open(w);
+        fsc__pw_list_close(w);
+        fsc__pw_dict_close(w);
+    }
+    fsc__pw_list_close(w);
+    fsc__pw_list_close(w);
+    fsc__pw_dict_close(w);
+    CU_ASSERT_EQUAL_FATAL(fsc__pw_finish(w), 0);
+    CU_ASSERT_EQUAL(fclose(f), 0);
+}
+
+/* Keys of blocks that the import keeps come back on their own blocks,
+ * however many blocks carry them (past 64 they were dropped). */
+static void test_export_block_keys(void)
+{
+    const char *snap = fsc_test_path("bk.pickle");
+    char trace[512], out[512], msg[4096];
+    snprintf(trace, sizeof trace, "%s", fsc_test_path("bk.fstrace"));
+    snprintf(out, sizeof out, "%s", fsc_test_path("bk.out.pickle"));
+    write_block_keys_snapshot(snap);
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(msg, sizeof msg, "%s import %s -o %s",
+                                      fsc_test_fragscope(), snap, trace), 0);
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(msg, sizeof msg, "%s export %s --pytorch-snapshot %s",
+                                      fsc_test_fragscope(), trace, out), 0);
+    size_t len = 0;
+    char *data = fsc_test_slurp(out, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    fsc__pdoc_t *doc = NULL;
+    fsc_err_t err = {0};
+    CU_ASSERT_EQUAL_FATAL(fsc__pickle_parse(data, len, out, &doc, &err), 0);
+    free(data);
+    fsc__pv_t *const *segs, *const *blocks;
+    CU_ASSERT_EQUAL_FATAL(fsc__pv_seq(fsc__pv_get(fsc__pdoc_root(doc), "segments"), &segs), 1);
+    uint32_t nb = fsc__pv_seq(fsc__pv_get(segs[0], "blocks"), &blocks);
+    CU_ASSERT_EQUAL(nb, BK_BLOCKS);
+    int kept = 0;
+    for (uint32_t i = 0; i < nb; i++) {
+        int64_t x = -1, addr = 0;
+        fsc__pv_int(fsc__pv_get(blocks[i], "address"), &addr);
+        kept += fsc__pv_int(fsc__pv_get(blocks[i], "x_key"), &x) &&
+                (uint64_t)addr == 0x7f0000000000ull + (uint64_t)x * 2 * BK_MIB;
+    }
+    CU_ASSERT_EQUAL(kept, BK_BLOCKS);
+    fsc__pdoc_free(doc);
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"keys of 100 blocks come back on their blocks", test_export_block_keys},
     {"round trip: tiny", test_roundtrip_tiny},
     {"round trip: wrapped history", test_roundtrip_midrun},
     {"round trip: expandable segments", test_roundtrip_expandable},

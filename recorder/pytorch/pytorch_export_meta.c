@@ -15,8 +15,11 @@
 #include <uthash.h>
 
 #include "fragscope/pytorch.h"
+#include "fsc/u64map.h"
 #include "pytorch_json.h"
 
+/* Members read into a buffer on the stack; an object with more takes a
+ * malloc'd array (members_of), so no member is ever left out. */
 #define XM_MAX_MEMBERS 64
 
 typedef struct seg_rec {
@@ -24,6 +27,13 @@ typedef struct seg_rec {
     uint64_t addr;
     char *text;
     size_t len;
+    /* its "blocks" object by block address, made at the first lookup:
+     * bm[i] the block's member, bidx address -> i + 1 (a block at address
+     * 0, which only crafted files have, is found by a walk of bm) */
+    int bstate; /* 0 not made, 1 made, 2 no blocks */
+    fsc__json_member_t *bm;
+    int nbm;
+    fsc__u64map_t bidx;
 } seg_rec_t;
 
 typedef struct frame_rec {
@@ -50,6 +60,32 @@ struct fsc__xmeta {
     size_t action_len;
 };
 
+static void seg_rec_free(seg_rec_t *s)
+{
+    free(s->text);
+    free(s->bm);
+    fsc__u64map_free(&s->bidx);
+    free(s);
+}
+
+/* Every member of the object at [p, end): *out is buf (XM_MAX_MEMBERS
+ * entries) or, for a larger object, *heap, malloc'd (the caller frees
+ * *heap; NULL when buf held them). Returns the count, -1 when [p, end)
+ * is not an object or memory ran out. */
+static int members_of(const char *p, const char *end, fsc__json_member_t *buf,
+                      fsc__json_member_t **out, fsc__json_member_t **heap)
+{
+    *heap = NULL;
+    *out = buf;
+    int n = fsc__json_members(p, end, buf, XM_MAX_MEMBERS);
+    if (n <= XM_MAX_MEMBERS)
+        return n;
+    if ((*heap = malloc((size_t)n * sizeof **heap)) == NULL)
+        return -1;
+    *out = *heap;
+    return fsc__json_members(p, end, *heap, n);
+}
+
 int fsc__xm_new(fsc__xmeta_t **out)
 {
     *out = calloc(1, sizeof **out);
@@ -63,8 +99,7 @@ void fsc__xm_free(fsc__xmeta_t *xm)
     seg_rec_t *s, *t;
     HASH_ITER(hh, xm->segs, s, t) {
         HASH_DEL(xm->segs, s);
-        free(s->text);
-        free(s);
+        seg_rec_free(s);
     }
     frame_rec_t *f, *g;
     HASH_ITER(hh, xm->frames, f, g) {
@@ -79,14 +114,12 @@ void fsc__xm_free(fsc__xmeta_t *xm)
     free(xm);
 }
 
+static int find(const char *text, size_t len, const char *key, fsc__json_member_t *out);
+
 static uint64_t member_u64(const char *text, size_t len, const char *key)
 {
-    fsc__json_member_t m[XM_MAX_MEMBERS];
-    int n = fsc__json_members(text, text + len, m, XM_MAX_MEMBERS);
-    for (int i = 0; i < n && i < XM_MAX_MEMBERS; i++)
-        if (fsc__json_key_is(&m[i], key))
-            return strtoull(m[i].val, NULL, 10);
-    return 0;
+    fsc__json_member_t m;
+    return find(text, len, key, &m) ? strtoull(m.val, NULL, 10) : 0;
 }
 
 int fsc__xm_feed(fsc__xmeta_t *xm, const fsc_event_t *ev, int *kind)
@@ -151,8 +184,7 @@ int fsc__xm_feed(fsc__xmeta_t *xm, const fsc_event_t *ev, int *kind)
         HASH_FIND(hh, xm->segs, &s->addr, sizeof s->addr, old);
         if (old != NULL) {
             HASH_DEL(xm->segs, old);
-            free(old->text);
-            free(old);
+            seg_rec_free(old);
         }
         HASH_ADD(hh, xm->segs, addr, sizeof s->addr, s);
         *kind = FSC__XM_SEGMENT;
@@ -192,16 +224,17 @@ int fsc__xm_write_action(fsc__xmeta_t *xm, fsc__pw_t *w)
 
 static int find(const char *text, size_t len, const char *key, fsc__json_member_t *out)
 {
-    fsc__json_member_t m[XM_MAX_MEMBERS];
+    fsc__json_member_t buf[XM_MAX_MEMBERS], *m, *heap;
     if (text == NULL)
         return 0;
-    int n = fsc__json_members(text, text + len, m, XM_MAX_MEMBERS);
-    for (int i = 0; i < n && i < XM_MAX_MEMBERS; i++)
+    int n = members_of(text, text + len, buf, &m, &heap), found = 0;
+    for (int i = 0; i < n && !found; i++)
         if (fsc__json_key_is(&m[i], key)) {
             *out = m[i];
-            return 1;
+            found = 1;
         }
-    return 0;
+    free(heap);
+    return found;
 }
 
 static int write_member(fsc__pw_t *w, const fsc__json_member_t *m)
@@ -240,30 +273,31 @@ int fsc__xm_entry_absent(const fsc__xmeta_t *xm, const char *key)
 
 int fsc__xm_write_entry_keys(fsc__xmeta_t *xm, fsc__pw_t *w)
 {
-    fsc__json_member_t d[XM_MAX_MEMBERS], e[XM_MAX_MEMBERS], dm, ab = {0};
+    fsc__json_member_t dbuf[XM_MAX_MEMBERS], ebuf[XM_MAX_MEMBERS], *d = dbuf, *e = ebuf;
+    fsc__json_member_t *dheap = NULL, *eheap = NULL, ab = {0};
     int nd = 0, ne = 0, rc = 0;
     if (xm->snap != NULL && xm->defaults_state == 0)
         xm->defaults_state = find(xm->snap, xm->snap_len, "entry_defaults", &xm->defaults) ? 1 : 2;
-    if (xm->snap != NULL && xm->defaults_state == 1) {
-        dm = xm->defaults;
-        nd = fsc__json_members(dm.val, dm.val_end, d, XM_MAX_MEMBERS);
-    }
+    if (xm->snap != NULL && xm->defaults_state == 1)
+        nd = members_of(xm->defaults.val, xm->defaults.val_end, dbuf, &d, &dheap);
     if (xm->entry != NULL)
-        ne = fsc__json_members(xm->entry, xm->entry + xm->entry_len, e, XM_MAX_MEMBERS);
+        ne = members_of(xm->entry, xm->entry + xm->entry_len, ebuf, &e, &eheap);
     if (nd < 0 || ne < 0)
         rc = FSC_EFORMAT;
     int has_ab = xm->entry != NULL && find(xm->entry, xm->entry_len, "__absent__", &ab);
-    for (int i = 0; rc == 0 && i < nd && i < XM_MAX_MEMBERS; i++) {
+    for (int i = 0; rc == 0 && i < nd; i++) {
         int over = 0;
-        for (int j = 0; j < ne && j < XM_MAX_MEMBERS && !over; j++)
+        for (int j = 0; j < ne && !over; j++)
             over = e[j].key_len == d[i].key_len && memcmp(e[j].key, d[i].key, d[i].key_len) == 0;
         if (over || (has_ab && listed(ab.val, ab.val_end, d[i].key, d[i].key_len)))
             continue;
         rc = write_member(w, &d[i]);
     }
-    for (int j = 0; rc == 0 && j < ne && j < XM_MAX_MEMBERS; j++)
+    for (int j = 0; rc == 0 && j < ne; j++)
         if (!fsc__json_key_is(&e[j], "__absent__"))
             rc = write_member(w, &e[j]);
+    free(dheap);
+    free(eheap);
     free(xm->entry);
     xm->entry = NULL;
     return rc;
@@ -290,23 +324,24 @@ int fsc__xm_write_top_rest(fsc__xmeta_t *xm, fsc__pw_t *w)
 {
     static const char *const handled[] = {"keys",       "allocator_settings", "external_annotations",
                                           "entry_defaults", "device",         "devices", NULL};
-    fsc__json_member_t m[XM_MAX_MEMBERS];
+    fsc__json_member_t buf[XM_MAX_MEMBERS], *m, *heap;
     if (xm->snap == NULL)
         return 0;
-    int n = fsc__json_members(xm->snap, xm->snap + xm->snap_len, m, XM_MAX_MEMBERS);
+    int n = members_of(xm->snap, xm->snap + xm->snap_len, buf, &m, &heap), rc = 0;
     if (n < 0)
-        return FSC_EFORMAT;
-    for (int i = 0; i < n && i < XM_MAX_MEMBERS; i++) {
+        rc = FSC_EFORMAT;
+    for (int i = 0; rc == 0 && i < n; i++) {
         int skip = 0;
         for (const char *const *h = handled; *h && !skip; h++)
             skip = fsc__json_key_is(&m[i], *h);
         if (!skip && write_member(w, &m[i]) != 0)
-            return FSC_EFORMAT;
+            rc = FSC_EFORMAT;
     }
-    return 0;
+    free(heap);
+    return rc;
 }
 
-static const seg_rec_t *seg_of(const fsc__xmeta_t *xm, uint64_t addr)
+static seg_rec_t *seg_of(const fsc__xmeta_t *xm, uint64_t addr)
 {
     seg_rec_t *s = NULL;
     HASH_FIND(hh, xm->segs, &addr, sizeof addr, s);
@@ -325,36 +360,81 @@ int fsc__xm_write_segment_key(fsc__xmeta_t *xm, fsc__pw_t *w, uint64_t seg, cons
 int fsc__xm_write_segment_rest(fsc__xmeta_t *xm, fsc__pw_t *w, uint64_t seg)
 {
     const seg_rec_t *s = seg_of(xm, seg);
-    fsc__json_member_t m[XM_MAX_MEMBERS];
+    fsc__json_member_t buf[XM_MAX_MEMBERS], *m, *heap;
     if (s == NULL)
         return 0;
-    int n = fsc__json_members(s->text, s->text + s->len, m, XM_MAX_MEMBERS);
-    for (int i = 0; i < n && i < XM_MAX_MEMBERS; i++) {
+    int n = members_of(s->text, s->text + s->len, buf, &m, &heap), rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
         if (fsc__json_key_is(&m[i], "address") || fsc__json_key_is(&m[i], "frames") ||
             fsc__json_key_is(&m[i], "segment_pool_id") || fsc__json_key_is(&m[i], "blocks"))
             continue;
         if (write_member(w, &m[i]) != 0)
-            return FSC_EFORMAT;
+            rc = FSC_EFORMAT;
     }
+    free(heap);
+    return rc;
+}
+
+/* The "blocks" object of s, indexed by address (once per segment). */
+static int index_blocks(seg_rec_t *s)
+{
+    fsc__json_member_t b, buf[XM_MAX_MEMBERS], *m, *heap;
+    s->bstate = 2;
+    if (!find(s->text, s->len, "blocks", &b))
+        return 0;
+    int n = members_of(b.val, b.val_end, buf, &m, &heap);
+    if (n < 0)
+        return FSC_EFORMAT;
+    if ((s->bm = malloc(((size_t)n + 1) * sizeof *s->bm)) == NULL) {
+        free(heap);
+        return FSC_ENOMEM;
+    }
+    memcpy(s->bm, m, (size_t)n * sizeof *m);
+    free(heap);
+    s->nbm = n;
+    fsc__u64map_init(&s->bidx);
+    for (int i = 0; i < n; i++) {
+        uint64_t addr = strtoull(s->bm[i].key, NULL, 10), have;
+        /* of a repeated address (no valid snapshot has one), the first */
+        if (addr != 0 && !fsc__u64map_get(&s->bidx, addr, &have) &&
+            fsc__u64map_put(&s->bidx, addr, (uint64_t)i + 1) != 0)
+            return FSC_ENOMEM;
+    }
+    s->bstate = 1;
     return 0;
 }
 
 int fsc__xm_write_block_rest(fsc__xmeta_t *xm, fsc__pw_t *w, uint64_t seg, uint64_t addr)
 {
-    const seg_rec_t *s = seg_of(xm, seg);
-    fsc__json_member_t b, m[XM_MAX_MEMBERS], k[XM_MAX_MEMBERS];
-    if (s == NULL || !find(s->text, s->len, "blocks", &b))
+    seg_rec_t *s = seg_of(xm, seg);
+    if (s == NULL)
         return 0;
-    int n = fsc__json_members(b.val, b.val_end, m, XM_MAX_MEMBERS);
-    for (int i = 0; i < n && i < XM_MAX_MEMBERS; i++) {
-        if (strtoull(m[i].key, NULL, 10) != addr)
-            continue;
-        int nk = fsc__json_members(m[i].val, m[i].val_end, k, XM_MAX_MEMBERS);
-        for (int j = 0; j < nk && j < XM_MAX_MEMBERS; j++)
-            if (write_member(w, &k[j]) != 0)
-                return FSC_EFORMAT;
+    if (s->bstate == 0) {
+        int rc = index_blocks(s);
+        if (rc != 0)
+            return rc;
     }
-    return 0;
+    if (s->bstate != 1)
+        return 0;
+    uint64_t at = 0;
+    if (addr != 0) {
+        if (!fsc__u64map_get(&s->bidx, addr, &at))
+            return 0;
+    } else {
+        for (int i = 0; i < s->nbm && at == 0; i++)
+            if (strtoull(s->bm[i].key, NULL, 10) == 0)
+                at = (uint64_t)i + 1;
+        if (at == 0)
+            return 0;
+    }
+    const fsc__json_member_t *blk = &s->bm[at - 1];
+    fsc__json_member_t buf[XM_MAX_MEMBERS], *k, *heap;
+    int nk = members_of(blk->val, blk->val_end, buf, &k, &heap), rc = 0;
+    for (int j = 0; rc == 0 && j < nk; j++)
+        if (write_member(w, &k[j]) != 0)
+            rc = FSC_EFORMAT;
+    free(heap);
+    return rc;
 }
 
 int fsc__xm_write_frame_keys(fsc__xmeta_t *xm, fsc__pw_t *w, uint32_t node)
@@ -365,12 +445,13 @@ int fsc__xm_write_frame_keys(fsc__xmeta_t *xm, fsc__pw_t *w, uint32_t node)
     HASH_FIND(hh, xm->frames, &node, sizeof node, f);
     if (f == NULL)
         return 0;
-    fsc__json_member_t m[XM_MAX_MEMBERS];
-    int n = fsc__json_members(f->text, f->text + f->len, m, XM_MAX_MEMBERS);
+    fsc__json_member_t buf[XM_MAX_MEMBERS], *m, *heap;
+    int n = members_of(f->text, f->text + f->len, buf, &m, &heap), rc = 0;
     if (n < 0)
-        return FSC_EFORMAT;
-    for (int i = 0; i < n && i < XM_MAX_MEMBERS; i++)
+        rc = FSC_EFORMAT;
+    for (int i = 0; rc == 0 && i < n; i++)
         if (!fsc__json_key_is(&m[i], "tag") && write_member(w, &m[i]) != 0)
-            return FSC_EFORMAT;
-    return 0;
+            rc = FSC_EFORMAT;
+    free(heap);
+    return rc;
 }
