@@ -17,17 +17,40 @@ typedef struct fsc__pw_str {
     char s[];
 } fsc__pw_str_t;
 
+/* Opcodes are a few bytes each: they gather in buf and reach the FILE in
+ * runs of PW_BUF (a call of fwrite per opcode took half of an export). */
+#define PW_BUF 65536
+
 struct fsc__pw {
     FILE *f;
     int failed;     /* sticky: FSC_EIO or FSC_ENOMEM */
     uint32_t memo_n;
     fsc__pw_str_t *strs;
+    size_t nbuf;
+    unsigned char buf[PW_BUF];
 };
+
+static void flush_buf(fsc__pw_t *w)
+{
+    if (w->failed == 0 && w->nbuf > 0 && fwrite(w->buf, 1, w->nbuf, w->f) != w->nbuf)
+        w->failed = FSC_EIO;
+    w->nbuf = 0;
+}
 
 static void put(fsc__pw_t *w, const void *p, size_t n)
 {
-    if (w->failed == 0 && n > 0 && fwrite(p, 1, n, w->f) != n)
-        w->failed = FSC_EIO;
+    if (w->failed != 0 || n == 0)
+        return;
+    if (w->nbuf + n > PW_BUF) {
+        flush_buf(w);
+        if (n > PW_BUF) {
+            if (w->failed == 0 && fwrite(p, 1, n, w->f) != n)
+                w->failed = FSC_EIO;
+            return;
+        }
+    }
+    memcpy(w->buf + w->nbuf, p, n);
+    w->nbuf += n;
 }
 
 static void put1(fsc__pw_t *w, uint8_t b) { put(w, &b, 1); }
@@ -194,6 +217,7 @@ void fsc__pw_free(fsc__pw_t *w)
 int fsc__pw_finish(fsc__pw_t *w)
 {
     put1(w, '.');
+    flush_buf(w);
     if (w->failed == 0 && fflush(w->f) != 0)
         w->failed = FSC_EIO;
     int rc = w->failed;
