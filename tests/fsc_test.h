@@ -8,6 +8,17 @@
 #include <CUnit/Basic.h>
 #include <stddef.h>
 
+/* FSC_TEST_SANITIZED: an AddressSanitizer or ThreadSanitizer build, whose
+ * runtimes keep shadow memory and quarantines (bounds on peak RSS allow
+ * such builds more). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FSC_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FSC_TEST_SANITIZED 1
+#endif
+#endif
+
 typedef struct fsc_test_case {
     const char *name;
     void (*fn)(void);

@@ -22,14 +22,7 @@
 
 /* Peak RSS allowed for any of these runs. The sanitizer runtimes carry
  * their own shadow memory and quarantine, so those builds get more room. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define FSC__SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define FSC__SANITIZED 1
-#endif
-#endif
-#ifdef FSC__SANITIZED
+#ifdef FSC_TEST_SANITIZED
 #define RSS_LIMIT_KB (256 * 1024)
 #else
 #define RSS_LIMIT_KB (48 * 1024)

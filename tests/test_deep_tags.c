@@ -20,15 +20,8 @@
 #include "fsc_test.h"
 #include "pickle.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define FSC__SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define FSC__SANITIZED 1
-#endif
-#endif
 /* Sanitizer builds keep shadow memory and quarantines: allow them more. */
-#ifdef FSC__SANITIZED
+#ifdef FSC_TEST_SANITIZED
 #define RSS_SNAP_KB (2048L * 1024)
 #define RSS_TRACE_KB (512L * 1024)
 #else

@@ -26,14 +26,6 @@
 #include "pytorch_json_stream.h"
 #include "test_pytorch_common.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define FSC__SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FSC__SANITIZED 1
-#endif
-#endif
-
 static void put_file(const char *path, const char *text, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -663,7 +655,7 @@ static long long write_history(const char *path, int n)
     return size;
 }
 
-#ifdef FSC__SANITIZED
+#ifdef FSC_TEST_SANITIZED
 #define RSS_JSON_KB (512L * 1024)
 #define RSS_GROWTH_KB (64L * 1024)
 #else

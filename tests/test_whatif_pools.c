@@ -422,14 +422,7 @@ static void test_report_per_pool(void)
     cJSON_Delete(j);
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define FSC__SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define FSC__SANITIZED 1
-#endif
-#endif
-#ifdef FSC__SANITIZED
+#ifdef FSC_TEST_SANITIZED
 #define RSS_SIDE_KB (1024L * 1024) /* measured: 457 MB under ASan */
 #else
 /* measured: 21 MB (881 MB while the pairs were a hash set of pairs) */
