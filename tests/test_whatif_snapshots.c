@@ -175,6 +175,41 @@ static void test_cli_verify_and_suggest(void)
                      fsc_test_fragscope(), fsc_test_data("pytorch/resnet50_varbatch.pickle"));
     CU_ASSERT_EQUAL(st, 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "the replay DIFFERS"));
+    /* ... and says where its addresses first part from the recording:
+     * the request, its recorded event and both addresses, as the API has
+     * them; in JSON too, and null where every address matches. */
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_request_stream_load(fsc_test_data("pytorch/resnet50_varbatch.pickle"), &rs, &err), 0);
+    fsc_whatif_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.capacity = 6ull << 30;
+    fsc_whatif_verify_t v;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify(rs, &o, &v, &err), 0);
+    fsc_request_stream_destroy(rs);
+    CU_ASSERT_FATAL(v.first_addr_mismatch > 0);
+    CU_ASSERT(v.mismatch_expected_addr != 0 && v.mismatch_expected_addr != v.mismatch_got_addr);
+    char want[256];
+    snprintf(want, sizeof want,
+             "first address that differs: request %ld (recorded event %llu), recorded 0x%llx, ",
+             v.first_addr_mismatch, (unsigned long long)v.mismatch_event,
+             (unsigned long long)v.mismatch_expected_addr);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, want));
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --verify --capacity 6GiB --format json",
+                     fsc_test_fragscope(), fsc_test_data("pytorch/resnet50_varbatch.pickle"));
+    CU_ASSERT_EQUAL(st, 1);
+    snprintf(want, sizeof want,
+             "\"first_addr_mismatch\": {\"request\": %ld, \"event\": %llu, \"expected_addr\": "
+             "%llu, \"got_addr\": %llu}",
+             v.first_addr_mismatch, (unsigned long long)v.mismatch_event,
+             (unsigned long long)v.mismatch_expected_addr,
+             (unsigned long long)v.mismatch_got_addr);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, want));
+    st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --verify --format json",
+                     fsc_test_fragscope(), fsc_test_data("pytorch/resnet50_varbatch.pickle"));
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"alloc_addr_matches\": 8670, \"first_addr_mismatch\": null"));
 
     st = fsc_test_sh(g_out, sizeof g_out, "%s whatif %s --capacity 12GiB --suggest 2>&1",
                      fsc_test_fragscope(), fsc_test_data("pytorch/gpt2m_oom_12g.pickle"));

@@ -484,9 +484,18 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                 ", \"peak_reserved_expected\": %" PRIu64 ", \"peak_reserved_got\": %" PRIu64
                 ", \"peak_allocated_expected\": %" PRIu64 ", \"peak_allocated_got\": %" PRIu64
                 ", \"allocs_compared\": %" PRIu64 ", \"alloc_addr_matches\": %" PRIu64
-                ", \"oom_expected\": %s, \"oom_got\": %s}\n",
+                ", \"first_addr_mismatch\": ",
                 v->peak_reserved_expected, v->peak_reserved_got, v->peak_allocated_expected,
-                v->peak_allocated_got, v->allocs_compared, v->alloc_addr_matches,
+                v->peak_allocated_got, v->allocs_compared, v->alloc_addr_matches);
+        if (v->first_addr_mismatch < 0)
+            fputs("null", f);
+        else
+            fprintf(f,
+                    "{\"request\": %ld, \"event\": %" PRIu64 ", \"expected_addr\": %" PRIu64
+                    ", \"got_addr\": %" PRIu64 "}",
+                    v->first_addr_mismatch, v->mismatch_event, v->mismatch_expected_addr,
+                    v->mismatch_got_addr);
+        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s}\n",
                 v->oom_expected ? "true" : "false", v->oom_got ? "true" : "false");
         return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
     }
@@ -524,6 +533,15 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
             v->peak_allocated_expected, v->peak_allocated_got);
     fprintf(f, "  block addresses matching the recording: %" PRIu64 " of %" PRIu64 "\n",
             v->alloc_addr_matches, v->allocs_compared);
+    if (v->first_addr_mismatch >= 0) {
+        fprintf(f, "  first address that differs: request %ld (recorded event %" PRIu64
+                   "), recorded 0x%" PRIx64 ", ",
+                v->first_addr_mismatch, v->mismatch_event, v->mismatch_expected_addr);
+        if (v->mismatch_got_addr != 0)
+            fprintf(f, "replayed 0x%" PRIx64 "\n", v->mismatch_got_addr);
+        else
+            fputs("not served in the replay\n", f);
+    }
     fprintf(f, "  OOM            %s recorded, %s replayed\n", v->oom_expected ? "yes" : "no",
             v->oom_got ? "yes" : "no");
     return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;

@@ -186,8 +186,12 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
                 v->allocs_compared++;
                 if (addr != 0 && addr == op->addr)
                     v->alloc_addr_matches++;
-                else if (v->first_addr_mismatch < 0)
+                else if (v->first_addr_mismatch < 0) {
                     v->first_addr_mismatch = (long)op->id;
+                    v->mismatch_event = op->event;
+                    v->mismatch_expected_addr = op->addr;
+                    v->mismatch_got_addr = addr;
+                }
             }
             break;
         }

@@ -250,6 +250,8 @@ typedef struct fsc_whatif_verify {
     uint64_t allocs_compared;     /* recorded allocations (not OOMs) */
     uint64_t alloc_addr_matches;  /* replayed at the recorded address */
     long first_addr_mismatch;     /* request index; -1 none */
+    uint64_t mismatch_event;      /* that request's recorded event index */
+    uint64_t mismatch_expected_addr, mismatch_got_addr; /* recorded / replayed (0: failed) */
     int oom_expected, oom_got;    /* recorded OOM events / replay OOM */
     fsc_whatif_result_t replay;
 } fsc_whatif_verify_t;
