@@ -611,21 +611,49 @@ static uint64_t use_on_oom(fsc_request_stream_t *rs, struct fsc__wpools *w)
 
 /* ---- labelling ------------------------------------------------------------- */
 
+/* Calls fn(ud, j) for each segment j in row r until fn returns nonzero;
+ * returns that value, or 0. */
+static int row_each(const wp_row_t *r, int (*fn)(void *, uint32_t), void *ud)
+{
+    int rc = 0;
+    if (r->bits != NULL) {
+        for (uint32_t k = 0; k < r->nwords && rc == 0; k++)
+            for (uint64_t x = r->bits[k]; x != 0 && rc == 0; x &= x - 1)
+                rc = fn(ud, k * 64 + (uint32_t)__builtin_ctzll(x));
+        return rc;
+    }
+    for (uint32_t i = 0; i < r->cap && rc == 0; i++)
+        if (r->slot[i] != 0)
+            rc = fn(ud, r->slot[i] - 1);
+    return rc;
+}
+
+typedef struct {
+    const struct fsc__wpools *w;
+    uint32_t label, stamp;
+    uint32_t *mark;
+} label_walk_t;
+
+static int has_label(void *ud, uint32_t j)
+{
+    const label_walk_t *lw = ud;
+    return lw->w->segs[j].label == lw->label;
+}
+
 /* 1 when no pair forbids segment s the label l. */
 static int allowed(const struct fsc__wpools *w, uint32_t s, uint32_t l)
 {
-    const wp_row_t *r = &w->segs[s].row;
-    if (r->bits != NULL) {
-        for (uint32_t k = 0; k < r->nwords; k++)
-            for (uint64_t x = r->bits[k]; x != 0; x &= x - 1)
-                if (w->segs[k * 64 + (uint32_t)__builtin_ctzll(x)].label == l)
-                    return 0;
-        return 1;
-    }
-    for (uint32_t i = 0; i < r->cap; i++)
-        if (r->slot[i] != 0 && w->segs[r->slot[i] - 1].label == l)
-            return 0;
-    return 1;
+    label_walk_t lw = {w, l, 0, NULL};
+    return !row_each(&w->segs[s].row, has_label, &lw);
+}
+
+static int note_label(void *ud, uint32_t j)
+{
+    const label_walk_t *lw = ud;
+    uint32_t l = lw->w->segs[j].label;
+    if (l != NONE)
+        lw->mark[l] = lw->stamp;
+    return 0;
 }
 
 /* Every label segment s's pairs forbid: mark[l] = stamp (labels are below
@@ -634,18 +662,8 @@ static int allowed(const struct fsc__wpools *w, uint32_t s, uint32_t l)
 static void mark_forbidden(const struct fsc__wpools *w, uint32_t s, uint32_t *mark,
                            uint32_t stamp)
 {
-    const wp_row_t *r = &w->segs[s].row;
-    uint32_t l;
-    if (r->bits != NULL) {
-        for (uint32_t k = 0; k < r->nwords; k++)
-            for (uint64_t x = r->bits[k]; x != 0; x &= x - 1)
-                if ((l = w->segs[k * 64 + (uint32_t)__builtin_ctzll(x)].label) != NONE)
-                    mark[l] = stamp;
-        return;
-    }
-    for (uint32_t i = 0; i < r->cap; i++)
-        if (r->slot[i] != 0 && (l = w->segs[r->slot[i] - 1].label) != NONE)
-            mark[l] = stamp;
+    label_walk_t lw = {w, NONE, stamp, mark};
+    row_each(&w->segs[s].row, note_label, &lw);
 }
 
 static int unknown(const wp_seg_t *s)
@@ -668,17 +686,18 @@ static int pool_label(fsc_request_stream_t *rs, uint64_t id, uint32_t *label)
     return 0;
 }
 
-/* qsort of segment indices by release burst, then index. C11's qsort
- * takes no context argument: a pointer of this thread's stands in. */
-static _Thread_local const wp_seg_t *g_sort_segs;
+typedef struct {
+    size_t burst;
+    uint32_t seg;
+} burst_seg_t;
 
+/* qsort order: by release burst, then segment index. */
 static int by_burst(const void *pa, const void *pb)
 {
-    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-    size_t ba = g_sort_segs[a].burst, bb = g_sort_segs[b].burst;
-    if (ba != bb)
-        return ba < bb ? -1 : 1;
-    return a < b ? -1 : a > b;
+    const burst_seg_t *a = pa, *b = pb;
+    if (a->burst != b->burst)
+        return a->burst < b->burst ? -1 : 1;
+    return a->seg < b->seg ? -1 : a->seg > b->seg;
 }
 
 static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
@@ -738,11 +757,13 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
      * only). The two passes below look within a burst alone, so a long
      * recording of many bursts is not compared segment by segment. */
     uint32_t *grp = NULL, *gat = NULL, *gend = NULL;
+    burst_seg_t *bs = NULL;
     size_t ng = 0;
     int rc = 0;
     fsc__u64map_t done; /* burst << 16 | label: that burst checked for that pool */
     fsc__u64map_init(&done);
-    if ((grp = malloc((w->nsegs + 1) * sizeof *grp)) == NULL ||
+    if ((bs = malloc((w->nsegs + 1) * sizeof *bs)) == NULL ||
+        (grp = malloc((w->nsegs + 1) * sizeof *grp)) == NULL ||
         (gat = malloc((w->nsegs + 1) * sizeof *gat)) == NULL ||
         (gend = malloc((w->nsegs + 1) * sizeof *gend)) == NULL) {
         rc = FSC_ENOMEM;
@@ -750,9 +771,12 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
     }
     for (size_t i = 0; i < w->nsegs; i++)
         if (w->segs[i].burst != 0)
-            grp[ng++] = (uint32_t)i;
-    g_sort_segs = w->segs;
-    qsort(grp, ng, sizeof *grp, by_burst);
+            bs[ng++] = (burst_seg_t){w->segs[i].burst, (uint32_t)i};
+    qsort(bs, ng, sizeof *bs, by_burst);
+    for (size_t k = 0; k < ng; k++)
+        grp[k] = bs[k].seg;
+    free(bs);
+    bs = NULL;
     for (size_t k = 0; k < ng;) {
         size_t e = k + 1;
         while (e < ng && w->segs[grp[e]].burst == w->segs[grp[k]].burst)
@@ -815,6 +839,7 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
         }
     }
 out:
+    free(bs);
     free(grp);
     free(gat);
     free(gend);
