@@ -176,8 +176,6 @@ static int find_or_create(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, u
     return fsc__alloc_block(a, p, stream, rounded, alloc_size, 1, out);
 }
 
-static int private_slot(fsc_allocator_t *a, uint64_t pool_id);
-
 int fsc_allocator_malloc(fsc_allocator_t *a, uint64_t size, uint64_t stream, uint64_t *addr)
 {
     return fsc_allocator_malloc_pool(a, size, stream, 0, addr);
@@ -207,7 +205,7 @@ int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream
         goto out;
     }
     uint64_t rounded = fsc_alloc_round_size(&a->cfg, size);
-    int pslot = pool_id == 0 ? 0 : private_slot(a, pool_id);
+    int pslot = fsc__private_slot(a, pool_id);
     if (pslot < 0) {
         rc = fsc_err_set(&a->err, FSC_ELIMIT, "allocator: more than %d private pools",
                          FSC__MAX_PRIVATE_POOLS);
@@ -429,9 +427,10 @@ uint64_t fsc__pool_id_of(const fsc_allocator_t *a, uint8_t index)
     return slot == 0 || slot > a->nprivate ? 0 : a->private_ids[slot - 1];
 }
 
-/* The slot of pool_id (created on first use); -1 when the table is full. */
-static int private_slot(fsc_allocator_t *a, uint64_t pool_id)
+int fsc__private_slot(fsc_allocator_t *a, uint64_t pool_id)
 {
+    if (pool_id == 0)
+        return 0;
     for (size_t i = 0; i < a->nprivate; i++)
         if (a->private_ids[i] == pool_id)
             return (int)i + 1;
@@ -460,7 +459,7 @@ int fsc_allocator_set_pool_flags(fsc_allocator_t *a, uint64_t pool_id, unsigned 
     if (a == NULL || pool_id == 0 || (flags & ~(unsigned)(FSC_POOL_USE_ON_OOM | FSC_POOL_NO_SPLIT)))
         return FSC_EINVAL;
     pthread_mutex_lock(&a->mu);
-    int slot = private_slot(a, pool_id);
+    int slot = fsc__private_slot(a, pool_id);
     int rc = 0;
     if (slot < 0)
         rc = fsc_err_set(&a->err, FSC_ELIMIT, "allocator: more than %d private pools",

@@ -92,11 +92,19 @@ int fsc__alloc_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64
         return 0;
     if (rc != 0)
         return rc;
+    rc = fsc__segment_new(a, p, stream, addr, alloc_size, out);
+    if (rc != 0)
+        a->be->ops->seg_free(a->be, addr, alloc_size);
+    return rc;
+}
+
+int fsc__segment_new(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64_t addr,
+                     uint64_t alloc_size, fsc__block_t **out)
+{
     fsc__segment_t *s = calloc(1, sizeof *s);
     fsc__block_t *b = s != NULL ? fsc__block_new(a) : NULL;
     if (b == NULL) {
         free(s);
-        a->be->ops->seg_free(a->be, addr, alloc_size);
         return fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
     }
     s->base = addr;

@@ -25,7 +25,8 @@ static int has_space(const fsc__block_t *b, uint64_t size)
     return bytes >= size;
 }
 
-static int new_segment(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, fsc__block_t **out)
+int fsc__expandable_segment(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, int adopt,
+                            uint64_t base, fsc__block_t **out)
 {
     uint64_t page = p->id == FSC_POOL_SMALL ? FSC__SMALL_BUFFER : FSC__LARGE_BUFFER;
     uint64_t total = a->be->total;
@@ -36,7 +37,17 @@ static int new_segment(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, fsc_
         free(s);
         return fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
     }
-    int rc = a->be->ops->va_reserve(a->be, va, page, &s->vseg, &s->base, &a->err);
+    int rc;
+    if (adopt) {
+        s->base = base;
+        rc = a->be->ops->va_adopt != NULL
+                 ? a->be->ops->va_adopt(a->be, base, va, &s->vseg, &a->err)
+                 : fsc_err_set(&a->err, FSC_EUNSUPPORTED,
+                               "allocator: the %s backend cannot adopt an address space",
+                               a->be->name);
+    } else {
+        rc = a->be->ops->va_reserve(a->be, va, page, &s->vseg, &s->base, &a->err);
+    }
     if (rc != 0) {
         free(s);
         fsc__block_release(a, b);
@@ -78,12 +89,10 @@ static int find_expandable_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t st
             return 0;
         }
     }
-    return new_segment(a, p, stream, out);
+    return fsc__expandable_segment(a, p, stream, 0, 0, out);
 }
 
-/* Map the pages under [to_map, to_map + size); 1 mapped, 0 no device memory,
- * < 0 error. */
-static int map_block(fsc_allocator_t *a, fsc__block_t *to_map, uint64_t size)
+int fsc__map_block(fsc_allocator_t *a, fsc__block_t *to_map, uint64_t size)
 {
     fsc__segment_t *s = to_map->seg;
     fsc__pool_t *p = &a->pools[to_map->pool];
@@ -142,7 +151,7 @@ int fsc__try_allocate_expandable(fsc_allocator_t *a, fsc__pool_t *p, uint64_t st
     if (rc != 0)
         return rc;
     if (!c->mapped) {
-        rc = map_block(a, c, c->size < size ? c->size : size);
+        rc = fsc__map_block(a, c, c->size < size ? c->size : size);
         if (rc <= 0)
             return rc;
     }
@@ -151,7 +160,7 @@ int fsc__try_allocate_expandable(fsc_allocator_t *a, fsc__pool_t *p, uint64_t st
          * the two into the next block. */
         fsc__block_t *n = c->next;
         uint64_t remaining = size - c->size;
-        rc = map_block(a, n, remaining < n->size ? remaining : n->size);
+        rc = fsc__map_block(a, n, remaining < n->size ? remaining : n->size);
         if (rc <= 0)
             return rc;
         c = n;

@@ -119,6 +119,9 @@ struct fsc_allocator {
 
 /* allocator.c: the private pool id of a pool index (0 = default). */
 uint64_t fsc__pool_id_of(const fsc_allocator_t *a, uint8_t index);
+/* The slot of pool_id (0 for the default pool; created on first use); -1
+ * when the table is full. */
+int fsc__private_slot(fsc_allocator_t *a, uint64_t pool_id);
 
 /* blocks.c */
 fsc__block_t *fsc__block_new(fsc_allocator_t *a);
@@ -157,6 +160,10 @@ fsc__block_t *fsc__get_free_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t s
                                   uint64_t size);
 int fsc__alloc_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64_t size,
                      uint64_t alloc_size, int retry, fsc__block_t **out);
+/* A segment at [addr, addr + alloc_size) the backend gave, as one block
+ * (not in the free set), counted and reported. */
+int fsc__segment_new(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64_t addr,
+                     uint64_t alloc_size, fsc__block_t **out);
 fsc__block_t *fsc__alloc_found_block(fsc_allocator_t *a, fsc__block_t *b, uint64_t size,
                                      uint64_t orig_size, int split);
 void fsc__free_block(fsc_allocator_t *a, fsc__block_t *b);
@@ -164,6 +171,14 @@ void fsc__free_block(fsc_allocator_t *a, fsc__block_t *b);
 uint64_t fsc__try_merge(fsc_allocator_t *a, fsc__block_t *dst, fsc__block_t *src, int emit);
 
 /* expandable.c */
+/* A new expandable segment of pool p on stream: its address space reserved
+ * (at exactly base through the backend's va_adopt when adopt is set), one
+ * unmapped block. */
+int fsc__expandable_segment(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, int adopt,
+                            uint64_t base, fsc__block_t **out);
+/* Map the pages under [to_map->addr, +size) of an unmapped block: 1 mapped,
+ * 0 no device memory, < 0 error. */
+int fsc__map_block(fsc_allocator_t *a, fsc__block_t *to_map, uint64_t size);
 int fsc__try_allocate_expandable(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,
                                  uint64_t size, fsc__block_t **out);
 void fsc__unmap_block(fsc_allocator_t *a, fsc__block_t *b);

@@ -195,6 +195,46 @@ static void sim_va_release(fsc_backend_t *b, void *vseg)
     free(v);
 }
 
+static int sim_seg_adopt(fsc_backend_t *b, uint64_t addr, uint64_t size, fsc_err_t *err)
+{
+    sim_t *s = (sim_t *)b;
+    if (!range_free(s, addr, size))
+        return fsc_err_set(err, FSC_ESTATE, "sim backend: 0x%llx+%llu overlaps a range in use",
+                           (unsigned long long)addr, (unsigned long long)size);
+    if (range_add(s, addr, size) != 0)
+        return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
+    s->phys_used += size;
+    return 0;
+}
+
+static int sim_va_adopt(fsc_backend_t *b, uint64_t base, uint64_t size, void **vseg,
+                        fsc_err_t *err)
+{
+    sim_t *s = (sim_t *)b;
+    /* As for a scripted base: the range ends where the next range in use
+     * or recorded base begins (the recording's device may have been
+     * smaller than the sim's). */
+    uint64_t span = size;
+    for (size_t i = 0; i < s->nranges; i++)
+        if (s->ranges[i].addr > base && s->ranges[i].addr - base < span)
+            span = s->ranges[i].addr - base;
+    for (size_t k = 0; k < s->nva; k++)
+        if (s->va_script[k] > base && s->va_script[k] - base < span)
+            span = s->va_script[k] - base;
+    if (!range_free(s, base, span))
+        return fsc_err_set(err, FSC_ESTATE, "sim backend: address space at 0x%llx is in use",
+                           (unsigned long long)base);
+    sim_vseg_t *v = malloc(sizeof *v);
+    if (v == NULL || range_add(s, base, span) != 0) {
+        free(v);
+        return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
+    }
+    v->base = base;
+    v->size = size;
+    *vseg = v;
+    return 0;
+}
+
 static void sim_mem_info(fsc_backend_t *b, uint64_t *free_bytes, uint64_t *total)
 {
     const sim_t *s = (const sim_t *)b;
@@ -220,6 +260,8 @@ static const fsc_backend_ops_t k_sim_ops = {
     .va_map = sim_va_map,
     .va_unmap = sim_va_unmap,
     .va_release = sim_va_release,
+    .seg_adopt = sim_seg_adopt,
+    .va_adopt = sim_va_adopt,
     .mem_info = sim_mem_info,
     .destroy = sim_destroy,
 };

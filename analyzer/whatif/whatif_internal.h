@@ -162,6 +162,19 @@ typedef struct fsc__wseg {
     uint64_t addr, size;
 } fsc__wseg_t;
 
+/* A piece of the state a recording began in (FSC_TRACE_F_RECONSTRUCTED),
+ * adopted by every replay before its first op (fsc_allocator_adopt_*). */
+enum { FSC__WSEED_SEGMENT = 1, FSC__WSEED_MAPPING = 2, FSC__WSEED_BLOCK = 3 };
+typedef struct fsc__wseed {
+    uint8_t kind;
+    uint8_t pool; /* fsc_pool_t: the size class */
+    uint64_t addr, size;
+    uint64_t base;      /* MAPPING: the expandable segment's base */
+    uint64_t stream, pool_id;
+    uint64_t requested; /* BLOCK */
+    uint64_t slot;      /* BLOCK: its slot (its free is an op) */
+} fsc__wseed_t;
+
 /* A live request while the stream is read. */
 typedef struct fsc__wslot {
     uint64_t id, requested;
@@ -213,6 +226,16 @@ struct fsc_request_stream {
     fsc__u64map_t pending; /* delayed frees waiting for FREE_COMPLETED: address -> slot */
     uint64_t cur_requested;
 
+    /* The state the recording began in, in order (segments before their
+     * blocks); seeding while its events are read. Its blocks take alloc
+     * ids 0 .. nseed_blocks - 1, so requests are numbered from there. */
+    fsc__wseed_t *seeds;
+    size_t nseeds, cap_seeds;
+    uint64_t nseed_blocks, seed_reserved, seed_allocated;
+    int seeding;
+    fsc_event_t *seed_pending; /* FREE_REQUESTED of the state, pushed at its end */
+    size_t nseed_pending, cap_seed_pending;
+
     uint64_t *streams; /* distinct allocation streams, small */
     size_t nstreams, cap_streams;
 
@@ -232,6 +255,8 @@ struct fsc_request_stream {
 /* whatif_pools.c: each recorded event, before (after = 0) and after the
  * stream took it; at the end, the inferred pools and release points. */
 int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int after);
+/* A segment, mapping or live block of the starting state (seeding). */
+int fsc__wpools_on_seed(fsc_request_stream_t *rs, const fsc_event_t *ev);
 int fsc__wpools_finish(fsc_request_stream_t *rs);
 /* The recorded segment of the request being added (fsc__wop_t.seg). */
 uint32_t fsc__wpools_alloc_seg(const fsc_request_stream_t *rs);
@@ -266,6 +291,10 @@ uint64_t fsc__wstream_recorded_cap(const fsc_request_stream_t *rs);
  * created after it fit under the recording's cap). The same answer for
  * every replayed setting. gc: the recording's garbage_collection_threshold. */
 int fsc__wop_release_is_program(const fsc__wop_t *op, uint64_t recorded_cap, double gc);
+
+/* The starting state is complete (the history marker, or the end of the
+ * events): its pending frees become ops. err may be NULL. */
+int fsc__wstream_end_seed(fsc_request_stream_t *rs, fsc_err_t *err);
 
 /* 1 when the stream is the whole run (fsc_request_stream_info_t). */
 int fsc__wstream_run_complete(const fsc_request_stream_t *rs);

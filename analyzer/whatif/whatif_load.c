@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "fragscope/pytorch.h"
-#include "fragscope/source.h"
 #include "whatif_internal.h"
 
 static int on_header(void *ud, const fsc_trace_header_t *hdr, fsc_err_t *err)
@@ -44,6 +43,17 @@ int fsc_request_stream_load_device(const char *path, int device, fsc_request_str
 int fsc_request_stream_load_opts(const char *path, int device, int lenient,
                                  fsc_request_stream_t **out, fsc_err_t *err)
 {
+    fsc_source_opts_t so;
+    memset(&so, 0, sizeof so);
+    so.pick_device = device >= 0;
+    so.device = device;
+    so.lenient = lenient;
+    return fsc_request_stream_load_source(path, &so, out, err);
+}
+
+int fsc_request_stream_load_source(const char *path, const fsc_source_opts_t *opts,
+                                   fsc_request_stream_t **out, fsc_err_t *err)
+{
     if (path == NULL || out == NULL)
         return fsc_err_set(err, FSC_EINVAL, "what-if: no path");
     *out = NULL;
@@ -55,9 +65,9 @@ int fsc_request_stream_load_opts(const char *path, int device, int lenient,
                            path);
     fsc_source_opts_t so;
     memset(&so, 0, sizeof so);
-    so.pick_device = device >= 0;
-    so.device = device;
-    so.lenient = lenient;
+    if (opts != NULL)
+        so = *opts;
+    so.keep_records = 0;
     fsc_source_t *src = NULL;
     int rc = fsc_source_open(path, &so, &src, err);
     if (rc != 0)
@@ -69,6 +79,8 @@ int fsc_request_stream_load_opts(const char *path, int device, int lenient,
         rs->infer_pools = kind == FSC_SOURCE_SNAPSHOT;
         fsc_source_sink_t sink = {rs, on_header, on_tag, on_event};
         rc = fsc_source_run(src, &sink, err);
+        if (rc == 0)
+            rc = fsc__wstream_end_seed(rs, err);
         if (rc == 0 && fsc__wpools_finish(rs) != 0)
             rc = fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
     }

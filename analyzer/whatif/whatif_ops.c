@@ -191,6 +191,7 @@ void fsc__wcur_open(fsc__wcur_t *c, const fsc_request_stream_t *rs)
     c->left = 0;
     c->tail_done = 0;
     memset(&c->st, 0, sizeof c->st);
+    c->st.allocs = rs->nseed_blocks; /* the starting state's blocks come first */
     c->index = c->k_fb = c->k_pool_only = 0;
     fsc__wreader_open(&c->rd, &rs->store);
 }

@@ -513,12 +513,12 @@ static void on_segment_free(fsc_request_stream_t *rs, struct fsc__wpools *w,
     fsc__u64map_del(&w->live, base, &v);
 }
 
-int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int after)
+static struct fsc__wpools *model_get(fsc_request_stream_t *rs)
 {
     struct fsc__wpools *w = rs->wpools;
     if (w == NULL) {
         if ((w = calloc(1, sizeof *w)) == NULL)
-            return FSC_ENOMEM;
+            return NULL;
         if (fsc_alloc_config_parse(rs->config, &w->cfg, NULL) != 0) {
             fsc_alloc_config_t d = FSC_ALLOC_CONFIG_DEFAULT;
             w->cfg = d;
@@ -529,6 +529,63 @@ int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int af
         w->infer = rs->infer_pools;
         rs->wpools = w;
     }
+    return w;
+}
+
+/* A live block of the starting state: carved out of the gap that holds it
+ * (it need not start one), with nothing learnt: no request chose it. */
+static int seed_block(struct fsc__wpools *w, const fsc_event_t *ev)
+{
+    uint32_t x;
+    if (!seg_index(w, ev->segment, &x))
+        return 0;
+    wp_seg_t *s = &w->segs[x];
+    if (s->expandable || !w->infer)
+        return 0;
+    size_t k = 0;
+    while (k < s->npc && s->pc[k].addr + s->pc[k].size <= ev->addr)
+        k++;
+    if (k == s->npc || s->pc[k].gap == NULL || s->pc[k].addr > ev->addr ||
+        ev->addr + ev->size > s->pc[k].addr + s->pc[k].size)
+        return 0;
+    uint64_t lo = s->pc[k].addr, hi = lo + s->pc[k].size, end = ev->addr + ev->size;
+    gap_drop(w, s->pc[k].gap);
+    s->pc[k] = (wp_piece_t){ev->addr, ev->size, NULL};
+    if (end < hi) {
+        wp_piece_t p = {end, hi - end, gap_new(w, x, end, hi - end)};
+        if (p.gap == NULL || piece_insert(s, k + 1, p) != 0)
+            return FSC_ENOMEM;
+    }
+    if (lo < ev->addr) {
+        wp_piece_t p = {lo, ev->addr - lo, gap_new(w, x, lo, ev->addr - lo)};
+        if (p.gap == NULL || piece_insert(s, k, p) != 0)
+            return FSC_ENOMEM;
+    }
+    return 0;
+}
+
+int fsc__wpools_on_seed(fsc_request_stream_t *rs, const fsc_event_t *ev)
+{
+    struct fsc__wpools *w = model_get(rs);
+    if (w == NULL)
+        return FSC_ENOMEM;
+    int rc = 0;
+    switch (ev->type) {
+    case FSC_EV_SEGMENT_ALLOC:
+    case FSC_EV_SEGMENT_MAP:
+        rc = on_segment(rs, w, ev);
+        w->created = NONE; /* no request of the window created it */
+        return rc;
+    case FSC_EV_ALLOC: return seed_block(w, ev);
+    default: return 0;
+    }
+}
+
+int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int after)
+{
+    struct fsc__wpools *w = model_get(rs);
+    if (w == NULL)
+        return FSC_ENOMEM;
     if (!after) {
         /* Before the stream takes the event: alloc ids are still the event's. */
         return ev->type == FSC_EV_ALLOC || ev->type == FSC_EV_OOM ? on_alloc(rs, w, ev) : 0;

@@ -28,6 +28,8 @@ typedef struct replay_ctx {
     uint64_t exp_bases[64]; /* expandable segments seen (per pool and stream) */
     size_t nexp;
     uint64_t seg_index;
+    int seeding;                 /* adopting the starting state: not the
+                                    replay's own segments */
     uint64_t recorded_cap;       /* fsc__wstream_recorded_cap */
     double recorded_gc;          /* the recording's GC threshold */
     int served_failed;           /* a recorded OOM request was served */
@@ -59,6 +61,15 @@ static void note_segment(replay_ctx_t *c, const fsc_event_t *ev)
 static void sink(void *ud, const fsc_event_t *ev)
 {
     replay_ctx_t *c = ud;
+    if (c->seeding) {
+        /* the state the recording began in: reserved, not created */
+        if (ev->type == FSC_EV_SEGMENT_ALLOC || ev->type == FSC_EV_SEGMENT_MAP) {
+            c->reserved += ev->size;
+            if (c->reserved > c->peak_reserved)
+                c->peak_reserved = c->reserved;
+        }
+        return;
+    }
     switch (ev->type) {
     case FSC_EV_SEGMENT_ALLOC:
         c->segments++;
@@ -110,7 +121,7 @@ static void fill_oom(const fsc_request_stream_t *rs, const fsc__wop_t *op,
 {
     fsc_whatif_oom_t *o = &out->first_oom;
     o->recorded_oom = (op->flags & FSC__WOP_F_RECORDED_OOM) ? recorded_ooms : -1;
-    o->request = op->id;
+    o->request = op->id - rs->nseed_blocks;
     o->event = op->event;
     o->requested = op->arg;
     o->stream = op->stream;
@@ -187,7 +198,7 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
                 if (addr != 0 && addr == op->addr)
                     v->alloc_addr_matches++;
                 else if (v->first_addr_mismatch < 0) {
-                    v->first_addr_mismatch = (long)op->id;
+                    v->first_addr_mismatch = (long)(op->id - rs->nseed_blocks);
                     v->mismatch_event = op->event;
                     v->mismatch_expected_addr = op->addr;
                     v->mismatch_got_addr = addr;
@@ -250,6 +261,37 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
     return 0;
 }
 
+/* The state the recording began in, adopted before the first op: its
+ * segments and mappings, then its live blocks (whose slots hold their
+ * addresses, as a request's would). */
+static int adopt_seeds(const fsc_request_stream_t *rs, fsc_allocator_t *a, uint64_t *addrs,
+                       fsc_err_t *err)
+{
+    for (size_t i = 0; i < rs->nseeds; i++) {
+        const fsc__wseed_t *sd = &rs->seeds[i];
+        int rc;
+        switch (sd->kind) {
+        case FSC__WSEED_SEGMENT:
+            rc = fsc_allocator_adopt_segment(a, sd->addr, sd->size, sd->stream,
+                                             (fsc_pool_t)sd->pool, sd->pool_id);
+            break;
+        case FSC__WSEED_MAPPING:
+            rc = fsc_allocator_adopt_mapping(a, sd->base, sd->addr, sd->size, sd->stream,
+                                             (fsc_pool_t)sd->pool, sd->pool_id);
+            break;
+        default:
+            rc = fsc_allocator_adopt_block(a, sd->addr, sd->size, sd->requested);
+            if (rc == 0)
+                addrs[sd->slot] = sd->addr;
+            break;
+        }
+        if (rc != 0)
+            return fsc_err_set(err, rc, "what-if: the starting state at 0x%llx: %s",
+                               (unsigned long long)sd->addr, fsc_allocator_last_error(a));
+    }
+    return 0;
+}
+
 static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                       const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify, int lean,
                       fsc_whatif_result_t *out, fsc_err_t *err)
@@ -291,6 +333,11 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
         addrs = calloc(rs->nslots ? rs->nslots : 1, sizeof *addrs);
         if (addrs == NULL)
             rc = fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+    }
+    if (rc == 0 && rs->nseeds > 0) {
+        c.seeding = 1;
+        rc = adopt_seeds(rs, a, addrs, err);
+        c.seeding = 0;
     }
     if (rc == 0) {
         rc = replay_ops(rs, a, &c, !o.past_oom, addrs, out);

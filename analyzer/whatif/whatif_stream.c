@@ -52,6 +52,8 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
     fsc__wstore_free(&rs->store);
     free(rs->slots);
     free(rs->free_slots);
+    free(rs->seeds);
+    free(rs->seed_pending);
     free(rs->seg_pool);
     free(rs->fb_ids);
     free(rs->pool_only);
@@ -83,6 +85,9 @@ int fsc_request_stream_set_header(fsc_request_stream_t *rs, const fsc_trace_head
     rs->capacity = hdr->capacity;
     rs->device_total = hdr->device_total;
     rs->flags = hdr->flags;
+    /* The events up to the history marker are the state the recording
+     * began in, adopted by each replay (fsc__wseed_t). */
+    rs->seeding = (hdr->flags & FSC_TRACE_F_RECONSTRUCTED) != 0;
     return 0;
 }
 
@@ -362,11 +367,135 @@ static int add_segment(fsc_request_stream_t *rs, const fsc_event_t *ev)
     return 0;
 }
 
+/* ---- the starting state -------------------------------------------------------- */
+
+static int seed_push(fsc_request_stream_t *rs, const fsc__wseed_t *sd)
+{
+    if (FSC__VEC_RESERVE(rs->seeds, rs->cap_seeds, rs->nseeds + 1) != 0)
+        return FSC_ENOMEM;
+    rs->seeds[rs->nseeds++] = *sd;
+    return 0;
+}
+
+static void note_reserved(fsc_request_stream_t *rs, uint64_t size)
+{
+    rs->cur_reserved += size;
+    if (rs->cur_reserved > rs->info.recorded_peak_reserved)
+        rs->info.recorded_peak_reserved = rs->cur_reserved;
+}
+
+/* One event of the starting state: *taken = 1 when it is the state's
+ * (a segment, mapping, split or live block), 0 when it is read as usual
+ * (a record, a pending free, the history marker, which ends the state). */
+static int add_seed(fsc_request_stream_t *rs, const fsc_event_t *ev, int *taken)
+{
+    static const char hist[] = FSC_TRACE_HISTORY_MARKER;
+    *taken = 1;
+    fsc__wseed_t sd;
+    memset(&sd, 0, sizeof sd);
+    sd.pool = ev->pool;
+    sd.addr = ev->addr;
+    sd.size = ev->size;
+    sd.stream = ev->stream;
+    sd.pool_id = ev->pool_id;
+    switch (ev->type) {
+    case FSC_EV_SEGMENT_ALLOC:
+    case FSC_EV_SEGMENT_MAP:
+        sd.kind = ev->type == FSC_EV_SEGMENT_MAP ? FSC__WSEED_MAPPING : FSC__WSEED_SEGMENT;
+        sd.base = ev->type == FSC_EV_SEGMENT_MAP ? ev->segment : ev->addr;
+        if (seed_push(rs, &sd) != 0)
+            return FSC_ENOMEM;
+        note_reserved(rs, ev->size);
+        rs->seed_reserved += ev->size;
+        return fsc__wpools_on_seed(rs, ev);
+    case FSC_EV_SPLIT:
+        return 0; /* the blocks say where they are */
+    case FSC_EV_ALLOC: {
+        /* A block live at the start: alloc id and slot as a request's, so
+         * that its free is an op like any other. */
+        uint64_t id = rs->nallocs++, slot, old;
+        rs->enc.allocs++;
+        if (fsc__u64map_get(&rs->live, ev->addr, &old))
+            return FSC_EINVAL; /* the importer never places two blocks at one address */
+        if (slot_take(rs, id, ev->requested, &slot) != 0 ||
+            fsc__u64map_put(&rs->live, ev->addr, slot) != 0)
+            return FSC_ENOMEM;
+        sd.kind = FSC__WSEED_BLOCK;
+        sd.requested = ev->requested;
+        sd.slot = slot;
+        if (seed_push(rs, &sd) != 0)
+            return FSC_ENOMEM;
+        rs->nseed_blocks++;
+        rs->cur_requested += ev->requested;
+        if (rs->cur_requested > rs->info.peak_requested)
+            rs->info.peak_requested = rs->cur_requested;
+        rs->cur_allocated += ev->size;
+        if (rs->cur_allocated > rs->info.recorded_peak_allocated)
+            rs->info.recorded_peak_allocated = rs->cur_allocated;
+        rs->seed_allocated += ev->size;
+        return fsc__wpools_on_seed(rs, ev);
+    }
+    case FSC_EV_FREE_REQUESTED: {
+        /* A block whose free was pending at the start (record_stream): its
+         * FREE op follows the whole state, so that every block of the
+         * state has its alloc id before any op is coded. */
+        uint64_t slot;
+        if (!fsc__u64map_get(&rs->live, ev->addr, &slot))
+            return FSC_EINVAL;
+        if (FSC__VEC_RESERVE(rs->seed_pending, rs->cap_seed_pending, rs->nseed_pending + 1) != 0)
+            return FSC_ENOMEM;
+        rs->seed_pending[rs->nseed_pending++] = *ev;
+        return 0;
+    }
+    case FSC_EV_MARKER:
+        if (ev->text != NULL && ev->text_len == sizeof hist - 1 &&
+            memcmp(ev->text, hist, sizeof hist - 1) == 0) {
+            int rc = fsc__wstream_end_seed(rs, NULL);
+            if (rc != 0)
+                return rc;
+        }
+        *taken = 0;
+        return 0;
+    default:
+        *taken = 0;
+        return 0;
+    }
+}
+
+int fsc__wstream_end_seed(fsc_request_stream_t *rs, fsc_err_t *err)
+{
+    if (!rs->seeding)
+        return 0;
+    rs->seeding = 0;
+    for (size_t i = 0; i < rs->nseed_pending; i++) {
+        int rc = add_free(rs, &rs->seed_pending[i]);
+        if (rc != 0)
+            return err != NULL ? fsc_err_set(err, rc, "what-if: out of host memory") : rc;
+    }
+    rs->nseed_pending = 0;
+    return 0;
+}
+
 int fsc_request_stream_add(fsc_request_stream_t *rs, const fsc_event_t *ev, fsc_err_t *err)
 {
     if (rs == NULL || ev == NULL)
         return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or event");
-    int rc = fsc__wpools_on_event(rs, ev, 0);
+    int rc;
+    if (rs->seeding) {
+        int taken = 0;
+        rc = add_seed(rs, ev, &taken);
+        if (rc == FSC_ENOMEM)
+            return oom_host(err);
+        if (rc != 0)
+            return fsc_err_set(err, rc, "what-if: the starting state has a block at 0x%llx "
+                                        "that it does not place",
+                               (unsigned long long)ev->addr);
+        if (taken) {
+            rs->info.events++;
+            return 0;
+        }
+    }
+    rc = fsc__wpools_on_event(rs, ev, 0);
     if (rc != 0)
         return oom_host(err);
     fsc__wop_t *op;

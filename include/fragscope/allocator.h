@@ -180,6 +180,30 @@ int fsc_allocator_stream_done(fsc_allocator_t *a, uint64_t stream);
 /* Release every cached unsplit free block (PyTorch's empty_cache). */
 int fsc_allocator_empty_cache(fsc_allocator_t *a);
 
+/* ---- starting mid-run ------------------------------------------------ */
+
+/* A replay of a recording that began mid-run starts from the layout the
+ * recording began in (what-if on a ring snapshot: docs/whatif.md), adopted
+ * before the first malloc. Each piece is counted in the statistics and
+ * reported through the sink as the allocator's own would be. The backend
+ * must grant the exact ranges (the sim backend does; cuda gives
+ * FSC_EUNSUPPORTED); a taken range is FSC_ESTATE.
+ *
+ * adopt_segment: [base, base+size) becomes a segment of size class `kind`
+ * of private pool pool_id (0 = the default pool) on `stream`, all free.
+ * adopt_mapping: the pages [addr, addr+size) of the expandable segment of
+ * (kind, stream, pool_id) whose address space starts at base (reserved at
+ * its first mapping) are mapped, free; addr - base and size are multiples
+ * of the page (2 MiB small, 20 MiB large).
+ * adopt_block: [addr, addr+size) of an adopted segment's free space
+ * becomes a live block of `requested` bytes (split off what surrounds it). */
+int fsc_allocator_adopt_segment(fsc_allocator_t *a, uint64_t base, uint64_t size,
+                                uint64_t stream, fsc_pool_t kind, uint64_t pool_id);
+int fsc_allocator_adopt_mapping(fsc_allocator_t *a, uint64_t base, uint64_t addr, uint64_t size,
+                                uint64_t stream, fsc_pool_t kind, uint64_t pool_id);
+int fsc_allocator_adopt_block(fsc_allocator_t *a, uint64_t addr, uint64_t size,
+                              uint64_t requested);
+
 typedef struct fsc_stat {
     int64_t current, peak, allocated, freed;
 } fsc_stat_t;

@@ -75,10 +75,17 @@ typedef struct fsc_import_opts {
      * allocator's events (fragscope import and analyze do). Unknown actions
      * and keys are counted either way. */
     int keep_records;
+    /* Leave out the first skip_entries history entries of the imported
+     * device, as PyTorch's ring buffer (_record_memory_history's
+     * max_entries) drops the oldest: the rest is imported as a snapshot
+     * whose history starts there, its starting state rebuilt. A complete
+     * history cut this way is exactly what a ring would have kept, which
+     * is how the rebuild is tested. 0 = none. */
+    uint64_t skip_entries;
 } fsc_import_opts_t;
 
 /* Zeroed options are the defaults. */
-#define FSC_IMPORT_OPTS_DEFAULT {0, 0, 0, NULL, NULL, NULL, 0}
+#define FSC_IMPORT_OPTS_DEFAULT {0, 0, 0, NULL, NULL, NULL, 0, 0}
 
 /* What a snapshot holds beyond the allocator's events travels as MARKER
  * events whose text is "pytorch.KIND JSON" (KIND: snapshot, entry, action, frame,
@@ -88,6 +95,8 @@ typedef struct fsc_import_opts {
  * events; the exporter writes them back. */
 #define FSC_PYTORCH_META_PREFIX "pytorch."
 #define FSC_PYTORCH_META_PART_MAX 60000u
+
+#define FSC_IMPORT_GUESSED_MAX 16
 
 typedef struct fsc_import_stats {
     int format;              /* FSC_SNAP_* */
@@ -103,6 +112,15 @@ typedef struct fsc_import_stats {
     uint64_t splits, merges;
     uint64_t annotations;    /* external_annotations turned into MARKERs */
     uint64_t reconstructed_segments, reconstructed_blocks;
+    /* Blocks of the rebuilt starting state whose size the window does not
+     * prove (docs/pytorch.md, "Rebuilding the starting state"): how many,
+     * and the addresses of the first FSC_IMPORT_GUESSED_MAX. */
+    uint64_t reconstructed_guessed;
+    uint64_t guessed_blocks[FSC_IMPORT_GUESSED_MAX];
+    /* Reserved bytes of the rebuilt starting state (segments alive before
+     * the first history entry): the run reserved at least this much
+     * before the window began. */
+    uint64_t reconstructed_reserved;
     uint64_t warnings;       /* lenient mode: entries skipped */
     uint64_t peak_allocated; /* peak of Σ ALLOC.size − Σ FREE_REQUESTED.size */
     uint64_t peak_reserved;  /* peak of segment bytes (alloc/map − free/unmap) */

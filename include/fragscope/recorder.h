@@ -47,9 +47,15 @@ typedef struct fsc_trace_header {
 /* The trace was imported and its capacity is unknown (PyTorch snapshots do
  * not record set_per_process_memory_fraction). */
 #define FSC_TRACE_F_CAPACITY_UNKNOWN 0x1u
-/* Imported from a snapshot whose history ring had wrapped: the first events
- * were reconstructed from the final segments. */
+/* The recording began mid-run (a snapshot whose history ring had wrapped):
+ * its first events, up to the first MARKER whose text is
+ * FSC_TRACE_HISTORY_MARKER (or all of them when there is none), are not
+ * what happened but the state the recording began in, rebuilt: the
+ * segments that existed (SEGMENT_ALLOC, or SEGMENT_MAP for expandable
+ * ones), the blocks live in them (SPLIT, ALLOC) and those whose free was
+ * pending (FREE_REQUESTED). */
 #define FSC_TRACE_F_RECONSTRUCTED 0x2u
+#define FSC_TRACE_HISTORY_MARKER "pytorch history begins"
 /* Ring mode: only the last N events were kept. */
 #define FSC_TRACE_F_RING 0x4u
 

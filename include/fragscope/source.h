@@ -45,6 +45,9 @@ typedef struct fsc_source_opts {
     int device;
     int keep_records; /* snapshots: emit the pytorch.* records among the
                          events (fragscope/pytorch.h) */
+    uint64_t skip_entries; /* snapshots: leave out the first N history
+                              entries, as a ring would have
+                              (fsc_import_opts_t.skip_entries) */
     /* Called every 65536 events: bytes read of the file's bytes (traces),
      * events so far and 0 (snapshots); and for pickled snapshots every few
      * MiB read: bytes read over all the import's passes and their total.

@@ -31,6 +31,7 @@
 #include "fragscope/events.h"
 #include "fragscope/recorder.h"
 #include "fragscope/rundb.h"
+#include "fragscope/source.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,6 +80,11 @@ int fsc_request_stream_load_device(const char *path, int device, fsc_request_str
  * --lenient` does. Traces ignore both. */
 int fsc_request_stream_load_opts(const char *path, int device, int lenient,
                                  fsc_request_stream_t **out, fsc_err_t *err);
+/* Same with the way in's options (fragscope/source.h; NULL = defaults):
+ * device, lenient, and skip_entries, a window of a snapshot's history as a
+ * ring keeps it. keep_records is ignored. */
+int fsc_request_stream_load_source(const char *path, const fsc_source_opts_t *opts,
+                                   fsc_request_stream_t **out, fsc_err_t *err);
 
 typedef struct fsc_request_stream_info {
     uint64_t events;        /* recorded events fed */

@@ -405,6 +405,8 @@ void fsc__imp_free(fsc__imp_t *im)
     free(im->live);
     free(im->ann);
     free(im->segev);
+    free(im->firsts);
+    free(im->dones);
     fsc__u64map_free(&im->addrs);
     fsc__seg_info_t *s, *st;
     HASH_ITER (hh, im->segs, s, st) {

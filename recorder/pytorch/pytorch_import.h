@@ -65,7 +65,8 @@ typedef struct fsc__final_seg {
 #define FSC__ADDR_SEEN 1u
 #define FSC__ADDR_PRELIVE 2u
 #define FSC__ADDR_PENDING 4u
-#define FSC__ADDR_SHIFT 3
+#define FSC__ADDR_DONE 8u /* a PRELIVE block's free completed (in imp->dones) */
+#define FSC__ADDR_SHIFT 4
 
 typedef struct fsc__seg_info {
     UT_hash_handle hh;
@@ -121,10 +122,16 @@ typedef struct fsc__seg_entry {
     int act;
 } fsc__seg_entry_t;
 
+/* An address and the index of a history entry about it. */
+typedef struct fsc__addr_idx {
+    uint64_t addr, idx;
+} fsc__addr_idx_t;
+
 /* A block live before the first entry. */
 typedef struct fsc__prelive {
     uint64_t addr, size, requested;
     uint8_t exact, pending;
+    uint8_t guessed; /* its size: the window does not prove where it ends */
     const fsc__pv_t *frames;
     const fsc__final_seg_t *seg; /* containing pre-existing segment */
 } fsc__prelive_t;
@@ -168,6 +175,11 @@ typedef struct fsc__imp {
     size_t n_live, cap_live;
     fsc__u64map_t addrs; /* address -> FSC__ADDR_* (see above); address 0 in addr0 */
     uint64_t addr0;
+    /* Pass 1, for the sizes of blocks live at the start (pytorch_rebuild.c):
+     * addresses whose first entry allocates them, and where the free of a
+     * block live at the start completed, each with its entry's index. */
+    fsc__addr_idx_t *firsts, *dones;
+    size_t n_firsts, cap_firsts, n_dones, cap_dones;
     fsc__seg_info_t *segs;
     fsc__tag_cache_t *tags;
     fsc__frame_cache_t *frame_tags;
@@ -272,8 +284,8 @@ void fsc__imp_keys_cache_reset(fsc__imp_t *im);
 
 /* ---- pytorch_rebuild.c --------------------------------------------------- */
 
-/* One history entry, in order, then the rest once all are seen. */
-int fsc__imp_start_entry(fsc__imp_t *im, const fsc__entry_t *e);
+/* History entry i, in order, then the rest once all are seen. */
+int fsc__imp_start_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e);
 int fsc__imp_find_start_state(fsc__imp_t *im);
 int fsc__imp_emit_start_state(fsc__imp_t *im);
 

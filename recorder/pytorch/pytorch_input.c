@@ -438,6 +438,11 @@ int fsc__imp_pick_device(fsc__imp_t *im, const fsc__pv_t *root, const fsc__pv_t 
         im->n_ents = fsc__pv_count(t[im->device]);
         if (fsc__pv_seq(t[im->device], &im->ents) < im->n_ents)
             im->ents = NULL; /* streamed */
+        /* A window of the history, as a ring keeps it (skip_entries). */
+        uint64_t skip = im->opts.skip_entries < im->n_ents ? im->opts.skip_entries : im->n_ents;
+        im->n_ents -= skip;
+        if (im->ents != NULL)
+            im->ents += skip;
     }
     return 0;
 }

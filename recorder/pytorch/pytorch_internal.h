@@ -38,7 +38,7 @@ void fsc__snap_close(fsc__snap_t *s);
 /* Text of the MARKER the importer writes between a rebuilt starting state
  * and the first history entry; the exporter leaves out what precedes it,
  * since a snapshot rebuilds that state from its final segments. */
-#define FSC__HISTORY_MARKER "pytorch history begins"
+#define FSC__HISTORY_MARKER FSC_TRACE_HISTORY_MARKER
 
 /* ---- block model ------------------------------------------------------- */
 

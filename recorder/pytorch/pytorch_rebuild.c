@@ -79,27 +79,51 @@ static int add_segev(fsc__imp_t *im, const fsc__entry_t *e)
     return 0;
 }
 
-/* What one history entry says about the state before the first one.
+static int add_idx(fsc__addr_idx_t **v, size_t *n, size_t *cap, uint64_t addr, uint64_t i)
+{
+    if (FSC__VEC_RESERVE(*v, *cap, *n + 1) != 0)
+        return FSC_ENOMEM;
+    (*v)[(*n)++] = (fsc__addr_idx_t){addr, i};
+    return 0;
+}
+
+/* What history entry i says about the state before the first one.
  * Addresses are settled at once; segment entries wait (in order) for the
  * final segments. */
-int fsc__imp_start_entry(fsc__imp_t *im, const fsc__entry_t *e)
+int fsc__imp_start_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e)
 {
+    uint64_t v = 0;
     switch (e->act) {
     case FSC__ACT_ALLOC:
-        if (addr_val(im, e->addr) == 0 && addr_set(im, e->addr, FSC__ADDR_SEEN) != 0)
+        if (addr_val(im, e->addr) == 0 &&
+            (addr_set(im, e->addr, FSC__ADDR_SEEN) != 0 ||
+             add_idx(&im->firsts, &im->n_firsts, &im->cap_firsts, e->addr, i) != 0))
             goto oom;
         break;
     case FSC__ACT_FREE_REQUESTED:
     case FSC__ACT_FREE_COMPLETED:
-    case FSC__ACT_FREE:
-        /* freed before it is allocated: live before the first entry */
-        if (addr_val(im, e->addr) == 0 &&
-            addr_set(im, e->addr,
-                     FSC__ADDR_SEEN | FSC__ADDR_PRELIVE |
-                         (e->act == FSC__ACT_FREE_COMPLETED ? FSC__ADDR_PENDING : 0u) |
-                         e->size << FSC__ADDR_SHIFT) != 0)
+    case FSC__ACT_FREE: {
+        int completes = e->act != FSC__ACT_FREE_REQUESTED;
+        v = addr_val(im, e->addr);
+        if (v == 0) {
+            /* freed before it is allocated: live before the first entry */
+            v = FSC__ADDR_SEEN | FSC__ADDR_PRELIVE |
+                (e->act == FSC__ACT_FREE_COMPLETED ? FSC__ADDR_PENDING : 0u) |
+                e->size << FSC__ADDR_SHIFT;
+        } else if ((v & (FSC__ADDR_PRELIVE | FSC__ADDR_DONE)) != FSC__ADDR_PRELIVE ||
+                   !completes) {
+            break;
+        }
+        if (completes) {
+            /* the block merges with its free neighbours from here on */
+            v |= FSC__ADDR_DONE;
+            if (add_idx(&im->dones, &im->n_dones, &im->cap_dones, e->addr, i) != 0)
+                goto oom;
+        }
+        if (addr_set(im, e->addr, v) != 0)
             goto oom;
         break;
+    }
     case FSC__ACT_SEGMENT_ALLOC:
     case FSC__ACT_SEGMENT_FREE:
     case FSC__ACT_SEGMENT_MAP: return add_segev(im, e);
@@ -110,6 +134,100 @@ oom:
     return fsc_err_set(im->err, FSC_ENOMEM, "%s: out of memory", im->path);
 }
 
+static int cmp_idx_addr(const void *a, const void *b)
+{
+    const fsc__addr_idx_t *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The index of the entry that completed the free of addr (a block live at
+ * the start); UINT64_MAX when the window never completes it. */
+static uint64_t done_index(const fsc__imp_t *im, uint64_t addr)
+{
+    size_t lo = 0, hi = im->n_dones;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (im->dones[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < im->n_dones && im->dones[lo].addr == addr ? im->dones[lo].idx : UINT64_MAX;
+}
+
+/* The address of the earliest allocation in [lo, hi] before entry `before`
+ * (0: none). The free space that follows a block live at the start is
+ * allocated from its start first: PyTorch hands out the start of the block
+ * it picks, and only a split makes a later address a block's start. */
+static uint64_t first_alloc_in(const fsc__imp_t *im, uint64_t lo, uint64_t hi, uint64_t before)
+{
+    size_t a = 0, b = im->n_firsts;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (im->firsts[mid].addr < lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    uint64_t best = 0, best_idx = before;
+    for (; a < im->n_firsts && im->firsts[a].addr <= hi; a++)
+        if (im->firsts[a].idx < best_idx) {
+            best_idx = im->firsts[a].idx;
+            best = im->firsts[a].addr;
+        }
+    return best;
+}
+
+/* Where a block live at the start, known only from its request, ends.
+ * Its first `size` bytes (the rounded request) are certain; PyTorch may
+ * have handed out more (a remainder it did not split off), up to the next
+ * block live at the start or the segment's end (`limit`). What the rules
+ * allow, and what the window proves, decide; a choice the window does not
+ * prove is marked guessed. See docs/pytorch.md. */
+static void settle_size(fsc__imp_t *im, fsc__prelive_t *p, uint64_t limit)
+{
+    uint64_t end = p->addr + p->size;
+    if (end >= limit)
+        return; /* no room left, or an overlap (reported when placed) */
+    uint64_t gap = limit - end;
+    const fsc__final_seg_t *f = p->seg;
+    int whole = 0; /* a no_split pool hands out whole free blocks */
+    for (uint8_t i = 0; f->pool_id != 0 && i < im->m.n_no_split; i++)
+        whole |= im->m.no_split[i] == f->pool_id;
+    if (!whole && fsc_alloc_should_split(&im->cfg, (fsc_pool_t)f->pool, p->size + 512, p->size,
+                                         f->expandable))
+        return; /* every remainder is split off: small pool, expandable */
+    /* The most PyTorch leaves unsplit in a block of the large pool: 1 MiB
+     * (kSmallSize), or below max_non_split_rounding for an oversize one;
+     * in a no_split pool, anything. */
+    int oversize = im->cfg.max_split_size != 0 && p->size >= im->cfg.max_split_size;
+    uint64_t unsplit = whole       ? gap
+                       : !oversize ? FSC_MiB
+                                   : (im->cfg.max_non_split_rounding
+                                          ? im->cfg.max_non_split_rounding
+                                          : 20 * FSC_MiB) - 1;
+    /* A free block of the large pool outside expandable segments always
+     * holds more than 1 MiB (new segments, split remainders and freed
+     * blocks all do), so a gap of at most 1 MiB is the block's own. */
+    if (gap <= FSC_MiB) {
+        p->size += gap;
+        return;
+    }
+    /* Proved by the window: the first allocation after the certain bytes,
+     * before this block's free completes, starts the free space there. */
+    uint64_t hi = end + (unsplit < gap ? unsplit : gap - 1);
+    uint64_t y = first_alloc_in(im, end, hi, done_index(im, p->addr));
+    if (y != 0) {
+        p->size = y - p->addr;
+        return;
+    }
+    /* Not proved: the remainder split off (what a remainder of more than
+     * 1 MiB gets), or all the room for a block that is never split. */
+    if (whole || (oversize && gap <= unsplit))
+        p->size += gap;
+    p->guessed = 1;
+}
+
 /* Which segments and blocks existed before the first entry. */
 int fsc__imp_find_start_state(fsc__imp_t *im)
 {
@@ -117,7 +235,7 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
     for (uint64_t i = 0; im->ents != NULL && i < im->n_ents; i++) {
         int rc = fsc__imp_read_entry(im, im->ents[i], i, &e);
         if (rc == 0)
-            rc = fsc__imp_start_entry(im, &e);
+            rc = fsc__imp_start_entry(im, i, &e);
         if (rc != 0)
             return rc;
     }
@@ -231,20 +349,22 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
         if (f == NULL)
             continue;
         uint64_t requested = v >> FSC__ADDR_SHIFT;
-        fsc__prelive_t p = {addr,
-                            fsc_alloc_round_size(&im->cfg, requested),
-                            requested,
-                            0,
-                            (v & FSC__ADDR_PENDING) != 0,
-                            NULL,
-                            f};
+        fsc__prelive_t p = {0};
+        p.addr = addr;
+        p.size = fsc_alloc_round_size(&im->cfg, requested);
+        p.requested = requested;
+        p.pending = (v & FSC__ADDR_PENDING) != 0;
+        p.seg = f;
         if (add_live(im, &p) != 0)
             return FSC_ENOMEM;
     }
     if (im->n_live > 1)
         qsort(im->live, im->n_live, sizeof *im->live, cmp_live);
-    /* A block sized from its request keeps the space up to the next block
-     * when PyTorch would not have split that remainder off. */
+    /* Blocks sized from their requests: where each ends. */
+    if (im->n_firsts > 1)
+        qsort(im->firsts, im->n_firsts, sizeof *im->firsts, cmp_idx_addr);
+    if (im->n_dones > 1)
+        qsort(im->dones, im->n_dones, sizeof *im->dones, cmp_idx_addr);
     for (size_t i = 0; i < im->n_live; i++) {
         fsc__prelive_t *p = &im->live[i];
         if (p->exact)
@@ -252,12 +372,12 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
         uint64_t limit = p->seg->base + p->seg->size;
         if (i + 1 < im->n_live && im->live[i + 1].seg == p->seg)
             limit = im->live[i + 1].addr;
-        if (p->addr + p->size > limit)
-            continue; /* overlap: reported when placed */
-        uint64_t gap = limit - (p->addr + p->size);
-        if (gap > 0 && !fsc_alloc_should_split(&im->cfg, (fsc_pool_t)p->seg->pool, p->size + gap,
-                                               p->size, p->seg->expandable))
-            p->size += gap;
+        settle_size(im, p, limit);
+        if (p->guessed) {
+            if (im->st->reconstructed_guessed < FSC_IMPORT_GUESSED_MAX)
+                im->st->guessed_blocks[im->st->reconstructed_guessed] = p->addr;
+            im->st->reconstructed_guessed++;
+        }
     }
     im->st->reconstructed = im->n_pre > 0 || im->n_live > 0;
     return 0;
@@ -280,6 +400,7 @@ int fsc__imp_emit_start_state(fsc__imp_t *im)
             return fsc__imp_model_error(im, what);
         }
         im->st->reconstructed_segments++;
+        im->st->reconstructed_reserved += f->size;
         fsc__pseg_t *seg = fsc__pm_segment(&im->m, f->base);
         while (li < im->n_live && im->live[li].addr < f->base)
             li++;

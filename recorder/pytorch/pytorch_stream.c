@@ -71,8 +71,9 @@ static int on_entry_start(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t 
     fsc__imp_t *im = c->im;
     if (im->pass_dev < 0)
         im->pass_dev = (int)dev;
-    if ((int)dev != im->pass_dev || im->entry_rc != 0)
+    if ((int)dev != im->pass_dev || im->entry_rc != 0 || idx < im->opts.skip_entries)
         return 0;
+    idx -= im->opts.skip_entries; /* a window of the history (skip_entries) */
     int device = im->device;
     im->device = (int)dev; /* for messages */
     fsc__entry_t e;
@@ -82,7 +83,7 @@ static int on_entry_start(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t 
         c->has_t0 = im->pass_has_t0 = 1;
     }
     if (rc == 0)
-        rc = fsc__imp_start_entry(im, &e);
+        rc = fsc__imp_start_entry(im, idx, &e);
     im->device = device;
     if (rc == FSC_ENOMEM)
         return rc;
@@ -99,8 +100,9 @@ static int on_entry_replay(void *ud, uint32_t dev, uint64_t idx, const fsc__pv_t
 {
     stream_ctx_t *c = ud;
     fsc__imp_t *im = c->im;
-    if ((int)dev != im->device)
+    if ((int)dev != im->device || idx < im->opts.skip_entries)
         return 0;
+    idx -= im->opts.skip_entries;
     fsc__entry_t e;
     int rc = fsc__imp_read_entry(im, v, idx, &e);
     if (rc != 0)
@@ -166,6 +168,7 @@ static void forget_start_state(fsc__imp_t *im)
     fsc__u64map_free(&im->addrs);
     im->addr0 = 0;
     im->n_segev = 0;
+    im->n_firsts = im->n_dones = 0;
     im->entry_rc = 0;
     fsc_err_clear(&im->entry_err);
 }
