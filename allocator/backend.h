@@ -25,10 +25,11 @@ typedef struct fsc_backend_ops {
     void (*va_release)(fsc_backend_t *b, void *vseg);
     /* Starting from a recorded layout (fsc_allocator_adopt_*): the exact
      * range [addr, addr+size) as a device allocation, and an address
-     * space of size bytes at exactly base. NULL where a backend cannot
+     * space at exactly base of at most *size bytes (*size: what it got,
+     * less where other ranges begin above base). NULL where a backend cannot
      * (cuda); FSC_ESTATE when the range is taken. */
     int (*seg_adopt)(fsc_backend_t *b, uint64_t addr, uint64_t size, fsc_err_t *err);
-    int (*va_adopt)(fsc_backend_t *b, uint64_t base, uint64_t size, void **vseg, fsc_err_t *err);
+    int (*va_adopt)(fsc_backend_t *b, uint64_t base, uint64_t *size, void **vseg, fsc_err_t *err);
     /* Free and total device bytes. */
     void (*mem_info)(fsc_backend_t *b, uint64_t *free_bytes, uint64_t *total);
     /* Stream events; NULL on backends where streams finish only when told

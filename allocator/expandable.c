@@ -41,7 +41,7 @@ int fsc__expandable_segment(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,
     if (adopt) {
         s->base = base;
         rc = a->be->ops->va_adopt != NULL
-                 ? a->be->ops->va_adopt(a->be, base, va, &s->vseg, &a->err)
+                 ? a->be->ops->va_adopt(a->be, base, &va, &s->vseg, &a->err)
                  : fsc_err_set(&a->err, FSC_EUNSUPPORTED,
                                "allocator: the %s backend cannot adopt an address space",
                                a->be->name);
@@ -52,6 +52,14 @@ int fsc__expandable_segment(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream,
         free(s);
         fsc__block_release(a, b);
         return rc;
+    }
+    va = va / page * page; /* an adopted space may have been cut short */
+    if (va == 0) {
+        a->be->ops->va_release(a->be, s->vseg);
+        free(s);
+        fsc__block_release(a, b);
+        return fsc_err_set(&a->err, FSC_ESTATE, "allocator: no room for an address space at 0x%llx",
+                           (unsigned long long)base);
     }
     s->size = va;
     s->page = page;

@@ -207,10 +207,11 @@ static int sim_seg_adopt(fsc_backend_t *b, uint64_t addr, uint64_t size, fsc_err
     return 0;
 }
 
-static int sim_va_adopt(fsc_backend_t *b, uint64_t base, uint64_t size, void **vseg,
+static int sim_va_adopt(fsc_backend_t *b, uint64_t base, uint64_t *sizep, void **vseg,
                         fsc_err_t *err)
 {
     sim_t *s = (sim_t *)b;
+    uint64_t size = *sizep;
     /* As for a scripted base: the range ends where the next range in use
      * or recorded base begins (the recording's device may have been
      * smaller than the sim's). */
@@ -230,8 +231,9 @@ static int sim_va_adopt(fsc_backend_t *b, uint64_t base, uint64_t size, void **v
         return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
     }
     v->base = base;
-    v->size = size;
+    v->size = span;
     *vseg = v;
+    *sizep = span;
     return 0;
 }
 

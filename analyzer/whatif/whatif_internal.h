@@ -173,6 +173,8 @@ typedef struct fsc__wseed {
     uint64_t stream, pool_id;
     uint64_t requested; /* BLOCK */
     uint64_t slot;      /* BLOCK: its slot (its free is an op) */
+    uint32_t wseg;      /* SEGMENT, MAPPING: whatif_pools.c's segment (UINT32_MAX
+                           none), whose inferred pool it is adopted into */
 } fsc__wseed_t;
 
 /* A live request while the stream is read. */
@@ -235,6 +237,8 @@ struct fsc_request_stream {
     int seeding;
     fsc_event_t *seed_pending; /* FREE_REQUESTED of the state, pushed at its end */
     size_t nseed_pending, cap_seed_pending;
+    uint64_t *seed_bases; /* its expandable segments' bases (adopted, not scripted) */
+    size_t nseed_bases, cap_seed_bases;
 
     uint64_t *streams; /* distinct allocation streams, small */
     size_t nstreams, cap_streams;
@@ -257,6 +261,8 @@ struct fsc_request_stream {
 int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int after);
 /* A segment, mapping or live block of the starting state (seeding). */
 int fsc__wpools_on_seed(fsc_request_stream_t *rs, const fsc_event_t *ev);
+/* whatif_pools.c's index of the live segment at base; UINT32_MAX none. */
+uint32_t fsc__wpools_seg_of(const fsc_request_stream_t *rs, uint64_t base);
 int fsc__wpools_finish(fsc_request_stream_t *rs);
 /* The recorded segment of the request being added (fsc__wop_t.seg). */
 uint32_t fsc__wpools_alloc_seg(const fsc_request_stream_t *rs);

@@ -564,6 +564,12 @@ static int seed_block(struct fsc__wpools *w, const fsc_event_t *ev)
     return 0;
 }
 
+uint32_t fsc__wpools_seg_of(const fsc_request_stream_t *rs, uint64_t base)
+{
+    uint32_t x;
+    return rs->wpools != NULL && seg_index(rs->wpools, base, &x) ? x : NONE;
+}
+
 int fsc__wpools_on_seed(fsc_request_stream_t *rs, const fsc_event_t *ev)
 {
     struct fsc__wpools *w = model_get(rs);

@@ -261,34 +261,71 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
     return 0;
 }
 
+/* Mappings in descending order of their segment's base (and address
+ * order within one): the sim bounds an address space by the ranges above
+ * it, so the higher ones must be there first. */
+static int cmp_mapping(const void *a, const void *b)
+{
+    const fsc__wseed_t *x = *(const fsc__wseed_t *const *)a, *y = *(const fsc__wseed_t *const *)b;
+    if (x->base != y->base)
+        return x->base > y->base ? -1 : 1;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int adopt_one(const fsc_request_stream_t *rs, const fsc__wseed_t *sd, fsc_allocator_t *a,
+                     uint64_t *addrs)
+{
+    /* a segment of a pool released later in the window: its inferred pool */
+    uint64_t pool_id = sd->pool_id;
+    if (pool_id == 0 && sd->wseg < rs->nseg_pool && rs->seg_pool[sd->wseg] != 0)
+        pool_id = rs->pool_ids[rs->seg_pool[sd->wseg] - 1];
+    switch (sd->kind) {
+    case FSC__WSEED_SEGMENT:
+        return fsc_allocator_adopt_segment(a, sd->addr, sd->size, sd->stream, (fsc_pool_t)sd->pool,
+                                           pool_id);
+    case FSC__WSEED_MAPPING:
+        return fsc_allocator_adopt_mapping(a, sd->base, sd->addr, sd->size, sd->stream,
+                                           (fsc_pool_t)sd->pool, pool_id);
+    default: {
+        int rc = fsc_allocator_adopt_block(a, sd->addr, sd->size, sd->requested);
+        if (rc == 0)
+            addrs[sd->slot] = sd->addr;
+        return rc;
+    }
+    }
+}
+
 /* The state the recording began in, adopted before the first op: its
- * segments and mappings, then its live blocks (whose slots hold their
- * addresses, as a request's would). */
+ * segments, its expandable segments' mapped ranges, then its live blocks
+ * (whose slots hold their addresses, as a request's would). */
 static int adopt_seeds(const fsc_request_stream_t *rs, fsc_allocator_t *a, uint64_t *addrs,
                        fsc_err_t *err)
 {
-    for (size_t i = 0; i < rs->nseeds; i++) {
-        const fsc__wseed_t *sd = &rs->seeds[i];
-        int rc;
-        switch (sd->kind) {
-        case FSC__WSEED_SEGMENT:
-            rc = fsc_allocator_adopt_segment(a, sd->addr, sd->size, sd->stream,
-                                             (fsc_pool_t)sd->pool, sd->pool_id);
-            break;
-        case FSC__WSEED_MAPPING:
-            rc = fsc_allocator_adopt_mapping(a, sd->base, sd->addr, sd->size, sd->stream,
-                                             (fsc_pool_t)sd->pool, sd->pool_id);
-            break;
-        default:
-            rc = fsc_allocator_adopt_block(a, sd->addr, sd->size, sd->requested);
-            if (rc == 0)
-                addrs[sd->slot] = sd->addr;
-            break;
-        }
-        if (rc != 0)
-            return fsc_err_set(err, rc, "what-if: the starting state at 0x%llx: %s",
-                               (unsigned long long)sd->addr, fsc_allocator_last_error(a));
-    }
+    size_t nmap = 0;
+    for (size_t i = 0; i < rs->nseeds; i++)
+        nmap += rs->seeds[i].kind == FSC__WSEED_MAPPING;
+    const fsc__wseed_t **maps = malloc((nmap ? nmap : 1) * sizeof *maps);
+    if (maps == NULL)
+        return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+    nmap = 0;
+    for (size_t i = 0; i < rs->nseeds; i++)
+        if (rs->seeds[i].kind == FSC__WSEED_MAPPING)
+            maps[nmap++] = &rs->seeds[i];
+    qsort(maps, nmap, sizeof *maps, cmp_mapping);
+    int rc = 0;
+    const fsc__wseed_t *bad = NULL;
+    for (size_t i = 0; i < rs->nseeds && rc == 0; i++)
+        if (rs->seeds[i].kind == FSC__WSEED_SEGMENT)
+            rc = adopt_one(rs, bad = &rs->seeds[i], a, addrs);
+    for (size_t i = 0; i < nmap && rc == 0; i++)
+        rc = adopt_one(rs, bad = maps[i], a, addrs);
+    for (size_t i = 0; i < rs->nseeds && rc == 0; i++)
+        if (rs->seeds[i].kind == FSC__WSEED_BLOCK)
+            rc = adopt_one(rs, bad = &rs->seeds[i], a, addrs);
+    free(maps);
+    if (rc != 0)
+        return fsc_err_set(err, rc, "what-if: the starting state at 0x%llx: %s",
+                           (unsigned long long)bad->addr, fsc_allocator_last_error(a));
     return 0;
 }
 

@@ -54,6 +54,7 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
     free(rs->free_slots);
     free(rs->seeds);
     free(rs->seed_pending);
+    free(rs->seed_bases);
     free(rs->seg_pool);
     free(rs->fb_ids);
     free(rs->pool_only);
@@ -347,6 +348,10 @@ static int add_segment(fsc_request_stream_t *rs, const fsc_event_t *ev)
         size_t k = 0;
         while (k < rs->nva && rs->va_bases[k] != ev->segment)
             k++;
+        /* an address space of the starting state is adopted, not reserved */
+        for (size_t i = 0; k == rs->nva && i < rs->nseed_bases; i++)
+            if (rs->seed_bases[i] == ev->segment)
+                k = SIZE_MAX;
         if (k == rs->nva) {
             if (FSC__VEC_RESERVE(rs->va_bases, rs->cap_va, rs->nva + 1) != 0)
                 return FSC_ENOMEM;
@@ -403,11 +408,24 @@ static int add_seed(fsc_request_stream_t *rs, const fsc_event_t *ev, int *taken)
     case FSC_EV_SEGMENT_MAP:
         sd.kind = ev->type == FSC_EV_SEGMENT_MAP ? FSC__WSEED_MAPPING : FSC__WSEED_SEGMENT;
         sd.base = ev->type == FSC_EV_SEGMENT_MAP ? ev->segment : ev->addr;
+        if (fsc__wpools_on_seed(rs, ev) != 0)
+            return FSC_ENOMEM;
+        sd.wseg = fsc__wpools_seg_of(rs, sd.base);
         if (seed_push(rs, &sd) != 0)
             return FSC_ENOMEM;
+        if (sd.kind == FSC__WSEED_MAPPING) {
+            size_t k = 0;
+            while (k < rs->nseed_bases && rs->seed_bases[k] != sd.base)
+                k++;
+            if (k == rs->nseed_bases) {
+                if (FSC__VEC_RESERVE(rs->seed_bases, rs->cap_seed_bases, k + 1) != 0)
+                    return FSC_ENOMEM;
+                rs->seed_bases[rs->nseed_bases++] = sd.base;
+            }
+        }
         note_reserved(rs, ev->size);
         rs->seed_reserved += ev->size;
-        return fsc__wpools_on_seed(rs, ev);
+        return 0;
     case FSC_EV_SPLIT:
         return 0; /* the blocks say where they are */
     case FSC_EV_ALLOC: {
@@ -421,6 +439,7 @@ static int add_seed(fsc_request_stream_t *rs, const fsc_event_t *ev, int *taken)
             fsc__u64map_put(&rs->live, ev->addr, slot) != 0)
             return FSC_ENOMEM;
         sd.kind = FSC__WSEED_BLOCK;
+        sd.wseg = UINT32_MAX;
         sd.requested = ev->requested;
         sd.slot = slot;
         if (seed_push(rs, &sd) != 0)

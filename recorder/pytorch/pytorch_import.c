@@ -139,8 +139,11 @@ static void find_no_split_pools(fsc__imp_t *im)
 /* Base of the expandable segment a mapping at addr belongs to: the final
  * segment holding it, else a segment of the model whose mapped range it
  * extends or falls into, else addr itself (a new segment). */
-static uint64_t expandable_base(fsc__imp_t *im, uint64_t addr)
+static uint64_t expandable_base(fsc__imp_t *im, uint64_t addr, uint64_t stream)
 {
+    const fsc__xgroup_t *g = fsc__imp_xgroup(im, addr, stream);
+    if (g != NULL)
+        return g->lo;
     fsc__pseg_t *s = fsc__pm_segment_at(&im->m, addr);
     if (s == NULL) {
         for (fsc__pseg_t *x = im->m.segs; x != NULL; x = x->hh.next)
@@ -182,10 +185,13 @@ static int replay_entry(fsc__imp_t *im, const fsc__entry_t *e, uint32_t tag)
                                      pool_for_new_segment(im, e->addr, e->size, 0));
     case FSC__ACT_SEGMENT_FREE: return fsc__pm_segment_free(m, e->addr, e->size);
     case FSC__ACT_SEGMENT_MAP: {
-        uint64_t base = expandable_base(im, e->addr);
+        uint64_t base = expandable_base(im, e->addr, e->stream);
         fsc__pseg_t *s = fsc__pm_segment(m, base);
-        fsc_pool_t pool = s ? (fsc_pool_t)s->pool : pool_for_new_segment(im, base, e->size, 1);
-        m->new_pool_id = pool_id_of(im, base, e->size, e->stream, 1);
+        const fsc__xgroup_t *g = fsc__imp_xgroup(im, e->addr, e->stream);
+        fsc_pool_t pool = s              ? (fsc_pool_t)s->pool
+                          : g && g->known ? (fsc_pool_t)g->pool
+                                          : pool_for_new_segment(im, base, e->size, 1);
+        m->new_pool_id = g && g->known ? g->pool_id : pool_id_of(im, base, e->size, e->stream, 1);
         return fsc__pm_map(m, base, e->addr, e->size, e->stream, pool);
     }
     case FSC__ACT_SEGMENT_UNMAP: return fsc__pm_unmap(m, e->addr, e->size);
@@ -407,6 +413,7 @@ void fsc__imp_free(fsc__imp_t *im)
     free(im->segev);
     free(im->firsts);
     free(im->dones);
+    free(im->xgroups);
     fsc__u64map_free(&im->addrs);
     fsc__seg_info_t *s, *st;
     HASH_ITER (hh, im->segs, s, st) {

@@ -56,7 +56,20 @@ typedef struct fsc__final_seg {
     uint8_t pool, expandable, pool_known;
     const fsc__pv_t *blocks;
     uint64_t pool_id; /* segment_pool_id (a, b) as a << 32 | b; 0 = default */
+    uint64_t vbase;   /* a mapped range of the starting state: the base of its
+                         expandable segment (fsc__xgroup_t.lo); 0 otherwise */
 } fsc__final_seg_t;
+
+/* An expandable segment as the final segments and the history's mappings
+ * show it: one address space per stream and pool (PyTorch's), holding
+ * every range mapped in [lo, hi). PyTorch reports only mapped ranges, so
+ * the model takes lo, the lowest address ever mapped, as its base: a
+ * window never maps below it (pages are mapped at the lowest free
+ * address). */
+typedef struct fsc__xgroup {
+    uint64_t lo, hi, stream, pool_id;
+    uint8_t pool, known; /* known: pool and pool_id from a final segment */
+} fsc__xgroup_t;
 
 /* What the history says of an address before it is first allocated, as
  * the value of fsc__imp_t's addrs: FSC__ADDR_* flags, and for a block freed
@@ -180,6 +193,8 @@ typedef struct fsc__imp {
      * block live at the start completed, each with its entry's index. */
     fsc__addr_idx_t *firsts, *dones;
     size_t n_firsts, cap_firsts, n_dones, cap_dones;
+    fsc__xgroup_t *xgroups; /* sorted by lo */
+    size_t n_xgroups, cap_xgroups;
     fsc__seg_info_t *segs;
     fsc__tag_cache_t *tags;
     fsc__frame_cache_t *frame_tags;
@@ -288,6 +303,8 @@ void fsc__imp_keys_cache_reset(fsc__imp_t *im);
 int fsc__imp_start_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e);
 int fsc__imp_find_start_state(fsc__imp_t *im);
 int fsc__imp_emit_start_state(fsc__imp_t *im);
+/* The expandable segment whose mappings hold addr on stream (NULL: none). */
+const fsc__xgroup_t *fsc__imp_xgroup(const fsc__imp_t *im, uint64_t addr, uint64_t stream);
 
 /* ---- pytorch_import.c ---------------------------------------------------- */
 

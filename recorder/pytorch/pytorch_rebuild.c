@@ -126,7 +126,8 @@ int fsc__imp_start_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e)
     }
     case FSC__ACT_SEGMENT_ALLOC:
     case FSC__ACT_SEGMENT_FREE:
-    case FSC__ACT_SEGMENT_MAP: return add_segev(im, e);
+    case FSC__ACT_SEGMENT_MAP:
+    case FSC__ACT_SEGMENT_UNMAP: return add_segev(im, e);
     default: break;
     }
     return 0;
@@ -228,6 +229,199 @@ static void settle_size(fsc__imp_t *im, fsc__prelive_t *p, uint64_t limit)
     p->guessed = 1;
 }
 
+/* ---- expandable segments ----------------------------------------------------- */
+
+/* Mapped ranges that far apart are not one address space's. PyTorch
+ * reserves about the device's memory (x 1.125) per expandable segment, and
+ * maps the lowest free pages first, so one segment's ranges lie close
+ * together and two segments' are a reservation apart. */
+#define XGROUP_GAP (32ull << 30)
+
+typedef struct xrange {
+    uint64_t addr, size, stream, pool_id;
+    uint8_t pool, known;
+} xrange_t;
+
+static int cmp_xrange(const void *a, const void *b)
+{
+    const xrange_t *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+const fsc__xgroup_t *fsc__imp_xgroup(const fsc__imp_t *im, uint64_t addr, uint64_t stream)
+{
+    for (size_t i = 0; i < im->n_xgroups; i++) {
+        const fsc__xgroup_t *g = &im->xgroups[i];
+        if (g->stream == stream && g->lo <= addr && addr < g->hi)
+            return g;
+    }
+    return NULL;
+}
+
+/* The expandable segments: every final expandable segment and every
+ * mapping or unmapping of the history, grouped by stream, pool (where a
+ * final segment tells it) and nearness. */
+static int build_xgroups(fsc__imp_t *im)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < im->n_finals; i++)
+        n += im->finals[i].expandable;
+    for (size_t i = 0; i < im->n_segev; i++)
+        n += im->segev[i].act == FSC__ACT_SEGMENT_MAP || im->segev[i].act == FSC__ACT_SEGMENT_UNMAP;
+    if (n == 0)
+        return 0;
+    xrange_t *r = malloc(n * sizeof *r);
+    if (r == NULL)
+        return FSC_ENOMEM;
+    n = 0;
+    for (size_t i = 0; i < im->n_finals; i++) {
+        const fsc__final_seg_t *f = &im->finals[i];
+        if (f->expandable)
+            r[n++] = (xrange_t){f->base, f->size, f->stream, f->pool_id, f->pool, f->pool_known};
+    }
+    for (size_t i = 0; i < im->n_segev; i++) {
+        const fsc__seg_entry_t *g = &im->segev[i];
+        if (g->act == FSC__ACT_SEGMENT_MAP || g->act == FSC__ACT_SEGMENT_UNMAP)
+            r[n++] = (xrange_t){g->addr, g->size, g->stream, 0, 0, 0};
+    }
+    qsort(r, n, sizeof *r, cmp_xrange);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        fsc__xgroup_t *g = NULL;
+        for (size_t k = im->n_xgroups; k-- > 0;) {
+            fsc__xgroup_t *c = &im->xgroups[k];
+            if (c->stream == r[i].stream && (r[i].addr < c->hi || r[i].addr - c->hi < XGROUP_GAP) &&
+                (!c->known || !r[i].known ||
+                 (c->pool == r[i].pool && c->pool_id == r[i].pool_id))) {
+                g = c;
+                break;
+            }
+        }
+        if (g == NULL) {
+            if (FSC__VEC_RESERVE(im->xgroups, im->cap_xgroups, im->n_xgroups + 1) != 0) {
+                rc = FSC_ENOMEM;
+                break;
+            }
+            g = &im->xgroups[im->n_xgroups++];
+            memset(g, 0, sizeof *g);
+            g->lo = g->hi = r[i].addr;
+            g->stream = r[i].stream;
+        }
+        if (r[i].addr + r[i].size > g->hi)
+            g->hi = r[i].addr + r[i].size;
+        if (r[i].known && !g->known) {
+            g->known = 1;
+            g->pool = r[i].pool;
+            g->pool_id = r[i].pool_id;
+        }
+    }
+    free(r);
+    return rc;
+}
+
+/* A set of disjoint address ranges, sorted. */
+typedef struct ivs {
+    uint64_t *lo, *hi;
+    size_t n, cap;
+} ivs_t;
+
+static int ivs_add(ivs_t *v, uint64_t lo, uint64_t hi)
+{
+    size_t i = 0;
+    while (i < v->n && v->hi[i] < lo)
+        i++;
+    size_t j = i;
+    while (j < v->n && v->lo[j] <= hi) {
+        if (v->lo[j] < lo)
+            lo = v->lo[j];
+        if (v->hi[j] > hi)
+            hi = v->hi[j];
+        j++;
+    }
+    if (j == i) { /* insert */
+        if (v->n == v->cap) {
+            size_t c = v->cap ? 2 * v->cap : 8;
+            uint64_t *a = realloc(v->lo, c * sizeof *a);
+            if (a == NULL)
+                return FSC_ENOMEM;
+            v->lo = a;
+            if ((a = realloc(v->hi, c * sizeof *a)) == NULL)
+                return FSC_ENOMEM;
+            v->hi = a;
+            v->cap = c;
+        }
+        memmove(v->lo + i + 1, v->lo + i, (v->n - i) * sizeof *v->lo);
+        memmove(v->hi + i + 1, v->hi + i, (v->n - i) * sizeof *v->hi);
+        v->n++;
+        j = i + 1;
+    }
+    v->lo[i] = lo;
+    v->hi[i] = hi;
+    memmove(v->lo + i + 1, v->lo + j, (v->n - j) * sizeof *v->lo);
+    memmove(v->hi + i + 1, v->hi + j, (v->n - j) * sizeof *v->hi);
+    v->n -= j - i - 1;
+    return 0;
+}
+
+static int ivs_sub(ivs_t *v, uint64_t lo, uint64_t hi)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->hi[i] <= lo || v->lo[i] >= hi)
+            continue;
+        uint64_t a = v->lo[i], b = v->hi[i];
+        /* remove [a, b), put back what lies outside [lo, hi) */
+        memmove(v->lo + i, v->lo + i + 1, (v->n - i - 1) * sizeof *v->lo);
+        memmove(v->hi + i, v->hi + i + 1, (v->n - i - 1) * sizeof *v->hi);
+        v->n--;
+        if ((a < lo && ivs_add(v, a, lo) != 0) || (b > hi && ivs_add(v, hi, b) != 0))
+            return FSC_ENOMEM;
+        i = (size_t)-1; /* the set changed: from the start */
+    }
+    return 0;
+}
+
+/* The ranges of the expandable segments mapped before the first entry:
+ * those mapped at the end, with the history's mappings and unmappings
+ * undone from the last back to the first. */
+static int add_pre_mappings(fsc__imp_t *im)
+{
+    int rc = 0;
+    for (size_t k = 0; k < im->n_xgroups && rc == 0; k++) {
+        const fsc__xgroup_t *g = &im->xgroups[k];
+        ivs_t v = {0};
+        for (size_t i = 0; i < im->n_finals && rc == 0; i++) {
+            const fsc__final_seg_t *f = &im->finals[i];
+            if (f->expandable && fsc__imp_xgroup(im, f->base, f->stream) == g)
+                rc = ivs_add(&v, f->base, f->base + f->size);
+        }
+        for (size_t i = im->n_segev; i-- > 0 && rc == 0;) {
+            const fsc__seg_entry_t *e = &im->segev[i];
+            if ((e->act != FSC__ACT_SEGMENT_MAP && e->act != FSC__ACT_SEGMENT_UNMAP) ||
+                fsc__imp_xgroup(im, e->addr, e->stream) != g)
+                continue;
+            rc = e->act == FSC__ACT_SEGMENT_MAP ? ivs_sub(&v, e->addr, e->addr + e->size)
+                                                : ivs_add(&v, e->addr, e->addr + e->size);
+        }
+        for (size_t i = 0; i < v.n && rc == 0; i++) {
+            fsc__final_seg_t pre;
+            memset(&pre, 0, sizeof pre);
+            pre.base = v.lo[i];
+            pre.size = v.hi[i] - v.lo[i];
+            pre.stream = g->stream;
+            pre.expandable = 1;
+            pre.pool_known = g->known;
+            pre.pool = g->known ? g->pool
+                                : (pre.size % (20 * FSC_MiB) == 0 ? FSC_POOL_LARGE : FSC_POOL_SMALL);
+            pre.pool_id = g->pool_id;
+            pre.vbase = g->lo;
+            rc = add_pre(im, &pre);
+        }
+        free(v.lo);
+        free(v.hi);
+    }
+    return rc;
+}
+
 /* Which segments and blocks existed before the first entry. */
 int fsc__imp_find_start_state(fsc__imp_t *im)
 {
@@ -257,16 +451,7 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
                 s->stream = g->stream;
             }
             break;
-        case FSC__ACT_SEGMENT_MAP:
-            /* An expandable segment that grows in the history is not
-             * rebuilt from its final size. */
-            {
-                const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, g->addr, 0);
-                if (f != NULL && (s = seg_get(im, f->base)) != NULL)
-                    s->created = 1;
-            }
-            break;
-        default: break;
+        default: break; /* mappings: add_pre_mappings */
         }
     }
     /* Pre-existing segments. */
@@ -276,7 +461,7 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
         const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, s->base, 1);
         fsc__final_seg_t pre = {
             s->base, s->size, s->stream, s->size == 2 * FSC_MiB ? FSC_POOL_SMALL : FSC_POOL_LARGE,
-            0,       0,       NULL,    0};
+            0,       0,       NULL,    0, 0};
         if (f != NULL && f->size == s->size && f->pool_known)
             pre.pool = f->pool;
         if (f != NULL && f->size == s->size)
@@ -287,27 +472,31 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
     for (size_t i = 0; i < im->n_finals; i++) {
         fsc__seg_info_t *s = NULL;
         HASH_FIND(hh, im->segs, &im->finals[i].base, sizeof(uint64_t), s);
-        if (s != NULL && (s->created || s->pre))
+        if ((s != NULL && (s->created || s->pre)) || im->finals[i].expandable)
             continue;
         if (add_pre(im, &im->finals[i]) != 0)
             return FSC_ENOMEM;
     }
+    if (build_xgroups(im) != 0 || add_pre_mappings(im) != 0)
+        goto oom;
     if (im->n_pre > 1)
         qsort(im->pre, im->n_pre, sizeof *im->pre, fsc__imp_cmp_final);
-    /* Live blocks: final allocated blocks the history never touches. */
-    for (size_t i = 0; i < im->n_pre; i++) {
-        const fsc__final_seg_t *f = &im->pre[i];
+    /* Live blocks: final allocated blocks the history never touches, in
+     * the segment or mapped range of the start that holds them. */
+    for (size_t i = 0; i < im->n_finals; i++) {
+        const fsc__final_seg_t *fin = &im->finals[i];
+        const fsc__final_seg_t *f = NULL;
         fsc__pv_t *const *b;
-        uint32_t nb = fsc__pv_seq(f->blocks, &b);
-        uint64_t cursor = f->base;
+        uint32_t nb = fsc__pv_seq(fin->blocks, &b);
+        uint64_t cursor = fin->base;
         for (uint32_t k = 0; k < nb; k++) {
             if (!fsc__imp_dict_ok(b[k]))
                 return fsc__imp_bad(im, "a block of segment 0x%llx is not a dict",
-                                    (unsigned long long)f->base);
+                                    (unsigned long long)fin->base);
             fsc__prelive_t p = {0};
             if (!fsc__imp_u64(b[k], "size", &p.size) || p.size >= FSC__IMP_MAX_SIZE)
                 return fsc__imp_bad(im, "a block of segment 0x%llx has no plausible 'size'",
-                                    (unsigned long long)f->base);
+                                    (unsigned long long)fin->base);
             if (!fsc__imp_u64(b[k], "address", &p.addr))
                 p.addr = cursor; /* older snapshots: blocks are contiguous */
             cursor = p.addr + p.size;
@@ -317,6 +506,13 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
                 continue;
             if (addr_val(im, p.addr) != 0)
                 continue;
+            if (f == NULL || p.addr < f->base || p.addr - f->base >= f->size)
+                f = fsc__imp_final_at(im->pre, im->n_pre, p.addr, 0);
+            if (f == NULL)
+                return fsc__imp_bad(im,
+                                    "block 0x%llx is live at the end, never mentioned by the "
+                                    "history, and in no segment that existed before it",
+                                    (unsigned long long)p.addr);
             /* PyTorch before 2.1: the request and frames are in the block's
              * 'history' (its first record), as memory_viz reads them */
             fsc__pv_t *const *hist;
@@ -391,8 +587,9 @@ int fsc__imp_emit_start_state(fsc__imp_t *im)
     for (size_t i = 0; i < im->n_pre; i++) {
         const fsc__final_seg_t *f = &im->pre[i];
         im->m.new_pool_id = f->pool_id;
+        uint64_t base = f->expandable && f->vbase ? f->vbase : f->base;
         int rc = f->expandable
-                     ? fsc__pm_map(&im->m, f->base, f->base, f->size, f->stream, f->pool)
+                     ? fsc__pm_map(&im->m, base, f->base, f->size, f->stream, f->pool)
                      : fsc__pm_segment_alloc(&im->m, f->base, f->size, f->stream, f->pool);
         if (rc != 0) {
             char what[96];
@@ -401,7 +598,7 @@ int fsc__imp_emit_start_state(fsc__imp_t *im)
         }
         im->st->reconstructed_segments++;
         im->st->reconstructed_reserved += f->size;
-        fsc__pseg_t *seg = fsc__pm_segment(&im->m, f->base);
+        fsc__pseg_t *seg = fsc__pm_segment(&im->m, base);
         while (li < im->n_live && im->live[li].addr < f->base)
             li++;
         for (; li < im->n_live && im->live[li].seg == f; li++) {
