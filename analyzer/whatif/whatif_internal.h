@@ -239,6 +239,16 @@ struct fsc_request_stream {
     size_t nseed_pending, cap_seed_pending;
     uint64_t *seed_bases; /* its expandable segments' bases (adopted, not scripted) */
     size_t nseed_bases, cap_seed_bases;
+    /* The importer's account of it ("pytorch.rebuild" record): the
+     * window's history entries and first time, and the blocks whose size
+     * it guessed, with the ends the rules allow (whatif_seed.c). */
+    int have_rebuild;
+    uint64_t window_entries, window_first_time_us;
+    struct fsc__wguess *guesses;
+    size_t nguesses;
+    uint64_t guessed_total, settled;
+    char *rebuild_text; /* the record's parts so far */
+    size_t rebuild_len;
 
     uint64_t *streams; /* distinct allocation streams, small */
     size_t nstreams, cap_streams;
@@ -319,6 +329,26 @@ int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_confi
 int fsc__whatif_replay_lean(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                             const fsc_whatif_opts_t *opts, fsc_whatif_result_t *out,
                             fsc_err_t *err);
+
+/* What fsc__whatif_probe found: the first request the replay with the
+ * recording's own settings served elsewhere than recorded (hit = 1). */
+typedef struct fsc__wprobe {
+    int hit;
+    uint64_t request, stream; /* bytes asked for; stream */
+    uint64_t want, got;       /* recorded address; replayed (0: failed) */
+    uint64_t free_size;       /* the free block at got before it was served */
+} fsc__wprobe_t;
+
+/* Replay rs as fsc_whatif_verify does, up to the first address that
+ * differs. */
+int fsc__whatif_probe(const fsc_request_stream_t *rs, fsc__wprobe_t *probe, fsc_err_t *err);
+
+/* whatif_seed.c: the starting state's guessed blocks. A "pytorch.rebuild"
+ * record (or part of one) of the stream's input: 0, or FSC_ENOMEM. */
+int fsc__wseed_record(fsc_request_stream_t *rs, const char *text, size_t len);
+/* Settle the guessed blocks' ends from the window's best-fit choices
+ * (whatif_seed.c), once the stream is complete. */
+int fsc__wseed_refine(fsc_request_stream_t *rs, fsc_err_t *err);
 
 /* Threads for `jobs` replays: `requested` (0 = online cores), at most jobs. */
 int fsc__whatif_threads(int requested, size_t jobs);

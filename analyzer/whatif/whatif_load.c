@@ -25,7 +25,9 @@ static int on_event(void *ud, const fsc_event_t *ev, fsc_err_t *err)
     static const char pre[] = FSC_PYTORCH_META_PREFIX;
     if (ev->type == FSC_EV_MARKER && ev->text != NULL && ev->text_len > sizeof pre - 1 &&
         memcmp(ev->text, pre, sizeof pre - 1) == 0)
-        return 0;
+        return fsc__wseed_record(ud, ev->text, ev->text_len) != 0
+                   ? fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory")
+                   : 0;
     return fsc_request_stream_add(ud, ev, err);
 }
 
@@ -67,7 +69,7 @@ int fsc_request_stream_load_source(const char *path, const fsc_source_opts_t *op
     memset(&so, 0, sizeof so);
     if (opts != NULL)
         so = *opts;
-    so.keep_records = 0;
+    so.keep_records = 1; /* for the rebuild record (whatif_seed.c); the rest are dropped */
     fsc_source_t *src = NULL;
     int rc = fsc_source_open(path, &so, &src, err);
     if (rc != 0)
@@ -83,6 +85,8 @@ int fsc_request_stream_load_source(const char *path, const fsc_source_opts_t *op
             rc = fsc__wstream_end_seed(rs, err);
         if (rc == 0 && fsc__wpools_finish(rs) != 0)
             rc = fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+        if (rc == 0)
+            rc = fsc__wseed_refine(rs, err);
     }
     fsc_source_info_t info;
     fsc_source_info(src, &info);

@@ -34,6 +34,7 @@ typedef struct replay_ctx {
     double recorded_gc;          /* the recording's GC threshold */
     int served_failed;           /* a recorded OOM request was served */
     uint64_t reserved_at_failed; /* reserved right after the last one */
+    fsc__wprobe_t *probe;        /* stop at the first address that differs */
 } replay_ctx_t;
 
 static void note_segment(replay_ctx_t *c, const fsc_event_t *ev)
@@ -136,6 +137,45 @@ static void fill_oom(const fsc_request_stream_t *rs, const fsc__wop_t *op,
         o->tag[0] = '\0';
 }
 
+typedef struct probe_walk {
+    uint64_t addr, size, next_addr, next_size;
+    int found, next_free;
+} probe_walk_t;
+
+static void probe_visit(void *ud, const fsc_block_info_t *b)
+{
+    probe_walk_t *w = ud;
+    if (w->found == 1) {
+        w->found = 2;
+        w->next_free = !b->allocated && !b->pending_free && b->addr == w->addr + w->size;
+        w->next_size = b->size;
+        return;
+    }
+    if (b->addr == w->addr && w->found == 0) {
+        w->found = 1;
+        w->size = b->size;
+    }
+}
+
+/* The first request served elsewhere than recorded: what it asked for,
+ * where this replay served it and how large that free block was before
+ * (the block handed out, and the remainder split off it, if any). */
+static void probe_block(fsc_allocator_t *a, fsc__wprobe_t *pr, const fsc__wop_t *op,
+                        uint64_t got)
+{
+    pr->hit = 1;
+    pr->request = op->arg;
+    pr->stream = op->stream;
+    pr->got = got;
+    pr->want = op->addr;
+    pr->free_size = 0;
+    if (got == 0)
+        return;
+    probe_walk_t w = {got, 0, 0, 0, 0, 0};
+    fsc_allocator_walk(a, probe_visit, &w);
+    pr->free_size = w.size + (w.found == 2 && w.next_free ? w.next_size : 0);
+}
+
 /* The loop over the operations, read through a cursor of its own.
  * addrs: per slot, the address this replay's allocator returned (0: it
  * failed). Returns 0 or a hard error (not an OOM). */
@@ -202,6 +242,8 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
                     v->mismatch_event = op->event;
                     v->mismatch_expected_addr = op->addr;
                     v->mismatch_got_addr = addr;
+                    if (c->probe != NULL)
+                        probe_block(a, c->probe, op, addr);
                 }
             }
             break;
@@ -251,7 +293,7 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
             fsc_allocator_walk(a, frag_visit, &f);
             out->external_frag_at_peak = fsc_metric_external_frag(f.largest, f.free_bytes);
         }
-        if (out->oom && stop_at_oom) {
+        if ((out->oom && stop_at_oom) || (c->probe != NULL && c->probe->hit)) {
             i++;
             break;
         }
@@ -331,7 +373,7 @@ static int adopt_seeds(const fsc_request_stream_t *rs, fsc_allocator_t *a, uint6
 
 static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                       const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify, int lean,
-                      fsc_whatif_result_t *out, fsc_err_t *err)
+                      fsc__wprobe_t *probe, fsc_whatif_result_t *out, fsc_err_t *err)
 {
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     if (opts != NULL)
@@ -352,6 +394,7 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
     memset(&c, 0, sizeof c);
     c.rs = rs;
     c.v = verify;
+    c.probe = probe;
     c.recorded_cap = o.recorded_capacity ? o.recorded_capacity : fsc__wstream_recorded_cap(rs);
     {
         fsc_alloc_config_t rc_cfg;
@@ -414,14 +457,14 @@ int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_confi
                            const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify,
                            fsc_whatif_result_t *out, fsc_err_t *err)
 {
-    return replay_cfg(rs, cfg, opts, verify, 0, out, err);
+    return replay_cfg(rs, cfg, opts, verify, 0, NULL, out, err);
 }
 
 int fsc__whatif_replay_lean(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                             const fsc_whatif_opts_t *opts, fsc_whatif_result_t *out,
                             fsc_err_t *err)
 {
-    return replay_cfg(rs, cfg, opts, NULL, 1, out, err);
+    return replay_cfg(rs, cfg, opts, NULL, 1, NULL, out, err);
 }
 
 static void set_config_text(fsc_whatif_result_t *out, const char *config)
@@ -452,6 +495,48 @@ int fsc_whatif_replay(const fsc_request_stream_t *rs, const char *config,
     return rc;
 }
 
+/* The replay options and settings a check against the recording uses:
+ * its own config, at its own cap (or the lowest one it is consistent with). */
+static int verify_setup(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
+                        fsc_whatif_opts_t *o, fsc_alloc_config_t *cfg, fsc_err_t *err)
+{
+    fsc_whatif_opts_t d = FSC_WHATIF_OPTS_DEFAULT;
+    *o = opts != NULL ? *opts : d;
+    fsc_request_stream_info_t info;
+    fsc_request_stream_info(rs, &info);
+    if (o->capacity == 0 && info.capacity_lower != 0)
+        o->capacity = info.capacity_lower; /* the lowest cap the run is consistent with */
+    else if (o->capacity == 0)
+        o->capacity = rs->capacity;
+    else if (o->recorded_capacity == 0)
+        o->recorded_capacity = o->capacity; /* the cap the recording is checked at */
+    o->past_oom = 1;
+    fsc_err_t perr = {0, ""};
+    int rc = fsc_alloc_config_parse(rs->config, cfg, &perr);
+    if (rc != 0)
+        return fsc_err_set(err, rc, "the recording's config \"%s\": %s", rs->config,
+                           fsc_err_msg(&perr));
+    return 0;
+}
+
+int fsc__whatif_probe(const fsc_request_stream_t *rs, fsc__wprobe_t *probe, fsc_err_t *err)
+{
+    fsc_whatif_opts_t o;
+    fsc_alloc_config_t cfg;
+    int rc = verify_setup(rs, NULL, &o, &cfg, err);
+    if (rc != 0)
+        return rc;
+    fsc_whatif_verify_t *v = calloc(1, sizeof *v);
+    if (v == NULL)
+        return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+    v->first_divergence = -1;
+    v->first_addr_mismatch = -1;
+    memset(probe, 0, sizeof *probe);
+    rc = replay_cfg(rs, &cfg, &o, v, 0, probe, &v->replay, err);
+    free(v);
+    return rc;
+}
+
 int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
                       fsc_whatif_verify_t *out, fsc_err_t *err)
 {
@@ -460,25 +545,12 @@ int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *o
     memset(out, 0, sizeof *out);
     out->first_divergence = -1;
     out->first_addr_mismatch = -1;
-    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
-    if (opts != NULL)
-        o = *opts;
-    fsc_request_stream_info_t info;
-    fsc_request_stream_info(rs, &info);
-    if (o.capacity == 0 && info.capacity_lower != 0)
-        o.capacity = info.capacity_lower; /* the lowest cap the run is consistent with */
-    else if (o.capacity == 0)
-        o.capacity = rs->capacity;
-    else if (o.recorded_capacity == 0)
-        o.recorded_capacity = o.capacity; /* the cap the recording is checked at */
-    o.past_oom = 1;
-    set_config_text(&out->replay, rs->config);
+    fsc_whatif_opts_t o;
     fsc_alloc_config_t cfg;
-    fsc_err_t perr = {0, ""};
-    int rc = fsc_alloc_config_parse(rs->config, &cfg, &perr);
+    set_config_text(&out->replay, rs->config);
+    int rc = verify_setup(rs, opts, &o, &cfg, err);
     if (rc != 0)
-        return fsc_err_set(err, rc, "the recording's config \"%s\": %s", rs->config,
-                           fsc_err_msg(&perr));
+        return rc;
     rc = fsc__whatif_replay_cfg(rs, &cfg, &o, out, &out->replay, err);
     out->replay.rc = rc;
     if (rc != 0)

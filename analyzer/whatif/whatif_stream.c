@@ -53,6 +53,8 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
     free(rs->slots);
     free(rs->free_slots);
     free(rs->seeds);
+    free(rs->guesses);
+    free(rs->rebuild_text);
     free(rs->seed_pending);
     free(rs->seed_bases);
     free(rs->seg_pool);

@@ -521,6 +521,8 @@ int fsc__imp_begin(fsc__imp_t *im, const fsc__pv_t *root, uint64_t t0_us, int ha
         return rc;
     if ((rc = fsc__imp_emit_start_state(im)) != 0)
         return rc;
+    if (im->st->reconstructed && (rc = fsc__imp_keys_rebuild(im)) != 0)
+        return rc;
     if (im->st->reconstructed && im->n_ents > 0 &&
         (rc = marker(im, FSC__HISTORY_MARKER, strlen(FSC__HISTORY_MARKER), 0)) != 0)
         return fsc_err_set(im->err, rc, "%s: %s", im->path, im->merr.msg);

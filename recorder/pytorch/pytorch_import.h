@@ -145,6 +145,9 @@ typedef struct fsc__prelive {
     uint64_t addr, size, requested;
     uint8_t exact, pending;
     uint8_t guessed; /* its size: the window does not prove where it ends */
+    /* guessed: where it may end: split_end (the rounded request), or up
+     * to max_end unsplit; limit, the next block or the segment's end */
+    uint64_t split_end, max_end, limit;
     const fsc__pv_t *frames;
     const fsc__final_seg_t *seg; /* containing pre-existing segment */
 } fsc__prelive_t;
@@ -284,6 +287,10 @@ int fsc__imp_keys_entry(fsc__imp_t *im, uint64_t i, const fsc__entry_t *e, int *
 /* 1 when fsc__imp_keys_entry would do nothing for e but look (no record,
  * nothing counted, an action with an event of its own). */
 int fsc__imp_keys_quiet(fsc__imp_t *im, const fsc__entry_t *e);
+/* After the rebuilt starting state: the "pytorch.rebuild" record (what
+ * was rebuilt, and the blocks whose size was guessed with the ends the
+ * rules allow them; docs/pytorch.md). */
+int fsc__imp_keys_rebuild(fsc__imp_t *im);
 /* After the last entry: the snapshot record if no entry has emitted it. */
 int fsc__imp_keys_end(fsc__imp_t *im);
 /* A frame dict seen for the first time: count keys other than filename,

@@ -606,6 +606,38 @@ static int emit_snapshot(fsc__imp_t *im, const fsc__entry_t *e)
     return emit(im, "snapshot", b);
 }
 
+int fsc__imp_keys_rebuild(fsc__imp_t *im)
+{
+    if (im->keys == NULL || !im->opts.keep_records)
+        return 0;
+    sbuf_t *b = &im->keys->b;
+    char num[200];
+    b->n = 0;
+    snprintf(num, sizeof num,
+             "{\"entries\":%llu,\"first_time_us\":%llu,\"segments\":%llu,\"blocks\":%llu,"
+             "\"reserved\":%llu,\"guessed\":%llu,\"guessed_blocks\":[",
+             (unsigned long long)im->n_ents, (unsigned long long)im->t0_us,
+             (unsigned long long)im->st->reconstructed_segments,
+             (unsigned long long)im->st->reconstructed_blocks,
+             (unsigned long long)im->st->reconstructed_reserved,
+             (unsigned long long)im->st->reconstructed_guessed);
+    sb_cs(b, num);
+    int first = 1;
+    for (size_t i = 0; i < im->n_live; i++) {
+        const fsc__prelive_t *p = &im->live[i];
+        if (!p->guessed)
+            continue;
+        snprintf(num, sizeof num, "%s[%llu,%llu,%llu,%llu,%llu]", first ? "" : ",",
+                 (unsigned long long)p->addr, (unsigned long long)(p->addr + p->size),
+                 (unsigned long long)p->split_end, (unsigned long long)p->max_end,
+                 (unsigned long long)p->limit);
+        sb_cs(b, num);
+        first = 0;
+    }
+    sb_cs(b, "]}");
+    return emit(im, "rebuild", b);
+}
+
 int fsc__imp_keys_end(fsc__imp_t *im)
 {
     if (im->keys == NULL || !im->keys->snap_pending)

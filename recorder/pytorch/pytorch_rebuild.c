@@ -224,6 +224,9 @@ static void settle_size(fsc__imp_t *im, fsc__prelive_t *p, uint64_t limit)
     }
     /* Not proved: the remainder split off (what a remainder of more than
      * 1 MiB gets), or all the room for a block that is never split. */
+    p->split_end = end;
+    p->max_end = unsplit < gap ? end + unsplit : limit;
+    p->limit = limit;
     if (whole || (oversize && gap <= unsplit))
         p->size += gap;
     p->guessed = 1;
@@ -462,9 +465,11 @@ int fsc__imp_find_start_state(fsc__imp_t *im)
         fsc__final_seg_t pre = {
             s->base, s->size, s->stream, s->size == 2 * FSC_MiB ? FSC_POOL_SMALL : FSC_POOL_LARGE,
             0,       0,       NULL,    0, 0};
-        if (f != NULL && f->size == s->size && f->pool_known)
+        /* The final segment at that base is this one only when the window
+         * does not create another there after freeing it. */
+        if (f != NULL && f->size == s->size && f->pool_known && !s->created)
             pre.pool = f->pool;
-        if (f != NULL && f->size == s->size)
+        if (f != NULL && f->size == s->size && !s->created)
             pre.pool_id = f->pool_id;
         if (add_pre(im, &pre) != 0)
             return FSC_ENOMEM;
