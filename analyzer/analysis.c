@@ -56,6 +56,12 @@ struct fsc_analysis {
      * allocator (total − free − reserved) and its event */
     uint64_t dev_samples, ext_max, ext_max_seq;
     int ext_known;
+    /* A recording that began mid-run (FSC_TRACE_F_RECONSTRUCTED): its
+     * first events are the rebuilt starting state, up to the history
+     * marker; window_seq is that marker's seq (-1 while in the state). */
+    int window;
+    int64_t window_seq;
+    uint64_t window_reserved, window_allocated;
     fsc__tagname_t *names;
     size_t nnames;                 /* entries allocated in names[] */
     fsc__kv_t *meta;
@@ -229,6 +235,8 @@ int fsc_analysis_create(const char *db_path, const fsc_trace_header_t *hdr,
     /* A ring trace keeps only the last events before each write: it starts
      * mid-run and has gaps, so contradictions are expected, not errors. */
     a->run.ring = (hdr->flags & FSC_TRACE_F_RING) != 0;
+    a->window = (hdr->flags & FSC_TRACE_F_RECONSTRUCTED) != 0;
+    a->window_seq = -1;
     if (a->run.ring)
         a->opts.lenient = 1;
     a->first_oom_cause = -1;
@@ -315,6 +323,13 @@ int fsc_analysis_feed(fsc_analysis_t *a, const fsc_event_t *ev)
     }
     if (mrc > 0)
         return 0; /* a pytorch.* record, not an event */
+    if (a->window && a->window_seq < 0 && ev->type == FSC_EV_MARKER && ev->text != NULL &&
+        ev->text_len == sizeof FSC_TRACE_HISTORY_MARKER - 1 &&
+        memcmp(ev->text, FSC_TRACE_HISTORY_MARKER, ev->text_len) == 0) {
+        a->window_seq = (int64_t)a->rp.seq;
+        a->window_reserved = a->rp.reserved;
+        a->window_allocated = a->rp.allocated;
+    }
     /* Reconstructed starts of imported runs may sit at time 0 after later
      * events; the duration spans the smallest and largest time seen. */
     if (a->rp.seq == 0 || ev->time_ns < a->first_time)
@@ -434,6 +449,12 @@ static int write_meta(fsc_analysis_t *a)
     MI("events_total", a->rp.seq);
     MI("timeline_bucket_events", a->tl.width);
     MI("device_samples", a->dev_samples);
+    if (a->window) {
+        /* no history marker: the whole recording is the starting state */
+        MI("window.first_seq", a->window_seq >= 0 ? a->window_seq : (int64_t)a->rp.seq);
+        MI("window.start_reserved", a->window_seq >= 0 ? a->window_reserved : a->rp.reserved);
+        MI("window.start_allocated", a->window_seq >= 0 ? a->window_allocated : a->rp.allocated);
+    }
     if (a->ext_known) {
         MI("external_max_bytes", a->ext_max);
         MI("external_max_seq", a->ext_max_seq);

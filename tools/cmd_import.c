@@ -260,10 +260,24 @@ static void print_summary(const char *in, const char *out, const fsc_import_stat
     if (s->devices > 1)
         printf("  the snapshot has history for %u devices; imported device %d\n", s->devices,
                s->device);
-    if (s->reconstructed)
-        printf("  starting state rebuilt from the final segments: %llu segments, %llu blocks\n",
+    if (s->reconstructed) {
+        char rv[32];
+        printf("  the history starts mid-run (its ring had wrapped): the state before it was "
+               "rebuilt from\n  the final segments: %llu segments or mapped ranges (%s "
+               "reserved), %llu live blocks\n",
                (unsigned long long)s->reconstructed_segments,
+               fsc_size_format(s->reconstructed_reserved, rv, sizeof rv),
                (unsigned long long)s->reconstructed_blocks);
+        if (s->reconstructed_guessed > 0) {
+            printf("  %llu of those blocks end where the history does not prove (a remainder "
+                   "PyTorch may have\n  left unsplit, at most 1 MiB each; `fragscope whatif "
+                   "--verify` settles what it can):",
+                   (unsigned long long)s->reconstructed_guessed);
+            for (uint64_t i = 0; i < s->reconstructed_guessed && i < 8; i++)
+                printf("%s0x%llx", i ? ", " : " ", (unsigned long long)s->guessed_blocks[i]);
+            printf("%s\n", s->reconstructed_guessed > 8 ? ", ..." : "");
+        }
+    }
     else
         printf("  history complete from the first segment on\n");
     if (s->unknown_lines)

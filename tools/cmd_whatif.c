@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "fragscope/rundb.h"
@@ -195,6 +196,78 @@ static const char *cfg_name(const char *c)
 
 /* The call site of r[i]'s first OOM as the report names it; told apart
  * from another result's site that reads the same but is another tag. */
+/* A recording that began mid-run (a ring snapshot): what the figures cover
+ * and what the state it began in was, rebuilt (docs/whatif.md). */
+static void print_window(const fsc_request_stream_info_t *in, int results, FILE *f)
+{
+    if (!in->window)
+        return;
+    char r[32], a[32], when[64] = "";
+    if (in->window_first_time_us != 0) {
+        time_t secs = (time_t)(in->window_first_time_us / 1000000u);
+        struct tm tm;
+        if (gmtime_r(&secs, &tm) != NULL)
+            strftime(when, sizeof when, ", the first at %Y-%m-%d %H:%M:%S UTC", &tm);
+    }
+    if (in->window_entries != 0)
+        fprintf(f, "window: the recording began mid-run: the snapshot kept the last %" PRIu64
+                   " history entries%s\n",
+                in->window_entries, when);
+    else
+        fputs("window: the recording began mid-run (its history had wrapped)\n", f);
+    fprintf(f,
+            "  every figure covers that window (from recorded event %" PRIu64 "), replayed from "
+            "the state it began in,\n  rebuilt: %" PRIu64 " segments or mapped ranges (%s "
+            "reserved), %" PRIu64 " live blocks (%s).\n"
+            "  The run reserved at least %s before the window; its peaks before it were not "
+            "recorded.\n",
+            in->window_first_event, in->start_segments,
+            fsc_size_format(in->start_reserved, r, sizeof r), in->start_blocks,
+            fsc_size_format(in->start_allocated, a, sizeof a), r);
+    if (in->start_guessed > 0) {
+        char u[32];
+        fprintf(f, "  block sizes: %" PRIu64 " of the rebuilt blocks end where the window does not "
+                   "prove (PyTorch may\n  have left them a remainder unsplit); %" PRIu64
+                   " settled by the window's best-fit choices;\n  allocated bytes are known to "
+                   "within %s",
+                in->start_guessed, in->start_settled,
+                fsc_size_format(in->start_uncertain_bytes, u, sizeof u));
+        for (size_t i = 0; i < in->n_guessed_listed; i++)
+            fprintf(f, "%s0x%" PRIx64, i == 0 ? "; still guessed: " : ", ", in->guessed_blocks[i]);
+        if (in->start_guessed > in->start_settled + in->n_guessed_listed)
+            fputs(", ...", f);
+        fputc('\n', f);
+    }
+    if (results)
+        fputs("  Other settings start from the same state (the recorded settings' layout), and "
+              "the run's\n  steps before the window may have needed more memory than these "
+              "figures show:\n  torch.cuda.memory_stats()['reserved_bytes.all.peak'] covers the "
+              "whole run.\n",
+              f);
+    fputc('\n', f);
+}
+
+static void json_window(const fsc_request_stream_info_t *in, FILE *f)
+{
+    if (!in->window) {
+        fputs(", \"window\": null", f);
+        return;
+    }
+    fprintf(f,
+            ", \"window\": {\"entries\": %" PRIu64 ", \"first_time_us\": %" PRIu64
+            ", \"first_event\": %" PRIu64 ", \"start_segments\": %" PRIu64
+            ", \"start_blocks\": %" PRIu64 ", \"start_reserved_bytes\": %" PRIu64
+            ", \"start_allocated_bytes\": %" PRIu64 ", \"guessed_blocks\": %" PRIu64
+            ", \"settled_blocks\": %" PRIu64 ", \"uncertain_bytes\": %" PRIu64
+            ", \"still_guessed\": [",
+            in->window_entries, in->window_first_time_us, in->window_first_event,
+            in->start_segments, in->start_blocks, in->start_reserved, in->start_allocated,
+            in->start_guessed, in->start_settled, in->start_uncertain_bytes);
+    for (size_t i = 0; i < in->n_guessed_listed; i++)
+        fprintf(f, "%s\"0x%" PRIx64 "\"", i ? ", " : "", in->guessed_blocks[i]);
+    fputs("], \"earlier_steps_unknown\": true}", f);
+}
+
 static void site_name(const fsc_request_stream_t *rs, const fsc_whatif_result_t *r, size_t n,
                       size_t i, int all_frames, char *buf, size_t cap)
 {
@@ -236,6 +309,7 @@ static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_
             fprintf(f, "%" PRIu64, x->margin);
         else
             fputs("null", f);
+        json_window(in, f);
         fputs(", \"first_oom\": ", f);
         if (!x->oom) {
             fputs("null", f);
@@ -272,6 +346,7 @@ static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_
                                const fsc_request_stream_info_t *in, FILE *f)
 {
     char s1[32], s2[32];
+    print_window(in, 1, f);
     if (capacity)
         fprintf(f, "capacity: %s\n\n", fsc_size_format(capacity, s1, sizeof s1));
     else
@@ -289,6 +364,12 @@ static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_
     int partial = 0;
     for (size_t i = 0; i < n; i++)
         partial |= !r[i].oom && !r[i].run_complete;
+    if (partial && in->window && !in->ends_at_oom) {
+        fputs("\n* the recording is a window of the run: \"ok*\" serves every request of the "
+              "window,\n  from the state it began in; the steps before it were not recorded.\n",
+              f);
+        partial = 0;
+    }
     if (partial) {
         fputs("\n* the recording ends at an OOM: \"ok*\" serves the request that failed and "
               "everything\n  recorded before it; the rest of the run was not recorded.\n", f);
@@ -370,9 +451,12 @@ static void print_external(const fsc_request_stream_info_t *in, int json, FILE *
         fprintf(f, "(%" PRIu64 " of the recording's OOMs were external.)\n", in->external_ooms);
 }
 
-static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FILE *f)
+static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
+                              const fsc_request_stream_info_t *in, FILE *f)
 {
     char s1[32];
+    if (!json)
+        print_window(in, 1, f);
     if (json) {
         fputs("[\n", f);
         for (size_t i = 0; i < n; i++) {
@@ -400,6 +484,7 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FIL
                     s[i].baseline_needed, s[i].peak_reserved, s[i].peak_allocated,
                     s[i].baseline_peak_reserved);
             json_str(f, s[i].note);
+            json_window(in, f);
             fprintf(f, "}%s\n", i + 1 < n ? "," : "");
         }
         fputs("]\n", f);
@@ -415,7 +500,12 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json, FIL
     fprintf(f, "settings that do better, best first:\n");
     for (size_t i = 0; i < n; i++)
         fprintf(f, "  %-58s %s\n", s[i].config, s[i].note);
-    if (!s[0].run_complete)
+    if (!s[0].run_complete && in->window && !in->ends_at_oom)
+        fputs("\nThe recording is a window of the run, so these figures cover that window, "
+              "from the\nstate it began in; the steps before it were not recorded and may have "
+              "needed more.\n",
+              f);
+    else if (!s[0].run_complete)
         fputs("\nThe recording ends at an OOM, so these figures cover the request that failed "
               "and\neverything recorded before it; the rest of the run was not recorded and may "
               "need\nmore. For a complete answer, record one run with more memory or without the "
@@ -458,6 +548,7 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
             fprintf(f, ", \"capacity_lower\": %" PRIu64 ", \"capacity_upper\": %" PRIu64,
                     info->capacity_lower, info->capacity_upper);
         fprintf(f, ", \"run_complete\": %s", info->run_complete ? "true" : "false");
+        json_window(info, f);
         fprintf(f,
                 ", \"pools_inferred\": %" PRIu64 ", \"pool_segments_inferred\": %" PRIu64
                 ", \"pool_allocs_inferred\": %" PRIu64 ", \"pool_releases\": %" PRIu64,
@@ -499,6 +590,7 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                 v->oom_expected ? "true" : "false", v->oom_got ? "true" : "false");
         return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
     }
+    print_window(info, 0, f);
     fprintf(f, "verify (settings \"%s\"): %s\n", v->replay.config,
             v->match ? "the replay reproduces the recording" : "the replay DIFFERS");
     if (inferred) {
@@ -656,7 +748,7 @@ int fsc_cmd_whatif(int argc, char **argv)
         if (rc == 0) {
             if (!o.json && (o.nconfigs > 0 || o.verify))
                 fputc('\n', stdout);
-            print_suggestions(s, n, o.json, stdout);
+            print_suggestions(s, n, o.json, &info, stdout);
         }
         fsc_suggestions_free(s);
     }

@@ -132,7 +132,8 @@ static void print_text(const rep_t *r, FILE *f)
         fprintf(f, "  not understood  %lld entries with an unknown action, %lld unknown keys "
                    "(kept in table pytorch_meta): %s\n", (long long)r->unknown_actions,
                 (long long)r->unknown_keys, r->not_understood);
-    fprintf(f, "\nmemory\n");
+    fsc__report_window_text(r, f);
+    fprintf(f, "\nmemory%s\n", r->window.on ? " (in the window)" : "");
     fprintf(f, "  peak allocated          %12s  (event %.0f)\n",
             SZ(0, su(r, "peak_allocated_bytes")), sv(r, "peak_allocated_seq"));
     fprintf(f, "  peak reserved           %12s  (event %.0f)\n",
@@ -275,9 +276,12 @@ static void print_markdown(const rep_t *r, FILE *f)
         md_escape(f, r->not_understood);
         fprintf(f, ".\n\n");
     }
+    fsc__report_window_markdown(r, f);
     fprintf(f, "| metric | value |\n|---|---|\n");
-    fprintf(f, "| peak allocated | %s |\n", SZ(0, su(r, "peak_allocated_bytes")));
-    fprintf(f, "| peak reserved | %s |\n", SZ(0, su(r, "peak_reserved_bytes")));
+    fprintf(f, "| peak allocated%s | %s |\n", r->window.on ? " (window)" : "",
+            SZ(0, su(r, "peak_allocated_bytes")));
+    fprintf(f, "| peak reserved%s | %s |\n", r->window.on ? " (window)" : "",
+            SZ(0, su(r, "peak_reserved_bytes")));
     fprintf(f, "| utilization (peak allocated / peak reserved) | %.1f%% |\n",
             100.0 * sv(r, "utilization"));
     fprintf(f, "| internal fragmentation at peak | %s (%.1f%%) |\n",
@@ -395,6 +399,7 @@ static char *build_json(const rep_t *r, const job_t *job)
     cJSON_AddItemToObject(meta, "capacity_bytes", num((double)r->capacity));
     fsc__report_external_run_json(r, meta);
     fsc__report_pools_json(r, root);
+    fsc__report_window_json(r, root);
     cJSON_AddBoolToObject(meta, "capacity_inferred", r->capacity_inferred);
     cJSON_AddItemToObject(meta, "warnings", num((double)r->warnings));
     cJSON *wc = cJSON_AddObjectToObject(root, "warnings");

@@ -240,6 +240,7 @@ static int load(ld_t *L)
         (rc = fsc_rundb_meta_int(db, "device_total", 0, &r->device_total)) != 0 ||
         (rc = fsc__report_external_load(r, db)) != 0 ||
         (rc = fsc__report_pools_load(db, r)) != 0 ||
+        (rc = fsc__report_window_load(db, r)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "warnings", 0, &r->warnings)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "run_complete", -1, &r->run_complete)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "import.warnings", 0, &r->import_warnings)) != 0 ||

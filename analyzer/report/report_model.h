@@ -105,6 +105,16 @@ typedef struct rep_pool {
         final_allocated, free_at_peak, largest_free_at_peak;
 } rep_pool_t;
 
+/* report_window.c: a run that began mid-run (a ring snapshot). */
+#define REP_WINDOW_LISTED 8
+typedef struct rep_window {
+    int on, have_record;
+    int64_t first_seq, start_reserved, start_allocated;
+    uint64_t entries, first_time_us, segments, blocks, guessed, uncertain;
+    uint64_t listed[REP_WINDOW_LISTED];
+    size_t nlisted;
+} rep_window_t;
+
 typedef struct rep {
     const char *db_path;
     const char *run_label; /* the run of a job database this is about; NULL: say nothing */
@@ -128,6 +138,7 @@ typedef struct rep {
     char not_understood[512];
     rep_pool_t *pools; /* report_pools.c: none when the run has no private pool */
     int npools;
+    rep_window_t window;
 } rep_t;
 
 /* Read the report of db into r. */
@@ -151,6 +162,13 @@ void fsc__report_external_run_text(const rep_t *r, FILE *f);
 void fsc__report_external_run_markdown(const rep_t *r, FILE *f);
 void fsc__report_external_run_json(const rep_t *r, struct cJSON *meta);
 void fsc__report_external_json(const rep_oom_t *o, struct cJSON *j);
+
+/* report_window.c */
+int fsc__report_window_load(fsc_rundb_t *db, rep_t *r);
+void fsc__report_window_text(const rep_t *r, FILE *f);
+void fsc__report_window_markdown(const rep_t *r, FILE *f);
+void fsc__report_window_json(const rep_t *r, struct cJSON *root);
+
 void fsc__report_frag_markdown(const rep_t *r, FILE *f);
 /* report_pools.c: peaks and fragmentation per pool. */
 int fsc__report_pools_load(fsc_rundb_t *db, rep_t *r);

@@ -243,7 +243,7 @@ struct fsc_request_stream {
      * window's history entries and first time, and the blocks whose size
      * it guessed, with the ends the rules allow (whatif_seed.c). */
     int have_rebuild;
-    uint64_t window_entries, window_first_time_us;
+    uint64_t window_entries, window_first_time_us, window_first_event;
     struct fsc__wguess *guesses;
     size_t nguesses;
     uint64_t guessed_total, settled;
@@ -349,6 +349,11 @@ int fsc__wseed_record(fsc_request_stream_t *rs, const char *text, size_t len);
 /* Settle the guessed blocks' ends from the window's best-fit choices
  * (whatif_seed.c), once the stream is complete. */
 int fsc__wseed_refine(fsc_request_stream_t *rs, fsc_err_t *err);
+/* Guess k: settled by the refinement; its block's address. */
+int fsc__wseed_is_settled(const fsc_request_stream_t *rs, size_t k);
+uint64_t fsc__wseed_guess_addr(const fsc_request_stream_t *rs, size_t k);
+/* Σ over the still guessed blocks of how far their ends may move. */
+uint64_t fsc__wseed_uncertain(const fsc_request_stream_t *rs);
 
 /* Threads for `jobs` replays: `requested` (0 = online cores), at most jobs. */
 int fsc__whatif_threads(int requested, size_t jobs);

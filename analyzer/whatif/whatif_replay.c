@@ -570,7 +570,7 @@ int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *o
     out->peak_allocated_got = out->replay.peak_allocated;
     out->oom_expected = rs->info.recorded_ooms > 0;
     out->oom_got = out->replay.oom;
-    out->match = out->first_divergence < 0 &&
+    out->match = out->first_divergence < 0 && out->alloc_addr_matches == out->allocs_compared &&
                  out->peak_reserved_expected == out->peak_reserved_got &&
                  out->peak_allocated_expected == out->peak_allocated_got &&
                  out->oom_expected == out->oom_got;

@@ -170,3 +170,22 @@ int fsc__wseed_refine(fsc_request_stream_t *rs, fsc_err_t *err)
         rs->settled += rs->guesses[k].settled;
     return 0;
 }
+
+int fsc__wseed_is_settled(const fsc_request_stream_t *rs, size_t k)
+{
+    return rs->guesses[k].settled;
+}
+
+uint64_t fsc__wseed_guess_addr(const fsc_request_stream_t *rs, size_t k)
+{
+    return rs->guesses[k].addr;
+}
+
+uint64_t fsc__wseed_uncertain(const fsc_request_stream_t *rs)
+{
+    uint64_t n = 0;
+    for (size_t k = 0; k < rs->nguesses; k++)
+        if (!rs->guesses[k].settled)
+            n += rs->guesses[k].max_end - rs->guesses[k].split_end;
+    return n;
+}

@@ -488,6 +488,7 @@ int fsc__wstream_end_seed(fsc_request_stream_t *rs, fsc_err_t *err)
     if (!rs->seeding)
         return 0;
     rs->seeding = 0;
+    rs->window_first_event = rs->info.events;
     for (size_t i = 0; i < rs->nseed_pending; i++) {
         int rc = add_free(rs, &rs->seed_pending[i]);
         if (rc != 0)
@@ -607,7 +608,24 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
     out->flags = rs->flags;
     out->ends_at_oom = rs->ends_at_oom;
     out->truncated = rs->truncated || (rs->flags & FSC_TRACE_F_RING) != 0;
-    out->run_complete = !out->ends_at_oom && !out->truncated;
+    out->window = (rs->flags & FSC_TRACE_F_RECONSTRUCTED) != 0;
+    out->run_complete = !out->ends_at_oom && !out->truncated && !out->window;
+    out->window_entries = rs->window_entries;
+    out->window_first_time_us = rs->window_first_time_us;
+    out->window_first_event = rs->window_first_event;
+    out->start_reserved = rs->seed_reserved;
+    out->start_allocated = rs->seed_allocated;
+    out->start_blocks = rs->nseed_blocks;
+    out->start_segments = 0;
+    for (size_t i = 0; i < rs->nseeds; i++)
+        out->start_segments += rs->seeds[i].kind != FSC__WSEED_BLOCK;
+    out->start_guessed = rs->have_rebuild ? rs->guessed_total : 0;
+    out->start_settled = rs->settled;
+    out->n_guessed_listed = 0;
+    out->start_uncertain_bytes = fsc__wseed_uncertain(rs);
+    for (size_t k = 0; k < rs->nguesses && out->n_guessed_listed < FSC_IMPORT_GUESSED_MAX; k++)
+        if (!fsc__wseed_is_settled(rs, k))
+            out->guessed_blocks[out->n_guessed_listed++] = fsc__wseed_guess_addr(rs, k);
     fsc_alloc_config_t cfg;
     double gc = fsc_alloc_config_parse(rs->config, &cfg, NULL) == 0
                     ? cfg.garbage_collection_threshold
@@ -662,7 +680,8 @@ int fsc__wop_release_is_program(const fsc__wop_t *op, uint64_t recorded_cap, dou
 
 int fsc__wstream_run_complete(const fsc_request_stream_t *rs)
 {
-    return !rs->ends_at_oom && !rs->truncated && (rs->flags & FSC_TRACE_F_RING) == 0;
+    return !rs->ends_at_oom && !rs->truncated &&
+           (rs->flags & (FSC_TRACE_F_RING | FSC_TRACE_F_RECONSTRUCTED)) == 0;
 }
 
 uint64_t fsc__whatif_device_total(const fsc_request_stream_t *rs, uint64_t capacity)

@@ -225,9 +225,13 @@ static void fmt_set(const uint64_t *v, size_t n, char (*out)[32])
             snprintf(out[i], sizeof out[i], "%.0f MiB", (double)v[i] / (double)FSC_MiB);
 }
 
-static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, char *buf,
-                     size_t cap)
+static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, int window,
+                     char *buf, size_t cap)
 {
+    /* A window of the run (a ring snapshot) is replayed from the state it
+     * began in; what came before it was not recorded. */
+    const char *before = window ? "everything in the recorded window before it"
+                                : "everything recorded before it";
     const char *bname = base->config[0] ? base->config : "defaults";
     uint64_t v[NOTE_VALS] = {capacity, c->needed, base->needed};
     char s[NOTE_VALS][32], p[2][32], mg[32];
@@ -244,18 +248,19 @@ static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, cha
         else if (c->at_cap.has_margin)
             w += (size_t)snprintf(buf + w, cap - w,
                                   "serves the request that failed at %s, with %s left under "
-                                  "the cap, and everything recorded before it; the rest of the "
-                                  "run was not recorded; ",
-                                  s[0], fsc_size_format(c->at_cap.margin, mg, sizeof mg));
+                                  "the cap, and %s; the rest of the run was not recorded; ",
+                                  s[0], fsc_size_format(c->at_cap.margin, mg, sizeof mg),
+                                  before);
         else
             w += (size_t)snprintf(buf + w, cap - w,
-                                  "serves the request that failed at %s and everything "
-                                  "recorded before it; the rest of the run was not recorded; ",
-                                  s[0]);
+                                  "serves the request that failed at %s and %s; the rest of "
+                                  "the run was not recorded; ",
+                                  s[0], before);
     }
     if (w >= cap)
         return;
-    const char *what = complete ? "needs" : "the recorded part needs";
+    const char *what = complete ? "needs" : window ? "the recorded window needs"
+                                                   : "the recorded part needs";
     if (c->needed != 0 && base->needed != 0)
         w += (size_t)snprintf(buf + w, cap - w, "%s %s instead of %s (%s)", what, s[1], s[2],
                               bname);
@@ -346,7 +351,8 @@ int fsc_whatif_suggest_opts(const fsc_request_stream_t *rs, const fsc_whatif_opt
         g->run_complete = c[i].at_cap.run_complete;
         g->has_margin = c[i].at_cap.has_margin;
         g->margin = c[i].at_cap.margin;
-        note_for(&c[i], &c[0], capacity, g->note, sizeof g->note);
+        note_for(&c[i], &c[0], capacity, (rs->flags & FSC_TRACE_F_RECONSTRUCTED) != 0, g->note,
+                 sizeof g->note);
     }
     free(c);
     qsort(s, k, sizeof *s, cmp_sugg);

@@ -22,6 +22,10 @@ Scenarios (each a habit of real training code):
   pinned           pinned host memory recorded (record_pinned_host_memory) if this PyTorch can
   external         raw cudaMalloc behind the allocator's back until --leave-gib is left, then GPT-2
   rank             one pipeline "stage": GPT-2 with --layers layers, RANK from the environment
+  fsdp2            GPT-2 with every block and the model wrapped by FSDP2's fully_shard, in a
+                   one-process NCCL group (all-gathers and reduce-scatters on their own streams)
+--max-entries sets _record_memory_history's ring (PyTorch's default is 100000): a run
+that makes more entries than that leaves a snapshot that starts mid-run.
 Settings come from PYTORCH_CUDA_ALLOC_CONF; --cap-gib sets set_per_process_memory_fraction.
 """
 import argparse
@@ -299,6 +303,33 @@ def scenario_compile_ro():
             del x, y
     info["result"] = z
     torch.cuda.synchronize()
+
+
+def scenario_fsdp2():
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=dev)
+    try:
+        torch.manual_seed(args.seed)
+        model, cfg = gpt2_model(args.layers, args.width)
+        for block in model.transformer.h:
+            fully_shard(block)
+        fully_shard(model)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        info["lens"] = lens = lengths(args.steps or 8)
+        for step, n in enumerate(lens):
+            info["step"] = step
+            ids = torch.randint(0, cfg.vocab_size, (args.batch, n), device=dev)
+            loss = model(ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            del loss, ids
+        torch.cuda.synchronize()
+    finally:
+        dist.destroy_process_group()
 
 
 def scenario_pinned():

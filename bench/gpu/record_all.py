@@ -15,6 +15,11 @@ one GPU, into OUTDIR:
   mempool_opts  MemPool's own settings: use_on_oom under a 0.5 GiB cap (to an
            OOM), no_split (where this PyTorch has it), and mempool_live under
            expandable_segments:True; under a minute
+  ring     snapshots whose history ring wrapped, as most users' do: GPT-2 for 48
+           steps under PyTorch's default max_entries (100000), and small rings
+           under expandable_segments:True, with empty_cache(), with CUDA graphs
+           (make_graphed_callables and torch.compile reduce-overhead), a live
+           MemPool, a side stream and FSDP2; a few minutes
 
   python3 bench/gpu/record_all.py OUTDIR [habits] [caps] [external] [mempool_opts]
 Prints one JSON line per run and writes OUTDIR/summary.json.
@@ -124,6 +129,24 @@ if "mempool_opts" in what:
                      job("mempool_nosplit", "mempool_nosplit", timeout=120),
                      job("mempool_live_exp", "mempool_live", conf="expandable_segments:True",
                          timeout=120)], 3)
+
+if "ring" in what:
+    results += pool([
+        job("ring_default_48steps", "gpt2", GPT2 + ["--steps", "48", "--max-entries", "100000"],
+            timeout=500),
+        job("ring_exp", "gpt2", GPT2 + ["--steps", "12", "--max-entries", "15000"],
+            conf="expandable_segments:True"),
+        job("ring_emptycache", "gpt2_emptycache", ["--steps", "12", "--max-entries", "9000"]),
+        job("ring_emptycache_exp", "gpt2_emptycache", ["--steps", "12", "--max-entries", "9000"],
+            conf="expandable_segments:True"),
+        job("ring_graphed", "graphed", ["--steps", "40", "--max-entries", "400"]),
+        job("ring_compile_ro", "compile_ro", ["--steps", "24", "--max-entries", "300"], timeout=400),
+        job("ring_mempool_live", "mempool_live", ["--max-entries", "150"]),
+        job("ring_side_stream", "side_stream", ["--steps", "24", "--max-entries", "500"]),
+        job("ring_fsdp2", "fsdp2", ["--layers", "6", "--width", "768", "--batch", "4",
+                                    "--min-len", "128", "--max-len", "1024", "--steps", "12",
+                                    "--max-entries", "8000"]),
+    ], 9)
 
 if "external" in what:
     results += pool([job("external_oom", "external", GPT2 + ["--leave-gib", "5"])], 1)

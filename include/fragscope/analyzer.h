@@ -186,6 +186,8 @@ typedef struct fsc_analyze_opts {
                                      not record it (PyTorch snapshots): makes the
                                      memory outside the allocator exact; 0 = the
                                      input's */
+    uint64_t skip_entries;        /* snapshots: leave out the first N history
+                                     entries, as a ring would have (fragscope/source.h) */
 } fsc_analyze_opts_t;
 
 struct fsc_source_info;

@@ -147,6 +147,31 @@ typedef struct fsc_request_stream_info {
     /* Pools seen handing out whole blocks the split rule would split
      * (MemPool(no_split=True)): replayed that way. */
     uint64_t no_split_pools;
+    /* A recording that began mid-run (header FSC_TRACE_F_RECONSTRUCTED: a
+     * snapshot whose history ring had wrapped, as PyTorch's
+     * _record_memory_history(max_entries=...) keeps only the last
+     * entries). Every figure covers the recorded window, replayed from the
+     * state it began in, rebuilt (docs/whatif.md, "A window of the run"):
+     * window_entries history entries (0 = unknown), the first at
+     * window_first_time_us (µs since the epoch, 0 = unknown), the first
+     * request at window_first_event among the events fed. start_*: that
+     * state: segments (expandable ones: mapped ranges), live blocks, the
+     * bytes they reserve and hold; the run reserved at least
+     * start_reserved before the window, and its earlier peaks are unknown.
+     * start_guessed: blocks of that state whose size the window does not
+     * prove; start_settled: those the window's best-fit choices fixed
+     * (whatif_seed.c); guessed_blocks: the first FSC_IMPORT_GUESSED_MAX
+     * still guessed (n_guessed_listed of them). */
+    int window;
+    uint64_t window_entries, window_first_time_us, window_first_event;
+    uint64_t start_segments, start_blocks, start_reserved, start_allocated;
+    uint64_t start_guessed, start_settled;
+    /* The most the still guessed blocks' sizes may be off, in all (each
+     * by what the rules let PyTorch leave unsplit): allocated bytes of the
+     * window, its peak among them, are known to within this. */
+    uint64_t start_uncertain_bytes;
+    uint64_t guessed_blocks[FSC_IMPORT_GUESSED_MAX];
+    size_t n_guessed_listed;
 } fsc_request_stream_info_t;
 
 int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_info_t *out);
