@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "fragscope/analyzer.h"
+#include "fragscope/pytorch.h"
 
 typedef struct fsc__analyze_job {
     const char *in_path, *out_path;
@@ -36,5 +37,9 @@ int fsc__analyze_add_suggestions(void *ud, const char *tmp_db,
  * status. */
 int fsc__analyze_many(const char *const *inputs, size_t n, const char *out,
                       const fsc_analyze_opts_t *o, const fsc__analyze_job_t *tmpl, int workers);
+
+/* A snapshot whose history starts mid-run (a ring): one line saying that
+ * the figures cover the window (nothing for a complete one). */
+void fsc__analyze_window_note(const char *prefix, const fsc_import_stats_t *st);
 
 #endif

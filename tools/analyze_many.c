@@ -150,6 +150,20 @@ static void *worker(void *ud)
     return NULL;
 }
 
+void fsc__analyze_window_note(const char *prefix, const fsc_import_stats_t *st)
+{
+    if (!st->reconstructed || st->segments_only)
+        return;
+    char r[32];
+    printf("%swindow: the snapshot's history starts mid-run (PyTorch kept the last %llu "
+           "entries):\n%s  the peaks are the window's; the run reserved at least %s before it",
+           prefix, (unsigned long long)st->entries, prefix,
+           fsc_size_format(st->reconstructed_reserved, r, sizeof r));
+    if (st->reconstructed_guessed)
+        printf("; %llu block sizes guessed", (unsigned long long)st->reconstructed_guessed);
+    printf(" (fragscope report)\n");
+}
+
 static void print_part(const char *out, const input_t *in, const part_t *pt)
 {
     char b[2][32], dev[32] = "";
@@ -167,6 +181,8 @@ static void print_part(const char *out, const input_t *in, const part_t *pt)
            (unsigned long long)s->num_ooms, s->num_ooms == 1 ? "" : "s",
            s->num_ooms ? " (first: " : "", s->num_ooms ? fsc_oom_cause_name(s->first_oom_cause) : "",
            s->num_ooms ? ")" : "");
+    if (pt->info.kind == FSC_SOURCE_SNAPSHOT)
+        fsc__analyze_window_note("  ", &pt->info.import);
     if (s->warnings > 0)
         printf("%s%s: %llu events contradicted the replay and were skipped (see table "
                "warnings)\n", in->path, dev, (unsigned long long)s->warnings);

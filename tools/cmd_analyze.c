@@ -265,6 +265,8 @@ static int analyze(int argc, char **argv, const char **inputs)
            sum.num_ooms ? " (first: " : "",
            sum.num_ooms ? fsc_oom_cause_name(sum.first_oom_cause) : "",
            sum.num_ooms ? ")" : "");
+    if (info.kind == FSC_SOURCE_SNAPSHOT)
+        fsc__analyze_window_note("", &info.import);
     if (sum.warnings > 0)
         printf("%llu events contradicted the replay and were skipped (see table warnings)\n",
                (unsigned long long)sum.warnings);

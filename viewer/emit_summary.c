@@ -202,6 +202,17 @@ static void facts(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps
                      fsc__model_meta_i(m, "integrity.bytes_lost", 0));
         kv_row(sb, "trace", line, 0);
     }
+    if (fsc__model_meta(m, "window.first_seq") != NULL) {
+        /* a ring snapshot: its figures are the window's (docs/whatif.md) */
+        fsc_size_format((uint64_t)fsc__model_meta_i(m, "window.start_reserved", 0), a, sizeof a);
+        char wl[320];
+        snprintf(wl, sizeof wl,
+                 "began mid-run (the history ring had wrapped): every figure covers the "
+                 "recorded window from event %" PRId64 "; the run reserved at least %s before "
+                 "it, and its earlier peaks are unknown",
+                 fsc__model_meta_i(m, "window.first_seq", 0), a);
+        kv_row(sb, "window", wl, 0);
+    }
     int64_t warnings = fsc__model_meta_i(m, "warnings", 0);
     if (warnings > 0) {
         snprintf(line, sizeof line, "%" PRId64 " events contradicted the replay and were skipped", warnings);
