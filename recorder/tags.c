@@ -177,3 +177,8 @@ void fsc_tag_pop(void)
     t_depth--;
     fsc__t_tag = t_depth > 0 ? t_stack[t_depth - 1] : 0;
 }
+
+uint32_t fsc_tag_current(void)
+{
+    return fsc__t_tag;
+}

@@ -204,6 +204,22 @@ int fsc_recorder_write(fsc_recorder_t *r, const fsc_event_t *ev)
     return rc != 0 ? rc : fsc__recorder_first_error(r);
 }
 
+int fsc_recorder_write_thread_tag(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t node)
+{
+    if (r == NULL || ev == NULL)
+        return FSC_EINVAL;
+    if (!valid_type(ev->type))
+        return fsc__recorder_record_error(r, FSC_EINVAL, "%s: event type %u is not valid",
+                                          r->path, ev->type);
+    if (ev->text_len > FSC__MAX_STRING_BYTES || (ev->text_len > 0 && ev->text == NULL))
+        return fsc__recorder_record_error(r, FSC_EINVAL, "%s: marker text of %u bytes",
+                                          r->path, ev->text_len);
+    int rc = record(r, ev, 0, ev->time_ns, ev->thread, node, 0);
+    if (rc == FSC_ESTATE)
+        return fsc__recorder_record_error(r, FSC_ESTATE, "%s: recorder is closed", r->path);
+    return rc != 0 ? rc : fsc__recorder_first_error(r);
+}
+
 /* ---- flush, background thread, close ------------------------------------ */
 
 int fsc_recorder_flush(fsc_recorder_t *r)

@@ -126,6 +126,12 @@ void fsc_recorder_sink(void *ud, const fsc_event_t *ev);
  * marker text over FSC_TRACE_MAX_TEXT; FSC_ESTATE after close. */
 int fsc_recorder_write(fsc_recorder_t *r, const fsc_event_t *ev);
 
+/* The same for an event another thread caused, written by a thread of the
+ * producer's own (the native recorder, fragscope/native.h): its tag is
+ * `node`, that thread's fsc_tag_current() when it caused the event, mapped
+ * into the trace as the sink maps the calling thread's. */
+int fsc_recorder_write_thread_tag(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t node);
+
 /* Tag nodes for producers that build their own tree (the importer): returns
  * the node id for (parent, name), interning it. Root is 0. The ids are the
  * trace's own (1, 2, ... in order of creation), so events written with them
@@ -146,6 +152,10 @@ int fsc_recorder_tag_node(fsc_recorder_t *r, uint32_t parent, const char *name,
  * recorded; a pop with an empty stack does nothing. */
 void fsc_tag_push(const char *name);
 void fsc_tag_pop(void);
+/* The calling thread's current tag node in the process-wide tree (0: no
+ * tag), for events recorded on another thread
+ * (fsc_recorder_write_thread_tag). One thread-local read. */
+uint32_t fsc_tag_current(void);
 /* Write a MARKER event ("step 12") into every open recorder. */
 void fsc_mark(const char *text);
 

@@ -490,3 +490,41 @@ int fsc__pm_place(fsc__pmodel_t *m, fsc__pseg_t *seg, uint64_t addr, uint64_t si
         return rc;
     return take(m, b, requested, tag);
 }
+
+int fsc__pm_oom(fsc__pmodel_t *m, uint64_t rounded, uint64_t stream, uint64_t device_free,
+                uint64_t capacity, uint64_t device_total, uint32_t tag)
+{
+    fsc_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    /* PyTorch writes the OOM entry's size after round_size: it is the block
+     * size asked for, and the caller's own figure is not kept. Rounding it
+     * again would change it under roundup_power2_divisions. */
+    ev.type = FSC_EV_OOM;
+    ev.time_ns = m->time_ns;
+    ev.size = rounded;
+    ev.requested = rounded;
+    ev.stream = stream;
+    ev.pool = (uint8_t)fsc_alloc_pool_of(rounded);
+    ev.tag = tag;
+    ev.oom.allocated = m->allocated;
+    ev.oom.reserved = m->reserved;
+    ev.oom.capacity = capacity;
+    ev.oom.device_free = device_free;
+    ev.oom.device_total = device_total;
+    ev.oom.segment_size = fsc_alloc_segment_size(rounded);
+    return m->emit ? m->emit(m->emit_ud, &ev) : 0;
+}
+
+int fsc__pm_expandable_base(fsc__pmodel_t *m, uint64_t addr, uint64_t *base)
+{
+    fsc__pseg_t *s = fsc__pm_segment_at(m, addr);
+    if (s == NULL) {
+        for (fsc__pseg_t *x = m->segs; x != NULL; x = x->hh.next)
+            if (x->expandable && x->end == addr)
+                s = x;
+    }
+    if (s == NULL || !s->expandable)
+        return 0;
+    *base = s->base;
+    return 1;
+}

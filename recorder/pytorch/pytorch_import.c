@@ -144,14 +144,9 @@ static uint64_t expandable_base(fsc__imp_t *im, uint64_t addr, uint64_t stream)
     const fsc__xgroup_t *g = fsc__imp_xgroup(im, addr, stream);
     if (g != NULL)
         return g->lo;
-    fsc__pseg_t *s = fsc__pm_segment_at(&im->m, addr);
-    if (s == NULL) {
-        for (fsc__pseg_t *x = im->m.segs; x != NULL; x = x->hh.next)
-            if (x->expandable && x->end == addr)
-                s = x;
-    }
-    if (s != NULL && s->expandable)
-        return s->base;
+    uint64_t base;
+    if (fsc__pm_expandable_base(&im->m, addr, &base))
+        return base;
     const fsc__final_seg_t *f = fsc__imp_final_at(im->finals, im->n_finals, addr, 0);
     if (f != NULL && f->expandable && fsc__pm_segment(&im->m, f->base) != NULL)
         return f->base;
@@ -195,31 +190,13 @@ static int replay_entry(fsc__imp_t *im, const fsc__entry_t *e, uint32_t tag)
         return fsc__pm_map(m, base, e->addr, e->size, e->stream, pool);
     }
     case FSC__ACT_SEGMENT_UNMAP: return fsc__pm_unmap(m, e->addr, e->size);
-    case FSC__ACT_OOM: {
-        fsc_event_t ev;
-        memset(&ev, 0, sizeof ev);
-        /* PyTorch writes the OOM entry's size after round_size: it is the
-         * block size asked for, and the caller's own figure is not kept.
-         * Rounding it again would change it under roundup_power2_divisions. */
-        uint64_t rounded = e->size;
-        ev.type = FSC_EV_OOM;
-        ev.time_ns = m->time_ns;
-        ev.size = rounded;
-        ev.requested = rounded;
-        ev.stream = e->stream;
-        ev.pool = (uint8_t)fsc_alloc_pool_of(rounded);
-        ev.tag = tag;
-        ev.oom.allocated = m->allocated;
-        ev.oom.reserved = m->reserved;
-        ev.oom.capacity = 0;
+    case FSC__ACT_OOM:
         /* Older snapshots put device_free in 'addr'. */
-        ev.oom.device_free = e->has_device_free ? e->device_free
-                             : e->has_addr      ? e->addr
-                                                : UINT64_MAX;
-        ev.oom.device_total = 0;
-        ev.oom.segment_size = fsc_alloc_segment_size(rounded);
-        return fsc__imp_on_event(im, &ev);
-    }
+        return fsc__pm_oom(m, e->size, e->stream,
+                           e->has_device_free ? e->device_free
+                           : e->has_addr      ? e->addr
+                                              : UINT64_MAX,
+                           0, 0, tag);
     case FSC__ACT_EMPTY_CACHE: {
         fsc_event_t ev;
         memset(&ev, 0, sizeof ev);

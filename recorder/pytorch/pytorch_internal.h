@@ -125,6 +125,16 @@ int fsc__pm_free_requested(fsc__pmodel_t *m, uint64_t addr, uint32_t tag);
 /* Completes the free (emitting FREE_REQUESTED first when it was not) and
  * merges with free neighbours. */
 int fsc__pm_free_completed(fsc__pmodel_t *m, uint64_t addr, uint32_t tag);
+/* Base of the expandable segment a mapping at addr belongs to, as far as
+ * the model knows: the segment whose mapped span holds addr or ends at it
+ * (1 and *base), else 0 (the first mapping of a segment is at its base). */
+int fsc__pm_expandable_base(fsc__pmodel_t *m, uint64_t addr, uint64_t *base);
+/* A failed request (PyTorch's "oom" entry: `rounded` is its size after
+ * round_size): an OOM event with the model's allocated and reserved bytes,
+ * the segment the miss needed, and what is known of the device (capacity
+ * and device_total 0, device_free UINT64_MAX: unknown). */
+int fsc__pm_oom(fsc__pmodel_t *m, uint64_t rounded, uint64_t stream, uint64_t device_free,
+                uint64_t capacity, uint64_t device_total, uint32_t tag);
 /* Rebuilding a starting state: make [addr, addr+size) an allocated block of
  * the segment by splitting the free block that holds it (blocks must be
  * placed in increasing address order per segment). */

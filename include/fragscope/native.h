@@ -1,0 +1,164 @@
+/*
+ * fragscope/native.h — recording PyTorch's own caching allocator, as it
+ * runs, through its trace hook.
+ *
+ * PyTorch hands every allocator trace entry to the callbacks registered
+ * with c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker, even
+ * with _record_memory_history off, on the allocating thread and under the
+ * device's allocator lock. fragscope_torch's small C++ extension registers
+ * one that copies each entry into an fsc_native_entry_t and calls
+ * fsc_native_push: one copy into a buffer of the device's, nothing else on
+ * the allocating thread. A thread of the recorder's own turns the entries
+ * into fragscope events through the same block model that imports
+ * snapshots (docs/pytorch.md, "The block-model replay"): PyTorch's entries
+ * carry requested sizes and addresses, fragscope's events block sizes,
+ * splits and merges. Each device gets a trace of its own (one allocator
+ * each), written with background compression as any trace is.
+ *
+ * Nothing here calls into PyTorch, so the conversion is tested on
+ * synthetic entries without it (tests/test_native.c). docs/native.md
+ * describes the whole recorder.
+ */
+#ifndef FRAGSCOPE_NATIVE_H
+#define FRAGSCOPE_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fragscope/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PyTorch's TraceEntry::Action values (c10/cuda/CUDACachingAllocator.h),
+ * which the tracker copies as they are. */
+enum {
+    FSC_NATIVE_ALLOC = 0,
+    FSC_NATIVE_FREE_REQUESTED = 1,
+    FSC_NATIVE_FREE_COMPLETED = 2,
+    FSC_NATIVE_SEGMENT_ALLOC = 3,
+    FSC_NATIVE_SEGMENT_FREE = 4,
+    FSC_NATIVE_SEGMENT_MAP = 5,
+    FSC_NATIVE_SEGMENT_UNMAP = 6,
+    FSC_NATIVE_SNAPSHOT = 7,
+    FSC_NATIVE_OOM = 8,
+    FSC_NATIVE_USER_DEFINED = 9
+};
+
+/* One trace entry (48 bytes). */
+typedef struct fsc_native_entry {
+    uint8_t action;   /* FSC_NATIVE_* */
+    uint8_t reserved0;
+    uint16_t device;  /* CUDA device index */
+    uint32_t tag;     /* fsc_tag_current() of the allocating thread; with a
+                         compile context, that name pushed on it, so that
+                         the event says which compiled region made it */
+    uint64_t addr;    /* OOM: the device's free bytes (PyTorch's device_free) */
+    uint64_t size;    /* alloc, free: the request; segment: its bytes; OOM:
+                         the rounded request */
+    uint64_t stream;
+    uint64_t time;    /* the producer's clock (fsc_native_opts_t.clock_*) */
+    uint64_t pool_id; /* the entry's mempool (a, b) as a << 32 | b; 0 default */
+} fsc_native_entry_t;
+
+/* A segment, or an expandable segment's mapped range, that exists when a
+ * device's recording begins, with its blocks (the allocator's own
+ * snapshot: c10::cuda::CUDACachingAllocator::snapshot()). */
+typedef struct fsc_native_block {
+    uint64_t addr, size, requested;
+    uint8_t allocated; /* 1 live; 0 free */
+    uint8_t pending;   /* freed, the free waiting on other streams (active) */
+} fsc_native_block_t;
+
+typedef struct fsc_native_segment {
+    uint64_t addr, size, stream, pool_id;
+    uint8_t large;      /* the large pool's (else the small one's) */
+    uint8_t expandable; /* a mapped range of an expandable segment */
+    const fsc_native_block_t *blocks; /* in address order, covering it */
+    size_t nblocks;
+} fsc_native_segment_t;
+
+/* What is known of a device when its recording begins. */
+typedef struct fsc_native_device {
+    int device;
+    const char *name;     /* "NVIDIA H100 80GB HBM3" (may be NULL) */
+    uint64_t total;       /* the device's memory (cudaMemGetInfo) */
+    uint64_t free;        /* its free bytes then */
+    uint64_t capacity;    /* what PyTorch may reserve on it: the per-process
+                             memory fraction x total; 0 = no cap set */
+    const char *config;   /* the allocator settings in force, in
+                             PYTORCH_CUDA_ALLOC_CONF form ("" = defaults) */
+    const fsc_native_segment_t *segments; /* the state it is in */
+    size_t nsegments;
+} fsc_native_device_t;
+
+typedef struct fsc_native_opts {
+    /* Where device traces go: the first device that records writes `path`,
+     * any other device D the same with ".devD" before a final ".fstrace"
+     * (or appended). Expanded as FRAGSCOPE_TRACE is
+     * (fsc_trace_path_expand: %p, %r, a rank suffix). */
+    const char *path;
+    uint64_t ring_events;  /* > 0: keep only the last N events of each device */
+    int devices;           /* how many devices entries may name (1..64) */
+    const char *producer;  /* the traces' producer, e.g. "fragscope 0.1.0 native
+                              (torch 2.11.0)" */
+    /* entry.time to ns since the Unix epoch: ns = origin_ns + (time -
+     * origin_tick) * ns_per_tick */
+    uint64_t clock_origin_tick, clock_origin_ns;
+    double clock_ns_per_tick; /* 0 = time is ns since the epoch already */
+    uint32_t flush_interval_ms; /* entries reach the trace's buffers at least
+                                   this often; 0 = 20 ms */
+} fsc_native_opts_t;
+
+typedef struct fsc_native fsc_native_t;
+
+/* Start the recorder's thread; no file is created before a device begins.
+ * FSC_EINVAL for bad options. */
+int fsc_native_open(const fsc_native_opts_t *opts, fsc_native_t **out, fsc_err_t *err);
+
+/* Open the device's trace (header: producer, config, backend
+ * "cuda:D NAME", capacity, device total) with the state it is in first
+ * (segments and blocks at their addresses, then the marker
+ * FSC_TRACE_HISTORY_MARKER; the header then carries
+ * FSC_TRACE_F_RECONSTRUCTED) and a DEVICE_MEMORY sample of its free bytes.
+ * Call before the device's first entry is pushed. */
+int fsc_native_begin_device(fsc_native_t *n, const fsc_native_device_t *d, fsc_err_t *err);
+
+/* The hot path: copy e into its device's buffer. Called under the
+ * device's allocator lock, so one thread at a time per device; takes no
+ * lock, calls nothing but (rarely, every 1 024 entries) malloc. An entry
+ * of a device that has not begun, or out of range, is counted as dropped. */
+void fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e);
+
+/* Convert every entry pushed so far and write the traces' buffers to
+ * their files (write(2), no fsync). From any thread; the first error. */
+int fsc_native_flush(fsc_native_t *n);
+
+/* The path of device d's trace (NULL when it has not begun). */
+const char *fsc_native_trace_path(const fsc_native_t *n, int device);
+
+typedef struct fsc_native_stats {
+    uint64_t entries;      /* converted */
+    uint64_t events;       /* written */
+    uint64_t dropped;      /* pushed for a device that had not begun */
+    uint64_t contradicted; /* entries the block model could not place (kept
+                              out of the trace; the first is in message) */
+    char message[FSC_ERR_MSG_MAX];
+} fsc_native_stats_t;
+
+void fsc_native_get_stats(fsc_native_t *n, fsc_native_stats_t *out);
+
+/* Flush, stop the thread, close every trace (end record); the first error.
+ * NULL ok. Entries pushed after this starts are dropped, and the memory
+ * they would be copied into stays: PyTorch has no way to detach a tracker,
+ * so it may still call in until the process ends. */
+int fsc_native_close(fsc_native_t *n);
+/* Close, then free everything: only when nothing will push again (a
+ * program that owns the producer; tests). NULL ok. */
+void fsc_native_destroy(fsc_native_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAGSCOPE_NATIVE_H */

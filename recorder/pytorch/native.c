@@ -1,0 +1,571 @@
+/*
+ * native.c — the native recorder (fragscope/native.h): PyTorch's own
+ * allocator's trace entries, copied on the allocating thread into a
+ * buffer per device, turned into fragscope events on a thread of ours.
+ *
+ * The hot path is fsc_native_push, called by the tracker under the
+ * device's allocator lock: one producer at a time per device. Each device
+ * has a chain of fixed blocks of entries; the producer appends and
+ * publishes the count with a release store, links a new block when one
+ * fills; the recorder's thread reads up to the published count with an
+ * acquire load and frees a block it has read to the end once the next is
+ * linked. No lock, no system call, malloc once per FSC__NB_ENTRIES
+ * entries.
+ *
+ * The thread replays the entries through the importer's block model
+ * (pytorch_blocks.c), the same code a snapshot goes through, and writes
+ * the events with their thread's tag node (fsc_recorder_write_thread_tag)
+ * into the device's trace. It runs every flush_interval_ms, at once after
+ * an OOM entry, and on fsc_native_flush (the OOM observer's).
+ */
+#include "fragscope/native.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fragscope/allocator.h"
+#include "fragscope/recorder.h"
+#include "fsc/thread.h"
+#include "pytorch_internal.h"
+
+#define FSC__NB_ENTRIES 1024u
+#define FSC__NATIVE_MAX_DEVICES 64
+
+typedef struct nblock {
+    struct nblock *next;       /* published by the producer (release) */
+    uint32_t count;            /* published by the producer (release) */
+    fsc_native_entry_t e[FSC__NB_ENTRIES];
+} nblock_t;
+
+typedef struct fsc_native fsc_native_t;
+
+typedef struct ndev {
+    fsc_native_t *n;
+    /* producer's */
+    nblock_t *tail;
+    uint32_t wpos;
+    /* shared */
+    int begun; /* release once the trace and the model are ready */
+    /* the recorder thread's (under n->mu) */
+    nblock_t *head;
+    uint32_t rd;
+    fsc_recorder_t *rec;
+    fsc__pmodel_t m;
+    fsc_alloc_config_t cfg;
+    fsc_err_t merr;
+    uint64_t capacity, total, origin_ns, last_ns;
+    char path[4096];
+} ndev_t;
+
+struct fsc_native {
+    fsc_native_opts_t o;
+    char *path_tmpl, *producer;
+    int ndev;
+    ndev_t *dev;
+    int any_begun;
+    pthread_mutex_t mu; /* the conversion: the thread, flush, close */
+    pthread_cond_t cv;
+    pthread_t thread;
+    int has_thread, stop, closed, wake;
+    uint64_t entries, events, dropped, contradicted;
+    char message[FSC_ERR_MSG_MAX];
+    fsc_err_t err; /* first error of writing */
+};
+
+static uint64_t now_unix_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t entry_ns(const fsc_native_t *n, uint64_t t)
+{
+    if (n->o.clock_ns_per_tick <= 0.0)
+        return t;
+    double d = ((double)t - (double)n->o.clock_origin_tick) * n->o.clock_ns_per_tick;
+    double ns = (double)n->o.clock_origin_ns + d;
+    return ns > 0 ? (uint64_t)ns : 0;
+}
+
+/* ---- the block model's events into the trace ------------------------------ */
+
+static int on_event(void *ud, const fsc_event_t *ev)
+{
+    ndev_t *d = ud;
+    d->n->events += ev->type != FSC_EV_DEVICE_MEMORY && ev->type != FSC_EV_MARKER;
+    /* the model stamps tags of the entries' threads: process tag nodes */
+    return fsc_recorder_write_thread_tag(d->rec, ev, ev->tag);
+}
+
+static void contradiction(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e)
+{
+    static const char *const names[] = {"alloc", "free_requested", "free_completed",
+                                        "segment_alloc", "segment_free", "segment_map",
+                                        "segment_unmap", "snapshot", "oom", "user_defined"};
+    if (n->contradicted++ == 0)
+        snprintf(n->message, sizeof n->message, "%.200s: %s at 0x%llx, %llu bytes: %.200s", d->path,
+                 e->action < 10 ? names[e->action] : "entry", (unsigned long long)e->addr,
+                 (unsigned long long)e->size, d->merr.msg);
+}
+
+static int marker(ndev_t *d, const char *text, uint32_t tag)
+{
+    fsc_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = FSC_EV_MARKER;
+    ev.time_ns = d->m.time_ns;
+    ev.text = text;
+    ev.text_len = (uint32_t)strlen(text);
+    ev.tag = tag;
+    return on_event(d, &ev);
+}
+
+/* One entry, replayed through the block model. */
+static void apply(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e)
+{
+    fsc__pmodel_t *m = &d->m;
+    uint64_t ns = entry_ns(n, e->time);
+    uint64_t t = ns > d->origin_ns ? ns - d->origin_ns : 0;
+    if (t < d->last_ns)
+        t = d->last_ns; /* events of a trace never go back in time */
+    d->last_ns = t;
+    m->time_ns = t;
+    m->tag = e->tag;
+    int rc = 0;
+    switch (e->action) {
+    case FSC_NATIVE_ALLOC: rc = fsc__pm_alloc(m, e->addr, e->size, e->stream, e->tag); break;
+    case FSC_NATIVE_FREE_REQUESTED: rc = fsc__pm_free_requested(m, e->addr, e->tag); break;
+    case FSC_NATIVE_FREE_COMPLETED: rc = fsc__pm_free_completed(m, e->addr, e->tag); break;
+    case FSC_NATIVE_SEGMENT_ALLOC:
+        m->new_pool_id = e->pool_id;
+        rc = fsc__pm_segment_alloc(m, e->addr, e->size, e->stream,
+                                   e->size == 2 * FSC_MiB ? FSC_POOL_SMALL : FSC_POOL_LARGE);
+        break;
+    case FSC_NATIVE_SEGMENT_FREE: rc = fsc__pm_segment_free(m, e->addr, e->size); break;
+    case FSC_NATIVE_SEGMENT_MAP: {
+        uint64_t base = e->addr;
+        fsc__pseg_t *s = fsc__pm_expandable_base(m, e->addr, &base) ? fsc__pm_segment(m, base)
+                                                                    : NULL;
+        /* PyTorch maps 2 MiB pages for the small pool, 20 MiB ones for the
+         * large: a new segment's first mapping tells which */
+        fsc_pool_t pool = s != NULL ? (fsc_pool_t)s->pool
+                          : e->size % (20 * FSC_MiB) == 0 ? FSC_POOL_LARGE
+                                                           : FSC_POOL_SMALL;
+        m->new_pool_id = e->pool_id;
+        rc = fsc__pm_map(m, base, e->addr, e->size, e->stream, pool);
+        break;
+    }
+    case FSC_NATIVE_SEGMENT_UNMAP: rc = fsc__pm_unmap(m, e->addr, e->size); break;
+    case FSC_NATIVE_OOM:
+        rc = fsc__pm_oom(m, e->size, e->stream, e->addr, d->capacity, d->total, e->tag);
+        if (rc == 0)
+            rc = fsc_recorder_flush(d->rec);
+        break;
+    case FSC_NATIVE_SNAPSHOT: rc = marker(d, "snapshot", e->tag); break;
+    case FSC_NATIVE_USER_DEFINED: rc = marker(d, "user_defined", e->tag); break;
+    default:
+        snprintf(d->merr.msg, sizeof d->merr.msg, "unknown action %u", e->action);
+        rc = FSC_ESTATE;
+        break;
+    }
+    n->entries++;
+    if (rc == FSC_ESTATE)
+        contradiction(n, d, e);
+    else if (rc != 0 && n->err.code == 0)
+        fsc_err_set(&n->err, rc, "%s: %s", d->path, fsc_recorder_last_error(d->rec));
+}
+
+/* Every entry the producer has published; under n->mu. */
+static void drain(fsc_native_t *n, ndev_t *d)
+{
+    if (!__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE))
+        return;
+    for (;;) {
+        nblock_t *b = d->head;
+        uint32_t c = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
+        for (; d->rd < c; d->rd++)
+            apply(n, d, &b->e[d->rd]);
+        if (c < FSC__NB_ENTRIES)
+            return;
+        nblock_t *nx = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+        if (nx == NULL)
+            return;
+        d->head = nx;
+        d->rd = 0;
+        free(b);
+    }
+}
+
+static void drain_all(fsc_native_t *n)
+{
+    for (int i = 0; i < n->ndev; i++)
+        drain(n, &n->dev[i]);
+}
+
+static void *thread_main(void *arg)
+{
+    fsc_native_t *n = arg;
+    fsc__thread_name("fsc-native");
+    uint32_t ms = n->o.flush_interval_ms ? n->o.flush_interval_ms : 20;
+    pthread_mutex_lock(&n->mu);
+    while (!n->stop) {
+        drain_all(n);
+        if (n->stop)
+            break;
+        if (!n->wake) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000u;
+            ts.tv_sec += (time_t)(ns / 1000000000u);
+            ts.tv_nsec = (long)(ns % 1000000000u);
+            pthread_cond_timedwait(&n->cv, &n->mu, &ts);
+        }
+        n->wake = 0;
+    }
+    pthread_mutex_unlock(&n->mu);
+    return NULL;
+}
+
+/* ---- the hot path ------------------------------------------------------------ */
+
+void fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e)
+{
+    if (e->device >= n->ndev) {
+        __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    ndev_t *d = &n->dev[e->device];
+    if (!__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&n->closed, __ATOMIC_RELAXED)) {
+        __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    nblock_t *b = d->tail;
+    uint32_t i = d->wpos;
+    if (i == FSC__NB_ENTRIES) {
+        nblock_t *nb = malloc(sizeof *nb);
+        if (nb == NULL) {
+            __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        nb->next = NULL;
+        nb->count = 0;
+        __atomic_store_n(&b->next, nb, __ATOMIC_RELEASE);
+        d->tail = b = nb;
+        i = 0;
+    }
+    b->e[i] = *e;
+    d->wpos = i + 1;
+    __atomic_store_n(&b->count, i + 1, __ATOMIC_RELEASE);
+    if (e->action == FSC_NATIVE_OOM) {
+        /* the trace gets the OOM at once (the thread may be asleep) */
+        __atomic_store_n(&n->wake, 1, __ATOMIC_RELAXED);
+        pthread_cond_signal(&n->cv);
+    }
+}
+
+/* ---- open, begin, flush, close -------------------------------------------------- */
+
+int fsc_native_open(const fsc_native_opts_t *opts, fsc_native_t **out, fsc_err_t *err)
+{
+    if (out == NULL || opts == NULL || opts->path == NULL || opts->path[0] == '\0')
+        return fsc_err_set(err, FSC_EINVAL, "native recorder: no trace path");
+    if (opts->devices < 1 || opts->devices > FSC__NATIVE_MAX_DEVICES)
+        return fsc_err_set(err, FSC_EINVAL, "native recorder: %d devices (1 to %d)",
+                           opts->devices, FSC__NATIVE_MAX_DEVICES);
+    *out = NULL;
+    fsc_native_t *n = calloc(1, sizeof *n);
+    if (n == NULL)
+        return fsc_err_set(err, FSC_ENOMEM, "native recorder: out of memory");
+    n->o = *opts;
+    n->path_tmpl = strdup(opts->path);
+    n->producer = strdup(opts->producer ? opts->producer : "fragscope native");
+    n->ndev = opts->devices;
+    n->dev = calloc((size_t)n->ndev, sizeof *n->dev);
+    int rc = n->path_tmpl && n->producer && n->dev ? 0 : FSC_ENOMEM;
+    for (int i = 0; rc == 0 && i < n->ndev; i++) {
+        nblock_t *b = malloc(sizeof *b);
+        if (b == NULL) {
+            rc = FSC_ENOMEM;
+            break;
+        }
+        b->next = NULL;
+        b->count = 0;
+        n->dev[i].head = n->dev[i].tail = b;
+        n->dev[i].n = n;
+    }
+    pthread_mutex_init(&n->mu, NULL);
+    pthread_cond_init(&n->cv, NULL);
+    if (rc == 0 && pthread_create(&n->thread, NULL, thread_main, n) != 0)
+        rc = fsc_err_set(err, FSC_ENOMEM, "native recorder: cannot start its thread");
+    else if (rc == 0)
+        n->has_thread = 1;
+    if (rc != 0) {
+        if (rc == FSC_ENOMEM && err != NULL && err->code == 0)
+            fsc_err_set(err, FSC_ENOMEM, "native recorder: out of memory");
+        fsc_native_destroy(n);
+        return rc;
+    }
+    *out = n;
+    return 0;
+}
+
+/* Device d's trace path: the template for the first device, ".devD"
+ * inserted for any other. */
+static int device_path(fsc_native_t *n, int device, char *out, size_t cap, fsc_err_t *err)
+{
+    char base[4096];
+    int rc = fsc_trace_path_expand(n->path_tmpl, (int)getpid(), fsc_recorder_env_rank(), 0,
+                                   base, sizeof base);
+    if (rc != 0)
+        return fsc_err_set(err, rc, "native recorder: trace path too long: %s", n->path_tmpl);
+    if (!n->any_begun) {
+        snprintf(out, cap, "%s", base);
+        return 0;
+    }
+    size_t l = strlen(base);
+    static const char ext[] = ".fstrace";
+    int w;
+    if (l > sizeof ext - 1 && strcmp(base + l - (sizeof ext - 1), ext) == 0)
+        w = snprintf(out, cap, "%.*s.dev%d%s", (int)(l - (sizeof ext - 1)), base, device, ext);
+    else
+        w = snprintf(out, cap, "%s.dev%d", base, device);
+    return w < 0 || (size_t)w >= cap
+               ? fsc_err_set(err, FSC_EINVAL, "native recorder: trace path too long: %s", base)
+               : 0;
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+    const fsc_native_segment_t *x = *(const fsc_native_segment_t *const *)a;
+    const fsc_native_segment_t *y = *(const fsc_native_segment_t *const *)b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The expandable segment a mapped range of the start belongs to: the lowest
+ * range of the same stream, pool and size class that the ranges in between
+ * join without a gap of another segment's. PyTorch's snapshot gives mapped
+ * ranges, not the address space they belong to. */
+static uint64_t start_base(const fsc_native_segment_t *const *v, size_t n, size_t k)
+{
+    uint64_t base = v[k]->addr;
+    for (size_t j = k; j-- > 0;) {
+        const fsc_native_segment_t *s = v[j];
+        if (!s->expandable || s->stream != v[k]->stream || s->pool_id != v[k]->pool_id ||
+            s->large != v[k]->large)
+            break;
+        base = s->addr;
+    }
+    (void)n;
+    return base;
+}
+
+/* The state the device is in, as the first events (docs/native.md). */
+static int emit_start(ndev_t *d, const fsc_native_device_t *dv)
+{
+    size_t ns = dv->nsegments;
+    if (ns == 0)
+        return 0;
+    const fsc_native_segment_t **v = malloc(ns * sizeof *v);
+    if (v == NULL)
+        return FSC_ENOMEM;
+    for (size_t i = 0; i < ns; i++)
+        v[i] = &dv->segments[i];
+    qsort(v, ns, sizeof *v, cmp_seg);
+    fsc__pmodel_t *m = &d->m;
+    int rc = 0;
+    for (size_t i = 0; i < ns && rc == 0; i++) {
+        const fsc_native_segment_t *s = v[i];
+        fsc_pool_t pool = s->large ? FSC_POOL_LARGE : FSC_POOL_SMALL;
+        uint64_t base = s->expandable ? start_base(v, ns, i) : s->addr;
+        m->new_pool_id = s->pool_id;
+        rc = s->expandable ? fsc__pm_map(m, base, s->addr, s->size, s->stream, pool)
+                           : fsc__pm_segment_alloc(m, s->addr, s->size, s->stream, pool);
+        fsc__pseg_t *seg = rc == 0 ? fsc__pm_segment(m, base) : NULL;
+        uint64_t at = s->addr;
+        for (size_t k = 0; rc == 0 && k < s->nblocks; k++) {
+            const fsc_native_block_t *b = &s->blocks[k];
+            uint64_t a = b->addr ? b->addr : at;
+            at = a + b->size;
+            if (!b->allocated && !b->pending)
+                continue;
+            rc = fsc__pm_place(m, seg, a, b->size, b->requested ? b->requested : b->size,
+                               s->stream, 0);
+            if (rc == 0 && b->pending)
+                rc = fsc__pm_free_requested(m, a, 0);
+        }
+    }
+    free(v);
+    if (rc == 0)
+        rc = marker(d, FSC_TRACE_HISTORY_MARKER, 0);
+    return rc;
+}
+
+int fsc_native_begin_device(fsc_native_t *n, const fsc_native_device_t *dv, fsc_err_t *err)
+{
+    if (n == NULL || dv == NULL || dv->device < 0 || dv->device >= n->ndev)
+        return fsc_err_set(err, FSC_EINVAL, "native recorder: no such device %d",
+                           dv ? dv->device : -1);
+    ndev_t *d = &n->dev[dv->device];
+    pthread_mutex_lock(&n->mu);
+    int rc = 0;
+    if (__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE) || n->closed)
+        rc = fsc_err_set(err, FSC_ESTATE, "native recorder: device %d has begun already",
+                         dv->device);
+    const char *config = dv->config ? dv->config : "";
+    fsc_err_t perr = {0, ""};
+    if (rc == 0 && fsc_alloc_config_parse(config, &d->cfg, &perr) != 0)
+        rc = fsc_err_set(err, FSC_ECONFIG, "native recorder: the allocator settings \"%s\": %s",
+                         config, fsc_err_msg(&perr));
+    if (rc == 0)
+        rc = device_path(n, dv->device, d->path, sizeof d->path, err);
+    if (rc == 0) {
+        char backend[192];
+        snprintf(backend, sizeof backend, "cuda:%d%s%s", dv->device, dv->name ? " " : "",
+                 dv->name ? dv->name : "");
+        d->origin_ns = now_unix_ns();
+        d->capacity = dv->capacity ? dv->capacity : dv->total;
+        d->total = dv->total;
+        fsc_trace_header_t h;
+        memset(&h, 0, sizeof h);
+        h.producer = n->producer;
+        h.config = config;
+        h.backend = backend;
+        h.capacity = d->capacity;
+        h.device_total = dv->total;
+        h.clock_origin_ns = d->origin_ns;
+        h.rank = -1;
+        h.flags = (dv->nsegments > 0 ? FSC_TRACE_F_RECONSTRUCTED : 0u) |
+                  (d->capacity == 0 ? FSC_TRACE_F_CAPACITY_UNKNOWN : 0u);
+        fsc_recorder_opts_t ro = FSC_RECORDER_OPTS_DEFAULT;
+        ro.ring_events = n->o.ring_events;
+        ro.install_signal_handlers = 1;
+        rc = fsc_recorder_open(d->path, &h, &ro, &d->rec, err);
+    }
+    if (rc == 0) {
+        fsc__pm_init(&d->m, &d->cfg, on_event, d, &d->merr);
+        rc = emit_start(d, dv);
+        if (rc != 0)
+            rc = fsc_err_set(err, rc, "%s: the state device %d is in: %s", d->path, dv->device,
+                             d->merr.msg[0] ? d->merr.msg : fsc_recorder_last_error(d->rec));
+    }
+    if (rc == 0 && dv->total != 0) {
+        fsc_event_t ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = FSC_EV_DEVICE_MEMORY;
+        ev.oom.device_free = dv->free;
+        ev.oom.device_total = dv->total;
+        rc = on_event(d, &ev);
+    }
+    if (rc == 0) {
+        n->any_begun = 1;
+        __atomic_store_n(&d->begun, 1, __ATOMIC_RELEASE);
+    } else if (d->rec != NULL) {
+        fsc_recorder_close(d->rec);
+        d->rec = NULL;
+        fsc__pm_free(&d->m);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+int fsc_native_flush(fsc_native_t *n)
+{
+    if (n == NULL)
+        return FSC_EINVAL;
+    pthread_mutex_lock(&n->mu);
+    drain_all(n);
+    int rc = n->err.code;
+    for (int i = 0; i < n->ndev; i++) {
+        ndev_t *d = &n->dev[i];
+        if (d->rec != NULL) {
+            int r = fsc_recorder_flush(d->rec);
+            if (rc == 0)
+                rc = r;
+        }
+    }
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+const char *fsc_native_trace_path(const fsc_native_t *n, int device)
+{
+    if (n == NULL || device < 0 || device >= n->ndev ||
+        !__atomic_load_n(&n->dev[device].begun, __ATOMIC_ACQUIRE))
+        return NULL;
+    return n->dev[device].path;
+}
+
+void fsc_native_get_stats(fsc_native_t *n, fsc_native_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n == NULL)
+        return;
+    pthread_mutex_lock(&n->mu);
+    out->entries = n->entries;
+    out->dropped = __atomic_load_n(&n->dropped, __ATOMIC_RELAXED);
+    out->contradicted = n->contradicted;
+    out->events = n->events;
+    snprintf(out->message, sizeof out->message, "%s", n->message);
+    pthread_mutex_unlock(&n->mu);
+}
+
+int fsc_native_close(fsc_native_t *n)
+{
+    if (n == NULL)
+        return 0;
+    pthread_mutex_lock(&n->mu);
+    if (n->closed) {
+        pthread_mutex_unlock(&n->mu);
+        return n->err.code;
+    }
+    __atomic_store_n(&n->closed, 1, __ATOMIC_RELAXED);
+    n->stop = 1;
+    pthread_cond_signal(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    if (n->has_thread)
+        pthread_join(n->thread, NULL);
+    n->has_thread = 0;
+    pthread_mutex_lock(&n->mu);
+    drain_all(n);
+    int rc = n->err.code;
+    for (int i = 0; i < n->ndev; i++) {
+        ndev_t *d = &n->dev[i];
+        if (d->rec != NULL) {
+            int r = fsc_recorder_close(d->rec);
+            if (rc == 0)
+                rc = r;
+            d->rec = NULL;
+            fsc__pm_free(&d->m);
+        }
+    }
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+void fsc_native_destroy(fsc_native_t *n)
+{
+    if (n == NULL)
+        return;
+    fsc_native_close(n);
+    for (int i = 0; n->dev != NULL && i < n->ndev; i++) {
+        nblock_t *b = n->dev[i].head;
+        while (b != NULL) {
+            nblock_t *nx = b->next;
+            free(b);
+            b = nx;
+        }
+    }
+    pthread_cond_destroy(&n->cv);
+    pthread_mutex_destroy(&n->mu);
+    free(n->dev);
+    free(n->path_tmpl);
+    free(n->producer);
+    free(n);
+}

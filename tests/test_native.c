@@ -1,0 +1,422 @@
+/*
+ * test_native.c — the native recorder's conversion of PyTorch trace
+ * entries into a trace (fragscope/native.h), on synthetic entries: no
+ * torch here. What the tracker gets on a GPU is checked there
+ * (docs/native.md, "Testing on the GPU").
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fragscope/analyzer.h"
+#include "fragscope/native.h"
+#include "fragscope/pytorch.h"
+#include "fragscope/recorder.h"
+#include "fragscope/source.h"
+#include "fragscope/whatif.h"
+#include "fsc_test.h"
+
+#define MiB (1024ull * 1024)
+
+static fsc_native_t *open_native(const char *path, int devices)
+{
+    fsc_native_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.path = path;
+    o.devices = devices;
+    o.producer = "fragscope test native";
+    o.flush_interval_ms = 1;
+    fsc_native_t *n = NULL;
+    fsc_err_t err = {0, ""};
+    int rc = fsc_native_open(&o, &n, &err);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", fsc_err_msg(&err));
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    return n;
+}
+
+static void begin(fsc_native_t *n, int device, uint64_t capacity,
+                  const fsc_native_segment_t *segs, size_t nsegs)
+{
+    fsc_native_device_t d;
+    memset(&d, 0, sizeof d);
+    d.device = device;
+    d.name = "Test GPU";
+    d.total = 80ull << 30;
+    d.free = 79ull << 30;
+    d.capacity = capacity;
+    d.config = "";
+    d.segments = segs;
+    d.nsegments = nsegs;
+    fsc_err_t err = {0, ""};
+    int rc = fsc_native_begin_device(n, &d, &err);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", fsc_err_msg(&err));
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+}
+
+static uint64_t g_time = 1000;
+
+static void push(fsc_native_t *n, int device, int action, uint64_t addr, uint64_t size)
+{
+    fsc_native_entry_t e;
+    memset(&e, 0, sizeof e);
+    e.action = (uint8_t)action;
+    e.device = (uint16_t)device;
+    e.tag = fsc_tag_current();
+    e.addr = addr;
+    e.size = size;
+    e.time = g_time += 1000;
+    fsc_native_push(n, &e);
+}
+
+typedef struct got {
+    fsc_event_t ev[64];
+    char text[64][64];
+    int n;
+    fsc_trace_header_t hdr;
+    char config[64], backend[64];
+} got_t;
+
+static void read_trace(const char *path, got_t *g)
+{
+    memset(g, 0, sizeof *g);
+    fsc_trace_reader_t *r = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_trace_open(path, &r, &err), 0);
+    g->hdr = *fsc_trace_header(r);
+    snprintf(g->backend, sizeof g->backend, "%s", g->hdr.backend);
+    fsc_event_t ev;
+    while (fsc_trace_next(r, &ev) == 1 && g->n < 64) {
+        if (ev.type == FSC_EV_MARKER && ev.text != NULL)
+            snprintf(g->text[g->n], sizeof g->text[0], "%.*s", (int)ev.text_len, ev.text);
+        ev.text = NULL;
+        g->ev[g->n++] = ev;
+    }
+    fsc_trace_integrity_t in;
+    fsc_trace_get_integrity(r, &in);
+    CU_ASSERT_TRUE(in.clean_close);
+    fsc_trace_close(r);
+}
+
+/* The entries of a small step become the events the importer would make:
+ * splits where PyTorch split, merges on the free, the OOM with the cap. */
+static void test_entries_to_events(void)
+{
+    const char *path = fsc_test_path("n1.fstrace");
+    fsc_native_t *n = open_native(path, 1);
+    begin(n, 0, 40ull << 30, NULL, 0);
+    push(n, 0, FSC_NATIVE_SEGMENT_ALLOC, 0x7f0000000000ull, 20 * MiB);
+    push(n, 0, FSC_NATIVE_ALLOC, 0x7f0000000000ull, 3 * MiB - 100);
+    push(n, 0, FSC_NATIVE_ALLOC, 0x7f0000300000ull, 5 * MiB);
+    push(n, 0, FSC_NATIVE_FREE_REQUESTED, 0x7f0000000000ull, 3 * MiB - 100);
+    push(n, 0, FSC_NATIVE_FREE_COMPLETED, 0x7f0000000000ull, 3 * MiB - 100);
+    fsc_native_entry_t oom;
+    memset(&oom, 0, sizeof oom);
+    oom.action = FSC_NATIVE_OOM;
+    oom.addr = 123 * MiB; /* device_free */
+    oom.size = 64 * MiB;
+    oom.time = g_time += 1000;
+    fsc_native_push(n, &oom);
+    CU_ASSERT_EQUAL(fsc_native_flush(n), 0);
+    fsc_native_stats_t st;
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.entries, 6);
+    CU_ASSERT_EQUAL(st.contradicted, 0);
+    CU_ASSERT_EQUAL(st.dropped, 0);
+    CU_ASSERT_STRING_EQUAL(fsc_native_trace_path(n, 0), path);
+    fsc_native_destroy(n);
+
+    got_t g;
+    read_trace(path, &g);
+    CU_ASSERT_EQUAL(g.hdr.capacity, 40ull << 30);
+    CU_ASSERT_EQUAL(g.hdr.device_total, 80ull << 30);
+    CU_ASSERT_FALSE(g.hdr.flags & FSC_TRACE_F_RECONSTRUCTED);
+    CU_ASSERT_FALSE(g.hdr.flags & FSC_TRACE_F_CAPACITY_UNKNOWN);
+    CU_ASSERT_STRING_EQUAL(g.backend, "cuda:0 Test GPU");
+    static const uint8_t want[] = {FSC_EV_DEVICE_MEMORY, FSC_EV_SEGMENT_ALLOC, FSC_EV_SPLIT,
+                                   FSC_EV_ALLOC,         FSC_EV_SPLIT,        FSC_EV_ALLOC,
+                                   FSC_EV_FREE_REQUESTED, FSC_EV_FREE_COMPLETED, FSC_EV_OOM};
+    CU_ASSERT_EQUAL_FATAL(g.n, (int)sizeof want);
+    for (int i = 0; i < g.n; i++)
+        CU_ASSERT_EQUAL(g.ev[i].type, want[i]);
+    CU_ASSERT_EQUAL(g.ev[0].oom.device_free, 79ull << 30);
+    CU_ASSERT_EQUAL(g.ev[3].size, 3 * MiB);     /* block size: the rounded request */
+    CU_ASSERT_EQUAL(g.ev[3].requested, 3 * MiB - 100);
+    CU_ASSERT_EQUAL(g.ev[5].addr, 0x7f0000300000ull);
+    CU_ASSERT_EQUAL(g.ev[5].size, 5 * MiB);
+    const fsc_event_t *o = &g.ev[8];
+    CU_ASSERT_EQUAL(o->size, 64 * MiB);
+    CU_ASSERT_EQUAL(o->oom.device_free, 123 * MiB);
+    CU_ASSERT_EQUAL(o->oom.capacity, 40ull << 30);
+    CU_ASSERT_EQUAL(o->oom.device_total, 80ull << 30);
+    CU_ASSERT_EQUAL(o->oom.allocated, 5 * MiB);
+    CU_ASSERT_EQUAL(o->oom.reserved, 20 * MiB);
+    CU_ASSERT_EQUAL(o->oom.segment_size, 64 * MiB);
+    /* times follow the entries' */
+    for (int i = 2; i < g.n; i++)
+        CU_ASSERT_TRUE(g.ev[i].time_ns >= g.ev[i - 1].time_ns);
+}
+
+/* The same entries through the snapshot importer give the same events:
+ * one block model for both (pytorch_blocks.c). */
+static void test_same_as_snapshot(void)
+{
+    const char *path = fsc_test_path("n2.fstrace");
+    fsc_native_t *n = open_native(path, 1);
+    begin(n, 0, 0, NULL, 0);
+    static const struct { int act; uint64_t addr, size; } h[] = {
+        {FSC_NATIVE_SEGMENT_ALLOC, 0x10000000, 2 * MiB},
+        {FSC_NATIVE_ALLOC, 0x10000000, 1000},
+        {FSC_NATIVE_ALLOC, 0x10000400, 70000},
+        {FSC_NATIVE_SEGMENT_ALLOC, 0x20000000, 20 * MiB},
+        {FSC_NATIVE_ALLOC, 0x20000000, 1536 * 1024},
+        {FSC_NATIVE_ALLOC, 0x20180000, 12 * MiB + 1},
+        {FSC_NATIVE_FREE_REQUESTED, 0x10000000, 1000},
+        {FSC_NATIVE_FREE_COMPLETED, 0x10000000, 1000},
+        {FSC_NATIVE_FREE_REQUESTED, 0x20000000, 1536 * 1024},
+        {FSC_NATIVE_FREE_REQUESTED, 0x20180000, 12 * MiB + 1},
+        {FSC_NATIVE_FREE_COMPLETED, 0x20180000, 12 * MiB + 1},
+        {FSC_NATIVE_FREE_COMPLETED, 0x20000000, 1536 * 1024},
+        {FSC_NATIVE_SEGMENT_FREE, 0x20000000, 20 * MiB},
+    };
+    static const char *const names[] = {"alloc", "free_requested", "free_completed",
+                                        "segment_alloc", "segment_free"};
+    size_t nh = sizeof h / sizeof h[0];
+    char *js = malloc(8192);
+    size_t w = (size_t)snprintf(js, 8192, "{\"segments\": [{\"device\": 0, \"address\": %d, "
+                                "\"total_size\": %llu, \"stream\": 0, \"segment_type\": \"small\", "
+                                "\"blocks\": [{\"address\": %d, \"size\": 1024, \"requested_size\":"
+                                " 1000, \"state\": \"inactive\"}, {\"address\": %d, \"size\": "
+                                "70144, \"requested_size\": 70000, \"state\": \"active_allocated\"},"
+                                " {\"address\": %d, \"size\": %llu, \"state\": \"inactive\"}]}], "
+                                "\"device_traces\": [[",
+                                0x10000000, 2 * MiB, 0x10000000, 0x10000400, 0x10000400 + 70144,
+                                2 * MiB - 1024 - 70144);
+    for (size_t i = 0; i < nh; i++) {
+        push(n, 0, h[i].act, h[i].addr, h[i].size);
+        w += (size_t)snprintf(js + w, 8192 - w,
+                              "%s{\"action\": \"%s\", \"addr\": %llu, \"size\": %llu, "
+                              "\"stream\": 0, \"time_us\": %zu}",
+                              i ? ", " : "", names[h[i].act], (unsigned long long)h[i].addr,
+                              (unsigned long long)h[i].size, 1000 + i);
+    }
+    snprintf(js + w, 8192 - w, "]]}");
+    fsc_native_destroy(n);
+    const char *snap = fsc_test_path("n2.json");
+    FILE *f = fopen(snap, "w");
+    fputs(js, f);
+    fclose(f);
+    free(js);
+    const char *imp = fsc_test_path("n2.import.fstrace");
+    char out[4096];
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s import %s -o %s", fsc_test_fragscope(),
+                                      snap, imp),
+                          0);
+    got_t a, b;
+    read_trace(path, &a);
+    read_trace(imp, &b);
+    /* the import's records are markers of its own; the native trace has a
+     * device sample first */
+    int i = 0, j = 0, same = 0, compared = 0;
+    for (;;) {
+        while (i < a.n && (a.ev[i].type == FSC_EV_DEVICE_MEMORY || a.ev[i].type == FSC_EV_MARKER))
+            i++;
+        while (j < b.n && b.ev[j].type == FSC_EV_MARKER)
+            j++;
+        if (i >= a.n || j >= b.n)
+            break;
+        compared++;
+        same += a.ev[i].type == b.ev[j].type && a.ev[i].addr == b.ev[j].addr &&
+                a.ev[i].size == b.ev[j].size && a.ev[i].requested == b.ev[j].requested &&
+                a.ev[i].other == b.ev[j].other;
+        i++;
+        j++;
+    }
+    CU_ASSERT_EQUAL(compared, 19); /* 2 segments, 4 splits, 4 allocs, 3 + 3 frees, 2 merges, 1 segment free */
+    CU_ASSERT_EQUAL(same, compared);
+    CU_ASSERT_EQUAL(i, a.n);
+    CU_ASSERT_EQUAL(j, b.n);
+}
+
+/* Attached after CUDA work began: the state the allocator is in comes
+ * first, and what-if replays the rest from it exactly. */
+static void test_start_state(void)
+{
+    const char *path = fsc_test_path("n3.fstrace");
+    static const fsc_native_block_t b1[] = {
+        {0x30000000, 4 * MiB, 4 * MiB - 7, 1, 0},
+        {0x30400000, 6 * MiB, 0, 0, 0},
+        {0x30a00000, 2 * MiB, 2 * MiB, 0, 1},
+        {0x30c00000, 8 * MiB, 0, 0, 0},
+    };
+    static const fsc_native_block_t b2[] = {
+        {0x40000000, 512, 100, 1, 0},
+        {0x40000200, 2 * MiB - 512, 0, 0, 0},
+    };
+    fsc_native_segment_t segs[] = {
+        {0x40000000, 2 * MiB, 0, 0, 0, 0, b2, 2},
+        {0x30000000, 20 * MiB, 0, 0, 1, 0, b1, 4},
+    };
+    fsc_native_t *n = open_native(path, 1);
+    begin(n, 0, 0, segs, 2);
+    fsc_tag_push("train");
+    fsc_tag_push("layer.3");
+    push(n, 0, FSC_NATIVE_FREE_COMPLETED, 0x30a00000, 2 * MiB);
+    push(n, 0, FSC_NATIVE_ALLOC, 0x30400000, 5 * MiB);       /* best fit: the 6 MiB hole */
+    push(n, 0, FSC_NATIVE_ALLOC, 0x30a00000 - 1 * MiB, 2 * MiB); /* the rest + the freed 2 MiB */
+    fsc_tag_pop();
+    fsc_tag_pop();
+    push(n, 0, FSC_NATIVE_FREE_REQUESTED, 0x30000000, 4 * MiB - 7);
+    push(n, 0, FSC_NATIVE_FREE_COMPLETED, 0x30000000, 4 * MiB - 7);
+    fsc_native_stats_t st;
+    fsc_native_flush(n);
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.contradicted, 0);
+    if (st.contradicted)
+        fprintf(stderr, "%s\n", st.message);
+    fsc_native_destroy(n);
+    got_t g;
+    read_trace(path, &g);
+    CU_ASSERT_TRUE(g.hdr.flags & FSC_TRACE_F_RECONSTRUCTED);
+    int marker = -1;
+    for (int i = 0; i < g.n; i++)
+        if (g.ev[i].type == FSC_EV_MARKER && strcmp(g.text[i], FSC_TRACE_HISTORY_MARKER) == 0)
+            marker = i;
+    CU_ASSERT_TRUE(marker > 0);
+    /* what-if replays the window from that state, every address as recorded */
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(path, &rs, &err), 0);
+    fsc_whatif_verify_t v;
+    CU_ASSERT_EQUAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+    CU_ASSERT_TRUE(v.match);
+    CU_ASSERT_EQUAL(v.allocs_compared, 2);
+    CU_ASSERT_EQUAL(v.alloc_addr_matches, 2);
+    fsc_request_stream_info_t in;
+    fsc_request_stream_info(rs, &in);
+    CU_ASSERT_TRUE(in.window);
+    CU_ASSERT_EQUAL(in.start_reserved, 22 * MiB);
+    CU_ASSERT_EQUAL(in.start_blocks, 3);
+    fsc_request_stream_destroy(rs);
+    /* the tags of the allocating thread name the events */
+    const char *db = fsc_test_path("n3.db");
+    char out[1 << 14];
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),
+                                      path, db),
+                          0);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                "sqlite3 %s \"SELECT p.path FROM blocks b JOIN tag_paths p ON "
+                                "p.id = b.tag WHERE b.addr = %d AND b.size = %llu\"",
+                                db, 0x30400000, 5 * MiB),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "train/layer.3"));
+}
+
+typedef struct prod {
+    fsc_native_t *n;
+    int device;
+    int pairs;
+} prod_t;
+
+static void *producer(void *arg)
+{
+    prod_t *p = arg;
+    uint64_t base = 0x100000000ull * (uint64_t)(p->device + 1);
+    fsc_native_entry_t e;
+    memset(&e, 0, sizeof e);
+    e.device = (uint16_t)p->device;
+    e.action = FSC_NATIVE_SEGMENT_ALLOC;
+    e.addr = base;
+    e.size = 20 * MiB;
+    fsc_native_push(p->n, &e);
+    for (int i = 0; i < p->pairs; i++) {
+        e.addr = base;
+        e.size = (uint64_t)(i % 7 + 2) * MiB;
+        e.time = (uint64_t)i;
+        e.action = FSC_NATIVE_ALLOC;
+        fsc_native_push(p->n, &e);
+        e.action = FSC_NATIVE_FREE_REQUESTED;
+        fsc_native_push(p->n, &e);
+        e.action = FSC_NATIVE_FREE_COMPLETED;
+        fsc_native_push(p->n, &e);
+    }
+    return NULL;
+}
+
+/* Two devices, each from its own thread, while the recorder's thread
+ * converts: every entry arrives, in order, in its device's trace. */
+static void test_two_devices(void)
+{
+    const char *path = fsc_test_path("two.fstrace");
+    fsc_native_t *n = open_native(path, 2);
+    begin(n, 1, 0, NULL, 0); /* the first to begin takes the path */
+    begin(n, 0, 0, NULL, 0);
+    CU_ASSERT_STRING_EQUAL(fsc_native_trace_path(n, 1), path);
+    CU_ASSERT_STRING_EQUAL(fsc_native_trace_path(n, 0), fsc_test_path("two.dev0.fstrace"));
+    prod_t p[2] = {{n, 0, 50000}, {n, 1, 50000}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, producer, &p[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    /* an entry of a device beyond the range is dropped, not a crash */
+    push(n, 5, FSC_NATIVE_ALLOC, 0x1000, 512);
+    fsc_native_stats_t st;
+    fsc_native_flush(n);
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.entries, 2 * (1 + 3 * 50000));
+    CU_ASSERT_EQUAL(st.contradicted, 0);
+    CU_ASSERT_EQUAL(st.dropped, 1);
+    CU_ASSERT_EQUAL(fsc_native_close(n), 0);
+    fsc_native_destroy(n);
+    for (int d = 0; d < 2; d++) {
+        fsc_analysis_summary_t sum;
+        fsc_analyze_opts_t ao;
+        memset(&ao, 0, sizeof ao);
+        fsc_err_t err = {0, ""};
+        const char *tr = d == 1 ? path : fsc_test_path("two.dev0.fstrace");
+        CU_ASSERT_EQUAL_FATAL(fsc_analyze_file(tr, fsc_test_path(d ? "two1.db" : "two0.db"), &ao,
+                                               &sum, NULL, &err),
+                              0);
+        CU_ASSERT_EQUAL(sum.peak_reserved, 20 * MiB);
+        CU_ASSERT_EQUAL(sum.peak_allocated, 8 * MiB);
+        CU_ASSERT_EQUAL(sum.warnings, 0);
+    }
+}
+
+/* An entry the model cannot place is counted and named, and the rest of
+ * the trace stays good; a device that never began drops its entries. */
+static void test_contradiction(void)
+{
+    const char *path = fsc_test_path("bad.fstrace");
+    fsc_native_t *n = open_native(path, 2);
+    begin(n, 0, 0, NULL, 0);
+    push(n, 0, FSC_NATIVE_SEGMENT_ALLOC, 0x50000000, 2 * MiB);
+    push(n, 0, FSC_NATIVE_FREE_COMPLETED, 0x51000000, 512);
+    push(n, 0, FSC_NATIVE_ALLOC, 0x50000000, 512);
+    push(n, 1, FSC_NATIVE_ALLOC, 0x60000000, 512);
+    fsc_native_flush(n);
+    fsc_native_stats_t st;
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.contradicted, 1);
+    CU_ASSERT_EQUAL(st.dropped, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "free_completed at 0x51000000"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "no allocated block starts at this address"));
+    fsc_native_destroy(n);
+    got_t g;
+    read_trace(path, &g);
+    CU_ASSERT_EQUAL(g.n, 4); /* sample, segment, split, alloc */
+}
+
+static const fsc_test_case_t tests[] = {
+    {"entries become the importer's events, the cap and device on the OOM", test_entries_to_events},
+    {"the same entries as a snapshot import to the same events", test_same_as_snapshot},
+    {"attached mid-run: the allocator's state first, what-if exact from it", test_start_state},
+    {"two devices from two threads: every entry in its device's trace", test_two_devices},
+    {"an entry the model cannot place is counted, the trace stays good", test_contradiction},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("native", tests)
