@@ -74,7 +74,7 @@ class BuildWithCMake(build_py):
             run(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                  "-DFSC_TESTS=OFF", "-DFSC_BENCH=OFF", "-DFSC_CUDA=" + cuda])
         jobs = str(min(os.cpu_count() or 1, 8))
-        run(["cmake", "--build", build, "-j", jobs, "--target", "fragscope"])
+        run(["cmake", "--build", build, "-j", jobs, "--target", "fragscope", "fragscope_shared"])
         with open(cache) as f:
             have_cuda = "FSC_HAVE_CUDA_FOUND:INTERNAL=ON" in f.read()
         if cuda == "ON" and not have_cuda:
@@ -89,6 +89,22 @@ class BuildWithCMake(build_py):
         exe = os.path.join(pkg, "_bin", "fragscope")
         shutil.copyfile(os.path.join(build, "fragscope"), exe)
         os.chmod(exe, os.stat(exe).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        # The native recorder (fragscope_torch.record): its C++ source, built
+        # against the user's torch on first use, the headers it includes and
+        # the library it links (no CUDA toolkit needed here).
+        native = os.path.join(pkg, "_native")
+        shutil.rmtree(native, ignore_errors=True)
+        os.makedirs(os.path.join(native, "include", "fragscope"))
+        os.makedirs(os.path.join(native, "lib"))
+        shutil.copyfile(os.path.join(os.path.dirname(shim_source()), "fragscope_native.cpp"),
+                        os.path.join(pkg, "fragscope_native.cpp"))
+        inc = os.path.join(ROOT, "include", "fragscope")
+        for h in sorted(os.listdir(inc)):
+            if h.endswith(".h"):
+                shutil.copyfile(os.path.join(inc, h), os.path.join(native, "include", "fragscope", h))
+        real = os.path.realpath(os.path.join(build, "libfragscope.so"))
+        for name in ("libfragscope.so", "libfragscope.so.0"):
+            shutil.copyfile(real, os.path.join(native, "lib", name))
         lib = os.path.join(pkg, "libfragscope_torch.so")
         if with_torch:
             shutil.copyfile(os.path.join(build, "libfragscope_torch.so"), lib)

@@ -10,7 +10,7 @@
 
 const char fsc_cmd_report_summary[] = "summarize a run database (text, JSON or Markdown)";
 const char fsc_cmd_report_usage[] =
-    "usage: fragscope report RUN.db [--format text|json|markdown] [-o FILE]\n"
+    "usage: fragscope report RUN.db [--format text|json|markdown|verdict] [-o FILE]\n"
     "                        [--all-frames] [--rank R | --run N] [--all-ranks]\n"
     "\n"
     "Prints the headline figures of an analyzed run: peak allocated and reserved,\n"
@@ -32,7 +32,10 @@ const char fsc_cmd_report_usage[] =
     "  --format F   text (default, for a terminal), markdown (for a CI job\n"
     "               summary) or json (keys: summary.*, fragmentation.*, ooms[],\n"
     "               bins[], tags_at_peak[], leaks[], ranks[], job.*, detail_run;\n"
-    "               see docs/metrics.md)\n"
+    "               see docs/metrics.md), or verdict (a few lines on the last OOM:\n"
+    "               cause, bytes, call site, the settings that would have served\n"
+    "               it, with what that covers; what the native recorder prints\n"
+    "               at the OOM)\n"
     "  -o FILE      write to FILE (through a temporary file) instead of stdout\n"
     "  --all-frames name tags by their innermost frames as recorded; by default\n"
     "               a tag is named by its innermost user frame (Python, or a plain\n"
@@ -62,12 +65,12 @@ int fsc_cmd_report(int argc, char **argv)
             jo.all_ranks = 1;
         } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
             if (fsc_report_format_parse(argv[++i], &fmt) != 0)
-                return fsc_cli_usage_error("report", "--format: '%s' is not text, json or "
-                                           "markdown", argv[i]);
+                return fsc_cli_usage_error("report", "--format: '%s' is not text, json, "
+                                           "markdown or verdict", argv[i]);
         } else if (strncmp(argv[i], "--format=", 9) == 0) {
             if (fsc_report_format_parse(argv[i] + 9, &fmt) != 0)
-                return fsc_cli_usage_error("report", "--format: '%s' is not text, json or "
-                                           "markdown", argv[i] + 9);
+                return fsc_cli_usage_error("report", "--format: '%s' is not text, json, "
+                                           "markdown or verdict", argv[i] + 9);
         } else if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) &&
                    i + 1 < argc) {
             out = argv[++i];

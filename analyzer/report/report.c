@@ -108,6 +108,49 @@ static void device_free_text(const rep_oom_t *o, char *out, size_t cap)
                  SZ(0, o->device_free), SZ(1, need), SZ(2, o->device_free), SZ(3, o->reserved));
 }
 
+/* ---- verdict ------------------------------------------------------------- */
+
+/* A few lines on the run's last OOM, for the moment it happens (the native
+ * recorder's OOM observer prints them before PyTorch's traceback). */
+static void print_verdict(const rep_t *r, FILE *f)
+{
+    if (r->nooms == 0)
+        return;
+    const rep_oom_t *o = &r->ooms[r->nooms - 1];
+    char b[4][32], cap[64];
+    capacity_text(r, cap, sizeof cap);
+    fprintf(f, "fragscope: out of memory on %s: %s requested", r->backend,
+            SZ(0, o->requested));
+    if (o->site[0])
+        fprintf(f, " at %s", o->site);
+    fputc('\n', f);
+    fprintf(f, "fragscope:   %s allocated, %s reserved, cap %s%s\n", SZ(0, o->allocated),
+            SZ(1, o->reserved), o->inferred ? "not recorded" : SZ(2, o->capacity),
+            o->inferred && o->upper > 0 ? " (bounded from the run)" : "");
+    fprintf(f, "fragscope:   cause: %s: %s\n", o->cause,
+            o->explanation ? o->explanation : "");
+    if (o->nfix == 0) {
+        if (strcmp(o->cause, "capacity") == 0 || strcmp(o->cause, "oversize") == 0)
+            fprintf(f, "fragscope:   no allocator setting serves it: the live bytes and the "
+                       "request exceed what the device allows\n");
+        else if (strcmp(o->cause, "external") == 0)
+            fprintf(f, "fragscope:   no allocator setting serves it: memory outside the "
+                       "allocator took what it needed\n");
+        else
+            fprintf(f, "fragscope:   no setting of the what-if grid serves it\n");
+    }
+    for (int i = 0; i < o->nfix; i++)
+        fprintf(f, "fragscope:   %s %s: %s\n", i == 0 ? "served by" : "       or", o->fix_cfg[i],
+                o->fix_note[i]);
+    int more = 0;
+    for (const char *p = o->fixes; p != NULL && (p = strstr(p, "; ")) != NULL; p += 2)
+        more++;
+    if (more + 1 > o->nfix && o->nfix > 0)
+        fprintf(f, "fragscope:   (%d more: fragscope report %s)\n", more + 1 - o->nfix,
+                r->db_path);
+    (void)b[3];
+}
+
 /* ---- text ---------------------------------------------------------------- */
 
 static void print_text(const rep_t *r, FILE *f)
@@ -562,6 +605,8 @@ int fsc_report_format_parse(const char *s, fsc_report_format_t *out)
         *out = FSC_REPORT_JSON;
     else if (strcmp(s, "markdown") == 0 || strcmp(s, "md") == 0)
         *out = FSC_REPORT_MARKDOWN;
+    else if (strcmp(s, "verdict") == 0)
+        *out = FSC_REPORT_VERDICT;
     else
         return FSC_EINVAL;
     return 0;
@@ -621,6 +666,8 @@ int fsc_report_write_job(const char *db_path, fsc_report_format_t fmt, const fsc
             if (j.n > 1)
                 fsc__report_job_markdown(&j, all_ranks, out);
             print_markdown(r, out);
+        } else if (fmt == FSC_REPORT_VERDICT) {
+            print_verdict(r, out);
         } else {
             if (j.n > 1)
                 fsc__report_job_text(&j, all_ranks, out);

@@ -158,6 +158,11 @@ static int fix_row(void *ud, const fsc_rundb_suggestion_t *s)
         return nomem(L->err);
     snprintf(p + old, add + 1, "%s%s", old ? "; " : "", c);
     L->o->fixes = p;
+    if (L->o->nfix < REP_FIX_NOTES) {
+        int k = L->o->nfix++;
+        snprintf(L->o->fix_cfg[k], sizeof L->o->fix_cfg[k], "%s", c);
+        snprintf(L->o->fix_note[k], sizeof L->o->fix_note[k], "%s", s->note ? s->note : "");
+    }
     return 0;
 }
 

@@ -82,6 +82,10 @@ typedef struct rep_oom {
     char context[256];  /* compile_context / user_metadata of the failing request */
     int64_t device_free, device_total, segment_size; /* FSC_RUNDB_NULL = unknown */
     char *fixes; /* configs that would have avoided it, "; "-separated (what-if) */
+    /* the first REP_FIX_NOTES of them with their notes (the verdict) */
+#define REP_FIX_NOTES 3
+    char fix_cfg[REP_FIX_NOTES][256], fix_note[REP_FIX_NOTES][640];
+    int nfix;
     rep_seg_t segs[REP_SEGS];
     int nsegs;
     rep_frag_t frag;

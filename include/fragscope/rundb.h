@@ -455,14 +455,20 @@ int fsc_rundb_export_csv(const char *db_path, const char *table, FILE *out, uint
 typedef enum fsc_report_format {
     FSC_REPORT_TEXT = 0,     /* for a terminal */
     FSC_REPORT_JSON = 1,     /* machine-readable; keys in docs/metrics.md */
-    FSC_REPORT_MARKDOWN = 2  /* for a CI job summary or report.md */
+    FSC_REPORT_MARKDOWN = 2, /* for a CI job summary or report.md */
+    FSC_REPORT_VERDICT = 3   /* a few lines on the run's last OOM, each
+                                starting "fragscope: ": cause, bytes, call
+                                site, the settings that would have served
+                                it (the native recorder prints it at the
+                                OOM); nothing when the run had none */
 } fsc_report_format_t;
 
 /* Or'ed into the format: name tags by their innermost frames as recorded,
  * without the frame filter (report --all-frames). */
 #define FSC_REPORT_F_ALL_FRAMES 0x100
 
-/* Parse "text" / "json" / "markdown" (also "md"); FSC_EINVAL otherwise. */
+/* Parse "text" / "json" / "markdown" (also "md") / "verdict"; FSC_EINVAL
+ * otherwise. */
 int fsc_report_format_parse(const char *s, fsc_report_format_t *out);
 
 /* Which run of a job database (several runs: docs/metrics.md, "Jobs") a

@@ -63,23 +63,40 @@ def expect(got, want):
         sys.exit(1)
 
 
-ns["_lib"] = Lib()
+lib = Lib()
+ns["_lib"] = lib
+ns["_tags"] = ns["_shim_tags"](lib)
 model = GPT2()
 ns["watch"](model, backward=True)
 m = model.mods
 order = ["", "transformer", "transformer.h.0", "transformer.h.0.mlp"]
 for k in order:
-    m[k].hooks["pre"](None, None)
+    m[k].hooks["pre"](m[k], None)
 for k in reversed(order):
-    m[k].hooks["post"](None, None, None)
+    m[k].hooks["post"](m[k], None, None)
 expect(calls, ["push Module", "push transformer", "push h.0", "push mlp",
                "pop", "pop", "pop", "pop"])
 calls.clear()
-m["transformer.h.0"].hooks["bpre"](None, None)
-m["transformer.h.0.mlp"].hooks["bpre"](None, None)
-m["transformer.h.0.mlp"].hooks["bpost"](None, None, None)
-m["transformer.h.0"].hooks["bpost"](None, None, None)
+m["transformer.h.0"].hooks["bpre"](m["transformer.h.0"], None)
+m["transformer.h.0.mlp"].hooks["bpre"](m["transformer.h.0.mlp"], None)
+m["transformer.h.0.mlp"].hooks["bpost"](m["transformer.h.0.mlp"], None, None)
+m["transformer.h.0"].hooks["bpost"](m["transformer.h.0"], None, None)
 expect(calls, ["push backward/transformer.h.0", "push mlp", "pop", "pop"])
+
+# One hook function for every module (torch.compile then recompiles
+# nothing per module), doing nothing while torch.compile traces.
+if len({id(mm.hooks["pre"]) for mm in m.values()}) != 1:
+    print("watch() made a hook per module")
+    sys.exit(1)
+compiler = types.SimpleNamespace(is_compiling=lambda: True)
+sys.modules["torch"].compiler = compiler
+calls.clear()
+for k in order:
+    m[k].hooks["pre"](m[k], None)
+for k in reversed(order):
+    m[k].hooks["post"](m[k], None, None)
+expect(calls, [])
+compiler.is_compiling = lambda: False
 
 calls.clear()
 model2 = GPT2()

@@ -1,0 +1,242 @@
+// fragscope_native.cpp — the PyTorch side of fragscope's native recorder:
+// a tracker attached to PyTorch's own caching allocator
+// (c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker) that
+// copies each trace entry into fragscope's buffer (fsc_native_push,
+// fragscope/native.h). fragscope_torch builds it against the torch it runs
+// with (torch.utils.cpp_extension, cached) and links it to libfragscope.so.
+//
+// The tracker runs on the allocating thread under the device's allocator
+// lock: it calls nothing of PyTorch's, takes no GIL and no lock, and copies
+// one 48-byte entry. Everything else (opening traces, the allocator's state
+// at the start) happens in the functions Python calls.
+#include <torch/extension.h>
+
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/util/ApproximateClock.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "fragscope/native.h"
+#include "fragscope/recorder.h"
+}
+
+namespace CCA = c10::cuda::CUDACachingAllocator;
+
+namespace {
+
+fsc_native_t *g_native = nullptr;
+std::atomic<bool> g_on{false};
+bool g_attached = false;
+
+// The tag node of a compile context under the thread's current tag: the
+// context's name pushed and popped (fsc_tag_push caches repeated names
+// per thread, so a repeated context costs no lock).
+uint32_t compile_tag(const std::string &ctx)
+{
+    fsc_tag_push(ctx.c_str());
+    uint32_t node = fsc_tag_current();
+    fsc_tag_pop();
+    return node;
+}
+
+void tracker(const CCA::TraceEntry &te)
+{
+    if (!g_on.load(std::memory_order_relaxed))
+        return;
+    fsc_native_entry_t e;
+    e.action = static_cast<uint8_t>(te.action_);
+    e.reserved0 = 0;
+    e.device = static_cast<uint16_t>(te.device_);
+    e.tag = te.compile_context_.empty() || te.compile_context_ == "N/A"
+                ? fsc_tag_current()
+                : compile_tag(te.compile_context_);
+    e.addr = static_cast<uint64_t>(te.addr_);
+    e.size = static_cast<uint64_t>(te.size_);
+    e.stream = reinterpret_cast<uint64_t>(te.stream_);
+    e.time = static_cast<uint64_t>(te.time_.approx_t_);
+    e.pool_id = (static_cast<uint64_t>(te.mempool_.first) << 32) |
+                static_cast<uint64_t>(te.mempool_.second & 0xffffffffu);
+    fsc_native_push(g_native, &e);
+}
+
+void check(int rc, const fsc_err_t &err, const char *what)
+{
+    if (rc != 0)
+        throw std::runtime_error(std::string("fragscope: ") + what + ": " + fsc_err_msg(&err));
+}
+
+} // namespace
+
+// Open the recorder: traces at `path` (one per device), `ring` events kept
+// per device (0: all). The clock: PyTorch's approximate time, converted
+// as its snapshot converts it.
+void open(const std::string &path, int64_t ring, int64_t devices, const std::string &producer)
+{
+    if (g_native != nullptr)
+        throw std::runtime_error("fragscope: the native recorder is open already");
+    auto to_ns = c10::ApproximateClockToUnixTimeConverter().makeConverter();
+    c10::approx_time_t t0 = c10::getApproximateTime();
+    const c10::approx_time_t span = 1000000000;
+    double ns0 = static_cast<double>(to_ns(t0)), ns1 = static_cast<double>(to_ns(t0 + span));
+    fsc_native_opts_t o;
+    std::memset(&o, 0, sizeof o);
+    o.path = path.c_str();
+    o.ring_events = static_cast<uint64_t>(ring);
+    o.devices = static_cast<int>(devices);
+    o.producer = producer.c_str();
+    o.clock_origin_tick = static_cast<uint64_t>(t0);
+    o.clock_origin_ns = static_cast<uint64_t>(ns0);
+    o.clock_ns_per_tick = (ns1 - ns0) / static_cast<double>(span);
+    fsc_err_t err;
+    std::memset(&err, 0, sizeof err);
+    check(fsc_native_open(&o, &g_native, &err), err, "cannot open the native recorder");
+}
+
+// Begin a device: its facts and the state its allocator is in. segments:
+// (address, total_size, stream, pool_id, is_large, is_expandable, blocks)
+// with blocks (size, requested_size, allocated, active), from
+// torch.cuda.memory._snapshot()['segments'] of that device.
+void begin_device(int64_t device, const std::string &name, int64_t total, int64_t free_bytes,
+                  int64_t capacity, const std::string &config,
+                  const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool,
+                                               std::vector<std::tuple<int64_t, int64_t, bool, bool>>>>
+                      &segments)
+{
+    if (g_native == nullptr)
+        throw std::runtime_error("fragscope: the native recorder is not open");
+    std::vector<std::vector<fsc_native_block_t>> blocks(segments.size());
+    std::vector<fsc_native_segment_t> segs(segments.size());
+    for (size_t i = 0; i < segments.size(); i++) {
+        const auto &s = segments[i];
+        uint64_t at = static_cast<uint64_t>(std::get<0>(s));
+        for (const auto &b : std::get<6>(s)) {
+            fsc_native_block_t x;
+            x.addr = at;
+            x.size = static_cast<uint64_t>(std::get<0>(b));
+            x.requested = static_cast<uint64_t>(std::get<1>(b));
+            x.allocated = std::get<2>(b);
+            x.pending = std::get<3>(b) && !std::get<2>(b);
+            blocks[i].push_back(x);
+            at += x.size;
+        }
+        fsc_native_segment_t &g = segs[i];
+        g.addr = static_cast<uint64_t>(std::get<0>(s));
+        g.size = static_cast<uint64_t>(std::get<1>(s));
+        g.stream = static_cast<uint64_t>(std::get<2>(s));
+        g.pool_id = static_cast<uint64_t>(std::get<3>(s));
+        g.large = std::get<4>(s);
+        g.expandable = std::get<5>(s);
+        g.blocks = blocks[i].data();
+        g.nblocks = blocks[i].size();
+    }
+    fsc_native_device_t d;
+    std::memset(&d, 0, sizeof d);
+    d.device = static_cast<int>(device);
+    d.name = name.c_str();
+    d.total = static_cast<uint64_t>(total);
+    d.free = static_cast<uint64_t>(free_bytes);
+    d.capacity = static_cast<uint64_t>(capacity);
+    d.config = config.c_str();
+    d.segments = segs.data();
+    d.nsegments = segs.size();
+    fsc_err_t err;
+    std::memset(&err, 0, sizeof err);
+    check(fsc_native_begin_device(g_native, &d, &err), err, "cannot begin the device's trace");
+}
+
+// Attach the tracker (once per process: PyTorch cannot detach one) and
+// start copying entries.
+void start()
+{
+    if (g_native == nullptr)
+        throw std::runtime_error("fragscope: the native recorder is not open");
+    if (!g_attached) {
+        CCA::attachAllocatorTraceTracker(tracker);
+        g_attached = true;
+    }
+    g_on.store(true);
+}
+
+// Stop copying entries and close the traces (the tracker stays attached,
+// doing nothing).
+int64_t stop()
+{
+    g_on.store(false);
+    if (g_native == nullptr)
+        return 0;
+    int rc = fsc_native_close(g_native);
+    return rc;
+}
+
+int64_t flush()
+{
+    return g_native != nullptr ? fsc_native_flush(g_native) : 0;
+}
+
+std::string trace_path(int64_t device)
+{
+    const char *p = g_native != nullptr ? fsc_native_trace_path(g_native, static_cast<int>(device))
+                                        : nullptr;
+    return p != nullptr ? std::string(p) : std::string();
+}
+
+// (entries, events, dropped, contradicted, first message)
+std::tuple<int64_t, int64_t, int64_t, int64_t, std::string> stats()
+{
+    fsc_native_stats_t s;
+    fsc_native_get_stats(g_native, &s);
+    return {static_cast<int64_t>(s.entries), static_cast<int64_t>(s.events),
+            static_cast<int64_t>(s.dropped), static_cast<int64_t>(s.contradicted),
+            std::string(s.message)};
+}
+
+// The cost of an entry, for bench/gpu: n raw_alloc/raw_delete pairs of
+// sizes 512 B .. 64 MiB in a C++ loop, ns per pair.
+double bench_pairs(int64_t n)
+{
+    static const size_t sizes[7] = {512, 4096, 65536, 1u << 20, 3u << 20, 16u << 20, 64u << 20};
+    for (int64_t i = 0; i < 1000; i++) {
+        void *p = CCA::raw_alloc(sizes[i % 7]);
+        CCA::raw_delete(p);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; i++) {
+        void *p = CCA::raw_alloc(sizes[i % 7]);
+        CCA::raw_delete(p);
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+}
+
+// A tracker that only counts, attached instead of the recorder's, for the
+// same benchmark's baseline.
+std::atomic<int64_t> g_counted{0};
+void attach_counter()
+{
+    CCA::attachAllocatorTraceTracker(
+        [](const CCA::TraceEntry &) { g_counted.fetch_add(1, std::memory_order_relaxed); });
+}
+int64_t counted()
+{
+    return g_counted.load();
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
+{
+    m.def("open", &open);
+    m.def("begin_device", &begin_device);
+    m.def("start", &start);
+    m.def("stop", &stop);
+    m.def("flush", &flush);
+    m.def("trace_path", &trace_path);
+    m.def("stats", &stats);
+    m.def("bench_pairs", &bench_pairs);
+    m.def("attach_counter", &attach_counter);
+    m.def("counted", &counted);
+}
