@@ -54,6 +54,16 @@ ap.add_argument("--max-entries", type=int, default=3_000_000)
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--ckpt-mode", choices=["reentrant", "nonreentrant"], default="reentrant",
                 help="ckpt: torch.utils.checkpoint's use_reentrant")
+ap.add_argument("--native", default="",
+                help="also record with fragscope's native recorder into this trace "
+                     "(fragscope_torch.record, module tags through watch)")
+ap.add_argument("--native-late", action="store_true",
+                help="with --native: start recording after the model is built and one step "
+                     "ran (the allocator's state at that moment comes first)")
+ap.add_argument("--no-history", action="store_true",
+                help="do not call _record_memory_history (a run without a snapshot)")
+ap.add_argument("--compile", default="", choices=["", "default", "reduce-overhead"],
+                help="gpt2: torch.compile the model in this mode")
 args = ap.parse_args()
 name = args.name or args.scenario
 os.makedirs(args.outdir, exist_ok=True)
@@ -73,8 +83,22 @@ if args.cap_gib > 0:
     info["fraction"] = frac
 
 
+_fsc = None
+if args.native:
+    import fragscope_torch as _fsc  # noqa: E402
+    if not args.native_late:
+        info["native_trace"] = _fsc.record(args.native)
+
+
+def watch(model):
+    if _fsc is not None:
+        _fsc.watch(model)
+
+
 def start_history(**extra):
     """Start recording; keyword arguments this PyTorch lacks are dropped (and listed)."""
+    if args.no_history:
+        return
     kw = dict(max_entries=args.max_entries, stacks="python", context="all")
     kw.update(extra)
     dropped = []
@@ -117,11 +141,21 @@ def train_gpt2(steps, ckpt=False, empty_every=0, annotate=False):
     torch.manual_seed(args.seed)
     model, cfg = gpt2_model(args.layers, args.width, ckpt)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    if not args.native_late:
+        watch(model)
+        if _fsc is not None:
+            _fsc.watch_optimizer(opt)
+    if args.compile:
+        model = torch.compile(model, mode=args.compile)
     info["lens"] = lens = lengths(steps)
     rf = torch.autograd.profiler.record_function if annotate else (lambda n: contextlib.nullcontext())
     set_meta = getattr(torch.cuda.memory, "_set_memory_metadata", None) if annotate else None
     for step, n in enumerate(lens):
         info["step"] = step
+        if args.native_late and step == 1:
+            info["native_trace"] = _fsc.record(args.native)
+            watch(model)
+            _fsc.watch_optimizer(opt)
         if set_meta:
             set_meta(json.dumps({"step": step, "seq_len": n}))
         ids = torch.randint(0, cfg.vocab_size, (args.batch, n), device=dev)
@@ -318,6 +352,7 @@ def scenario_fsdp2():
             fully_shard(block)
         fully_shard(model)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        watch(model)
         info["lens"] = lens = lengths(args.steps or 8)
         for step, n in enumerate(lens):
             info["step"] = step
@@ -410,6 +445,14 @@ try:
 except Exception:
     pass
 st = torch.cuda.memory_stats()
+try:
+    from torch._dynamo.utils import counters
+    info["dynamo"] = {k: dict(v) for k, v in counters.items() if k in ("stats", "recompiles",
+                                                                       "graph_break")}
+except Exception:
+    pass
+if _fsc is not None:
+    _fsc.flush()
 snap = torch.cuda.memory._snapshot()
 torch.cuda.memory._dump_snapshot(base + ".pickle")
 keys = {"top": sorted(snap.keys()), "actions": {}, "entry_keys": [], "segment_keys": [],

@@ -1,0 +1,146 @@
+"""The native recorder on a GPU (docs/native.md, "Testing on the GPU"): every
+habit recorded at once by fragscope_torch.record and by PyTorch's own
+history (a snapshot of the same run, with memory_stats()), compiled models
+run with and without fragscope, an OOM under a cap (its verdict), and the
+entry cost and step time measured against their baselines in the same call.
+
+  python3 bench/gpu/native_check.py OUTDIR [runs] [bench] [steps]
+
+Needs the native recorder's files: FRAGSCOPE_NATIVE_SRC, _INCLUDE, _LIB and
+PYTHONPATH with fragscope_torch.py (bench/gpu/run.sh native sets them).
+Prints one JSON line per run; OUTDIR/summary.json holds them all."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+out = sys.argv[1]
+what = sys.argv[2:] or ["runs", "bench", "steps"]
+here = os.path.dirname(os.path.abspath(__file__))
+rec = os.path.join(here, "record.py")
+os.makedirs(out, exist_ok=True)
+T0 = time.time()
+results = []
+GPT2 = ["--layers", "6", "--width", "768", "--batch", "8", "--min-len", "128", "--max-len", "1024"]
+
+
+def log(r):
+    r["t"] = round(time.time() - T0, 1)
+    print(json.dumps(r), flush=True)
+    results.append(r)
+
+
+def run(name, argv, conf="", native=True, timeout=300, env=None):
+    e = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
+    e.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    if conf:
+        e["PYTORCH_CUDA_ALLOC_CONF"] = conf
+    e.update(env or {})
+    cmd = [sys.executable, rec] + argv + [out, "--name", name]
+    if native:
+        cmd += ["--native", os.path.join(out, name + ".fstrace")]
+    t = time.time()
+    try:
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+        with open(os.path.join(out, name + ".stderr.txt"), "w") as f:
+            f.write(p.stderr)
+        line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+        try:
+            r = json.loads(line)
+        except ValueError:
+            r = {"name": name, "outcome": "crash", "stderr": p.stderr[-2000:]}
+    except subprocess.TimeoutExpired:
+        r = {"name": name, "outcome": "timeout"}
+    r["wall_s"] = round(time.time() - t, 1)
+    log(r)
+    return r
+
+
+if "runs" in what:
+    t = time.time()
+    import fragscope_torch  # noqa: E402
+    fragscope_torch._build_native(verbose=False)
+    log({"name": "build_extension", "seconds": round(time.time() - t, 1)})
+    run("n_plain", ["gpt2"] + GPT2 + ["--steps", "6"])
+    run("n_late", ["gpt2"] + GPT2 + ["--steps", "6", "--native-late"])
+    run("n_expandable", ["gpt2"] + GPT2 + ["--steps", "6"], conf="expandable_segments:True")
+    run("n_compile", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "default"], timeout=500)
+    run("n_compile_off", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "default"],
+        native=False, timeout=500)
+    run("n_compile_ro", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "reduce-overhead"],
+        timeout=500)
+    run("n_compile_ro_off", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "reduce-overhead"],
+        native=False, timeout=500)
+    run("n_mempool_live", ["mempool_live"])
+    run("n_graphed", ["graphed"])
+    run("n_side_stream", ["side_stream"])
+    run("n_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4", "--min-len", "128",
+                    "--max-len", "1024", "--steps", "6"])
+    run("n_oom_cap", ["gpt2"] + GPT2 + ["--steps", "6", "--cap-gib", "6"])
+
+if "bench" in what:
+    # entry cost: a C++ raw_alloc/raw_delete loop, 3 entries a pair
+    code = r"""
+import json, sys, torch, fragscope_torch as f
+mode = sys.argv[1]; out = sys.argv[2]
+ext = f._build_native()
+torch.cuda.init(); torch.empty(1, device="cuda")
+if mode == "counter": ext.attach_counter()
+elif mode == "recorder": f.record(out + "/bench_rec.fstrace", verdict=False)
+elif mode == "history": torch.cuda.memory._record_memory_history(max_entries=1_000_000, context=None)
+pairs = [ext.bench_pairs(200_000) for _ in range(5)]
+print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
+"""
+    for rnd in range(2):
+        for mode in ("none", "counter", "recorder", "history"):
+            p = subprocess.run([sys.executable, "-c", code, mode, out], capture_output=True,
+                               text=True, timeout=200)
+            try:
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                r = {"mode": mode, "error": p.stderr[-1500:]}
+            r["name"] = "bench_entry"
+            r["round"] = rnd
+            log(r)
+    tr = os.path.join(out, "bench_rec.fstrace")
+    if os.path.exists(tr):
+        log({"name": "bench_trace_bytes", "bytes": os.path.getsize(tr)})
+
+if "steps" in what:
+    # step time of GPT-2 training, recorder on and off, alternated
+    code = r"""
+import json, sys, time, torch
+native = sys.argv[1] == "on"
+if native:
+    import fragscope_torch as f
+    f.record(sys.argv[2] + "/steps.fstrace", verdict=False)
+from transformers import GPT2Config, GPT2LMHeadModel
+torch.manual_seed(0)
+m = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)).cuda()
+if native: f.watch(m)
+opt = torch.optim.AdamW(m.parameters())
+ts = []
+for i in range(25):
+    ids = torch.randint(0, 50257, (8, 512), device="cuda")
+    torch.cuda.synchronize(); t = time.perf_counter()
+    m(ids, labels=ids).loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize(); ts.append(time.perf_counter() - t)
+ts = sorted(ts[5:])
+print(json.dumps({"native": native, "median_ms": 1e3 * ts[len(ts) // 2], "min_ms": 1e3 * ts[0]}))
+"""
+    for rnd in range(3):
+        for mode in ("off", "on"):
+            p = subprocess.run([sys.executable, "-c", code, mode, out], capture_output=True,
+                               text=True, timeout=300)
+            try:
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                r = {"error": p.stderr[-1500:]}
+            r["name"] = "step_time"
+            r["round"] = rnd
+            log(r)
+
+with open(os.path.join(out, "summary.json"), "w") as f:
+    json.dump(results, f, indent=1)
+print("done in %.0fs" % (time.time() - T0), flush=True)
