@@ -34,6 +34,9 @@
 #include "pytorch_internal.h"
 
 #define FSC__NB_ENTRIES 1024u
+/* The most entries wait before they reach the trace's buffers (and its file
+ * within the recorder's own time bound) while no block fills. */
+#define FSC__PARTIAL_MS 100
 #define FSC__NATIVE_MAX_DEVICES 64
 
 typedef struct nblock {
@@ -44,14 +47,19 @@ typedef struct nblock {
 
 typedef struct fsc_native fsc_native_t;
 
+/* The producer's fields and the recorder thread's live on cache lines of
+ * their own: the two run on different cores at once. */
 typedef struct ndev {
-    fsc_native_t *n;
     /* producer's */
-    nblock_t *tail;
+    _Alignas(64) nblock_t *tail;
     uint32_t wpos;
-    /* shared */
+    /* shared: blocks read to the end, for the producer to reuse (a stack
+     * that only the thread pushes and only the producer pops, so a pop
+     * cannot be fooled by a block that came back: no ABA) */
+    _Alignas(64) nblock_t *spare;
     int begun; /* release once the trace and the model are ready */
     /* the recorder thread's (under n->mu) */
+    _Alignas(64) fsc_native_t *n;
     nblock_t *head;
     uint32_t rd;
     fsc_recorder_t *rec;
@@ -181,31 +189,53 @@ static void apply(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e)
         fsc_err_set(&n->err, rc, "%s: %s", d->path, fsc_recorder_last_error(d->rec));
 }
 
-/* Every entry the producer has published; under n->mu. */
-static void drain(fsc_native_t *n, ndev_t *d)
+static void spare_push(ndev_t *d, nblock_t *b)
+{
+    nblock_t *top = __atomic_load_n(&d->spare, __ATOMIC_RELAXED);
+    do
+        b->next = top;
+    while (!__atomic_compare_exchange_n(&d->spare, &top, b, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+static nblock_t *spare_pop(ndev_t *d)
+{
+    nblock_t *top = __atomic_load_n(&d->spare, __ATOMIC_ACQUIRE);
+    while (top != NULL && !__atomic_compare_exchange_n(&d->spare, &top, top->next, 1,
+                                                       __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+        ;
+    return top;
+}
+
+/* The entries the producer has published; under n->mu. Blocks it has
+ * filled and left are read whenever the thread runs; the one it is filling
+ * only when `all` (a flush, or the thread's timer), so that the two cores
+ * rarely touch the same lines. */
+static void drain(fsc_native_t *n, ndev_t *d, int all)
 {
     if (!__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE))
         return;
     for (;;) {
         nblock_t *b = d->head;
+        nblock_t *nx = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+        if (nx == NULL && !all)
+            return;
+        /* with next published, the count is final */
         uint32_t c = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
         for (; d->rd < c; d->rd++)
             apply(n, d, &b->e[d->rd]);
-        if (c < FSC__NB_ENTRIES)
-            return;
-        nblock_t *nx = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
         if (nx == NULL)
             return;
         d->head = nx;
         d->rd = 0;
-        free(b);
+        spare_push(d, b);
     }
 }
 
-static void drain_all(fsc_native_t *n)
+static void drain_all(fsc_native_t *n, int all)
 {
     for (int i = 0; i < n->ndev; i++)
-        drain(n, &n->dev[i]);
+        drain(n, &n->dev[i], all);
 }
 
 static void *thread_main(void *arg)
@@ -214,8 +244,15 @@ static void *thread_main(void *arg)
     fsc__thread_name("fsc-native");
     uint32_t ms = n->o.flush_interval_ms ? n->o.flush_interval_ms : 20;
     pthread_mutex_lock(&n->mu);
+    /* The block being filled is read at most every FSC__PARTIAL_MS: while
+     * entries keep coming, the blocks left full are enough. */
+    uint64_t last_all = 0;
     while (!n->stop) {
-        drain_all(n);
+        uint64_t now = now_unix_ns();
+        int all = now - last_all >= (uint64_t)FSC__PARTIAL_MS * 1000000u;
+        if (all)
+            last_all = now;
+        drain_all(n, all);
         if (n->stop)
             break;
         if (!n->wake) {
@@ -249,8 +286,8 @@ void fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e)
     nblock_t *b = d->tail;
     uint32_t i = d->wpos;
     if (i == FSC__NB_ENTRIES) {
-        nblock_t *nb = malloc(sizeof *nb);
-        if (nb == NULL) {
+        nblock_t *nb = spare_pop(d);
+        if (nb == NULL && (nb = malloc(sizeof *nb)) == NULL) {
             __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
             return;
         }
@@ -480,7 +517,7 @@ int fsc_native_flush(fsc_native_t *n)
     if (n == NULL)
         return FSC_EINVAL;
     pthread_mutex_lock(&n->mu);
-    drain_all(n);
+    drain_all(n, 1);
     int rc = n->err.code;
     for (int i = 0; i < n->ndev; i++) {
         ndev_t *d = &n->dev[i];
@@ -533,7 +570,7 @@ int fsc_native_close(fsc_native_t *n)
         pthread_join(n->thread, NULL);
     n->has_thread = 0;
     pthread_mutex_lock(&n->mu);
-    drain_all(n);
+    drain_all(n, 1);
     int rc = n->err.code;
     for (int i = 0; i < n->ndev; i++) {
         ndev_t *d = &n->dev[i];
@@ -555,11 +592,14 @@ void fsc_native_destroy(fsc_native_t *n)
         return;
     fsc_native_close(n);
     for (int i = 0; n->dev != NULL && i < n->ndev; i++) {
-        nblock_t *b = n->dev[i].head;
-        while (b != NULL) {
-            nblock_t *nx = b->next;
+        nblock_t *b = n->dev[i].head, *nx;
+        for (; b != NULL; b = nx) {
+            nx = b->next;
             free(b);
-            b = nx;
+        }
+        for (b = n->dev[i].spare; b != NULL; b = nx) {
+            nx = b->next;
+            free(b);
         }
     }
     pthread_cond_destroy(&n->cv);
