@@ -102,6 +102,9 @@ class BuildWithCMake(build_py):
         for h in sorted(os.listdir(inc)):
             if h.endswith(".h"):
                 shutil.copyfile(os.path.join(inc, h), os.path.join(native, "include", "fragscope", h))
+        # fragscope/version.h is generated into the build folder
+        shutil.copyfile(os.path.join(build, "include", "fragscope", "version.h"),
+                        os.path.join(native, "include", "fragscope", "version.h"))
         real = os.path.realpath(os.path.join(build, "libfragscope.so"))
         for name in ("libfragscope.so", "libfragscope.so.0"):
             shutil.copyfile(real, os.path.join(native, "lib", name))
