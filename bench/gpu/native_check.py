@@ -58,26 +58,30 @@ def run(name, argv, conf="", native=True, timeout=300, env=None):
 
 
 if "runs" in what:
+    import concurrent.futures as cf
     t = time.time()
     import fragscope_torch  # noqa: E402
     fragscope_torch._build_native(verbose=False)
     log({"name": "build_extension", "seconds": round(time.time() - t, 1)})
-    run("n_plain", ["gpt2"] + GPT2 + ["--steps", "6"])
-    run("n_late", ["gpt2"] + GPT2 + ["--steps", "6", "--native-late"])
-    run("n_expandable", ["gpt2"] + GPT2 + ["--steps", "6"], conf="expandable_segments:True")
-    run("n_compile", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "default"], timeout=500)
-    run("n_compile_off", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "default"],
-        native=False, timeout=500)
-    run("n_compile_ro", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "reduce-overhead"],
-        timeout=500)
-    run("n_compile_ro_off", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "reduce-overhead"],
-        native=False, timeout=500)
-    run("n_mempool_live", ["mempool_live"])
-    run("n_graphed", ["graphed"])
-    run("n_side_stream", ["side_stream"])
-    run("n_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4", "--min-len", "128",
-                    "--max-len", "1024", "--steps", "6"])
-    run("n_oom_cap", ["gpt2"] + GPT2 + ["--steps", "6", "--cap-gib", "6"])
+    jobs = [
+        ("n_plain", ["gpt2"] + GPT2 + ["--steps", "6"], "", True),
+        ("n_late", ["gpt2"] + GPT2 + ["--steps", "6", "--native-late"], "", True),
+        ("n_expandable", ["gpt2"] + GPT2 + ["--steps", "6"], "expandable_segments:True", True),
+        ("n_compile", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "default"], "", True),
+        ("n_compile_off", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "default"], "", False),
+        ("n_compile_ro", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "reduce-overhead"], "",
+         True),
+        ("n_compile_ro_off", ["gpt2"] + GPT2 + ["--steps", "6", "--compile", "reduce-overhead"],
+         "", False),
+        ("n_mempool_live", ["mempool_live"], "", True),
+        ("n_graphed", ["graphed"], "", True),
+        ("n_side_stream", ["side_stream"], "", True),
+        ("n_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4", "--min-len",
+                     "128", "--max-len", "1024", "--steps", "6"], "", True),
+        ("n_oom_cap", ["gpt2"] + GPT2 + ["--steps", "6", "--cap-gib", "6"], "", True),
+    ]
+    with cf.ThreadPoolExecutor(int(os.environ.get("NATIVE_PARALLEL", "6"))) as ex:
+        list(ex.map(lambda j: run(j[0], j[1], conf=j[2], native=j[3], timeout=420), jobs))
 
 if "bench" in what:
     # entry cost: a C++ raw_alloc/raw_delete loop, 3 entries a pair
@@ -121,7 +125,7 @@ m = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)).cuda()
 if native: f.watch(m)
 opt = torch.optim.AdamW(m.parameters())
 ts = []
-for i in range(25):
+for i in range(20):
     ids = torch.randint(0, 50257, (8, 512), device="cuda")
     torch.cuda.synchronize(); t = time.perf_counter()
     m(ids, labels=ids).loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
@@ -129,7 +133,7 @@ for i in range(25):
 ts = sorted(ts[5:])
 print(json.dumps({"native": native, "median_ms": 1e3 * ts[len(ts) // 2], "min_ms": 1e3 * ts[0]}))
 """
-    for rnd in range(3):
+    for rnd in range(int(os.environ.get("STEP_ROUNDS", "2"))):
         for mode in ("off", "on"):
             p = subprocess.run([sys.executable, "-c", code, mode, out], capture_output=True,
                                text=True, timeout=300)
