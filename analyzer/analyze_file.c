@@ -106,6 +106,8 @@ int fsc_analyze_file(const char *in_path, const char *out_path, const fsc_analyz
     so.pick_device = o.pick_device;
     so.device = o.device;
     so.skip_entries = o.skip_entries;
+    so.sizes = o.sizes;
+    so.nsizes = o.nsizes;
     so.keep_records = 1; /* table pytorch_meta */
     so.progress = o.progress;
     so.progress_ud = o.progress_ud;

@@ -280,6 +280,8 @@ static int run_snapshot(fsc_source_t *s)
     io.pick_device = s->opts.pick_device;
     io.device = s->opts.device;
     io.skip_entries = s->opts.skip_entries;
+    io.sizes = s->opts.sizes;
+    io.nsizes = s->opts.nsizes;
     fsc_import_sink_t sink = {s, on_header, on_tag, on_event};
     fsc_err_t ierr;
     fsc_err_clear(&ierr);

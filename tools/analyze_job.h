@@ -38,6 +38,13 @@ int fsc__analyze_add_suggestions(void *ud, const char *tmp_db,
 int fsc__analyze_many(const char *const *inputs, size_t n, const char *out,
                       const fsc_analyze_opts_t *o, const fsc__analyze_job_t *tmpl, int workers);
 
+/* fsc_analyze_file, and for a snapshot whose history starts mid-run with
+ * block sizes the importer guessed: what-if settles them from the window
+ * (docs/whatif.md), and the analysis runs again on the settled sizes. */
+int fsc__analyze_settled(const char *in, const char *out, const fsc_analyze_opts_t *o,
+                         fsc_analysis_summary_t *sum, struct fsc_source_info *info,
+                         fsc_err_t *err);
+
 /* A snapshot whose history starts mid-run (a ring): one line saying that
  * the figures cover the window (nothing for a complete one). */
 void fsc__analyze_window_note(const char *prefix, const fsc_import_stats_t *st);

@@ -28,6 +28,7 @@
 #include "analyze_job.h"
 #include "fragscope/rundb.h"
 #include "fragscope/source.h"
+#include "fragscope/whatif.h"
 #include "fsc/thread.h"
 
 #define MAX_WORKERS 64
@@ -83,7 +84,7 @@ static int run_part(pool_t *p, size_t idx, input_t *in, part_t *pt, fsc_err_t *e
     ao.analysis.before_commit_ud = &pt->job;
     ao.analysis.no_sync = 1; /* merged, then removed: only JOB.db is synced */
     unlink(pt->file.tmp_path);
-    return fsc_analyze_file(in->path, pt->file.tmp_path, &ao, &pt->sum, &pt->info, err);
+    return fsc__analyze_settled(in->path, pt->file.tmp_path, &ao, &pt->sum, &pt->info, err);
 }
 
 static int add_part(input_t *in, int device)
@@ -150,6 +151,37 @@ static void *worker(void *ud)
     return NULL;
 }
 
+int fsc__analyze_settled(const char *in, const char *out, const fsc_analyze_opts_t *o,
+                         fsc_analysis_summary_t *sum, struct fsc_source_info *info,
+                         fsc_err_t *err)
+{
+    int rc = fsc_analyze_file(in, out, o, sum, info, err);
+    if (rc != 0 || info->kind != FSC_SOURCE_SNAPSHOT || info->import.reconstructed_guessed == 0)
+        return rc;
+    fsc_source_opts_t so;
+    memset(&so, 0, sizeof so);
+    so.pick_device = 1;
+    so.device = info->import.device;
+    so.lenient = o->analysis.lenient;
+    so.skip_entries = o->skip_entries;
+    fsc_request_stream_t *rs = NULL;
+    fsc_import_size_t *sizes = NULL;
+    size_t n = 0;
+    fsc_err_t werr;
+    fsc_err_clear(&werr);
+    /* the analysis stands as it is when what-if cannot settle anything */
+    if (fsc_request_stream_load_source(in, &so, &rs, &werr) == 0 &&
+        fsc_request_stream_settled(rs, &sizes, &n) == 0 && n > 0) {
+        fsc_analyze_opts_t o2 = *o;
+        o2.sizes = sizes;
+        o2.nsizes = n;
+        rc = fsc_analyze_file(in, out, &o2, sum, info, err);
+    }
+    free(sizes);
+    fsc_request_stream_destroy(rs);
+    return rc;
+}
+
 void fsc__analyze_window_note(const char *prefix, const fsc_import_stats_t *st)
 {
     if (!st->reconstructed || st->segments_only)
@@ -159,6 +191,8 @@ void fsc__analyze_window_note(const char *prefix, const fsc_import_stats_t *st)
            "entries):\n%s  the peaks are the window's; the run reserved at least %s before it",
            prefix, (unsigned long long)st->entries, prefix,
            fsc_size_format(st->reconstructed_reserved, r, sizeof r));
+    if (st->reconstructed_settled)
+        printf("; %llu block sizes settled by what-if", (unsigned long long)st->reconstructed_settled);
     if (st->reconstructed_guessed)
         printf("; %llu block sizes guessed", (unsigned long long)st->reconstructed_guessed);
     printf(" (fragscope report)\n");

@@ -240,7 +240,7 @@ static int analyze(int argc, char **argv, const char **inputs)
     fsc_source_info_t info;
     fsc_err_t err;
     fsc_err_clear(&err);
-    int rc = fsc_analyze_file(j.in_path, j.out_path, &o, &sum, &info, &err);
+    int rc = fsc__analyze_settled(j.in_path, j.out_path, &o, &sum, &info, &err);
     fsc_progress_done(&j.prog);
     if (info.have_integrity && !info.integrity.clean_close)
         fprintf(stderr, "fragscope: %s: trace was not closed cleanly; analyzed the %llu "

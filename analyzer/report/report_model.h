@@ -114,7 +114,7 @@ typedef struct rep_pool {
 typedef struct rep_window {
     int on, have_record;
     int64_t first_seq, start_reserved, start_allocated;
-    uint64_t entries, first_time_us, segments, blocks, guessed, uncertain;
+    uint64_t entries, first_time_us, segments, blocks, guessed, settled, uncertain;
     uint64_t listed[REP_WINDOW_LISTED];
     size_t nlisted;
 } rep_window_t;

@@ -50,6 +50,7 @@ int fsc__report_window_load(fsc_rundb_t *db, rep_t *r)
     w->segments = num(o, "segments");
     w->blocks = num(o, "blocks");
     w->guessed = num(o, "guessed");
+    w->settled = num(o, "settled");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "guessed_blocks"), *it;
     cJSON_ArrayForEach(it, list)
     {
@@ -101,6 +102,9 @@ static void paragraph(const rep_window_t *w, const char *indent, FILE *f)
     fprintf(f, "%sThe peaks are the window's: the run reserved at least %s before it, and what "
                "it reached\n%searlier was not recorded (memory_stats() covers the whole run).\n",
             indent, r, indent);
+    if (w->settled > 0)
+        fprintf(f, "%s%" PRIu64 " rebuilt block sizes were settled by what-if from the window's "
+                   "best-fit choices.\n", indent, w->settled);
     if (w->guessed > 0) {
         fprintf(f, "%s%" PRIu64 " rebuilt blocks end where the window does not prove (a remainder "
                    "PyTorch may have left\n%sunsplit): allocated bytes are known to within %s;",
@@ -143,6 +147,7 @@ void fsc__report_window_json(const rep_t *r, cJSON *root)
         cJSON_AddNumberToObject(o, "start_segments", (double)w->segments);
         cJSON_AddNumberToObject(o, "start_blocks", (double)w->blocks);
         cJSON_AddNumberToObject(o, "guessed_blocks", (double)w->guessed);
+        cJSON_AddNumberToObject(o, "settled_blocks", (double)w->settled);
         cJSON_AddNumberToObject(o, "uncertain_bytes", (double)w->uncertain);
     } else {
         cJSON_AddNullToObject(o, "entries");

@@ -247,6 +247,8 @@ struct fsc_request_stream {
     struct fsc__wguess *guesses;
     size_t nguesses;
     uint64_t guessed_total, settled;
+    size_t settled_before; /* sizes given to the import: settled by earlier rounds */
+    fsc_import_size_t *sizes_before; /* those sizes (a copy) */
     char *rebuild_text; /* the record's parts so far */
     size_t rebuild_len;
 
@@ -261,6 +263,14 @@ struct fsc_request_stream {
     int ends_at_oom; /* the last allocation request recorded failed */
     int truncated;   /* the trace lost its end, or is a ring */
     uint64_t oom_upper; /* reserved at the last OOM + its segment size */
+    /* The least cap every recorded segment creation fits under: reserved
+     * before it plus the segment size its request needed, which for an
+     * expandable segment can exceed what was mapped (PyTorch checks the cap
+     * with the request's segment size). map_before: reserved before the
+     * mappings that wait for the request they were made for (0: none). */
+    uint64_t cap_floor, map_before;
+    int map_waiting;
+    fsc_alloc_config_t rec_cfg; /* the recording's settings, for rounding */
     size_t open_release; /* 1 + op index of the release burst being read; 0 none */
     int release_seen_seg; /* that burst was followed by a new segment */
     fsc_request_stream_info_t info;
@@ -301,6 +311,9 @@ void fsc__wstream_note_oom(fsc_request_stream_t *rs, const fsc_event_t *ev);
  * recorded capacity, else the inferred lower bound when it ran out of
  * memory, else 0 (unknown, no sign of one). */
 uint64_t fsc__wstream_recorded_cap(const fsc_request_stream_t *rs);
+/* The least cap the recording is consistent with: its peak reserved, or
+ * more where an expandable segment's request needed more than it mapped. */
+uint64_t fsc__wstream_cap_floor(const fsc_request_stream_t *rs);
 /* 1 when a FSC__WOP_RELEASE was the program's (empty_cache): no failed
  * request, GC pass or recorded EMPTY_CACHE explains it, and no cap could
  * have forced the allocator to release (reserved before it + the segment
@@ -352,6 +365,9 @@ int fsc__wseed_refine(fsc_request_stream_t *rs, fsc_err_t *err);
 /* Guess k: settled by the refinement; its block's address. */
 int fsc__wseed_is_settled(const fsc_request_stream_t *rs, size_t k);
 uint64_t fsc__wseed_guess_addr(const fsc_request_stream_t *rs, size_t k);
+/* The blocks the refinement settled, as sizes for the import (out has room
+ * for rs->settled); returns how many. */
+size_t fsc__wseed_settled_sizes(const fsc_request_stream_t *rs, fsc_import_size_t *out);
 /* Σ over the still guessed blocks of how far their ends may move. */
 uint64_t fsc__wseed_uncertain(const fsc_request_stream_t *rs);
 

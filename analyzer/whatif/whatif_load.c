@@ -2,6 +2,7 @@
  * whatif_load.c — building a request stream from a file, a .fstrace or a
  * PyTorch snapshot, through the one way in from a file (fragscope/source.h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "fragscope/pytorch.h"
@@ -53,25 +54,12 @@ int fsc_request_stream_load_opts(const char *path, int device, int lenient,
     return fsc_request_stream_load_source(path, &so, out, err);
 }
 
-int fsc_request_stream_load_source(const char *path, const fsc_source_opts_t *opts,
-                                   fsc_request_stream_t **out, fsc_err_t *err)
+/* One pass: the file into a stream, its guessed block sizes refined. */
+static int load_once(const char *path, int kind, const fsc_source_opts_t *so,
+                     fsc_request_stream_t **out, fsc_err_t *err)
 {
-    if (path == NULL || out == NULL)
-        return fsc_err_set(err, FSC_EINVAL, "what-if: no path");
-    *out = NULL;
-    int kind = fsc_source_detect(path);
-    if (kind < 0)
-        return fsc_err_set(err, kind, "%s: cannot read the file", path);
-    if (kind == FSC_SOURCE_UNKNOWN)
-        return fsc_err_set(err, FSC_EFORMAT, "%s: neither a fragscope trace nor a PyTorch snapshot",
-                           path);
-    fsc_source_opts_t so;
-    memset(&so, 0, sizeof so);
-    if (opts != NULL)
-        so = *opts;
-    so.keep_records = 1; /* for the rebuild record (whatif_seed.c); the rest are dropped */
     fsc_source_t *src = NULL;
-    int rc = fsc_source_open(path, &so, &src, err);
+    int rc = fsc_source_open(path, so, &src, err);
     if (rc != 0)
         return rc;
     fsc_request_stream_t *rs;
@@ -97,6 +85,91 @@ int fsc_request_stream_load_source(const char *path, const fsc_source_opts_t *op
     }
     if (info.have_integrity && !info.integrity.clean_close)
         rs->truncated = 1; /* the rest of the run never reached the disk */
+    rs->settled_before = so->nsizes;
+    if (so->nsizes > 0) {
+        rs->sizes_before = malloc(so->nsizes * sizeof *rs->sizes_before);
+        if (rs->sizes_before == NULL) {
+            fsc_request_stream_destroy(rs);
+            return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+        }
+        memcpy(rs->sizes_before, so->sizes, so->nsizes * sizeof *rs->sizes_before);
+    }
+    *out = rs;
+    return 0;
+}
+
+int fsc_request_stream_settled(const fsc_request_stream_t *rs, fsc_import_size_t **out,
+                               size_t *n)
+{
+    if (rs == NULL || out == NULL || n == NULL)
+        return FSC_EINVAL;
+    size_t total = rs->settled_before + rs->settled;
+    *out = NULL;
+    *n = 0;
+    if (total == 0)
+        return 0;
+    fsc_import_size_t *v = malloc(total * sizeof *v);
+    if (v == NULL)
+        return FSC_ENOMEM;
+    if (rs->settled_before > 0)
+        memcpy(v, rs->sizes_before, rs->settled_before * sizeof *v);
+    *n = rs->settled_before + fsc__wseed_settled_sizes(rs, v + rs->settled_before);
+    *out = v;
+    return 0;
+}
+
+int fsc_request_stream_load_source(const char *path, const fsc_source_opts_t *opts,
+                                   fsc_request_stream_t **out, fsc_err_t *err)
+{
+    if (path == NULL || out == NULL)
+        return fsc_err_set(err, FSC_EINVAL, "what-if: no path");
+    *out = NULL;
+    int kind = fsc_source_detect(path);
+    if (kind < 0)
+        return fsc_err_set(err, kind, "%s: cannot read the file", path);
+    if (kind == FSC_SOURCE_UNKNOWN)
+        return fsc_err_set(err, FSC_EFORMAT, "%s: neither a fragscope trace nor a PyTorch snapshot",
+                           path);
+    fsc_source_opts_t so;
+    memset(&so, 0, sizeof so);
+    if (opts != NULL)
+        so = *opts;
+    so.keep_records = 1; /* for the rebuild record (whatif_seed.c); the rest are dropped */
+    /* A snapshot whose guessed block sizes the replay settled is imported
+     * again with them, so that every recorded figure (the window's
+     * allocated bytes and their peak) rests on the settled sizes; a few
+     * rounds at most, each settling more. */
+    fsc_import_size_t *sizes = NULL;
+    size_t nsizes = so.nsizes;
+    if (nsizes > 0) {
+        sizes = malloc(nsizes * sizeof *sizes);
+        if (sizes == NULL)
+            return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+        memcpy(sizes, so.sizes, nsizes * sizeof *sizes);
+    }
+    fsc_request_stream_t *rs = NULL;
+    int rc = 0;
+    for (int round = 0; round < 4; round++) {
+        so.sizes = sizes;
+        so.nsizes = nsizes;
+        rc = load_once(path, kind, &so, &rs, err);
+        if (rc != 0 || kind != FSC_SOURCE_SNAPSHOT || rs->settled == 0 || round == 3)
+            break;
+        fsc_import_size_t *more = realloc(sizes, (nsizes + rs->settled) * sizeof *sizes);
+        if (more == NULL) {
+            rc = fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+            break;
+        }
+        sizes = more;
+        nsizes += fsc__wseed_settled_sizes(rs, sizes + nsizes);
+        fsc_request_stream_destroy(rs);
+        rs = NULL;
+    }
+    free(sizes);
+    if (rc != 0) {
+        fsc_request_stream_destroy(rs);
+        return rc;
+    }
     *out = rs;
     return 0;
 }

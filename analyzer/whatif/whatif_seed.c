@@ -189,3 +189,13 @@ uint64_t fsc__wseed_uncertain(const fsc_request_stream_t *rs)
             n += rs->guesses[k].max_end - rs->guesses[k].split_end;
     return n;
 }
+
+size_t fsc__wseed_settled_sizes(const fsc_request_stream_t *rs, fsc_import_size_t *out)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < rs->nguesses; k++)
+        if (rs->guesses[k].settled)
+            out[n++] = (fsc_import_size_t){rs->guesses[k].addr,
+                                           rs->guesses[k].end - rs->guesses[k].addr};
+    return n;
+}

@@ -53,6 +53,7 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
     free(rs->slots);
     free(rs->free_slots);
     free(rs->seeds);
+    free(rs->sizes_before);
     free(rs->guesses);
     free(rs->rebuild_text);
     free(rs->seed_pending);
@@ -88,6 +89,10 @@ int fsc_request_stream_set_header(fsc_request_stream_t *rs, const fsc_trace_head
     rs->capacity = hdr->capacity;
     rs->device_total = hdr->device_total;
     rs->flags = hdr->flags;
+    if (fsc_alloc_config_parse(rs->config, &rs->rec_cfg, NULL) != 0) {
+        fsc_alloc_config_t d = FSC_ALLOC_CONFIG_DEFAULT;
+        rs->rec_cfg = d;
+    }
     /* The events up to the history marker are the state the recording
      * began in, adopted by each replay (fsc__wseed_t). */
     rs->seeding = (hdr->flags & FSC_TRACE_F_RECONSTRUCTED) != 0;
@@ -270,6 +275,14 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
         rs->info.recorded_ooms++;
         return 0;
     }
+    if (rs->map_waiting) {
+        /* the mappings just before were made for this request */
+        uint64_t need = rs->map_before +
+                        fsc_alloc_segment_size(fsc_alloc_round_size(&rs->rec_cfg, ev->requested));
+        if (need > rs->cap_floor)
+            rs->cap_floor = need;
+        rs->map_waiting = 0;
+    }
     uint64_t old, slot;
     if (fsc__u64map_get(&rs->live, ev->addr, &old)) {
         /* The recording never freed the previous block here (a lost event):
@@ -339,6 +352,10 @@ static int add_complete(fsc_request_stream_t *rs, const fsc_event_t *ev)
 
 static int add_segment(fsc_request_stream_t *rs, const fsc_event_t *ev)
 {
+    if (ev->type == FSC_EV_SEGMENT_MAP && !rs->map_waiting) {
+        rs->map_waiting = 1;
+        rs->map_before = rs->cur_reserved;
+    }
     if (FSC__VEC_RESERVE(rs->segs, rs->cap_segs, rs->nsegs + 1) != 0)
         return FSC_ENOMEM;
     rs->segs[rs->nsegs].type = ev->type;
@@ -619,8 +636,9 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
     out->start_segments = 0;
     for (size_t i = 0; i < rs->nseeds; i++)
         out->start_segments += rs->seeds[i].kind != FSC__WSEED_BLOCK;
-    out->start_guessed = rs->have_rebuild ? rs->guessed_total : 0;
-    out->start_settled = rs->settled;
+    /* the import's guesses of this round, and those earlier rounds settled */
+    out->start_guessed = (rs->have_rebuild ? rs->guessed_total : 0) + rs->settled_before;
+    out->start_settled = rs->settled + rs->settled_before;
     out->n_guessed_listed = 0;
     out->start_uncertain_bytes = fsc__wseed_uncertain(rs);
     for (size_t k = 0; k < rs->nguesses && out->n_guessed_listed < FSC_IMPORT_GUESSED_MAX; k++)
@@ -645,11 +663,17 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
     }
     out->pool_releases = rs->npool_rel;
     if (rs->info.recorded_ooms > 0 && (rs->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) != 0) {
-        out->capacity_lower = rs->info.recorded_peak_reserved;
+        out->capacity_lower = fsc__wstream_cap_floor(rs);
         out->capacity_upper = rs->oom_upper > out->capacity_lower ? rs->oom_upper
                                                                   : out->capacity_lower + 1;
     }
     return rc < 0 ? rc : 0;
+}
+
+uint64_t fsc__wstream_cap_floor(const fsc_request_stream_t *rs)
+{
+    return rs->cap_floor > rs->info.recorded_peak_reserved ? rs->cap_floor
+                                                           : rs->info.recorded_peak_reserved;
 }
 
 uint64_t fsc__wstream_recorded_cap(const fsc_request_stream_t *rs)
@@ -657,7 +681,7 @@ uint64_t fsc__wstream_recorded_cap(const fsc_request_stream_t *rs)
     if ((rs->flags & FSC_TRACE_F_CAPACITY_UNKNOWN) == 0 && rs->capacity != 0)
         return rs->capacity;
     if (rs->info.recorded_ooms > 0)
-        return rs->info.recorded_peak_reserved;
+        return fsc__wstream_cap_floor(rs);
     return 0;
 }
 

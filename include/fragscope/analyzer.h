@@ -188,6 +188,8 @@ typedef struct fsc_analyze_opts {
                                      input's */
     uint64_t skip_entries;        /* snapshots: leave out the first N history
                                      entries, as a ring would have (fragscope/source.h) */
+    const struct fsc_import_size *sizes; /* snapshots: settled block sizes */
+    size_t nsizes;                       /* (fragscope/source.h) */
 } fsc_analyze_opts_t;
 
 struct fsc_source_info;

@@ -82,10 +82,20 @@ typedef struct fsc_import_opts {
      * history cut this way is exactly what a ring would have kept, which
      * is how the rebuild is tested. 0 = none. */
     uint64_t skip_entries;
+    /* Sizes of blocks live when the history begins that a later pass
+     * settled (what-if proves them from the window's best-fit choices,
+     * whatif_seed.c): the block at each address gets its size here instead
+     * of the importer's guess. NULL/0: none. */
+    const struct fsc_import_size *sizes;
+    size_t nsizes;
 } fsc_import_opts_t;
 
+typedef struct fsc_import_size {
+    uint64_t addr, size;
+} fsc_import_size_t;
+
 /* Zeroed options are the defaults. */
-#define FSC_IMPORT_OPTS_DEFAULT {0, 0, 0, NULL, NULL, NULL, 0, 0}
+#define FSC_IMPORT_OPTS_DEFAULT {0, 0, 0, NULL, NULL, NULL, 0, 0, NULL, 0}
 
 /* What a snapshot holds beyond the allocator's events travels as MARKER
  * events whose text is "pytorch.KIND JSON" (KIND: snapshot, entry, action, frame,
@@ -117,6 +127,8 @@ typedef struct fsc_import_stats {
      * and the addresses of the first FSC_IMPORT_GUESSED_MAX. */
     uint64_t reconstructed_guessed;
     uint64_t guessed_blocks[FSC_IMPORT_GUESSED_MAX];
+    /* Blocks whose size opts.sizes gave (settled by what-if). */
+    uint64_t reconstructed_settled;
     /* Reserved bytes of the rebuilt starting state (segments alive before
      * the first history entry): the run reserved at least this much
      * before the window began. */

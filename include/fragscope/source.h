@@ -48,6 +48,8 @@ typedef struct fsc_source_opts {
     uint64_t skip_entries; /* snapshots: leave out the first N history
                               entries, as a ring would have
                               (fsc_import_opts_t.skip_entries) */
+    const fsc_import_size_t *sizes; /* snapshots: settled block sizes */
+    size_t nsizes;                  /* (fsc_import_opts_t.sizes) */
     /* Called every 65536 events: bytes read of the file's bytes (traces),
      * events so far and 0 (snapshots); and for pickled snapshots every few
      * MiB read: bytes read over all the import's passes and their total.

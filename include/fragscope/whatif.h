@@ -85,6 +85,12 @@ int fsc_request_stream_load_opts(const char *path, int device, int lenient,
  * ring keeps it. keep_records is ignored. */
 int fsc_request_stream_load_source(const char *path, const fsc_source_opts_t *opts,
                                    fsc_request_stream_t **out, fsc_err_t *err);
+/* A window's block sizes that the load settled (the importer had guessed
+ * them; docs/whatif.md, "A window of the run"), for an import or analysis
+ * of the same snapshot to use (fsc_source_opts_t.sizes): *out is malloc'd
+ * (free it), NULL with *n 0 when none. 0 or FSC_ENOMEM. */
+int fsc_request_stream_settled(const fsc_request_stream_t *rs, fsc_import_size_t **out,
+                               size_t *n);
 
 typedef struct fsc_request_stream_info {
     uint64_t events;        /* recorded events fed */

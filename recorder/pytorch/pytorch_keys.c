@@ -615,11 +615,12 @@ int fsc__imp_keys_rebuild(fsc__imp_t *im)
     b->n = 0;
     snprintf(num, sizeof num,
              "{\"entries\":%llu,\"first_time_us\":%llu,\"segments\":%llu,\"blocks\":%llu,"
-             "\"reserved\":%llu,\"guessed\":%llu,\"guessed_blocks\":[",
+             "\"reserved\":%llu,\"settled\":%llu,\"guessed\":%llu,\"guessed_blocks\":[",
              (unsigned long long)im->n_ents, (unsigned long long)im->t0_us,
              (unsigned long long)im->st->reconstructed_segments,
              (unsigned long long)im->st->reconstructed_blocks,
              (unsigned long long)im->st->reconstructed_reserved,
+             (unsigned long long)im->st->reconstructed_settled,
              (unsigned long long)im->st->reconstructed_guessed);
     sb_cs(b, num);
     int first = 1;

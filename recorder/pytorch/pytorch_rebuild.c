@@ -187,6 +187,14 @@ static uint64_t first_alloc_in(const fsc__imp_t *im, uint64_t lo, uint64_t hi, u
  * prove is marked guessed. See docs/pytorch.md. */
 static void settle_size(fsc__imp_t *im, fsc__prelive_t *p, uint64_t limit)
 {
+    for (size_t i = 0; i < im->opts.nsizes; i++)
+        if (im->opts.sizes[i].addr == p->addr && im->opts.sizes[i].size >= p->size &&
+            p->addr + im->opts.sizes[i].size <= limit) {
+            /* settled by a later pass (what-if) */
+            p->size = im->opts.sizes[i].size;
+            im->st->reconstructed_settled++;
+            return;
+        }
     uint64_t end = p->addr + p->size;
     if (end >= limit)
         return; /* no room left, or an overlap (reported when placed) */
