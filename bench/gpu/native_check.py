@@ -111,6 +111,56 @@ print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
     if os.path.exists(tr):
         log({"name": "bench_trace_bytes", "bytes": os.path.getsize(tr)})
 
+if "bench2" in what:
+    # the entry cost again, with the recorder's variants: streaming stores
+    # (FRAGSCOPE_NATIVE_NT=1) and its thread idle during the loop
+    code = r"""
+import json, sys, torch, fragscope_torch as f
+mode = sys.argv[1]; out = sys.argv[2]
+ext = f._build_native()
+torch.cuda.init(); torch.empty(1, device="cuda")
+if mode == "counter": ext.attach_counter()
+elif mode.startswith("recorder"): f.record(out + "/bench_%s.fstrace" % mode, verdict=False)
+elif mode == "history": torch.cuda.memory._record_memory_history(max_entries=1_000_000, context=None)
+pairs = [ext.bench_pairs(200_000) for _ in range(5)]
+print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
+"""
+    envs = {"recorder_nt": {"FRAGSCOPE_NATIVE_NT": "1"},
+            "recorder_idle": {"FRAGSCOPE_NATIVE_INTERVAL_MS": "600000"}}
+    for rnd in range(2):
+        for mode in ("none", "counter", "recorder", "recorder_nt", "recorder_idle", "history"):
+            p = subprocess.run([sys.executable, "-c", code, mode, out], capture_output=True,
+                               text=True, timeout=200, env=dict(os.environ, **envs.get(mode, {})))
+            try:
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                r = {"mode": mode, "error": p.stderr[-1500:]}
+            r["name"] = "bench_entry2"
+            r["round"] = rnd
+            log(r)
+
+if "compile2" in what or "fsdp" in what:
+    import concurrent.futures as cf
+    import tempfile
+    jobs = []
+    if "compile2" in what:
+        for mode, tag in (("default", "c"), ("reduce-overhead", "cro")):
+            for nat in (True, False):
+                jobs.append(("%s_%s" % (tag, "on" if nat else "off"),
+                             ["gpt2"] + GPT2 + ["--steps", "6", "--compile", mode], "", nat,
+                             {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
+                              "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="ind")}))
+    if "fsdp" in what:
+        jobs.append(("n_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4",
+                                 "--min-len", "128", "--max-len", "1024", "--steps", "6"], "",
+                     True, {}))
+        jobs.append(("ring_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4",
+                                    "--min-len", "128", "--max-len", "1024", "--steps", "12",
+                                    "--max-entries", "8000"], "", False, {"MASTER_PORT": "29611"}))
+    with cf.ThreadPoolExecutor(6) as ex:
+        list(ex.map(lambda j: run(j[0], j[1], conf=j[2], native=j[3], timeout=300, env=j[4]),
+                    jobs))
+
 if "steps" in what:
     # step time of GPT-2 training, recorder on and off, alternated
     code = r"""

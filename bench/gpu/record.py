@@ -344,7 +344,8 @@ def scenario_fsdp2():
     from torch.distributed.fsdp import fully_shard
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
-    dist.init_process_group("nccl", rank=0, world_size=1, device_id=dev)
+    dist.init_process_group("nccl", rank=0, world_size=1,
+                            device_id=torch.device("cuda", torch.cuda.current_device()))
     try:
         torch.manual_seed(args.seed)
         model, cfg = gpt2_model(args.layers, args.width)
