@@ -410,12 +410,124 @@ static void test_contradiction(void)
     CU_ASSERT_EQUAL(g.n, 4); /* sample, segment, split, alloc */
 }
 
+/* Runs recorded on an H100 (bench/gpu/native_check.py) by the native
+ * recorder and, in the same process, by PyTorch's own history: the trace
+ * analyzes to memory_stats()'s peaks to the byte and to the same segments
+ * and blocks as the snapshot, and what-if reproduces every address. The
+ * OOM run's trace carries the 6 GiB cap, and its verdict says so. */
+typedef struct sum3 {
+    long long peak_alloc, peak_res, segs, blocks;
+} sum3_t;
+
+static void db_sum(const char *db, sum3_t *s)
+{
+    char out[4096];
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_test_sh(out, sizeof out,
+                    "sqlite3 %s \"SELECT (SELECT value FROM summary WHERE key = "
+                    "'peak_allocated_bytes'), (SELECT value FROM summary WHERE key = "
+                    "'peak_reserved_bytes'), (SELECT count(*) || '/' || total(addr) || '/' || "
+                    "total(size) FROM segments), (SELECT count(*) || '/' || total(addr * 3 + size) "
+                    "|| '/' || total(requested) FROM blocks)\"",
+                    db),
+        0);
+    double pa = 0, pr = 0;
+    char segs[256] = "", blocks[256] = "";
+    sscanf(out, "%lf|%lf|%255[^|]|%255s", &pa, &pr, segs, blocks);
+    s->peak_alloc = (long long)pa;
+    s->peak_res = (long long)pr;
+    /* count/sum/sum of the table: equal tables give equal strings */
+    s->segs = s->blocks = 0;
+    for (const char *c = segs; *c; c++)
+        s->segs = s->segs * 31 + *c;
+    for (const char *c = blocks; *c; c++)
+        s->blocks = s->blocks * 31 + *c;
+}
+
+static long long stat_of(const char *json, const char *key)
+{
+    const char *p = strstr(json, key);
+    if (p == NULL)
+        return -1;
+    p = strchr(p, ':');
+    return p ? atoll(p + 1) : -1;
+}
+
+static void test_gpu_runs(void)
+{
+    static const char *const runs[] = {"n_plain", "n_expandable", "n_graphed", "n_mempool_live",
+                                       "n_side_stream", "n_oom_cap", "n_late"};
+    char out[1 << 14];
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char tr[512], pk[512], st[512];
+        snprintf(tr, sizeof tr, "%s", fsc_test_data("gpu/native/"));
+        strcat(tr, runs[i]);
+        snprintf(pk, sizeof pk, "%s.pickle", tr);
+        snprintf(st, sizeof st, "%s.stats.json", tr);
+        strcat(tr, ".fstrace");
+        const char *dbn = fsc_test_path("gn.db"), *dbs = fsc_test_path("gs.db");
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
+                                          fsc_test_fragscope(), tr, dbn), 0);
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
+                                          fsc_test_fragscope(), pk, dbs), 0);
+        sum3_t a, b;
+        db_sum(dbn, &a);
+        db_sum(dbs, &b);
+        char *stats = fsc_test_slurp(st, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(stats);
+        long long ra = stat_of(stats, "\"allocated_bytes.all.peak\"");
+        long long rr = stat_of(stats, "\"reserved_bytes.all.peak\"");
+        free(stats);
+        int late = strcmp(runs[i], "n_late") == 0;
+        if (!late) {
+            /* the whole run: memory_stats()'s peaks, the snapshot's tables */
+            CU_ASSERT_EQUAL(a.peak_alloc, ra);
+            CU_ASSERT_EQUAL(a.peak_res, rr);
+            CU_ASSERT_EQUAL(a.segs, b.segs);
+            CU_ASSERT_EQUAL(a.blocks, b.blocks);
+        } else {
+            /* begun after the first step: a window, whose allocated peak
+             * was before it; what it reserved it kept */
+            CU_ASSERT_TRUE(a.peak_alloc < ra);
+            CU_ASSERT_EQUAL(a.peak_res, rr);
+        }
+        if (a.peak_alloc != ra && !late)
+            fprintf(stderr, "%s: peak allocated %lld, memory_stats %lld\n", runs[i], a.peak_alloc,
+                    ra);
+        fsc_request_stream_t *rs = NULL;
+        fsc_err_t err = {0, ""};
+        CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(tr, &rs, &err), 0);
+        fsc_whatif_verify_t v;
+        CU_ASSERT_EQUAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+        CU_ASSERT_TRUE(v.match);
+        CU_ASSERT_EQUAL(v.alloc_addr_matches, v.allocs_compared);
+        CU_ASSERT_TRUE(v.allocs_compared > 20);
+        fsc_request_stream_info_t in;
+        fsc_request_stream_info(rs, &in);
+        CU_ASSERT_EQUAL(in.window, late);
+        fsc_request_stream_destroy(rs);
+    }
+    /* the OOM run: the cap is in the trace, and the verdict names it */
+    const char *db = fsc_test_path("gn.db");
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),
+                                      fsc_test_data("gpu/native/n_oom_cap.fstrace"), db),
+                          0);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s --format verdict",
+                                fsc_test_fragscope(), db),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fragscope: out of memory on cuda:0 NVIDIA H100 80GB HBM3: "
+                                       "1.49 GiB requested"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cap 6.00 GiB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cause: capacity"));
+}
+
 static const fsc_test_case_t tests[] = {
     {"entries become the importer's events, the cap and device on the OOM", test_entries_to_events},
     {"the same entries as a snapshot import to the same events", test_same_as_snapshot},
     {"attached mid-run: the allocator's state first, what-if exact from it", test_start_state},
     {"two devices from two threads: every entry in its device's trace", test_two_devices},
     {"an entry the model cannot place is counted, the trace stays good", test_contradiction},
+    {"H100 runs: the native trace and the same run's snapshot agree", test_gpu_runs},
     {NULL, NULL},
 };
 

@@ -139,7 +139,7 @@ print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
             r["round"] = rnd
             log(r)
 
-if "compile2" in what or "fsdp" in what:
+if "compile2" in what or "fsdp" in what or "tags" in what:
     import concurrent.futures as cf
     import tempfile
     jobs = []
@@ -157,6 +157,8 @@ if "compile2" in what or "fsdp" in what:
         jobs.append(("ring_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4",
                                     "--min-len", "128", "--max-len", "1024", "--steps", "12",
                                     "--max-entries", "8000"], "", False, {"MASTER_PORT": "29611"}))
+    if "tags" in what:
+        jobs.append(("n_tags", ["gpt2"] + GPT2 + ["--steps", "3"], "", True, {}))
     with cf.ThreadPoolExecutor(6) as ex:
         list(ex.map(lambda j: run(j[0], j[1], conf=j[2], native=j[3], timeout=300, env=j[4]),
                     jobs))

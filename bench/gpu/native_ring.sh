@@ -22,7 +22,7 @@ if [[ " $what " == *" ring "* ]]; then
   ring_pid=$!
 fi
 nw=""
-for w in runs bench steps bench2 compile2 fsdp; do [[ " $what " == *" $w "* ]] && nw="$nw $w"; done
+for w in runs bench steps bench2 compile2 fsdp tags; do [[ " $what " == *" $w "* ]] && nw="$nw $w"; done
 if [ -n "$nw" ]; then
   # shellcheck disable=SC2086
   timeout 520 python3 bench/gpu/native_check.py /tmp/native $nw > "$OUT/native.log" 2>&1

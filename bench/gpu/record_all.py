@@ -15,7 +15,7 @@ one GPU, into OUTDIR:
   mempool_opts  MemPool's own settings: use_on_oom under a 0.5 GiB cap (to an
            OOM), no_split (where this PyTorch has it), and mempool_live under
            expandable_segments:True; under a minute
-  ring     snapshots whose history ring wrapped, as most users' do: GPT-2 for 48
+  ring     snapshots whose history ring wrapped, as most users' do: GPT-2 for 80
            steps under PyTorch's default max_entries (100000), and small rings
            under expandable_segments:True, with empty_cache(), with CUDA graphs
            (make_graphed_callables and torch.compile reduce-overhead), a live
@@ -132,7 +132,7 @@ if "mempool_opts" in what:
 
 if "ring" in what:
     results += pool([
-        job("ring_default_48steps", "gpt2", GPT2 + ["--steps", "48", "--max-entries", "100000"],
+        job("ring_default_80steps", "gpt2", GPT2 + ["--steps", "80", "--max-entries", "100000"],
             timeout=500),
         job("ring_exp", "gpt2", GPT2 + ["--steps", "12", "--max-entries", "15000"],
             conf="expandable_segments:True"),

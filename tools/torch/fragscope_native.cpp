@@ -228,8 +228,27 @@ int64_t counted()
     return g_counted.load();
 }
 
+// Tags and markers through the very library the tracker reads them from
+// (a second copy loaded under another file name would have tag stacks of
+// its own).
+void tag_push(const std::string &name)
+{
+    fsc_tag_push(name.c_str());
+}
+void tag_pop()
+{
+    fsc_tag_pop();
+}
+void mark(const std::string &text)
+{
+    fsc_mark(text.c_str());
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
 {
+    m.def("tag_push", &tag_push);
+    m.def("tag_pop", &tag_pop);
+    m.def("mark", &mark);
     m.def("open", &open);
     m.def("begin_device", &begin_device);
     m.def("start", &start);

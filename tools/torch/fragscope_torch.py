@@ -179,10 +179,6 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
                          "FRAGSCOPE_RECORD)")
     import torch
     ext = _build_native(verbose)
-    src, inc, lib = native_paths()
-    clib = ctypes.CDLL(os.path.join(lib, "libfragscope.so"))
-    clib.fsc_tag_push.argtypes = [ctypes.c_char_p]
-    clib.fsc_mark.argtypes = [ctypes.c_char_p]
     ndev = max(1, torch.cuda.device_count())
     ext.open(str(trace), int(ring or 0), ndev, "fragscope native (torch %s)" % torch.__version__)
     conf = _alloc_conf()
@@ -208,7 +204,8 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
                          _segments_of(snap or [], d))
     ext.start()
     _native = ext
-    _tags = _TagLib(clib.fsc_tag_push, clib.fsc_tag_pop, clib.fsc_mark)
+    _tags = _TagLib(lambda b: ext.tag_push(b.decode()), ext.tag_pop,
+                    lambda b: ext.mark(b.decode()))
     if verdict:
         torch._C._cuda_attach_out_of_memory_observer(_on_oom)
     atexit.register(stop)
