@@ -150,6 +150,46 @@ static void test_gpu_recordings(void)
     cut_folder(FSC_TEST_DATA "/gpu");
 }
 
+/* PyTorch's own rings, recorded on an H100 (bench/gpu/record_all.py
+ * ring): each snapshot as it is, then cut further. */
+static void test_gpu_rings(void)
+{
+    const char *dir = FSC_TEST_DATA "/gpu/ring";
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (skip_file(e->d_name))
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        fsc_request_stream_t *rs = NULL;
+        fsc_err_t err = {0, ""};
+        CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(path, &rs, &err), 0);
+        fsc_request_stream_info_t in;
+        fsc_request_stream_info(rs, &in);
+        CU_ASSERT_TRUE(in.window); /* every one of them wrapped */
+        fsc_whatif_verify_t v;
+        CU_ASSERT_EQUAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+        CU_ASSERT_TRUE(v.match);
+        CU_ASSERT_EQUAL(v.alloc_addr_matches, v.allocs_compared);
+        if (!v.match)
+            fprintf(stderr, "%s: addresses %llu of %llu\n", path,
+                    (unsigned long long)v.alloc_addr_matches, (unsigned long long)v.allocs_compared);
+        fsc_request_stream_destroy(rs);
+        n++;
+    }
+    closedir(d);
+    CU_ASSERT_EQUAL(n, 7);
+    cut_folder(dir);
+}
+
+static void test_native_snapshots(void)
+{
+    cut_folder(FSC_TEST_DATA "/gpu/native");
+}
+
 static void test_sample_traces(void)
 {
     cut_folder(FSC_SOURCE_DIR "/sample_traces");
@@ -258,6 +298,8 @@ static const fsc_test_case_t tests[] = {
     {"GPU recordings (tests/data/gpu) cut at 50 points: every window reproduced",
      test_gpu_recordings},
     {"sample_traces snapshots cut at 50 points: every window reproduced", test_sample_traces},
+    {"PyTorch's own rings (H100): each reproduced, and cut further", test_gpu_rings},
+    {"the native recordings' snapshots (H100) cut at 50 points", test_native_snapshots},
     {"gpt2_varlen cut at every step boundary", test_step_boundaries},
     {"a window analyzed: the report says its figures cover the window", test_analyze_window},
     {"what-if on a window: its starting state and scope", test_whatif_window_output},
