@@ -127,7 +127,7 @@ print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
 """
     envs = {"recorder_nt": {"FRAGSCOPE_NATIVE_NT": "1"},
             "recorder_idle": {"FRAGSCOPE_NATIVE_INTERVAL_MS": "600000"}}
-    for rnd in range(2):
+    for rnd in range(int(os.environ.get("BENCH_ROUNDS", "2"))):
         for mode in ("none", "counter", "recorder", "recorder_nt", "recorder_idle", "history"):
             p = subprocess.run([sys.executable, "-c", code, mode, out], capture_output=True,
                                text=True, timeout=200, env=dict(os.environ, **envs.get(mode, {})))
