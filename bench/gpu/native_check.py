@@ -111,6 +111,30 @@ print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
     if os.path.exists(tr):
         log({"name": "bench_trace_bytes", "bytes": os.path.getsize(tr)})
 
+if "compile2" in what or "fsdp" in what or "tags" in what:
+    import concurrent.futures as cf
+    import tempfile
+    jobs = []
+    if "compile2" in what:
+        for mode, tag in (("default", "c"), ("reduce-overhead", "cro")):
+            for nat in (True, False):
+                jobs.append(("%s_%s" % (tag, "on" if nat else "off"),
+                             ["gpt2"] + GPT2 + ["--steps", "6", "--compile", mode], "", nat,
+                             {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
+                              "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="ind")}))
+    if "fsdp" in what:
+        jobs.append(("n_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4",
+                                 "--min-len", "128", "--max-len", "1024", "--steps", "6"], "",
+                     True, {}))
+        jobs.append(("ring_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4",
+                                    "--min-len", "128", "--max-len", "1024", "--steps", "12",
+                                    "--max-entries", "8000"], "", False, {"MASTER_PORT": "29611"}))
+    if "tags" in what:
+        jobs.append(("n_tags", ["gpt2"] + GPT2 + ["--steps", "3"], "", True, {}))
+    with cf.ThreadPoolExecutor(6) as ex:
+        list(ex.map(lambda j: run(j[0], j[1], conf=j[2], native=j[3], timeout=300, env=j[4]),
+                    jobs))
+
 if "bench2" in what:
     # the entry cost again, with the recorder's variants: streaming stores
     # (FRAGSCOPE_NATIVE_NT=1) and its thread idle during the loop
@@ -138,30 +162,6 @@ print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
             r["name"] = "bench_entry2"
             r["round"] = rnd
             log(r)
-
-if "compile2" in what or "fsdp" in what or "tags" in what:
-    import concurrent.futures as cf
-    import tempfile
-    jobs = []
-    if "compile2" in what:
-        for mode, tag in (("default", "c"), ("reduce-overhead", "cro")):
-            for nat in (True, False):
-                jobs.append(("%s_%s" % (tag, "on" if nat else "off"),
-                             ["gpt2"] + GPT2 + ["--steps", "6", "--compile", mode], "", nat,
-                             {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
-                              "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="ind")}))
-    if "fsdp" in what:
-        jobs.append(("n_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4",
-                                 "--min-len", "128", "--max-len", "1024", "--steps", "6"], "",
-                     True, {}))
-        jobs.append(("ring_fsdp2", ["fsdp2", "--layers", "6", "--width", "768", "--batch", "4",
-                                    "--min-len", "128", "--max-len", "1024", "--steps", "12",
-                                    "--max-entries", "8000"], "", False, {"MASTER_PORT": "29611"}))
-    if "tags" in what:
-        jobs.append(("n_tags", ["gpt2"] + GPT2 + ["--steps", "3"], "", True, {}))
-    with cf.ThreadPoolExecutor(6) as ex:
-        list(ex.map(lambda j: run(j[0], j[1], conf=j[2], native=j[3], timeout=300, env=j[4]),
-                    jobs))
 
 if "steps" in what:
     # step time of GPT-2 training, recorder on and off, alternated
