@@ -17,7 +17,8 @@
 const char fsc_cmd_whatif_summary[] = "replay a run with other allocator settings or capacities";
 const char fsc_cmd_whatif_usage[] =
     "usage: fragscope whatif TRACE|SNAPSHOT [--capacity SIZE] --config STR [--config STR ...]\n"
-    "                        [--suggest] [--verify] [--db run.db] [--format text|json]\n"
+    "                        [--suggest] [--verify] [--verify-against OTHER]\n"
+    "                        [--db run.db] [--format text|json]\n"
     "                        [--threads N] [--device N] [--lenient] [--all-frames]\n"
     "\n"
     "Extracts what the program asked of its allocator (allocation sizes, frees,\n"
@@ -42,6 +43,14 @@ const char fsc_cmd_whatif_usage[] =
     "                   (bisection to 2 MiB)\n"
     "  --verify         replay with the run's own settings and compare with the\n"
     "                   recording: segment sequence, peaks, block addresses\n"
+    "  --verify-against OTHER\n"
+    "                   OTHER is the same job recorded under other settings:\n"
+    "                   replay this recording under OTHER's settings (or the\n"
+    "                   one --config) at OTHER's cap (or --capacity), and\n"
+    "                   compare with OTHER: its segment sequence, both peaks,\n"
+    "                   its address for each request in order. Names the first\n"
+    "                   request placed elsewhere, with its size and our rounding\n"
+    "                   of it. Both must be whole runs, not ring windows\n"
     "  --db FILE        write the suggestions for the run's OOMs into FILE's\n"
     "                   suggestions table (FILE from `fragscope analyze` of the\n"
     "                   same input)\n"
@@ -54,7 +63,8 @@ const char fsc_cmd_whatif_usage[] =
     "                   which; run it once per rank, each with its own input\n"
     "  --format F       text (default) or json. JSON output is a list with one\n"
     "                   object per config (--config), per suggestion (--suggest),\n"
-    "                   or one object (--verify); it takes one of the three.\n"
+    "                   or one object (--verify, --verify-against); it takes\n"
+    "                   one of them.\n"
     "  --threads N      replays at once (default: one per core)\n"
     "  --device N       the CUDA device of a snapshot with several\n"
     "  --lenient        skip the history entries of a snapshot that contradict\n"
@@ -67,8 +77,9 @@ const char fsc_cmd_whatif_usage[] =
     "\"the recording's OOM #N\" is the OOM of `report` and `view` with that\n"
     "number (ooms.id).\n"
     "\n"
-    "exit status: 0 done (OOMs in replays are results), 1 --verify found a\n"
-    "difference, 2 bad input or usage (a bad --config is named), 3 other errors.\n";
+    "exit status: 0 done (OOMs in replays are results), 1 --verify or\n"
+    "--verify-against found a difference, 2 bad input or usage (a bad --config\n"
+    "is named), 3 other errors.\n";
 
 #define MAX_CONFIGS 64
 
@@ -79,6 +90,7 @@ typedef struct wopts {
     uint64_t capacity;
     int suggest, verify, json, threads, device, lenient, all_frames;
     const char *db;
+    const char *against; /* --verify-against */
     fsc_job_opts_t job; /* --rank R / --run N */
 } wopts_t;
 
@@ -117,7 +129,8 @@ static int parse_args(int argc, char **argv, wopts_t *o)
         }
         int takes = strcmp(a, "--config") == 0 || strcmp(a, "--capacity") == 0 ||
                     strcmp(a, "--format") == 0 || strcmp(a, "--db") == 0 ||
-                    strcmp(a, "--threads") == 0 || strcmp(a, "--device") == 0;
+                    strcmp(a, "--threads") == 0 || strcmp(a, "--device") == 0 ||
+                    strcmp(a, "--verify-against") == 0;
         if (!takes)
             return fsc_cli_usage_error("whatif", "unknown option '%s'", a);
         if (i + 1 >= argc)
@@ -140,6 +153,8 @@ static int parse_args(int argc, char **argv, wopts_t *o)
                 return fsc_cli_usage_error("whatif", "--format: '%s' is not text or json", v);
         } else if (strcmp(a, "--db") == 0) {
             o->db = v;
+        } else if (strcmp(a, "--verify-against") == 0) {
+            o->against = v;
         } else if (strcmp(a, "--device") == 0) {
             char *end = NULL;
             long d = strtol(v, &end, 10);
@@ -156,9 +171,15 @@ static int parse_args(int argc, char **argv, wopts_t *o)
     }
     if (o->input == NULL)
         return fsc_cli_usage_error("whatif", "no input file (a .fstrace or a PyTorch snapshot)");
+    if (o->against != NULL) {
+        if (o->suggest || o->verify || o->db != NULL || o->nconfigs > 1)
+            return fsc_cli_usage_error("whatif", "--verify-against takes at most one --config "
+                                                 "and none of --suggest, --verify, --db");
+        return 0;
+    }
     if (o->nconfigs == 0 && !o->suggest && !o->verify && o->db == NULL)
         return fsc_cli_usage_error("whatif", "nothing to do: give --config, --suggest, "
-                                             "--verify or --db");
+                                             "--verify, --verify-against or --db");
     if ((o->job.has_rank || o->job.has_run) && o->db == NULL)
         return fsc_cli_usage_error("whatif", "--%s picks the run of --db: give --db",
                                    o->job.has_run ? "run" : "rank");
@@ -639,6 +660,169 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
     return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
 }
 
+/* --verify-against: this recording replayed under the other's settings,
+ * compared with the other. */
+static int print_against(const fsc_whatif_verify_t *v, const char *other,
+                         const fsc_request_stream_info_t *binfo, int inferred, int json, FILE *f)
+{
+    int partial = v->first_request_diff >= 0 || v->requests_compared < v->requests_b;
+    if (json) {
+        fprintf(f, "{\"match\": %s, \"against\": ", v->match ? "true" : "false");
+        json_str(f, other);
+        fputs(", \"config\": ", f);
+        json_str(f, v->replay.config);
+        fprintf(f, ", \"capacity_bytes\": %" PRIu64 ", \"capacity_inferred\": %s",
+                v->replay.capacity, inferred ? "true" : "false");
+        if (inferred)
+            fprintf(f, ", \"capacity_lower\": %" PRIu64 ", \"capacity_upper\": %" PRIu64,
+                    binfo->capacity_lower, binfo->capacity_upper);
+        fprintf(f,
+                ", \"requests\": %" PRIu64 ", \"requests_other\": %" PRIu64
+                ", \"requests_compared\": %" PRIu64 ", \"complete\": %s"
+                ", \"first_request_diff\": ",
+                v->requests_a, v->requests_b, v->requests_compared, partial ? "false" : "true");
+        if (v->first_request_diff < 0)
+            fputs("null", f);
+        else
+            fprintf(f, "{\"request\": %ld, \"requested\": %" PRIu64
+                       ", \"requested_other\": %" PRIu64 "}",
+                    v->first_request_diff, v->diff_requested_a, v->diff_requested_b);
+        fprintf(f, ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
+                   ", \"first_divergence\": ",
+                v->segments_expected, v->segments_got);
+        if (v->first_divergence < 0)
+            fputs("null", f);
+        else
+            fprintf(f,
+                    "{\"index\": %ld, \"expected_type\": \"%s\", \"expected_size\": %" PRIu64
+                    ", \"got_type\": \"%s\", \"got_size\": %" PRIu64 "}",
+                    v->first_divergence,
+                    v->expected_type ? fsc_event_type_name(v->expected_type) : "none",
+                    v->expected_size, v->got_type ? fsc_event_type_name(v->got_type) : "none",
+                    v->got_size);
+        fprintf(f,
+                ", \"peak_reserved_expected\": %" PRIu64 ", \"peak_reserved_got\": %" PRIu64
+                ", \"peak_allocated_expected\": %" PRIu64 ", \"peak_allocated_got\": %" PRIu64
+                ", \"allocs_compared\": %" PRIu64 ", \"alloc_addr_matches\": %" PRIu64
+                ", \"first_addr_mismatch\": ",
+                v->peak_reserved_expected, v->peak_reserved_got, v->peak_allocated_expected,
+                v->peak_allocated_got, v->allocs_compared, v->alloc_addr_matches);
+        if (v->first_addr_mismatch < 0)
+            fputs("null", f);
+        else
+            fprintf(f,
+                    "{\"request\": %ld, \"event_other\": %" PRIu64 ", \"requested\": %" PRIu64
+                    ", \"rounded\": %" PRIu64 ", \"expected_addr\": %" PRIu64
+                    ", \"got_addr\": %" PRIu64 "}",
+                    v->first_addr_mismatch, v->mismatch_event, v->mismatch_requested,
+                    v->mismatch_rounded, v->mismatch_expected_addr, v->mismatch_got_addr);
+        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s}\n",
+                v->oom_expected ? "true" : "false", v->oom_got ? "true" : "false");
+        return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
+    }
+    fprintf(f, "verify against %s (settings \"%s\"): %s\n", other, v->replay.config,
+            v->match ? "the replay reproduces it" : "the replay DIFFERS");
+    char cap[32];
+    if (v->replay.capacity == 0)
+        fputs(v->match ? "  capacity       unlimited (the other run records no cap)\n"
+                       : "  capacity       unlimited: the other run records no cap. If it ran under\n"
+                         "                 one (set_per_process_memory_fraction), give it with\n"
+                         "                 --capacity: without it the replay never has to free\n"
+                         "                 cached segments where that run did\n",
+              f);
+    else if (inferred) {
+        char hi[32];
+        fprintf(f,
+                "  capacity       %s, the lowest cap the other run is consistent with (it\n"
+                "                 lies in [%s, %s)); give its \"X GiB allowed\" with --capacity\n",
+                fsc_size_format(v->replay.capacity, cap, sizeof cap), cap,
+                fsc_size_format(binfo->capacity_upper, hi, sizeof hi));
+    } else
+        fprintf(f, "  capacity       %s\n", fsc_size_format(v->replay.capacity, cap, sizeof cap));
+    fprintf(f, "  requests       %" PRIu64 " here, %" PRIu64 " in the other, %" PRIu64
+               " compared\n",
+            v->requests_a, v->requests_b, v->requests_compared);
+    if (v->first_request_diff >= 0)
+        fprintf(f,
+                "  the runs part at request %ld: %" PRIu64 " B here, %" PRIu64
+                " B in the other;\n"
+                "                 they are not the same job past it (a seed, a shape or the\n"
+                "                 data differs), and nothing after it is compared\n",
+                v->first_request_diff, v->diff_requested_a, v->diff_requested_b);
+    else if (v->requests_compared < v->requests_b)
+        fprintf(f, "  this recording ends first: the other's last %" PRIu64
+                   " requests are not compared, and its peaks may lie among them\n",
+                v->requests_b - v->requests_compared);
+    fprintf(f, "  segments       %" PRIu64 " in the other, %" PRIu64 " replayed\n",
+            v->segments_expected, v->segments_got);
+    if (v->first_divergence >= 0) {
+        fprintf(f, "  first divergence at segment %ld: ", v->first_divergence);
+        if (v->expected_type == 0)
+            fprintf(f, "the other has no more, the replay made a %s of %" PRIu64 " B\n",
+                    fsc_event_type_name(v->got_type), v->got_size);
+        else if (v->got_type == 0)
+            fprintf(f, "the other made a %s of %" PRIu64 " B, the replay no more\n",
+                    fsc_event_type_name(v->expected_type), v->expected_size);
+        else
+            fprintf(f, "expected %s %" PRIu64 " B, got %s %" PRIu64 " B\n",
+                    fsc_event_type_name(v->expected_type), v->expected_size,
+                    fsc_event_type_name(v->got_type), v->got_size);
+    }
+    fprintf(f, "  peak reserved  %" PRIu64 " in the other, %" PRIu64 " replayed\n",
+            v->peak_reserved_expected, v->peak_reserved_got);
+    fprintf(f, "  peak allocated %" PRIu64 " in the other, %" PRIu64 " replayed\n",
+            v->peak_allocated_expected, v->peak_allocated_got);
+    fprintf(f, "  block addresses matching the other: %" PRIu64 " of %" PRIu64 "\n",
+            v->alloc_addr_matches, v->allocs_compared);
+    if (v->first_addr_mismatch >= 0) {
+        fprintf(f,
+                "  first request placed elsewhere: request %ld, %" PRIu64
+                " B asked, rounded here to %" PRIu64 " B;\n"
+                "                 the other placed it at 0x%" PRIx64 " (its event %" PRIu64 "), ",
+                v->first_addr_mismatch, v->mismatch_requested, v->mismatch_rounded,
+                v->mismatch_expected_addr, v->mismatch_event);
+        if (v->mismatch_got_addr != 0)
+            fprintf(f, "the replay at 0x%" PRIx64 "\n", v->mismatch_got_addr);
+        else
+            fputs("the replay could not serve it\n", f);
+    }
+    fprintf(f, "  OOM            %s in the other, %s replayed\n", v->oom_expected ? "yes" : "no",
+            v->oom_got ? "yes" : "no");
+    return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
+}
+
+static int run_against(const wopts_t *o, const fsc_request_stream_t *rs)
+{
+    fsc_err_t err = {0, ""};
+    fsc_request_stream_t *b = NULL;
+    int rc = fsc_request_stream_load_opts(o->against, o->device, o->lenient, &b, &err);
+    if (rc != 0) {
+        fsc_cli_error("whatif: %s", fsc_err_msg(&err));
+        return fsc_cli_exit_code(rc);
+    }
+    fsc_request_stream_info_t binfo;
+    fsc_request_stream_info(b, &binfo);
+    fsc_whatif_opts_t wo = FSC_WHATIF_OPTS_DEFAULT;
+    wo.capacity = o->capacity;
+    int inferred = o->capacity == 0 && binfo.capacity_lower != 0;
+    fsc_whatif_verify_t *v = malloc(sizeof *v);
+    if (v == NULL) {
+        fsc_request_stream_destroy(b);
+        return fsc_cli_error("whatif: out of host memory"), FSC_EXIT_FAILURE;
+    }
+    rc = fsc_whatif_verify_against(rs, b, o->nconfigs ? o->configs[0] : NULL, &wo, v, &err);
+    int status = FSC_EXIT_OK;
+    if (rc == 0)
+        status = print_against(v, o->against, &binfo, inferred, o->json, stdout);
+    free(v);
+    fsc_request_stream_destroy(b);
+    if (rc != 0) {
+        fsc_cli_error("whatif: %s, %s: %s", o->input, o->against, fsc_err_msg(&err));
+        return fsc_cli_exit_code(rc);
+    }
+    return status;
+}
+
 /* ---- the command ---------------------------------------------------------------- */
 
 static void on_progress(void *ud, uint64_t done, uint64_t total)
@@ -674,6 +858,11 @@ int fsc_cmd_whatif(int argc, char **argv)
     if (rc != 0) {
         fsc_cli_error("whatif: %s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);
+    }
+    if (o.against != NULL) {
+        rc = run_against(&o, rs);
+        fsc_request_stream_destroy(rs);
+        return rc;
     }
     fsc_request_stream_info_t info;
     fsc_request_stream_info(rs, &info);

@@ -35,6 +35,12 @@ typedef struct replay_ctx {
     int served_failed;           /* a recorded OOM request was served */
     uint64_t reserved_at_failed; /* reserved right after the last one */
     fsc__wprobe_t *probe;        /* stop at the first address that differs */
+    /* Cross-setting check: the other recording, read alongside through
+     * its own cursor; its segments and addresses are the expected ones. */
+    const fsc_request_stream_t *against;
+    fsc__wcur_t *acur;
+    const fsc_alloc_config_t *cfg;
+    int stop; /* the requests to compare ended */
 } replay_ctx_t;
 
 static void note_segment(replay_ctx_t *c, const fsc_event_t *ev)
@@ -47,7 +53,8 @@ static void note_segment(replay_ctx_t *c, const fsc_event_t *ev)
     if (v->first_divergence >= 0)
         return;
     uint64_t addr = ev->type == FSC_EV_SEGMENT_MAP ? ev->segment : ev->addr;
-    const fsc__wseg_t *want = i < c->rs->nsegs ? &c->rs->segs[i] : NULL;
+    const fsc_request_stream_t *exp = c->against != NULL ? c->against : c->rs;
+    const fsc__wseg_t *want = i < exp->nsegs ? &exp->segs[i] : NULL;
     if (want != NULL && want->type == ev->type && want->size == ev->size)
         return;
     v->first_divergence = (long)i;
@@ -176,6 +183,36 @@ static void probe_block(fsc_allocator_t *a, fsc__wprobe_t *pr, const fsc__wop_t 
     pr->free_size = w.size + (w.found == 2 && w.next_free ? w.next_size : 0);
 }
 
+/* Cross-setting check: the other recording's request that stands for op
+ * (its next one), or NULL where the comparison ends: the other ran out of
+ * requests, or asked for other bytes (the runs part there). */
+static const fsc__wop_t *against_next(replay_ctx_t *c, const fsc__wop_t *op)
+{
+    fsc_whatif_verify_t *v = c->v;
+    const fsc__wop_t *bop = NULL;
+    for (;;) {
+        int rc = fsc__wcur_next(c->acur, &bop);
+        if (rc <= 0) {
+            c->stop = 1;
+            return NULL;
+        }
+        if (bop->kind == FSC__WOP_ALLOC)
+            break;
+    }
+    v->requests_compared++;
+    /* PyTorch's OOM entry holds the rounded size */
+    int same = bop->arg == op->arg || ((bop->flags & FSC__WOP_F_RECORDED_OOM) &&
+                                       bop->arg == fsc_alloc_round_size(c->cfg, op->arg));
+    if (!same) {
+        v->first_request_diff = (long)(op->id - c->rs->nseed_blocks);
+        v->diff_requested_a = op->arg;
+        v->diff_requested_b = bop->arg;
+        c->stop = 1;
+        return NULL;
+    }
+    return bop;
+}
+
 /* The loop over the operations, read through a cursor of its own.
  * addrs: per slot, the address this replay's allocator returned (0: it
  * failed). Returns 0 or a hard error (not an OOM). */
@@ -211,6 +248,12 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
             if (rc == 0)
                 rc = fsc_allocator_empty_cache_pool(a, pid);
         }
+        const fsc__wop_t *want = op; /* the recorded request compared with */
+        if (rc == 0 && c->against != NULL && op->kind == FSC__WOP_ALLOC) {
+            want = against_next(c, op);
+            if (want == NULL)
+                break;
+        }
         switch (rc == 0 ? op->kind : 0) {
         case FSC__WOP_ALLOC: {
             uint64_t addr = 0;
@@ -233,15 +276,17 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
                 c->served_failed = 1;
                 c->reserved_at_failed = (uint64_t)st.reserved_bytes[FSC_STAT_ALL].current;
             }
-            if (v != NULL && !(op->flags & FSC__WOP_F_RECORDED_OOM)) {
+            if (v != NULL && !(want->flags & FSC__WOP_F_RECORDED_OOM)) {
                 v->allocs_compared++;
-                if (addr != 0 && addr == op->addr)
+                if (addr != 0 && addr == want->addr)
                     v->alloc_addr_matches++;
                 else if (v->first_addr_mismatch < 0) {
                     v->first_addr_mismatch = (long)(op->id - rs->nseed_blocks);
-                    v->mismatch_event = op->event;
-                    v->mismatch_expected_addr = op->addr;
+                    v->mismatch_event = want->event;
+                    v->mismatch_expected_addr = want->addr;
                     v->mismatch_got_addr = addr;
+                    v->mismatch_requested = op->arg;
+                    v->mismatch_rounded = fsc_alloc_round_size(c->cfg, op->arg);
                     if (c->probe != NULL)
                         probe_block(a, c->probe, op, addr);
                 }
@@ -373,7 +418,8 @@ static int adopt_seeds(const fsc_request_stream_t *rs, fsc_allocator_t *a, uint6
 
 static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                       const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify, int lean,
-                      fsc__wprobe_t *probe, fsc_whatif_result_t *out, fsc_err_t *err)
+                      fsc__wprobe_t *probe, const fsc_request_stream_t *against,
+                      fsc_whatif_result_t *out, fsc_err_t *err)
 {
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     if (opts != NULL)
@@ -381,11 +427,14 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
     out->capacity = o.capacity;
     uint64_t t0 = fsc_now_ns();
     fsc_backend_t *be = NULL;
+    /* The device hands out the addresses of the recording compared with:
+     * the same segment sequence gives the same addresses. */
+    const fsc_request_stream_t *dev = against != NULL ? against : rs;
     int rc = fsc_backend_sim_create_scripted(fsc__whatif_device_total(rs, o.capacity),
-                                             rs->script_addrs, rs->script_sizes, rs->nscript,
+                                             dev->script_addrs, dev->script_sizes, dev->nscript,
                                              &be);
-    if (rc == 0 && rs->nva > 0)
-        rc = fsc_backend_sim_script_va(be, rs->va_bases, rs->nva);
+    if (rc == 0 && dev->nva > 0)
+        rc = fsc_backend_sim_script_va(be, dev->va_bases, dev->nva);
     if (rc != 0) {
         fsc_backend_destroy(be);
         return fsc_err_set(err, rc, "what-if: cannot create the sim device");
@@ -395,6 +444,13 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
     c.rs = rs;
     c.v = verify;
     c.probe = probe;
+    c.cfg = cfg;
+    fsc__wcur_t acur;
+    if (against != NULL) {
+        c.against = against;
+        c.acur = &acur;
+        fsc__wcur_open(&acur, against);
+    }
     c.recorded_cap = o.recorded_capacity ? o.recorded_capacity : fsc__wstream_recorded_cap(rs);
     {
         fsc_alloc_config_t rc_cfg;
@@ -447,6 +503,8 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
         }
     }
     free(addrs);
+    if (against != NULL)
+        fsc__wcur_close(&acur);
     fsc_allocator_destroy(a);
     fsc_backend_destroy(be);
     out->elapsed_ns = fsc_now_ns() - t0;
@@ -457,14 +515,14 @@ int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_confi
                            const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify,
                            fsc_whatif_result_t *out, fsc_err_t *err)
 {
-    return replay_cfg(rs, cfg, opts, verify, 0, NULL, out, err);
+    return replay_cfg(rs, cfg, opts, verify, 0, NULL, NULL, out, err);
 }
 
 int fsc__whatif_replay_lean(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                             const fsc_whatif_opts_t *opts, fsc_whatif_result_t *out,
                             fsc_err_t *err)
 {
-    return replay_cfg(rs, cfg, opts, NULL, 1, NULL, out, err);
+    return replay_cfg(rs, cfg, opts, NULL, 1, NULL, NULL, out, err);
 }
 
 static void set_config_text(fsc_whatif_result_t *out, const char *config)
@@ -532,7 +590,7 @@ int fsc__whatif_probe(const fsc_request_stream_t *rs, fsc__wprobe_t *probe, fsc_
     v->first_divergence = -1;
     v->first_addr_mismatch = -1;
     memset(probe, 0, sizeof *probe);
-    rc = replay_cfg(rs, &cfg, &o, v, 0, probe, &v->replay, err);
+    rc = replay_cfg(rs, &cfg, &o, v, 0, probe, NULL, &v->replay, err);
     free(v);
     return rc;
 }
@@ -545,6 +603,7 @@ int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *o
     memset(out, 0, sizeof *out);
     out->first_divergence = -1;
     out->first_addr_mismatch = -1;
+    out->first_request_diff = -1;
     fsc_whatif_opts_t o;
     fsc_alloc_config_t cfg;
     set_config_text(&out->replay, rs->config);
@@ -571,6 +630,71 @@ int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *o
     out->oom_expected = rs->info.recorded_ooms > 0;
     out->oom_got = out->replay.oom;
     out->match = out->first_divergence < 0 && out->alloc_addr_matches == out->allocs_compared &&
+                 out->peak_reserved_expected == out->peak_reserved_got &&
+                 out->peak_allocated_expected == out->peak_allocated_got &&
+                 out->oom_expected == out->oom_got;
+    return 0;
+}
+
+int fsc_whatif_verify_against(const fsc_request_stream_t *a, const fsc_request_stream_t *b,
+                              const char *config, const fsc_whatif_opts_t *opts,
+                              fsc_whatif_verify_t *out, fsc_err_t *err)
+{
+    if (a == NULL || b == NULL || out == NULL)
+        return fsc_err_set(err, FSC_EINVAL, "what-if: no stream or result");
+    memset(out, 0, sizeof *out);
+    out->first_divergence = -1;
+    out->first_addr_mismatch = -1;
+    out->first_request_diff = -1;
+    /* Request i of one run stands for request i of the other only when
+     * both begin at the start of the job. */
+    if (a->nseeds > 0 || a->have_rebuild || b->nseeds > 0 || b->have_rebuild)
+        return fsc_err_set(err, FSC_EINVAL,
+                           "--verify-against compares two whole runs, and the %s recording "
+                           "begins mid-run (a window of PyTorch's ring: record both with a "
+                           "max_entries above their entry counts)",
+                           a->nseeds > 0 || a->have_rebuild ? "first" : "other");
+    fsc_whatif_opts_t o;
+    fsc_alloc_config_t cfg;
+    int rc = verify_setup(b, opts, &o, &cfg, err); /* b's cap and settings */
+    if (rc != 0)
+        return rc;
+    /* a's own releases are told apart by a's own cap */
+    o.recorded_capacity = opts != NULL ? opts->recorded_capacity : 0;
+    const char *text = b->config;
+    if (config != NULL) {
+        fsc_err_t perr = {0, ""};
+        rc = fsc_alloc_config_parse(config, &cfg, &perr);
+        if (rc != 0)
+            return fsc_err_set(err, rc, "bad config \"%s\": %s", config, fsc_err_msg(&perr));
+        text = config;
+    }
+    set_config_text(&out->replay, text);
+    rc = replay_cfg(a, &cfg, &o, out, 0, NULL, b, &out->replay, err);
+    out->replay.rc = rc;
+    if (rc != 0)
+        return rc;
+    out->segments_expected = b->nsegs;
+    out->requests_a = a->nallocs;
+    out->requests_b = b->nallocs;
+    /* b made requests the comparison did not reach: its later segments
+     * and peaks are not the replay's to match */
+    int partial = out->first_request_diff >= 0 || out->requests_compared < b->nallocs;
+    if (out->first_divergence < 0 && out->segments_got < out->segments_expected && !partial) {
+        const fsc__wseg_t *want = &b->segs[out->segments_got];
+        out->first_divergence = (long)out->segments_got;
+        out->expected_type = want->type;
+        out->expected_size = want->size;
+        out->expected_addr = want->addr;
+    }
+    out->peak_reserved_expected = b->info.recorded_peak_reserved;
+    out->peak_reserved_got = out->replay.peak_reserved;
+    out->peak_allocated_expected = b->info.recorded_peak_allocated;
+    out->peak_allocated_got = out->replay.peak_allocated;
+    out->oom_expected = b->info.recorded_ooms > 0;
+    out->oom_got = out->replay.oom;
+    out->match = !partial && out->first_divergence < 0 &&
+                 out->alloc_addr_matches == out->allocs_compared &&
                  out->peak_reserved_expected == out->peak_reserved_got &&
                  out->peak_allocated_expected == out->peak_allocated_got &&
                  out->oom_expected == out->oom_got;

@@ -291,6 +291,17 @@ typedef struct fsc_whatif_verify {
     uint64_t mismatch_expected_addr, mismatch_got_addr; /* recorded / replayed (0: failed) */
     int oom_expected, oom_got;    /* recorded OOM events / replay OOM */
     fsc_whatif_result_t replay;
+    /* The first address that differs: bytes asked for, and the size the
+     * replay's settings round them to. */
+    uint64_t mismatch_requested, mismatch_rounded;
+    /* fsc_whatif_verify_against only: the two recordings asked for
+     * different bytes at request first_request_diff (-1 none), so they are
+     * not the same job past it and the comparison stopped there; the
+     * requests each recording made and those compared (up to where either
+     * ends, or that one). */
+    long first_request_diff;
+    uint64_t diff_requested_a, diff_requested_b;
+    uint64_t requests_a, requests_b, requests_compared;
 } fsc_whatif_verify_t;
 
 /* Replay rs with its own config and capacity (opts->capacity overrides when
@@ -300,6 +311,21 @@ typedef struct fsc_whatif_verify {
  * SEGMENT_MAP sizes, peak reserved, peak allocated, block addresses. */
 int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
                       fsc_whatif_verify_t *out, fsc_err_t *err);
+
+/* Cross-setting check: replay recording `a` under `config` (NULL = the
+ * settings `b` records) at b's cap (opts->capacity overrides; else b's
+ * recorded cap, or the lowest cap b is consistent with when it ran out of
+ * memory under one it does not record), and compare with recording `b`,
+ * the same job run under those settings: b's segment sequence, both of
+ * b's peaks, and b's block address for each request, in order. Both must
+ * be whole runs (no window of a ring): FSC_EINVAL otherwise. The replay
+ * stops where either recording's requests end, or where the two first ask
+ * for different bytes (first_request_diff): past it they are not the same
+ * job. match: every compared address, segments and peaks equal, and b's
+ * OOM (or none) reproduced. */
+int fsc_whatif_verify_against(const fsc_request_stream_t *a, const fsc_request_stream_t *b,
+                              const char *config, const fsc_whatif_opts_t *opts,
+                              fsc_whatif_verify_t *out, fsc_err_t *err);
 
 /* ---- suggestions ------------------------------------------------------------ */
 

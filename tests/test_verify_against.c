@@ -1,0 +1,242 @@
+/*
+ * test_verify_against.c — cross-setting verification on real H200
+ * recordings: one job recorded without a cap under PyTorch's defaults, and
+ * recorded again under a cap with each allocator setting
+ * (tests/data/gpu/xset: gradient-checkpointed MLP, 5 settings; and GPT-2,
+ * 4 settings). Replaying the uncapped run under each setting at that run's
+ * cap must give the other recording itself: its segment sequence, both
+ * peaks, its address for every request, and its OOM. PyTorch's rounding of
+ * each form is pinned by the size its OOM entry recorded (the rounded
+ * size) for the request the job made there.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fragscope/allocator.h"
+#include "fragscope/whatif.h"
+#include "fsc_test.h"
+
+static cJSON *stats(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "gpu/%s.stats.json", name);
+    char *s = fsc_test_slurp(fsc_test_data(path), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    cJSON *j = cJSON_Parse(s);
+    free(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    return j;
+}
+
+static uint64_t stat_u64(cJSON *j, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    CU_ASSERT_PTR_NOT_NULL(v);
+    return v && cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : UINT64_MAX;
+}
+
+static fsc_request_stream_t *load(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "gpu/%s.pickle", name);
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    int rc = fsc_request_stream_load(fsc_test_data(path), &rs, &err);
+    if (rc != 0)
+        fprintf(stderr, "%s: %s\n", name, fsc_err_msg(&err));
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    return rs;
+}
+
+/* a (uncapped, defaults) replayed under b's settings at b's cap is b. */
+static void against(const char *a_name, const char *b_name, const char *config)
+{
+    fsc_request_stream_t *a = load(a_name), *b = load(b_name);
+    cJSON *st = stats(b_name);
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = stat_u64(st, "cap_bytes");
+    fsc_whatif_verify_t v;
+    fsc_err_t err = {0, ""};
+    /* the settings come from b's snapshot (allocator_settings) */
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify_against(a, b, NULL, &o, &v, &err), 0);
+    CU_ASSERT_STRING_EQUAL(v.replay.config, config);
+    if (!v.match)
+        fprintf(stderr,
+                "%s -> %s: segments %llu/%llu, addresses %llu/%llu, first at request %ld "
+                "(%llu B, rounded %llu B)\n",
+                a_name, b_name, (unsigned long long)v.segments_got,
+                (unsigned long long)v.segments_expected, (unsigned long long)v.alloc_addr_matches,
+                (unsigned long long)v.allocs_compared, v.first_addr_mismatch,
+                (unsigned long long)v.mismatch_requested, (unsigned long long)v.mismatch_rounded);
+    CU_ASSERT(v.match);
+    CU_ASSERT_EQUAL(v.first_request_diff, -1);
+    CU_ASSERT_EQUAL(v.first_addr_mismatch, -1);
+    /* every request b served, at b's address; PyTorch's own figures */
+    CU_ASSERT_EQUAL(v.allocs_compared, stat_u64(st, "allocation.all.allocated"));
+    CU_ASSERT_EQUAL(v.alloc_addr_matches, v.allocs_compared);
+    CU_ASSERT_EQUAL(v.requests_compared, v.requests_b);
+    CU_ASSERT(v.requests_a > v.requests_b); /* b died at its OOM */
+    CU_ASSERT_EQUAL(v.peak_reserved_got, stat_u64(st, "reserved_bytes.all.peak"));
+    CU_ASSERT_EQUAL(v.peak_allocated_got, stat_u64(st, "allocated_bytes.all.peak"));
+    if (strstr(config, "expandable") == NULL)
+        CU_ASSERT_EQUAL(v.segments_got, stat_u64(st, "num_device_alloc"));
+    CU_ASSERT_EQUAL(v.oom_expected, 1);
+    CU_ASSERT_EQUAL(v.oom_got, 1);
+    cJSON_Delete(st);
+    fsc_request_stream_destroy(a);
+    fsc_request_stream_destroy(b);
+}
+
+static void test_ckpt_settings(void)
+{
+    against("xset/ckpt_uncapped", "xset/ckpt_cap0.75_default", "");
+    against("xset/ckpt_uncapped", "xset/ckpt_cap0.75_roundup_power2_divisions_4",
+            "roundup_power2_divisions:4");
+    against("xset/ckpt_uncapped", "ckpt_cap0.75_divisions_list",
+            "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]");
+    against("xset/ckpt_uncapped", "xset/ckpt_cap0.75_max_split_size_mb_64",
+            "max_split_size_mb:64");
+    against("xset/ckpt_uncapped", "xset/ckpt_cap0.75_garbage_collection_threshold_0_6",
+            "garbage_collection_threshold:0.6");
+    against("xset/ckpt_uncapped", "xset/ckpt_cap0.75_expandable_segments_True",
+            "expandable_segments:True");
+}
+
+static void test_gpt2_settings(void)
+{
+    against("gpt2_uncapped", "gpt2_cap0.80_default", "");
+    against("gpt2_uncapped", "gpt2_cap0.80_max_split_size_mb_64", "max_split_size_mb:64");
+    against("gpt2_uncapped", "gpt2_cap0.80_garbage_collection_threshold_0_6",
+            "garbage_collection_threshold:0.6");
+    against("gpt2_uncapped", "gpt2_cap0.80_expandable_segments_True",
+            "expandable_segments:True");
+}
+
+/* PyTorch's rounding, as the recordings show it: the size its OOM entry
+ * holds is the rounded size of the request the job made there (1 595 358 208
+ * B, a 1.49 GiB logits buffer, in both jobs). */
+static void test_rounding_pins(void)
+{
+    static const struct {
+        const char *config;
+        uint64_t requested, recorded;
+    } pins[] = {
+        {"", 1595358208, 1595358208},
+        {"max_split_size_mb:64", 1595358208, 1595358208},
+        {"garbage_collection_threshold:0.6", 1595358208, 1595358208},
+        {"roundup_power2_divisions:4", 1595358208, 1610612736},
+        {"roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", 1595358208, 1610612736},
+    };
+    for (size_t i = 0; i < sizeof pins / sizeof pins[0]; i++) {
+        fsc_alloc_config_t c;
+        CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(pins[i].config, &c, NULL), 0);
+        CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, pins[i].requested), pins[i].recorded);
+    }
+    /* and the replay's OOM is at that request, the size the job asked */
+    fsc_request_stream_t *a = load("xset/ckpt_uncapped"),
+                         *b = load("xset/ckpt_cap0.75_roundup_power2_divisions_4");
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = 5721970180ull; /* its stats' cap_bytes */
+    fsc_whatif_verify_t v;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify_against(a, b, NULL, &o, &v, &err), 0);
+    CU_ASSERT_EQUAL(v.replay.first_oom.requested, 1595358208);
+    CU_ASSERT_EQUAL(v.replay.first_oom.request, 477);
+    fsc_request_stream_destroy(a);
+    fsc_request_stream_destroy(b);
+}
+
+/* Without the cap, a replay that cannot reach it differs, and says where:
+ * the first request placed elsewhere, with its size and our rounding. */
+static void test_differs_names_request(void)
+{
+    fsc_request_stream_t *a = load("gpt2_uncapped"), *b = load("gpt2_cap0.80_default");
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = 2ull << 40; /* far above: no OOM, so b's is not reproduced */
+    fsc_whatif_verify_t v;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify_against(a, b, "", &o, &v, &err), 0);
+    CU_ASSERT_EQUAL(v.match, 0);
+    CU_ASSERT_EQUAL(v.oom_expected, 1);
+    CU_ASSERT_EQUAL(v.oom_got, 0);
+    /* a setting that rounds otherwise moves blocks: named with its rounding */
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_whatif_verify_against(a, b, "roundup_power2_divisions:2", &o, &v, &err), 0);
+    CU_ASSERT_EQUAL(v.match, 0);
+    CU_ASSERT(v.first_addr_mismatch >= 0);
+    CU_ASSERT(v.mismatch_requested > 0);
+    fsc_alloc_config_t c;
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("roundup_power2_divisions:2", &c, NULL), 0);
+    CU_ASSERT_EQUAL(v.mismatch_rounded, fsc_alloc_round_size(&c, v.mismatch_requested));
+    fsc_request_stream_destroy(a);
+    fsc_request_stream_destroy(b);
+}
+
+/* Two different jobs part at their first request of other bytes. */
+static void test_other_job(void)
+{
+    fsc_request_stream_t *a = load("gpt2_uncapped"), *b = load("xset/ckpt_uncapped");
+    fsc_whatif_verify_t v;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify_against(a, b, NULL, NULL, &v, &err), 0);
+    CU_ASSERT_EQUAL(v.match, 0);
+    CU_ASSERT(v.first_request_diff >= 0);
+    CU_ASSERT(v.diff_requested_a != v.diff_requested_b);
+    CU_ASSERT_EQUAL(v.requests_compared, (uint64_t)v.first_request_diff + 1);
+    fsc_request_stream_destroy(a);
+    fsc_request_stream_destroy(b);
+}
+
+/* The command: exit 0 on a match, 1 on a difference, 2 (one line naming
+ * the file) for a window of a ring, which cannot be lined up. */
+static void test_cli(void)
+{
+    const char *bin = fsc_test_fragscope();
+    char a[512], b[512], w[512];
+    snprintf(a, sizeof a, "%s", fsc_test_data("gpu/xset/ckpt_uncapped.pickle"));
+    snprintf(b, sizeof b, "%s",
+             fsc_test_data("gpu/xset/ckpt_cap0.75_roundup_power2_divisions_4.pickle"));
+    snprintf(w, sizeof w, "%s", fsc_test_data("gpu/ring/ring_exp.pickle"));
+    static char out[16384];
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                "'%s' whatif '%s' --verify-against '%s' --capacity 5721970180",
+                                bin, a, b),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the replay reproduces it"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "block addresses matching the other: 477 of 477"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                "'%s' whatif '%s' --verify-against '%s' --config "
+                                "roundup_power2_divisions:2 --capacity 5721970180 --format json",
+                                bin, a, b),
+                    1);
+    cJSON *j = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(j, "match")));
+    const cJSON *m = cJSON_GetObjectItem(j, "first_addr_mismatch");
+    CU_ASSERT(cJSON_IsObject(m));
+    CU_ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(m, "rounded")));
+    cJSON_Delete(j);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --verify-against '%s' 2>&1",
+                                bin, a, w),
+                    2);
+    CU_ASSERT_EQUAL(fsc_test_count(out, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ring_exp.pickle"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "begins mid-run"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                "'%s' whatif '%s' --verify-against '%s' --suggest 2>&1", bin, a, b),
+                    2);
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"checkpointed MLP: defaults -> 5 settings exact", test_ckpt_settings},
+    {"GPT-2: defaults -> 4 settings exact", test_gpt2_settings},
+    {"rounding of each form pinned by the recordings", test_rounding_pins},
+    {"a difference names the request and our rounding", test_differs_names_request},
+    {"another job parts at its first other request", test_other_job},
+    {"command line", test_cli},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("verify_against", k_tests)
