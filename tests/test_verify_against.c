@@ -229,6 +229,80 @@ static void test_cli(void)
                     2);
 }
 
+/* Advice from a run that ran out of memory (GPT-2 at 90 % of its uncapped
+ * peak, under the defaults), checked against the same job run for real
+ * under three of the grid's settings at that cap (their stats files): a
+ * setting is said to serve the failed request only if the real run under
+ * it got past it, and is said not to help only if the real run failed. */
+static void check_advice(const fsc_suggestion_t *s, size_t n, int *claims)
+{
+    static const struct {
+        const char *config, *stats;
+    } real[] = {
+        {"expandable_segments:True", "gpt2_cap0.90_expandable_segments_True"},
+        {"garbage_collection_threshold:0.6", "gpt2_cap0.90_garbage_collection_threshold_0_6"},
+        {"max_split_size_mb:64", "gpt2_cap0.90_max_split_size_mb_64"},
+    };
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < sizeof real / sizeof real[0]; k++) {
+            if (strcmp(s[i].config, real[k].config) != 0)
+                continue;
+            cJSON *st = stats(real[k].stats);
+            const cJSON *o = cJSON_GetObjectItemCaseSensitive(st, "outcome");
+            int real_oom = cJSON_IsString(o) && strcmp(o->valuestring, "oom") == 0;
+            int depends = s[i].capacity_upper != 0 && s[i].avoids_at_lower != s[i].avoids_at_upper;
+            if (s[i].helps) {
+                CU_ASSERT(s[i].avoids_oom);
+                CU_ASSERT_EQUAL(real_oom, 0);
+                claims[0]++;
+            } else if (!depends) {
+                CU_ASSERT_EQUAL(real_oom, 1);
+                CU_ASSERT(strncmp(s[i].note, "does not help", 13) == 0);
+                claims[1]++;
+            } else {
+                CU_ASSERT(strncmp(s[i].note, "depends on the cap", 18) == 0);
+                claims[2]++;
+            }
+            cJSON_Delete(st);
+        }
+}
+
+static void test_advice_against_real_runs(void)
+{
+    fsc_request_stream_t *rs = load("gpt2_cap0.90_default");
+    fsc_request_stream_info_t info;
+    fsc_request_stream_info(rs, &info);
+    cJSON *st = stats("gpt2_cap0.90_default");
+    uint64_t cap = stat_u64(st, "cap_bytes");
+    cJSON_Delete(st);
+    /* the cap it ran under lies in the range the recording allows */
+    CU_ASSERT(info.capacity_lower <= cap && cap < info.capacity_upper);
+    fsc_err_t err = {0, ""};
+    fsc_suggestion_t *s = NULL;
+    size_t n = 0;
+    /* the cap unknown: claims must hold over [lower, upper) */
+    int claims[3] = {0, 0, 0};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_suggest(rs, 0, &s, &n, &err), 0);
+    CU_ASSERT(n > 0);
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(s[i].capacity_upper, info.capacity_upper);
+    check_advice(s, n, claims);
+    /* expandable segments serve it everywhere in the range; max_split_size_mb:64
+     * and GC only at some caps of it */
+    CU_ASSERT_EQUAL(claims[0], 1);
+    CU_ASSERT_EQUAL(claims[2], 2);
+    fsc_suggestions_free(s);
+    /* the cap known: a firm answer for all three */
+    int firm[3] = {0, 0, 0};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_suggest(rs, cap, &s, &n, &err), 0);
+    check_advice(s, n, firm);
+    CU_ASSERT_EQUAL(firm[0], 2); /* expandable, max_split_size_mb:64 */
+    CU_ASSERT_EQUAL(firm[1], 1); /* garbage_collection_threshold:0.6 fails too */
+    CU_ASSERT_EQUAL(firm[2], 0);
+    fsc_suggestions_free(s);
+    fsc_request_stream_destroy(rs);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"checkpointed MLP: defaults -> 5 settings exact", test_ckpt_settings},
     {"GPT-2: defaults -> 4 settings exact", test_gpt2_settings},
@@ -236,6 +310,7 @@ static const fsc_test_case_t k_tests[] = {
     {"a difference names the request and our rounding", test_differs_names_request},
     {"another job parts at its first other request", test_other_job},
     {"command line", test_cli},
+    {"advice checked against the real runs", test_advice_against_real_runs},
     {NULL, NULL},
 };
 

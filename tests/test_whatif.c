@@ -357,11 +357,23 @@ static void test_needed_capacity_and_suggest(void)
     CU_ASSERT_EQUAL(s[0].baseline_needed, 100 * MiB);
     CU_ASSERT_EQUAL(s[0].baseline_oom, 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(s[0].note, "needs 60.00 MiB instead of 100.00 MiB"));
+    /* The list: what avoids the baseline's OOM; after it, what does not
+     * help (it fails at 80 MiB too), however little capacity it needs. */
+    size_t helps = 0;
     for (size_t i = 0; i < n; i++) {
-        CU_ASSERT(s[i].needed_capacity == 0 || s[i].needed_capacity < 100 * MiB ||
-                  s[i].avoids_oom);
+        if (s[i].helps) {
+            CU_ASSERT_EQUAL(helps, i); /* the helpful ones come first */
+            helps++;
+            CU_ASSERT(s[i].avoids_oom);
+        } else {
+            CU_ASSERT_EQUAL(s[i].avoids_oom, 0);
+            CU_ASSERT(strncmp(s[i].note, "does not help: runs out of memory at 80.00 MiB too",
+                              50) == 0);
+        }
         CU_ASSERT_EQUAL(s[i].capacity, 80 * MiB);
+        CU_ASSERT_EQUAL(s[i].capacity_upper, 0); /* a known cap */
     }
+    CU_ASSERT_EQUAL(helps, 2); /* the two expandable settings */
     fsc_suggestions_free(s);
     fsc_request_stream_destroy(b.rs);
 }
@@ -728,13 +740,15 @@ static void test_fill_db_job(void)
     CU_ASSERT(ends_with(fsc_err_msg(&err), "whatif_job.db: run 1 is rank 3, not rank 0"));
     CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions"), 2);
 
-    /* --rank 3: run 1's rows replaced, one per config for its OOM (9 of
-     * the 10 avoid it; expandable segments need 4955570176 B), run 0's kept */
+    /* --rank 3: run 1's rows replaced, one per config that avoids its OOM
+     * (9; a tenth setting that needs less capacity but fails at the cap
+     * too is no suggestion; expandable segments need 4955570176 B), run
+     * 0's kept */
     fsc_job_opts_t rank3 = {.has_rank = 1, .rank = 3};
     CU_ASSERT_EQUAL_FATAL(fsc_whatif_fill_db_job(db, s3, NULL, &rank3, &rows, &err), 0);
-    CU_ASSERT_EQUAL(rows, 10);
+    CU_ASSERT_EQUAL(rows, 9);
     CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions WHERE run = 1 AND oom_id = 0"),
-                    10);
+                    9);
     CU_ASSERT_EQUAL(db_int(db, "SELECT sum(avoids_oom) FROM suggestions WHERE run = 1"), 9);
     CU_ASSERT_EQUAL(db_int(db, "SELECT needed_capacity FROM suggestions WHERE run = 1 AND "
                                "config = 'expandable_segments:True'"), 4955570176);
@@ -749,7 +763,7 @@ static void test_fill_db_job(void)
     CU_ASSERT_EQUAL(rows, 8);
     CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions WHERE run = 0 AND "
                                "oom_id IS NULL AND config <> 'stale0'"), 8);
-    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions WHERE run = 1"), 10);
+    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions WHERE run = 1"), 9);
     fsc_request_stream_destroy(s0);
     fsc_request_stream_destroy(s3);
 
@@ -767,8 +781,8 @@ static void test_fill_db_job(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--rank: 'x' is not a number of 0 or more"));
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --db '%s' --run 1 2>&1", bin,
                                 r3, db), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "wrote 10 suggestion rows into "));
-    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions"), 18);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "wrote 9 suggestion rows into "));
+    CU_ASSERT_EQUAL(db_int(db, "SELECT count(*) FROM suggestions"), 17);
 }
 
 static const fsc_test_case_t k_tests[] = {

@@ -472,6 +472,20 @@ static void print_external(const fsc_request_stream_info_t *in, int json, FILE *
         fprintf(f, "(%" PRIu64 " of the recording's OOMs were external.)\n", in->external_ooms);
 }
 
+/* A "does not help" note up to what the setting needs ("; ..."), which
+ * differs from one setting to the next. */
+static size_t why_len(const char *note)
+{
+    const char *p = strstr(note, "; ");
+    return p ? (size_t)(p - note) : strlen(note);
+}
+
+static int same_why(const char *a, const char *b)
+{
+    size_t n = why_len(a);
+    return n == why_len(b) && strncmp(a, b, n) == 0;
+}
+
 static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
                               const fsc_request_stream_info_t *in, FILE *f)
 {
@@ -484,12 +498,22 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
             fputs("  {\"config\": ", f);
             json_str(f, s[i].config);
             fprintf(f,
-                    ", \"capacity_bytes\": %" PRIu64 ", \"avoids_oom\": %s"
-                    ", \"run_complete\": %s, \"margin_bytes\": ",
-                    s[i].capacity, s[i].avoids_oom ? "true" : "false",
-                    s[i].run_complete ? "true" : "false");
+                    ", \"helps\": %s, \"capacity_bytes\": %" PRIu64 ", \"capacity_upper_bytes\": ",
+                    s[i].helps ? "true" : "false", s[i].capacity);
+            /* the cap inferred to lie in [capacity, upper): each claim says
+             * whether it holds at both ends */
+            if (s[i].capacity_upper)
+                fprintf(f, "%" PRIu64 ", \"avoids_at_lower\": %s, \"avoids_at_upper\": %s",
+                        s[i].capacity_upper, s[i].avoids_at_lower ? "true" : "false",
+                        s[i].avoids_at_upper ? "true" : "false");
+            else
+                fputs("null", f);
+            fprintf(f, ", \"avoids_oom\": %s, \"run_complete\": %s, \"margin_bytes\": ",
+                    s[i].avoids_oom ? "true" : "false", s[i].run_complete ? "true" : "false");
             if (s[i].has_margin)
-                fprintf(f, "%" PRIu64, s[i].margin);
+                fprintf(f, "%" PRIu64 ", \"margin_at\": \"%s\"", s[i].margin,
+                        !s[i].capacity_upper ? "capacity"
+                        : s[i].margin_at_upper ? "upper" : "lower");
             else
                 fputs("null", f);
             fputs(", \"needed_capacity_bytes\": ", f);
@@ -511,16 +535,53 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
         fputs("]\n", f);
         return;
     }
-    if (n == 0) {
+    size_t nh = 0;
+    while (nh < n && s[nh].helps)
+        nh++;
+    if (nh == 0 && n > 0 && s[0].capacity_upper != 0)
+        fprintf(f, "no setting of the grid serves the failed request at every cap the recording "
+                   "allows (docs/whatif.md)\n");
+    else if (nh == 0)
         fprintf(f, "no setting of the grid avoids the OOM or lowers the peak (docs/whatif.md)\n");
-        return;
-    }
-    if (s[0].baseline_needed)
+    if (n > 0 && s[0].baseline_needed)
         fprintf(f, "the run's own settings need %s\n",
                 fsc_size_format(s[0].baseline_needed, s1, sizeof s1));
-    fprintf(f, "settings that do better, best first:\n");
-    for (size_t i = 0; i < n; i++)
+    if (nh > 0)
+        fprintf(f, "settings that do better, best first:\n");
+    for (size_t i = 0; i < nh; i++)
         fprintf(f, "  %-58s %s\n", s[i].config, s[i].note);
+    if (nh < n) {
+        /* grouped by what they do, each group once */
+        fprintf(f, "settings that do not help, or only at some of the caps the recording "
+                   "allows:\n");
+        const char *pre = "does not help: ";
+        for (size_t i = nh; i < n; i++) {
+            int seen = 0;
+            for (size_t k = nh; k < i && !seen; k++)
+                seen = same_why(s[k].note, s[i].note);
+            if (seen)
+                continue;
+            const char *why = s[i].note;
+            if (strncmp(why, pre, strlen(pre)) == 0)
+                why += strlen(pre);
+            fprintf(f, "  %.*s:\n   ", (int)why_len(why), why);
+            size_t col = 3;
+            for (size_t k = i; k < n; k++) {
+                if (!same_why(s[k].note, s[i].note))
+                    continue;
+                size_t len = strlen(s[k].config) + 1;
+                if (col + len > 96 && col > 3) {
+                    fputs("\n   ", f);
+                    col = 3;
+                }
+                fprintf(f, " %s", s[k].config);
+                col += len;
+            }
+            fputc('\n', f);
+        }
+    }
+    if (n == 0)
+        return;
     if (!s[0].run_complete && in->window && !in->ends_at_oom)
         fputs("\nThe recording is a window of the run, so these figures cover that window, "
               "from the\nstate it began in; the steps before it were not recorded and may have "
@@ -875,6 +936,7 @@ int fsc_cmd_whatif(int argc, char **argv)
     int inferred = 0;
     if (o.capacity == 0 && info.capacity_lower != 0) {
         wo.capacity = info.capacity_lower;
+        wo.capacity_upper = info.capacity_upper; /* suggestions hold at both ends */
         inferred = 1;
         if (o.nconfigs > 0 || (o.suggest && info.first_external_oom != 0)) {
             char lo[32], hi[32];

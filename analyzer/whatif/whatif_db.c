@@ -194,6 +194,8 @@ static int insert_rows(sqlite3 *db, const char *path, int64_t run, const oom_row
             /* A config gets past this OOM when its own first OOM (if any)
              * comes at a later request. */
             int avoids = x->avoids_oom || (nooms && x->first_oom_event > ooms[g].seq);
+            if (!x->helps && !avoids)
+                continue; /* it fails here too: not a suggestion */
             sqlite3_reset(st);
             if (nooms)
                 sqlite3_bind_int64(st, 1, ooms[g].id);
@@ -263,8 +265,14 @@ int fsc_whatif_fill_db_job(const char *db_path, const fsc_request_stream_t *rs,
     sqlite3_busy_timeout(db, 5000);
     /* A snapshot does not record its cap; the analyzer's lower bound on it
      * (ooms.capacity) is the most the run is known to have been allowed. */
-    if (rc == 0 && o.capacity == 0 && rs->capacity == 0 && nooms > 0)
-        o.capacity = ooms[0].capacity;
+    if (rc == 0 && o.capacity == 0 && rs->capacity == 0 && nooms > 0) {
+        /* the stream's own bounds on it, [lower, upper), where it has them:
+         * a suggestion must serve the failed request at both ends */
+        fsc_request_stream_info_t info;
+        fsc_request_stream_info(rs, &info);
+        if (info.capacity_lower == 0)
+            o.capacity = ooms[0].capacity;
+    }
     fsc_suggestion_t *s = NULL;
     size_t ns = 0, rows = 0;
     if (rc == 0)

@@ -118,6 +118,7 @@ typedef struct cand {
     const char *config;
     fsc_alloc_config_t cfg;
     fsc_whatif_result_t at_cap;
+    fsc_whatif_result_t at_upper; /* at capacity_upper - 1, when inferred */
     uint64_t needed;
     int rc;
     char error[FSC_ERR_MSG_MAX];
@@ -127,7 +128,7 @@ typedef struct sjob {
     const fsc_request_stream_t *rs;
     cand_t *c;
     size_t n;
-    uint64_t capacity;
+    uint64_t capacity, capacity_upper;
     atomic_size_t next;
     fsc_whatif_progress_fn progress;
     void *progress_ud;
@@ -150,6 +151,11 @@ static void *sworker(void *arg)
          * could not happen. */
         fsc_whatif_opts_t o = {.capacity = j->capacity, .threads = 1};
         c->rc = fsc__whatif_replay_cfg(j->rs, &c->cfg, &o, NULL, &c->at_cap, &err);
+        if (c->rc == 0 && j->capacity_upper > j->capacity) {
+            /* the highest cap the recording allows */
+            fsc_whatif_opts_t u = {.capacity = j->capacity_upper - 1, .threads = 1};
+            c->rc = fsc__whatif_replay_cfg(j->rs, &c->cfg, &u, NULL, &c->at_upper, &err);
+        }
         if (c->rc == 0)
             c->rc = needed_cfg(j->rs, &c->cfg, 0, &c->needed, &err);
         if (c->rc != 0)
@@ -166,7 +172,7 @@ static void *sworker(void *arg)
 static void run_all(const fsc_request_stream_t *rs, cand_t *c, size_t n,
                     const fsc_whatif_opts_t *o)
 {
-    sjob_t j = {rs, c, n, o->capacity, 0, o->progress, o->progress_ud,
+    sjob_t j = {rs, c, n, o->capacity, o->capacity_upper, 0, o->progress, o->progress_ud,
                 PTHREAD_MUTEX_INITIALIZER, 0};
     int nt = fsc__whatif_threads(o->threads, n);
     pthread_t th[64];
@@ -180,12 +186,21 @@ static void run_all(const fsc_request_stream_t *rs, cand_t *c, size_t n,
     pthread_mutex_destroy(&j.mu);
 }
 
-static int better(const cand_t *c, const cand_t *base)
+/* Served the request the baseline failed: at the cap, and where the cap
+ * is only known to lie in a range, at its top as well. */
+static int avoids(const cand_t *c, uint64_t upper)
+{
+    return !c->at_cap.oom && (upper == 0 || !c->at_upper.oom);
+}
+
+static int better(const cand_t *c, const cand_t *base, uint64_t upper)
 {
     if (c->rc != 0)
         return 0;
-    if (base->at_cap.oom && !c->at_cap.oom)
-        return 1;
+    /* Where the baseline fails, only serving the request it failed is
+     * better: a setting that fails too does not help, whatever it needs. */
+    if (base->at_cap.oom)
+        return avoids(c, upper);
     if (c->needed != 0 && (base->needed == 0 || c->needed < base->needed))
         return 1;
     return !base->at_cap.oom && !c->at_cap.oom &&
@@ -195,6 +210,8 @@ static int better(const cand_t *c, const cand_t *base)
 static int cmp_sugg(const void *x, const void *y)
 {
     const fsc_suggestion_t *a = x, *b = y;
+    if (a->helps != b->helps)
+        return b->helps - a->helps;
     if (a->avoids_oom != b->avoids_oom)
         return b->avoids_oom - a->avoids_oom;
     uint64_t na = a->needed_capacity ? a->needed_capacity : UINT64_MAX;
@@ -225,8 +242,8 @@ static void fmt_set(const uint64_t *v, size_t n, char (*out)[32])
             snprintf(out[i], sizeof out[i], "%.0f MiB", (double)v[i] / (double)FSC_MiB);
 }
 
-static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, int window,
-                     char *buf, size_t cap)
+static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, uint64_t upper,
+                     const fsc_suggestion_t *g, int window, char *buf, size_t cap)
 {
     /* A window of the run (a ring snapshot) is replayed from the state it
      * began in; what came before it was not recorded. */
@@ -242,7 +259,56 @@ static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, int
     /* What a replay of a recording that ended at an OOM can show is that
      * the failed request would have been served: the rest of the run was
      * never recorded, so "avoids the OOM" would claim more than it knows. */
-    if (base->at_cap.oom && !c->at_cap.oom && capacity != 0) {
+    if (base->at_cap.oom && !g->helps) {
+        /* it fails too, at one end of the cap's range at least: say where,
+         * then what it needs */
+        uint64_t e[2] = {capacity, upper != 0 ? upper - 1 : capacity};
+        char ends[2][32];
+        fmt_set(e, 2, ends);
+        if (upper != 0 && g->avoids_at_lower != g->avoids_at_upper)
+            w += (size_t)snprintf(buf, cap,
+                                  "depends on the cap, which the recording does not say: serves "
+                                  "the failed request at %s but not at %s (the %s cap it "
+                                  "allows); give PyTorch's \"X GiB allowed\" with --capacity",
+                                  ends[g->avoids_at_upper ? 1 : 0], ends[g->avoids_at_upper ? 0 : 1],
+                                  g->avoids_at_upper ? "lowest" : "highest");
+        else if (upper != 0)
+            w += (size_t)snprintf(buf, cap,
+                                  "does not help: runs out of memory at every cap the recording "
+                                  "allows (%s and %s tried)",
+                                  ends[0], ends[1]);
+        else
+            w += (size_t)snprintf(buf, cap, "does not help: runs out of memory at %s too",
+                                  ends[0]);
+        if (w < cap && c->needed != 0)
+            snprintf(buf + w, cap - w, "; %s %s",
+                     complete ? "needs" : window ? "the recorded window needs"
+                                                 : "the recorded part needs",
+                     s[1]);
+        return;
+    }
+    if (base->at_cap.oom && !c->at_cap.oom && capacity != 0 && upper != 0) {
+        char u[32];
+        fsc_size_format(upper, u, sizeof u);
+        if (complete)
+            w += (size_t)snprintf(buf + w, cap - w,
+                                  "completes the recorded run at every cap the recording "
+                                  "allows, [%s, %s); ",
+                                  s[0], u);
+        else if (g->has_margin)
+            w += (size_t)snprintf(buf + w, cap - w,
+                                  "serves the request that failed at every cap the recording "
+                                  "allows, [%s, %s), with at least %s left under the cap (at "
+                                  "its %s end), and %s; the rest of the run was not recorded; ",
+                                  s[0], u, fsc_size_format(g->margin, mg, sizeof mg),
+                                  g->margin_at_upper ? "upper" : "lower", before);
+        else
+            w += (size_t)snprintf(buf + w, cap - w,
+                                  "serves the request that failed at every cap the recording "
+                                  "allows, [%s, %s), and %s; the rest of the run was not "
+                                  "recorded; ",
+                                  s[0], u, before);
+    } else if (base->at_cap.oom && !c->at_cap.oom && capacity != 0) {
         if (complete)
             w += (size_t)snprintf(buf + w, cap - w, "completes the recorded run at %s; ", s[0]);
         else if (c->at_cap.has_margin)
@@ -297,7 +363,19 @@ int fsc_whatif_suggest_opts(const fsc_request_stream_t *rs, const fsc_whatif_opt
         o = *opts;
     if (o.capacity == 0)
         o.capacity = rs->capacity;
-    uint64_t capacity = o.capacity;
+    /* A recording that ran out of memory under a cap it does not record:
+     * every cap in [lower, upper) fails where it failed. */
+    if (o.capacity == 0 && rs->capacity == 0) {
+        fsc_request_stream_info_t info;
+        fsc_request_stream_info(rs, &info);
+        if (info.capacity_lower != 0) {
+            o.capacity = info.capacity_lower;
+            o.capacity_upper = info.capacity_upper;
+        }
+    }
+    if (o.capacity_upper <= o.capacity)
+        o.capacity_upper = 0;
+    uint64_t capacity = o.capacity, upper = o.capacity_upper;
     cand_t *c = calloc(GRID_N + 1, sizeof *c);
     if (c == NULL)
         return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
@@ -335,12 +413,17 @@ int fsc_whatif_suggest_opts(const fsc_request_stream_t *rs, const fsc_whatif_opt
     }
     size_t k = 0;
     for (size_t i = 1; i < m; i++) {
-        if (!better(&c[i], &c[0]))
-            continue;
+        int helps = better(&c[i], &c[0], upper);
+        if (!helps && !c[0].at_cap.oom)
+            continue; /* no better, and no OOM to fail to help with */
         fsc_suggestion_t *g = &s[k++];
+        g->helps = helps;
+        g->capacity_upper = upper;
+        g->avoids_at_lower = !c[i].at_cap.oom;
+        g->avoids_at_upper = upper != 0 ? !c[i].at_upper.oom : g->avoids_at_lower;
         snprintf(g->config, sizeof g->config, "%s", c[i].config);
         g->capacity = capacity;
-        g->avoids_oom = !c[i].at_cap.oom;
+        g->avoids_oom = avoids(&c[i], upper);
         g->first_oom_event = c[i].at_cap.oom ? c[i].at_cap.first_oom.event : 0;
         g->peak_reserved = c[i].at_cap.peak_reserved;
         g->peak_allocated = c[i].at_cap.peak_allocated;
@@ -351,8 +434,15 @@ int fsc_whatif_suggest_opts(const fsc_request_stream_t *rs, const fsc_whatif_opt
         g->run_complete = c[i].at_cap.run_complete;
         g->has_margin = c[i].at_cap.has_margin;
         g->margin = c[i].at_cap.margin;
-        note_for(&c[i], &c[0], capacity, (rs->flags & FSC_TRACE_F_RECONSTRUCTED) != 0, g->note,
-                 sizeof g->note);
+        if (upper != 0 && g->avoids_oom) {
+            /* the claim holds over the range: its smaller margin */
+            g->has_margin = c[i].at_cap.has_margin && c[i].at_upper.has_margin;
+            g->margin_at_upper = c[i].at_upper.margin < c[i].at_cap.margin;
+            if (g->margin_at_upper)
+                g->margin = c[i].at_upper.margin;
+        }
+        note_for(&c[i], &c[0], capacity, upper, g, (rs->flags & FSC_TRACE_F_RECONSTRUCTED) != 0,
+                 g->note, sizeof g->note);
     }
     free(c);
     qsort(s, k, sizeof *s, cmp_sugg);

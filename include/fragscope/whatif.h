@@ -256,10 +256,14 @@ typedef struct fsc_whatif_opts {
      * the cap) and which the program's (empty_cache); fsc_whatif_verify
      * takes `capacity` for it. */
     uint64_t recorded_capacity;
+    /* Suggestions: the cap is not known but lies in [capacity,
+     * capacity_upper); a setting is said to serve the failed request only
+     * if it does so at both ends (0 = the cap is known). */
+    uint64_t capacity_upper;
 } fsc_whatif_opts_t;
 
 /* A zeroed struct holds the defaults; the macro spells them out. */
-#define FSC_WHATIF_OPTS_DEFAULT {0, 0, 0, NULL, NULL, 0}
+#define FSC_WHATIF_OPTS_DEFAULT {0, 0, 0, NULL, NULL, 0, 0}
 
 /* Replay rs with config string `config` ("" = PyTorch's defaults). A bad
  * config string gives FSC_ECONFIG naming it. An allocation the replay
@@ -344,6 +348,17 @@ typedef struct fsc_suggestion {
     int has_margin;            /* margin: as fsc_whatif_result_t, at `capacity` */
     uint64_t margin;
     char note[FSC_WHATIF_NOTE_MAX]; /* "needs 17.43 GiB instead of 20.51 GiB" */
+    /* 1: does better than the baseline (the list); 0: the baseline ran out
+     * of memory at `capacity` and this setting does too, at one end of the
+     * cap's range at least: it does not help, and follows the list. */
+    int helps;
+    /* The cap was not recorded but inferred to lie in [capacity,
+     * capacity_upper) (0: known). Then avoids_oom means served at both
+     * ends (capacity and capacity_upper - 1), and margin is the smaller of
+     * the two margins, at the end margin_at_upper says. */
+    uint64_t capacity_upper;
+    int avoids_at_lower, avoids_at_upper;
+    int margin_at_upper;
 } fsc_suggestion_t;
 
 /* Bisection precision of the needed capacity. */
@@ -358,8 +373,11 @@ int fsc_whatif_needed_capacity(const fsc_request_stream_t *rs, const char *confi
 
 /* Try the grid of settings (docs/whatif.md) against the baseline (rs's own
  * config) at `capacity` (0 = the stream's capacity, else unlimited) and
- * return, best first, those that avoid the baseline's OOM or need less
- * capacity or reserve less at the peak. *out is malloc'd (free with
+ * return, best first, those that do better (helps = 1): where the baseline
+ * runs out of memory there, those that avoid it (at both ends of the cap's
+ * range when it is inferred); else those that need less capacity or
+ * reserve less at the peak. After them (helps = 0) the settings that do
+ * not avoid the baseline's OOM. *out is malloc'd (free with
  * fsc_suggestions_free); *n may be 0. */
 int fsc_whatif_suggest(const fsc_request_stream_t *rs, uint64_t capacity,
                        fsc_suggestion_t **out, size_t *n, fsc_err_t *err);
