@@ -18,9 +18,8 @@ static int pool_of(fsc_allocator_t *a, fsc_pool_t kind, uint64_t pool_id, fsc__p
 {
     int slot = fsc__private_slot(a, pool_id);
     if (slot < 0)
-        return fsc_err_set(&a->err, FSC_ELIMIT, "allocator: more than %d private pools",
-                           FSC__MAX_PRIVATE_POOLS);
-    *out = &a->pools[2 * slot + (kind == FSC_POOL_SMALL ? 0 : 1)];
+        return fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
+    *out = a->pools[2 * slot + (kind == FSC_POOL_SMALL ? 0 : 1)];
     return 0;
 }
 
@@ -136,7 +135,7 @@ int fsc_allocator_adopt_mapping(fsc_allocator_t *a, uint64_t base, uint64_t addr
  * both as inactive split blocks, as fsc__alloc_found_block expects. */
 static fsc__block_t *cut_at(fsc_allocator_t *a, fsc__block_t *b, uint64_t addr)
 {
-    fsc__pool_t *p = &a->pools[b->pool];
+    fsc__pool_t *p = a->pools[b->pool];
     fsc__block_t *hi = fsc__block_new(a);
     if (hi == NULL)
         return NULL;
@@ -192,7 +191,7 @@ int fsc_allocator_adopt_block(fsc_allocator_t *a, uint64_t addr, uint64_t size,
     if (rc == 0 && b->addr < addr && (b = cut_at(a, b, addr)) == NULL)
         rc = fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
     if (rc == 0) {
-        fsc__set_remove(&a->pools[b->pool], b);
+        fsc__set_remove(a->pools[b->pool], b);
         if (fsc__alloc_found_block(a, b, size, requested, b->size > size) == NULL)
             rc = fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
     }

@@ -10,6 +10,49 @@
 #include "internal.h"
 #include "fsc/vec.h"
 
+/* Room for private pool slots 1 .. nslots - 1 (slot 0 is the default
+ * pool): their pair of pools, allocated one by one, and their records. */
+static int grow_pools(fsc_allocator_t *a, size_t nslots)
+{
+    size_t have = a->pools != NULL ? a->nprivate + 1 : 0;
+    if (nslots <= have)
+        return 0;
+    if (nslots - 1 > a->cap_private || a->pools == NULL) {
+        size_t cap = a->cap_private ? a->cap_private : 4;
+        while (cap < nslots)
+            cap *= 2;
+        fsc__private_t *pv = realloc(a->priv, cap * sizeof *pv);
+        if (pv == NULL)
+            return FSC_ENOMEM;
+        a->priv = pv;
+        fsc__pool_t **pp = realloc(a->pools, 2 * (cap + 1) * sizeof *pp);
+        if (pp == NULL)
+            return FSC_ENOMEM;
+        size_t old = a->pools != NULL ? 2 * (a->cap_private + 1) : 0;
+        memset(pp + old, 0, (2 * (cap + 1) - old) * sizeof *pp);
+        a->pools = pp;
+        a->cap_private = cap;
+    }
+    for (size_t i = 2 * have; i < 2 * nslots; i++) {
+        if (a->pools[i] != NULL)
+            continue; /* made by a call that failed later */
+        fsc__pool_t *p = calloc(1, sizeof *p);
+        if (p == NULL) {
+            for (size_t k = 2 * have; k < i; k++) {
+                free(a->pools[k]);
+                a->pools[k] = NULL;
+            }
+            return FSC_ENOMEM;
+        }
+        RB_INIT(&p->blocks);
+        RB_INIT(&p->unmapped);
+        p->id = (uint8_t)(i & 1);
+        p->index = (uint32_t)i;
+        a->pools[i] = p;
+    }
+    return 0;
+}
+
 int fsc_allocator_create(const fsc_allocator_opts_t *opts, fsc_allocator_t **out, fsc_err_t *err)
 {
     if (out == NULL)
@@ -39,11 +82,10 @@ int fsc_allocator_create(const fsc_allocator_opts_t *opts, fsc_allocator_t **out
     a->gc_armed = a->set_fraction && c->garbage_collection_threshold > 0.0;
     a->sink = opts->sink;
     a->sink_ud = opts->sink_ud;
-    for (int i = 0; i < FSC__NPOOLS; i++) {
-        RB_INIT(&a->pools[i].blocks);
-        RB_INIT(&a->pools[i].unmapped);
-        a->pools[i].id = (uint8_t)(i & 1);
-        a->pools[i].index = (uint8_t)i;
+    fsc__u64map_init(&a->private_slot);
+    if (grow_pools(a, 1) != 0) {
+        fsc_allocator_destroy(a);
+        return fsc_err_set(err, FSC_ENOMEM, "allocator: out of host memory");
     }
     *out = a;
     return 0;
@@ -91,6 +133,12 @@ void fsc_allocator_destroy(fsc_allocator_t *a)
     }
     fsc__slab_free(&a->blocks);
     fsc__u64map_free(&a->live);
+    fsc__u64map_free(&a->private_slot);
+    if (a->pools != NULL)
+        for (size_t i = 0; i < 2 * (a->cap_private + 1); i++)
+            free(a->pools[i]);
+    free(a->pools);
+    free(a->priv);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }
@@ -140,9 +188,9 @@ static fsc__block_t *use_on_oom_block(fsc_allocator_t *a, fsc__pool_t *p, uint64
                                       uint64_t rounded)
 {
     for (size_t i = 0; i < a->nprivate; i++) {
-        if (!(a->private_flags[i] & FSC_POOL_USE_ON_OOM))
+        if (!(a->priv[i].flags & FSC_POOL_USE_ON_OOM))
             continue;
-        fsc__block_t *b = fsc__get_free_block(a, &a->pools[2 * (i + 1) + p->id], stream, rounded);
+        fsc__block_t *b = fsc__get_free_block(a, a->pools[2 * (i + 1) + p->id], stream, rounded);
         if (b != NULL)
             return b;
     }
@@ -207,11 +255,10 @@ int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream
     uint64_t rounded = fsc_alloc_round_size(&a->cfg, size);
     int pslot = fsc__private_slot(a, pool_id);
     if (pslot < 0) {
-        rc = fsc_err_set(&a->err, FSC_ELIMIT, "allocator: more than %d private pools",
-                         FSC__MAX_PRIVATE_POOLS);
+        rc = fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
         goto out;
     }
-    fsc__pool_t *p = &a->pools[2 * pslot + (int)fsc_alloc_pool_of(rounded)];
+    fsc__pool_t *p = a->pools[2 * pslot + (int)fsc_alloc_pool_of(rounded)];
     uint64_t alloc_size = fsc_alloc_segment_size(rounded);
     fsc__block_t *b;
     rc = find_or_create(a, p, stream, rounded, alloc_size, &b);
@@ -223,7 +270,7 @@ int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream
     }
     /* A pool created with no_split hands out whole blocks. */
     int slot = b->pool / 2;
-    int split = !(slot > 0 && (a->private_flags[slot - 1] & FSC_POOL_NO_SPLIT)) &&
+    int split = !(slot > 0 && (a->priv[slot - 1].flags & FSC_POOL_NO_SPLIT)) &&
                 fsc_alloc_should_split(&a->cfg, p->id, b->size, rounded, 0);
     fsc__block_t *nb = fsc__alloc_found_block(a, b, rounded, size, split);
     if (nb == NULL) {
@@ -421,24 +468,25 @@ int fsc_allocator_walk(fsc_allocator_t *a, fsc_block_visit_fn fn, void *ud)
 
 /* ---- private pools ---------------------------------------------------------- */
 
-uint64_t fsc__pool_id_of(const fsc_allocator_t *a, uint8_t index)
+uint64_t fsc__pool_id_of(const fsc_allocator_t *a, uint32_t index)
 {
     size_t slot = index / 2;
-    return slot == 0 || slot > a->nprivate ? 0 : a->private_ids[slot - 1];
+    return slot == 0 || slot > a->nprivate ? 0 : a->priv[slot - 1].id;
 }
 
 int fsc__private_slot(fsc_allocator_t *a, uint64_t pool_id)
 {
     if (pool_id == 0)
         return 0;
-    for (size_t i = 0; i < a->nprivate; i++)
-        if (a->private_ids[i] == pool_id)
-            return (int)i + 1;
-    if (a->nprivate == FSC__MAX_PRIVATE_POOLS)
+    uint64_t slot;
+    if (fsc__u64map_get(&a->private_slot, pool_id, &slot))
+        return (int)slot;
+    if (a->nprivate >= (size_t)INT32_MAX / 2 - 1 || grow_pools(a, a->nprivate + 2) != 0 ||
+        fsc__u64map_put(&a->private_slot, pool_id, a->nprivate + 1) != 0)
         return -1;
-    a->private_ids[a->nprivate] = pool_id;
-    a->private_released[a->nprivate] = 0;
-    a->private_flags[a->nprivate] = 0;
+    a->priv[a->nprivate].id = pool_id;
+    a->priv[a->nprivate].released = 0;
+    a->priv[a->nprivate].flags = 0;
     return (int)++a->nprivate;
 }
 
@@ -447,9 +495,9 @@ int fsc_allocator_release_pool(fsc_allocator_t *a, uint64_t pool_id)
     if (a == NULL || pool_id == 0)
         return FSC_EINVAL;
     pthread_mutex_lock(&a->mu);
-    for (size_t i = 0; i < a->nprivate; i++)
-        if (a->private_ids[i] == pool_id)
-            a->private_released[i] = 1;
+    uint64_t slot;
+    if (fsc__u64map_get(&a->private_slot, pool_id, &slot))
+        a->priv[slot - 1].released = 1;
     pthread_mutex_unlock(&a->mu);
     return 0;
 }
@@ -462,10 +510,9 @@ int fsc_allocator_set_pool_flags(fsc_allocator_t *a, uint64_t pool_id, unsigned 
     int slot = fsc__private_slot(a, pool_id);
     int rc = 0;
     if (slot < 0)
-        rc = fsc_err_set(&a->err, FSC_ELIMIT, "allocator: more than %d private pools",
-                         FSC__MAX_PRIVATE_POOLS);
+        rc = fsc_err_set(&a->err, FSC_ENOMEM, "allocator: out of host memory");
     else
-        a->private_flags[slot - 1] = (uint8_t)flags;
+        a->priv[slot - 1].flags = (uint8_t)flags;
     pthread_mutex_unlock(&a->mu);
     return rc;
 }
@@ -475,9 +522,9 @@ int fsc_allocator_empty_cache_pool(fsc_allocator_t *a, uint64_t pool_id)
     if (a == NULL || pool_id == 0)
         return FSC_EINVAL;
     pthread_mutex_lock(&a->mu);
-    for (size_t i = 0; i < a->nprivate; i++)
-        if (a->private_ids[i] == pool_id)
-            fsc__release_private_pool(a, i + 1);
+    uint64_t slot;
+    if (fsc__u64map_get(&a->private_slot, pool_id, &slot))
+        fsc__release_private_pool(a, (size_t)slot);
     pthread_mutex_unlock(&a->mu);
     return 0;
 }

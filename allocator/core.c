@@ -134,7 +134,7 @@ int fsc__segment_new(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64
 fsc__block_t *fsc__alloc_found_block(fsc_allocator_t *a, fsc__block_t *b, uint64_t size,
                                      uint64_t orig_size, int split)
 {
-    fsc__pool_t *p = &a->pools[b->pool];
+    fsc__pool_t *p = a->pools[b->pool];
     int expandable = b->seg->expandable;
     int already_split = fsc__is_split(b);
     if (split) {
@@ -192,7 +192,7 @@ uint64_t fsc__try_merge(fsc_allocator_t *a, fsc__block_t *dst, fsc__block_t *src
     if (src == NULL || src->allocated || src->event_count > 0 || src->nuses > 0 ||
         dst->mapped != src->mapped)
         return 0;
-    fsc__pool_t *p = &a->pools[src->pool];
+    fsc__pool_t *p = a->pools[src->pool];
     if (src->mapped)
         fsc__set_remove(p, src);
     else
@@ -221,7 +221,7 @@ uint64_t fsc__try_merge(fsc_allocator_t *a, fsc__block_t *dst, fsc__block_t *src
 
 void fsc__free_block(fsc_allocator_t *a, fsc__block_t *b)
 {
-    fsc__pool_t *p = &a->pools[b->pool];
+    fsc__pool_t *p = a->pools[b->pool];
     fsc__emit(a, FSC_EV_FREE_COMPLETED, b, b->addr, b->size, b->requested, 0);
     uint64_t orig_size = b->size;
     uint64_t requested = b->requested;

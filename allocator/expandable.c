@@ -103,7 +103,7 @@ static int find_expandable_block(fsc_allocator_t *a, fsc__pool_t *p, uint64_t st
 int fsc__map_block(fsc_allocator_t *a, fsc__block_t *to_map, uint64_t size)
 {
     fsc__segment_t *s = to_map->seg;
-    fsc__pool_t *p = &a->pools[to_map->pool];
+    fsc__pool_t *p = a->pools[to_map->pool];
     uint64_t off = to_map->addr - s->base;
     uint64_t end = (off + size + s->page - 1) / s->page * s->page;
     uint64_t len = end - off;
@@ -181,7 +181,7 @@ int fsc__try_allocate_expandable(fsc_allocator_t *a, fsc__pool_t *p, uint64_t st
 void fsc__unmap_block(fsc_allocator_t *a, fsc__block_t *b)
 {
     fsc__segment_t *s = b->seg;
-    fsc__pool_t *p = &a->pools[b->pool];
+    fsc__pool_t *p = a->pools[b->pool];
     uint64_t rel = b->addr - s->base;
     uint64_t begin = (rel + s->page - 1) / s->page;
     uint64_t end = (rel + b->size) / s->page;
@@ -248,7 +248,7 @@ void fsc__unmap_block(fsc_allocator_t *a, fsc__block_t *b)
 void fsc__release_expandable_segment(fsc_allocator_t *a, fsc__block_t *b)
 {
     fsc__segment_t *s = b->seg;
-    fsc__unmapped_remove(&a->pools[b->pool], b);
+    fsc__unmapped_remove(a->pools[b->pool], b);
     a->be->ops->va_release(a->be, s->vseg);
     fsc__segment_unlink(a, s);
     free(s);

@@ -37,9 +37,9 @@ typedef struct fsc__block {
     int64_t gc_base;    /* pool's lookup count when last inserted in the free set */
     uint64_t *uses;     /* record_stream streams (malloc'd only when used) */
     uint32_t nuses;
+    uint32_t pool;      /* index in fsc_allocator.pools */
     size_t uses_cap;
     int32_t event_count; /* outstanding stream uses after a free */
-    uint8_t pool;
     uint8_t allocated;
     uint8_t mapped;
     uint8_t in_set; /* 1 = free set, 2 = unmapped set */
@@ -54,7 +54,7 @@ struct fsc__segment {
     uint64_t page;   /* expandable: page size */
     uint64_t stream;
     void *vseg;      /* expandable: the backend's handle */
-    uint8_t pool;
+    uint32_t pool;
     uint8_t expandable;
 };
 
@@ -68,15 +68,18 @@ typedef struct fsc__pool {
     struct fsc__unmapped_tree unmapped;
     int64_t lookups; /* get_free_block calls while GC is armed */
     uint8_t id;      /* fsc_pool_t: small or large */
-    uint8_t index;   /* in fsc_allocator.pools: 2 * slot + id; slot 0 = default */
+    uint32_t index;  /* in fsc_allocator.pools: 2 * slot + id; slot 0 = default */
 } fsc__pool_t;
 
 /* Private pools (CUDA graph pools, MemPools) an allocator keeps apart from
  * its default pool: each has its own small and large pool, blocks never
  * move between them, and their segments stay until the pool is released.
  * Block and segment `pool` fields hold the pool's index; & 1 is its kind. */
-#define FSC__MAX_PRIVATE_POOLS 15
-#define FSC__NPOOLS (2 * (FSC__MAX_PRIVATE_POOLS + 1))
+typedef struct fsc__private {
+    uint64_t id;      /* the pool's id (PyTorch's MempoolId_t packed) */
+    uint8_t released; /* fsc_allocator_release_pool was called */
+    uint8_t flags;    /* FSC_POOL_USE_ON_OOM, FSC_POOL_NO_SPLIT */
+} fsc__private_t;
 
 /* A free whose block was used on other streams, waiting for them. */
 typedef struct fsc__pending {
@@ -99,11 +102,14 @@ struct fsc_allocator {
     int sample_device;             /* device_sample.c */
     uint64_t sample_interval_ns, last_sample_ns;
 
-    fsc__pool_t pools[FSC__NPOOLS];
-    uint64_t private_ids[FSC__MAX_PRIVATE_POOLS]; /* slot - 1 -> pool id */
-    uint8_t private_released[FSC__MAX_PRIVATE_POOLS];
-    uint8_t private_flags[FSC__MAX_PRIVATE_POOLS]; /* FSC_POOL_USE_ON_OOM, FSC_POOL_NO_SPLIT */
-    size_t nprivate;
+    /* pools[2 * slot + kind]: slot 0 the default pool, slot i >= 1 the
+     * private pool priv[i - 1]; as many as the program creates. Each pool
+     * is allocated on its own, so that a pointer to it stays valid while
+     * the arrays grow. */
+    fsc__pool_t **pools;
+    fsc__private_t *priv;
+    size_t nprivate, cap_private;
+    fsc__u64map_t private_slot; /* pool id -> slot */
     fsc__u64map_t live;      /* live block address -> fsc__block_t * */
     fsc__segment_t *segments;
     uint64_t reserved; /* PyTorch's total_allocated_memory */
@@ -118,9 +124,9 @@ struct fsc_allocator {
 };
 
 /* allocator.c: the private pool id of a pool index (0 = default). */
-uint64_t fsc__pool_id_of(const fsc_allocator_t *a, uint8_t index);
+uint64_t fsc__pool_id_of(const fsc_allocator_t *a, uint32_t index);
 /* The slot of pool_id (0 for the default pool; created on first use); -1
- * when the table is full. */
+ * when out of host memory. */
 int fsc__private_slot(fsc_allocator_t *a, uint64_t pool_id);
 
 /* blocks.c */
@@ -197,7 +203,7 @@ void fsc__release_private_pool(fsc_allocator_t *a, size_t slot);
 void fsc__process_events(fsc_allocator_t *a);
 void fsc__sync_and_free_events(fsc_allocator_t *a);
 /* The same for the pending frees of one private pool only. */
-void fsc__sync_pool_events(fsc_allocator_t *a, uint8_t small_index);
+void fsc__sync_pool_events(fsc_allocator_t *a, uint32_t small_index);
 void fsc__stream_done(fsc_allocator_t *a, uint64_t stream);
 int fsc__insert_events(fsc_allocator_t *a, fsc__block_t *b);
 

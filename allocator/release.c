@@ -12,7 +12,7 @@
 void fsc__release_block(fsc_allocator_t *a, fsc__block_t *b)
 {
     fsc__segment_t *s = b->seg;
-    fsc__pool_t *p = &a->pools[b->pool];
+    fsc__pool_t *p = a->pools[b->pool];
     a->st.num_device_free++;
     fsc__emit(a, FSC_EV_SEGMENT_FREE, b, b->addr, b->size, 0, 0);
     a->be->ops->seg_free(a->be, b->addr, b->size);
@@ -35,7 +35,7 @@ static int releasable(const fsc__block_t *b)
 /* Ticks since the block last entered the free set (PyTorch's gc_count). */
 static uint64_t age_of(const fsc_allocator_t *a, const fsc__block_t *b)
 {
-    return (uint64_t)(a->pools[FSC_POOL_LARGE].lookups - b->gc_base);
+    return (uint64_t)(a->pools[FSC_POOL_LARGE]->lookups - b->gc_base);
 }
 
 void fsc__garbage_collect(fsc_allocator_t *a)
@@ -46,7 +46,7 @@ void fsc__garbage_collect(fsc_allocator_t *a)
         return;
     uint64_t target = a->reserved - threshold;
     uint64_t reclaimed = 0;
-    fsc__pool_t *p = &a->pools[FSC_POOL_LARGE];
+    fsc__pool_t *p = a->pools[FSC_POOL_LARGE];
     uint64_t total_age = 0;
     int64_t count = 0;
     fsc__block_t *b;
@@ -151,25 +151,25 @@ static void release_blocks(fsc_allocator_t *a, fsc__pool_t *p)
 void fsc__release_cached_blocks(fsc_allocator_t *a)
 {
     fsc__sync_and_free_events(a);
-    release_blocks(a, &a->pools[FSC_POOL_LARGE]);
-    release_blocks(a, &a->pools[FSC_POOL_SMALL]);
+    release_blocks(a, a->pools[FSC_POOL_LARGE]);
+    release_blocks(a, a->pools[FSC_POOL_SMALL]);
     /* A private pool keeps its segments while it is in use (a CUDA graph
      * may replay into them); once released, they go like any others. */
     for (size_t i = 0; i < a->nprivate; i++) {
-        if (!a->private_released[i])
+        if (!a->priv[i].released)
             continue;
-        release_blocks(a, &a->pools[2 * (i + 1) + FSC_POOL_LARGE]);
-        release_blocks(a, &a->pools[2 * (i + 1) + FSC_POOL_SMALL]);
+        release_blocks(a, a->pools[2 * (i + 1) + FSC_POOL_LARGE]);
+        release_blocks(a, a->pools[2 * (i + 1) + FSC_POOL_SMALL]);
     }
 }
 
 void fsc__release_private_pool(fsc_allocator_t *a, size_t slot)
 {
-    if (slot == 0 || slot > a->nprivate || !a->private_released[slot - 1])
+    if (slot == 0 || slot > a->nprivate || !a->priv[slot - 1].released)
         return;
-    fsc__sync_pool_events(a, (uint8_t)(2 * slot));
-    release_blocks(a, &a->pools[2 * slot + FSC_POOL_LARGE]);
-    release_blocks(a, &a->pools[2 * slot + FSC_POOL_SMALL]);
+    fsc__sync_pool_events(a, (uint32_t)(2 * slot));
+    release_blocks(a, a->pools[2 * slot + FSC_POOL_LARGE]);
+    release_blocks(a, a->pools[2 * slot + FSC_POOL_SMALL]);
 }
 
 /* ---- frees that wait on other streams ---------------------------------- */
@@ -272,7 +272,7 @@ static int in_pool(fsc_allocator_t *a, fsc__pending_t *e, uint64_t small_index)
     return 1;
 }
 
-void fsc__sync_pool_events(fsc_allocator_t *a, uint8_t small_index)
+void fsc__sync_pool_events(fsc_allocator_t *a, uint32_t small_index)
 {
     a->st.num_sync_all_streams++;
     if (a->npending > 0)

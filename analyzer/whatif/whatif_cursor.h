@@ -126,7 +126,7 @@ static inline int fsc__wcur_decode(fsc__wcur_t *c, fsc__wop_t *op)
         op->pool = 0;
         if (h & FSC__WH_POOL) {
             FSC__WGETV(v);
-            op->pool = (uint16_t)v;
+            op->pool = (uint32_t)v;
         }
         op->seg = UINT32_MAX;
         if (rs->infer_pools) {

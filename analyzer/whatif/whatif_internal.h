@@ -51,7 +51,7 @@ enum {
 typedef struct fsc__wop {
     uint8_t kind;
     uint8_t flags;
-    uint16_t pool; /* ALLOC: index + 1 in pool_ids of its private pool; 0 = default */
+    uint32_t pool; /* ALLOC: index + 1 in pool_ids of its private pool; 0 = default */
     uint32_t tag;
     uint32_t seg;   /* ALLOC: the recorded segment (whatif_pools.c); UINT32_MAX none */
     uint64_t arg;
@@ -148,7 +148,7 @@ typedef struct fsc__wcur {
  * (whatif_pools.c). */
 typedef struct fsc__wpool_rel {
     size_t op;
-    uint16_t pool;
+    uint32_t pool;
 } fsc__wpool_rel_t;
 
 typedef struct fsc__wtag {
@@ -196,7 +196,7 @@ struct fsc_request_stream {
     uint64_t *free_slots;
     size_t nfree_slots, cap_free_slots;
     /* Decided at the end (whatif_pools.c), applied by the cursor. */
-    uint16_t *seg_pool; /* per recorded segment: its requests' pool, 0 = as coded */
+    uint32_t *seg_pool; /* per recorded segment: its requests' pool, 0 = as coded */
     size_t nseg_pool;
     uint64_t *fb_ids; /* ascending: use_on_oom fallbacks, replayed in the default pool */
     size_t nfb_ids;
@@ -214,6 +214,7 @@ struct fsc_request_stream {
     size_t nscript, cap_script, cap_script_sizes;
     uint64_t *pool_ids; /* distinct private pools of the allocations */
     size_t npools, cap_pools;
+    fsc__u64map_t pool_index; /* pool id -> index + 1 in pool_ids */
     /* Pools of segments the snapshot lost, and pool releases (whatif_pools.c). */
     struct fsc__wpools *wpools; /* the model while the stream is read */
     uint8_t infer_pools;        /* infer them (a PyTorch snapshot) */
@@ -324,6 +325,10 @@ int fsc__wop_release_is_program(const fsc__wop_t *op, uint64_t recorded_cap, dou
 /* The starting state is complete (the history marker, or the end of the
  * events): its pending frees become ops. err may be NULL. */
 int fsc__wstream_end_seed(fsc_request_stream_t *rs, fsc_err_t *err);
+
+/* The index + 1 of private pool `id` in rs->pool_ids, added when new
+ * (whatif_stream.c); FSC_ENOMEM when the host runs out. */
+int fsc__wstream_pool_index(fsc_request_stream_t *rs, uint64_t id, uint32_t *index1);
 
 /* 1 when the stream is the whole run (fsc_request_stream_info_t). */
 int fsc__wstream_run_complete(const fsc_request_stream_t *rs);

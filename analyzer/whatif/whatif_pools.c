@@ -720,7 +720,7 @@ static int note_label(void *ud, uint32_t j)
 }
 
 /* Every label segment s's pairs forbid: mark[l] = stamp (labels are below
- * UINT16_MAX, pool_label). One walk of the row however many labels are
+ * npools + nsegs + 2, label_segments). One walk of the row however many labels are
  * tried, so that a recording of many pools is not labelled in cubic time. */
 static void mark_forbidden(const struct fsc__wpools *w, uint32_t s, uint32_t *mark,
                            uint32_t stamp)
@@ -736,17 +736,7 @@ static int unknown(const wp_seg_t *s)
 
 static int pool_label(fsc_request_stream_t *rs, uint64_t id, uint32_t *label)
 {
-    size_t k = 0;
-    while (k < rs->npools && rs->pool_ids[k] != id)
-        k++;
-    if (k == rs->npools) {
-        if (k >= UINT16_MAX - 1 ||
-            FSC__VEC_RESERVE(rs->pool_ids, rs->cap_pools, rs->npools + 1) != 0)
-            return FSC_ENOMEM;
-        rs->pool_ids[rs->npools++] = id;
-    }
-    *label = (uint32_t)k + 1;
-    return 0;
+    return fsc__wstream_pool_index(rs, id, label);
 }
 
 typedef struct {
@@ -772,7 +762,8 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
         if (s->pool_id != 0 && pool_label(rs, s->pool_id, &s->label) != 0)
             return FSC_ENOMEM;
     }
-    uint32_t *mark = calloc((size_t)UINT16_MAX + 1, sizeof *mark); /* stamp: i + 1 */
+    /* labels: the pools named so far, and at most one inferred per segment */
+    uint32_t *mark = calloc(rs->npools + w->nsegs + 2, sizeof *mark); /* stamp: i + 1 */
     if (mark == NULL)
         return FSC_ENOMEM;
     for (size_t i = 0; i < w->nsegs; i++) {
@@ -823,7 +814,7 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
     burst_seg_t *bs = NULL;
     size_t ng = 0;
     int rc = 0;
-    fsc__u64map_t done; /* burst << 16 | label: that burst checked for that pool */
+    fsc__u64map_t done; /* burst << 32 | label: that burst checked for that pool */
     fsc__u64map_init(&done);
     if ((bs = malloc((w->nsegs + 1) * sizeof *bs)) == NULL ||
         (grp = malloc((w->nsegs + 1) * sizeof *grp)) == NULL ||
@@ -876,7 +867,7 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
         const wp_seg_t *p = &w->segs[i];
         if (!unknown(p) || p->label < first_inferred)
             continue;
-        uint64_t key = (uint64_t)p->burst << 16 | p->label, seen;
+        uint64_t key = (uint64_t)p->burst << 32 | p->label, seen;
         if (fsc__u64map_get(&done, key, &seen))
             continue;
         if (fsc__u64map_put(&done, key, 1) != 0) {
@@ -931,7 +922,7 @@ static int release_points(fsc_request_stream_t *rs, const struct fsc__wpools *w)
         }
         if (FSC__VEC_RESERVE(rs->pool_rel, rs->cap_pool_rel, rs->npool_rel + 1) != 0)
             return FSC_ENOMEM;
-        rs->pool_rel[rs->npool_rel++] = (fsc__wpool_rel_t){op, (uint16_t)s->label};
+        rs->pool_rel[rs->npool_rel++] = (fsc__wpool_rel_t){op, s->label};
     }
     /* In op order (few entries). */
     for (size_t i = 1; i < rs->npool_rel; i++)
@@ -984,7 +975,7 @@ int fsc__wpools_finish(fsc_request_stream_t *rs)
     for (size_t i = 0; i < w->nsegs; i++) {
         const wp_seg_t *s = &w->segs[i];
         if (unknown(s) && s->label != 0) {
-            rs->seg_pool[i] = (uint16_t)s->label;
+            rs->seg_pool[i] = s->label;
             rs->info.inferred_pool_allocs += s->nallocs;
         }
     }
@@ -995,10 +986,10 @@ int fsc__wpools_finish(fsc_request_stream_t *rs)
         const struct wp_fallback *f = &w->fb[i];
         if (!f->flagged)
             continue;
-        uint16_t pool = rs->seg_pool[f->seg];
-        for (size_t k = 0; pool == 0 && f->pool_id != 0 && k < rs->npools; k++)
-            if (rs->pool_ids[k] == f->pool_id)
-                pool = (uint16_t)(k + 1);
+        uint32_t pool = rs->seg_pool[f->seg];
+        uint64_t k1;
+        if (pool == 0 && f->pool_id != 0 && fsc__u64map_get(&rs->pool_index, f->pool_id, &k1))
+            pool = (uint32_t)k1;
         if (pool == 0)
             continue;
         rs->pool_flags[pool - 1] |= FSC_POOL_USE_ON_OOM;

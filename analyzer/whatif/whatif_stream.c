@@ -21,6 +21,22 @@ static int oom_host(fsc_err_t *err)
 
 /* ---- create / destroy -------------------------------------------------------- */
 
+int fsc__wstream_pool_index(fsc_request_stream_t *rs, uint64_t id, uint32_t *index1)
+{
+    uint64_t v;
+    if (fsc__u64map_get(&rs->pool_index, id, &v)) {
+        *index1 = (uint32_t)v;
+        return 0;
+    }
+    if (rs->npools >= UINT32_MAX - 2 ||
+        FSC__VEC_RESERVE(rs->pool_ids, rs->cap_pools, rs->npools + 1) != 0 ||
+        fsc__u64map_put(&rs->pool_index, id, rs->npools + 1) != 0)
+        return FSC_ENOMEM;
+    rs->pool_ids[rs->npools++] = id;
+    *index1 = (uint32_t)rs->npools;
+    return 0;
+}
+
 int fsc_request_stream_create(fsc_request_stream_t **out, fsc_err_t *err)
 {
     if (out == NULL)
@@ -73,6 +89,7 @@ void fsc_request_stream_destroy(fsc_request_stream_t *rs)
     free(rs->config);
     fsc__u64map_free(&rs->live);
     fsc__u64map_free(&rs->pending);
+    fsc__u64map_free(&rs->pool_index);
     free(rs);
 }
 
@@ -250,18 +267,8 @@ static int add_alloc(fsc_request_stream_t *rs, const fsc_event_t *ev, int record
     op->stream = ev->stream;
     op->seg = fsc__wpools_alloc_seg(rs);
     op->tag = ev->tag;
-    if (ev->pool_id != 0) {
-        size_t k = 0;
-        while (k < rs->npools && rs->pool_ids[k] != ev->pool_id)
-            k++;
-        if (k == rs->npools) {
-            if (k >= UINT16_MAX ||
-                FSC__VEC_RESERVE(rs->pool_ids, rs->cap_pools, rs->npools + 1) != 0)
-                return FSC_ENOMEM;
-            rs->pool_ids[rs->npools++] = ev->pool_id;
-        }
-        op->pool = (uint16_t)(k + 1);
-    }
+    if (ev->pool_id != 0 && (rc = fsc__wstream_pool_index(rs, ev->pool_id, &op->pool)) != 0)
+        return rc;
     op->addr = recorded_oom ? 0 : ev->addr;
     rs->nallocs++;
     rs->info.allocs++;

@@ -154,7 +154,8 @@ int fsc_allocator_malloc(fsc_allocator_t *a, uint64_t size, uint64_t stream,
 /* The same into private pool pool_id (a CUDA graph pool or MemPool; 0 =
  * the default pool): its blocks serve only its own requests and its
  * segments stay cached (empty_cache and the OOM retry leave them) until
- * fsc_allocator_release_pool. At most 15 private pools: FSC_ELIMIT. */
+ * fsc_allocator_release_pool. Any number of private pools (FSC_ENOMEM
+ * only when the host runs out). */
 int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream,
                               uint64_t pool_id, uint64_t *addr);
 /* The program released the pool (releasePool): later cache releases free
