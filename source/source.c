@@ -172,7 +172,10 @@ static int carry_tag(fsc_source_t *s, uint32_t node)
 static int run_trace(fsc_source_t *s)
 {
     const fsc_source_sink_t *k = s->sink;
-    int rc = k->header(k->ud, fsc_trace_header(s->r), s->err);
+    fsc_trace_header_t h = *fsc_trace_header(s->r);
+    if (s->opts.device_memory != 0)
+        h.device_total = s->opts.device_memory;
+    int rc = k->header(k->ud, &h, s->err);
     if (rc != 0)
         fail(s, rc);
     fsc_event_t ev;
@@ -202,7 +205,10 @@ static int on_header(void *ud, const fsc_trace_header_t *hdr)
     if (s->have_header)
         return fail(s, fsc_err_set(s->err, FSC_EFORMAT, "%s: two headers", s->path));
     s->have_header = 1;
-    int rc = s->sink->header(s->sink->ud, hdr, s->err);
+    fsc_trace_header_t h = *hdr;
+    if (s->opts.device_memory != 0)
+        h.device_total = s->opts.device_memory;
+    int rc = s->sink->header(s->sink->ud, &h, s->err);
     if (rc != 0)
         return fail(s, rc);
     /* From here on the sink runs on a thread of its own, the import goes

@@ -130,6 +130,31 @@ static void test_h200_external_with_device_memory(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(page);
     CU_ASSERT_PTR_NOT_NULL(strstr(page, "outside the allocator</th><td>134.96 GiB at OOM #0"));
     free(page);
+
+    /* whatif takes the device's total the same way, and counts the same bytes */
+    rc = fsc_test_sh(js, sizeof js, "%s whatif %s --suggest --format json --device-memory %lld",
+                     fsc_test_fragscope(), fsc_test_data("gpu/external_oom.pickle"),
+                     (long long)s.device_total);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    j = cJSON_Parse(js);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    o = cJSON_GetArrayItem(j, 0);
+    CU_ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(o, "external")));
+    CU_ASSERT_EQUAL((int64_t)cJSON_GetObjectItem(o, "external_bytes")->valuedouble, got);
+    cJSON_Delete(j);
+    rc = fsc_test_sh(out, sizeof out, "%s whatif %s --suggest --device-memory %lld",
+                     fsc_test_fragscope(), fsc_test_data("gpu/external_oom.pickle"),
+                     (long long)s.device_total);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "request needed (134.96 GiB: the device's total less"));
+    /* without it: unknown, and the option named */
+    rc = fsc_test_sh(out, sizeof out, "%s whatif %s --suggest", fsc_test_fragscope(),
+                     fsc_test_data("gpu/external_oom.pickle"));
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "give --device-memory SIZE to measure it"));
+    rc = fsc_test_sh(out, sizeof out, "%s whatif %s --suggest --device-memory 0 2>&1",
+                     fsc_test_fragscope(), fsc_test_data("gpu/external_oom.pickle"));
+    CU_ASSERT_EQUAL(rc, 2);
 }
 
 static void test_h200_external_total_unknown(void)

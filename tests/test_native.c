@@ -437,11 +437,13 @@ static void db_sum(const char *db, sum3_t *s)
     s->peak_alloc = (long long)pa;
     s->peak_res = (long long)pr;
     /* count/sum/sum of the table: equal tables give equal strings */
-    s->segs = s->blocks = 0;
+    uint64_t hs = 0, hb = 0; /* unsigned: the hash wraps */
     for (const char *c = segs; *c; c++)
-        s->segs = s->segs * 31 + *c;
+        hs = hs * 31 + (unsigned char)*c;
     for (const char *c = blocks; *c; c++)
-        s->blocks = s->blocks * 31 + *c;
+        hb = hb * 31 + (unsigned char)*c;
+    s->segs = (long long)(hs >> 1);
+    s->blocks = (long long)(hb >> 1);
 }
 
 static long long stat_of(const char *json, const char *key)
@@ -459,12 +461,11 @@ static void test_gpu_runs(void)
                                        "n_side_stream", "n_oom_cap", "n_late"};
     char out[1 << 14];
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
-        char tr[512], pk[512], st[512];
-        snprintf(tr, sizeof tr, "%s", fsc_test_data("gpu/native/"));
-        strcat(tr, runs[i]);
-        snprintf(pk, sizeof pk, "%s.pickle", tr);
-        snprintf(st, sizeof st, "%s.stats.json", tr);
-        strcat(tr, ".fstrace");
+        char base[512], tr[600], pk[600], st[600];
+        snprintf(base, sizeof base, "%s%s", fsc_test_data("gpu/native/"), runs[i]);
+        snprintf(pk, sizeof pk, "%s.pickle", base);
+        snprintf(st, sizeof st, "%s.stats.json", base);
+        snprintf(tr, sizeof tr, "%s.fstrace", base);
         const char *dbn = fsc_test_path("gn.db"), *dbs = fsc_test_path("gs.db");
         CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
                                           fsc_test_fragscope(), tr, dbn), 0);

@@ -19,7 +19,8 @@ const char fsc_cmd_whatif_usage[] =
     "usage: fragscope whatif TRACE|SNAPSHOT [--capacity SIZE] --config STR [--config STR ...]\n"
     "                        [--suggest] [--verify] [--verify-against OTHER]\n"
     "                        [--db run.db] [--format text|json]\n"
-    "                        [--threads N] [--device N] [--lenient] [--all-frames]\n"
+    "                        [--threads N] [--device N] [--device-memory SIZE]\n"
+    "                        [--lenient] [--all-frames]\n"
     "\n"
     "Extracts what the program asked of its allocator (allocation sizes, frees,\n"
     "streams, record_stream completions, markers) from a .fstrace or a PyTorch\n"
@@ -67,6 +68,11 @@ const char fsc_cmd_whatif_usage[] =
     "                   one of them.\n"
     "  --threads N      replays at once (default: one per core)\n"
     "  --device N       the CUDA device of a snapshot with several\n"
+    "  --device-memory SIZE\n"
+    "                   the device's total memory, for inputs that do not\n"
+    "                   record it (a PyTorch snapshot): with it an OOM's bytes\n"
+    "                   outside the allocator are counted (as analyze does)\n"
+    "                   instead of unknown, and the sim device is that large\n"
     "  --lenient        skip the history entries of a snapshot that contradict\n"
     "                   the importer's block model (as `import --lenient`)\n"
     "  --all-frames     name an OOM's call site by all its frames, without the\n"
@@ -87,7 +93,7 @@ typedef struct wopts {
     const char *input;
     const char *configs[MAX_CONFIGS];
     size_t nconfigs;
-    uint64_t capacity;
+    uint64_t capacity, device_memory;
     int suggest, verify, json, threads, device, lenient, all_frames;
     const char *db;
     const char *against; /* --verify-against */
@@ -130,7 +136,7 @@ static int parse_args(int argc, char **argv, wopts_t *o)
         int takes = strcmp(a, "--config") == 0 || strcmp(a, "--capacity") == 0 ||
                     strcmp(a, "--format") == 0 || strcmp(a, "--db") == 0 ||
                     strcmp(a, "--threads") == 0 || strcmp(a, "--device") == 0 ||
-                    strcmp(a, "--verify-against") == 0;
+                    strcmp(a, "--verify-against") == 0 || strcmp(a, "--device-memory") == 0;
         if (!takes)
             return fsc_cli_usage_error("whatif", "unknown option '%s'", a);
         if (i + 1 >= argc)
@@ -155,6 +161,12 @@ static int parse_args(int argc, char **argv, wopts_t *o)
             o->db = v;
         } else if (strcmp(a, "--verify-against") == 0) {
             o->against = v;
+        } else if (strcmp(a, "--device-memory") == 0) {
+            int rc = fsc_cli_size("whatif", a, v, &o->device_memory);
+            if (rc != 0)
+                return rc;
+            if (o->device_memory == 0)
+                return fsc_cli_usage_error("whatif", "--device-memory must be more than 0");
         } else if (strcmp(a, "--device") == 0) {
             char *end = NULL;
             long d = strtol(v, &end, 10);
@@ -447,7 +459,7 @@ static void print_external(const fsc_request_stream_info_t *in, int json, FILE *
                  fsc_size_format(in->external_bytes, b, sizeof b));
     else
         snprintf(what, sizeof what, "how much is unknown: the device's total was not recorded; "
-                                    "`fragscope analyze --device-memory SIZE` measures it");
+                                    "give --device-memory SIZE to measure it");
     if (json) {
         fprintf(f, "[\n  {\"config\": null, \"external\": true, \"external_bytes\": ");
         if (in->external_bytes_known)
@@ -852,11 +864,25 @@ static int print_against(const fsc_whatif_verify_t *v, const char *other,
     return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
 }
 
+/* The input (or the other recording) into a stream, with the options
+ * that shape how it is read. */
+static int load_input(const wopts_t *o, const char *path, fsc_request_stream_t **out,
+                      fsc_err_t *err)
+{
+    fsc_source_opts_t so;
+    memset(&so, 0, sizeof so);
+    so.pick_device = o->device >= 0;
+    so.device = o->device;
+    so.lenient = o->lenient;
+    so.device_memory = o->device_memory;
+    return fsc_request_stream_load_source(path, &so, out, err);
+}
+
 static int run_against(const wopts_t *o, const fsc_request_stream_t *rs)
 {
     fsc_err_t err = {0, ""};
     fsc_request_stream_t *b = NULL;
-    int rc = fsc_request_stream_load_opts(o->against, o->device, o->lenient, &b, &err);
+    int rc = load_input(o, o->against, &b, &err);
     if (rc != 0) {
         fsc_cli_error("whatif: %s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);
@@ -915,7 +941,7 @@ int fsc_cmd_whatif(int argc, char **argv)
         return rc;
     fsc_err_t err = {0, ""};
     fsc_request_stream_t *rs = NULL;
-    rc = fsc_request_stream_load_opts(o.input, o.device, o.lenient, &rs, &err);
+    rc = load_input(&o, o.input, &rs, &err);
     if (rc != 0) {
         fsc_cli_error("whatif: %s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);

@@ -50,6 +50,10 @@ typedef struct fsc_source_opts {
                               (fsc_import_opts_t.skip_entries) */
     const fsc_import_size_t *sizes; /* snapshots: settled block sizes */
     size_t nsizes;                  /* (fsc_import_opts_t.sizes) */
+    /* The device's total memory, for inputs that do not record it (a
+     * PyTorch snapshot): the header handed to the sink says it. 0 = as
+     * recorded. */
+    uint64_t device_memory;
     /* Called every 65536 events: bytes read of the file's bytes (traces),
      * events so far and 0 (snapshots); and for pickled snapshots every few
      * MiB read: bytes read over all the import's passes and their total.

@@ -275,6 +275,13 @@ def install(trace=None, config=None, capacity=None, ring=None, library=None):
     capacity: bytes (int) or a size string ("12GiB") the process may reserve
     ring:     keep only the last N events, written on OOM and at exit
     Must run before the first CUDA allocation of the process.
+
+    Limit: PyTorch passes a pluggable allocator no pool, so allocations into
+    a torch.cuda.MemPool or during CUDA-graph capture (torch.compile's
+    reduce-overhead mode, make_graphed_callables) land in fragscope's default
+    pool here, not in private pools as PyTorch's own allocator keeps them.
+    To record such a program as PyTorch runs it, use record() instead (the
+    native recorder, docs/native.md), which watches PyTorch's own allocator.
     """
     global _lib
     if _lib is not None:
