@@ -466,6 +466,31 @@ int fsc_allocator_walk(fsc_allocator_t *a, fsc_block_visit_fn fn, void *ud)
     return 0;
 }
 
+void fsc_allocator_free_summary(fsc_allocator_t *a, uint64_t *free_bytes, uint64_t *largest)
+{
+    uint64_t sum = 0, max = 0;
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < 2 * (a->nprivate + 1); i++) {
+        const fsc__pool_t *p = a->pools[i];
+        sum += p->free_bytes;
+        /* the set is ordered by stream, then size: each stream's largest
+         * block comes just before the next stream's first */
+        struct fsc__free_tree *t = (struct fsc__free_tree *)&p->blocks;
+        fsc__block_t *b = RB_MAX(fsc__free_tree, t);
+        while (b != NULL) {
+            if (b->size > max)
+                max = b->size;
+            fsc__block_t key;
+            memset(&key, 0, sizeof key);
+            key.stream = b->stream;
+            b = RB_PREV(fsc__free_tree, t, RB_NFIND(fsc__free_tree, t, &key));
+        }
+    }
+    pthread_mutex_unlock(&a->mu);
+    *free_bytes = sum;
+    *largest = max;
+}
+
 /* ---- private pools ---------------------------------------------------------- */
 
 uint64_t fsc__pool_id_of(const fsc_allocator_t *a, uint32_t index)

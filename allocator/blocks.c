@@ -58,12 +58,14 @@ void fsc__set_insert(fsc_allocator_t *a, fsc__pool_t *p, fsc__block_t *b)
     (void)a;
     b->gc_base = p->lookups;
     b->in_set = 1;
+    p->free_bytes += b->size;
     RB_INSERT(fsc__free_tree, &p->blocks, b);
 }
 
 void fsc__set_remove(fsc__pool_t *p, fsc__block_t *b)
 {
     RB_REMOVE(fsc__free_tree, &p->blocks, b);
+    p->free_bytes -= b->size;
     b->in_set = 0;
 }
 

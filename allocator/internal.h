@@ -67,6 +67,7 @@ typedef struct fsc__pool {
     struct fsc__free_tree blocks;
     struct fsc__unmapped_tree unmapped;
     int64_t lookups; /* get_free_block calls while GC is armed */
+    uint64_t free_bytes; /* bytes of the blocks in `blocks` */
     uint8_t id;      /* fsc_pool_t: small or large */
     uint32_t index;  /* in fsc_allocator.pools: 2 * slot + id; slot 0 = default */
 } fsc__pool_t;

@@ -431,6 +431,7 @@ static void test_report_per_pool(void)
 
 #define SIDE_POOLS 12
 #define SIDE_SEGS 500
+static int g_side_pools = SIDE_POOLS;
 
 /* A snapshot of SIDE_POOLS pools used one after another, none named: each
  * makes SIDE_SEGS requests of 20 MiB, each in a segment of its own, then
@@ -471,7 +472,7 @@ static void write_side_by_side(const char *path)
         if (++n % 1000 == 0)                                                                       \
             fsc__pw_list_batch(w);                                                                 \
     } while (0)
-    for (int p = 0; p < SIDE_POOLS; p++) {
+    for (int p = 0; p < g_side_pools; p++) {
         for (int k = 0; k < SIDE_SEGS; k++) {
             uint64_t a = base + (uint64_t)(p * SIDE_SEGS + k) * 32 * MiB;
             SIDE_ENTRY("segment_alloc", a);
@@ -483,7 +484,7 @@ static void write_side_by_side(const char *path)
             SIDE_ENTRY("free_completed", a);
         }
     }
-    for (int k = 0; k < SIDE_POOLS * SIDE_SEGS; k++)
+    for (int k = 0; k < g_side_pools * SIDE_SEGS; k++)
         SIDE_ENTRY("segment_free", base + (uint64_t)k * 32 * MiB);
 #undef SIDE_ENTRY
     fsc__pw_list_close(w);
@@ -527,6 +528,41 @@ static void test_pools_side_by_side(void)
     unlink(snap);
 }
 
+/* The same input where every request skips every free block of the
+ * earlier pools costs segments² steps and bits of evidence: past a bound
+ * the inference stops collecting it, and says so. Here the bound is made
+ * small (the knob tests use); two pools of 500 segments need 250 000
+ * steps. Without it the same input is inferred and replayed exactly. */
+static void test_pool_inference_bound(void)
+{
+    g_side_pools = 2;
+    const char *snap = fsc_test_path("side2.pickle");
+    write_side_by_side(snap);
+    g_side_pools = SIDE_POOLS;
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    fsc_request_stream_info_t info;
+    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(snap, &rs, &err), 0);
+    fsc_request_stream_info(rs, &info);
+    CU_ASSERT_EQUAL(info.pool_inference_capped, 0);
+    CU_ASSERT_EQUAL(info.inferred_pools, 1);
+    fsc_request_stream_destroy(rs);
+    setenv("FRAGSCOPE_WHATIF_PAIR_STEPS", "1000", 1);
+    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(snap, &rs, &err), 0);
+    fsc_request_stream_info(rs, &info);
+    CU_ASSERT_EQUAL(info.pool_inference_capped, 1);
+    fsc_request_stream_destroy(rs);
+    static char out[16384];
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --verify --format json",
+                                fsc_test_fragscope(), snap) <= 1,
+                    1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"pool_inference_capped\": true"));
+    fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --verify", fsc_test_fragscope(), snap);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the inference stopped at its bound on time and memory"));
+    unsetenv("FRAGSCOPE_WHATIF_PAIR_STEPS");
+    unlink(snap);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"a released pool with expandable segments: reproduced", test_live_pool_expandable},
     {"MemPool no_split seen in the final blocks", test_no_split_recording},
@@ -540,6 +576,7 @@ static const fsc_test_case_t k_tests[] = {
     {"use_on_oom: the pool's cached blocks before the OOM retry", test_use_on_oom},
     {"no_split: whole blocks", test_no_split},
     {"twelve unnamed pools side by side: found, reproduced, bounded RSS", test_pools_side_by_side},
+    {"the inference's bound on hostile input, said", test_pool_inference_bound},
     {NULL, NULL},
 };
 

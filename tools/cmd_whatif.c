@@ -619,6 +619,12 @@ static void print_pools_note(const fsc_request_stream_info_t *info, const char *
     if (info->no_split_pools > 0)
         fprintf(f, "%sMemPool no_split: %" PRIu64 " pool(s) hand out whole blocks "
                    "(replayed that way)\n", indent, info->no_split_pools);
+    if (info->pool_inference_capped)
+        fprintf(f,
+                "%sprivate pools: the inference stopped at its bound on time and memory (the\n"
+                "%srecording's requests skipped very many free blocks): released pools may be\n"
+                "%sinferred fewer than there were, and the replay may differ from the recording\n",
+                indent, indent, indent);
     if (info->inferred_pools == 0)
         return;
     fprintf(f,
@@ -644,10 +650,11 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
         fprintf(f, ", \"run_complete\": %s", info->run_complete ? "true" : "false");
         json_window(info, f);
         fprintf(f,
+                ", \"pool_inference_capped\": %s"
                 ", \"pools_inferred\": %" PRIu64 ", \"pool_segments_inferred\": %" PRIu64
                 ", \"pool_allocs_inferred\": %" PRIu64 ", \"pool_releases\": %" PRIu64,
-                info->inferred_pools, info->inferred_pool_segments, info->inferred_pool_allocs,
-                info->pool_releases);
+                info->pool_inference_capped ? "true" : "false", info->inferred_pools,
+                info->inferred_pool_segments, info->inferred_pool_allocs, info->pool_releases);
         fprintf(f,
                 ", \"use_on_oom_pools\": %" PRIu64 ", \"use_on_oom_allocs\": %" PRIu64
                 ", \"no_split_pools\": %" PRIu64,
@@ -976,7 +983,8 @@ int fsc_cmd_whatif(int argc, char **argv)
     }
     if (o.nconfigs > 0 || o.suggest) {
         print_pools_note(&info, "", o.json ? stderr : stdout);
-        if ((info.inferred_pools || info.use_on_oom_pools || info.no_split_pools) && !o.json)
+        if ((info.inferred_pools || info.use_on_oom_pools || info.no_split_pools ||
+             info.pool_inference_capped) && !o.json)
             fputc('\n', stdout);
     }
     wo.threads = o.threads;

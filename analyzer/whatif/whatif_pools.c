@@ -65,6 +65,13 @@
 #include "whatif_internal.h"
 
 #define NONE UINT32_MAX
+/* The pairs' budget (struct fsc__wpools): real recordings walk about one
+ * free block per request (tests/data: at most 284 steps in all), and the
+ * side-by-side stress inputs of docs/BENCHMARKS.md (9 500 segments of 38
+ * pools: 45 M steps, 11 MB of rows) stay well inside it. */
+#define WP_WALK_FLOOR (1ull << 27)
+#define WP_WALK_PER_EVENT 64ull
+#define WP_ROW_BYTES ((size_t)256 << 20)
 /* Inferred pools get ids no PyTorch pool has (its ids are small counters). */
 #define INFERRED_BASE 0xfffffff000000000ull
 
@@ -145,6 +152,14 @@ struct fsc__wpools {
     size_t nfb, cap_fb;
     uint64_t no_split[16]; /* pools seen handing out a block whole that splits */
     size_t n_no_split;
+    /* The bound on the pairs' cost, whatever the input (a file crafted so
+     * that every request skips every free block costs segments² steps and
+     * bits otherwise): steps of the walk over better-fitting free blocks,
+     * and bytes of the rows. Past either, no more pairs are collected and
+     * the stream says the inference was cut short (info.pool_inference_capped). */
+    uint64_t walked, events, walk_floor;
+    size_t row_bytes;
+    int capped;
 };
 
 static int seg_index(const struct fsc__wpools *w, uint64_t base, uint32_t *out)
@@ -225,14 +240,23 @@ static void set_put(uint32_t *slot, uint32_t cap, uint32_t b)
     slot[i] = b + 1;
 }
 
-/* Adds b (not in the row yet); nsegs: the segments so far. */
-static int row_add(wp_row_t *r, uint32_t b, size_t nsegs)
+/* Adds b (not in the row yet); nsegs: the segments so far; *bytes: the
+ * rows' bytes, kept under WP_ROW_BYTES (FSC_ELIMIT past it, the row as it
+ * was). */
+static int row_add(wp_row_t *r, uint32_t b, size_t nsegs, size_t *bytes)
 {
     if (r->bits == NULL && (r->n + 1) * 2 > r->cap) {
         uint32_t ncap = r->cap ? r->cap * 2 : 8;
         size_t words = (nsegs + 63) / 64;
         if (words <= b / 64)
             words = b / 64 + 1;
+        size_t had = (size_t)r->cap * sizeof(uint32_t);
+        size_t want = (size_t)ncap * sizeof(uint32_t) > words * sizeof(uint64_t)
+                          ? words * sizeof(uint64_t)
+                          : (size_t)ncap * sizeof(uint32_t);
+        if (*bytes - had + want > WP_ROW_BYTES)
+            return FSC_ELIMIT;
+        *bytes = *bytes - had + want;
         if ((size_t)ncap * sizeof(uint32_t) > words * sizeof(uint64_t)) {
             uint64_t *bits = calloc(words, sizeof *bits);
             if (bits == NULL)
@@ -266,6 +290,11 @@ static int row_add(wp_row_t *r, uint32_t b, size_t nsegs)
         size_t words = (size_t)r->nwords + r->nwords / 2 + 1;
         if (words <= b / 64)
             words = b / 64 + 1;
+        if (*bytes + (words - r->nwords) * sizeof(uint64_t) > WP_ROW_BYTES) {
+            r->n--;
+            return FSC_ELIMIT;
+        }
+        *bytes += (words - r->nwords) * sizeof(uint64_t);
         uint64_t *nb = realloc(r->bits, words * sizeof *nb);
         if (nb == NULL)
             return FSC_ENOMEM;
@@ -291,11 +320,16 @@ static int add_pair(struct fsc__wpools *w, uint32_t a, uint32_t b)
     wp_seg_t *sa = &w->segs[a], *sb = &w->segs[b];
     if (sa->pool_id != 0 && sb->pool_id != 0)
         return 0; /* both known */
-    if (row_has(&sa->row, b))
+    if (w->capped || row_has(&sa->row, b))
         return 0;
-    if (row_add(&sa->row, b, w->nsegs) != 0 || row_add(&sb->row, a, w->nsegs) != 0)
-        return FSC_ENOMEM;
-    return 0;
+    int rc = row_add(&sa->row, b, w->nsegs, &w->row_bytes);
+    if (rc == 0)
+        rc = row_add(&sb->row, a, w->nsegs, &w->row_bytes);
+    if (rc == FSC_ELIMIT) {
+        w->capped = 1; /* a pair half kept only forbids what the other half would */
+        return 0;
+    }
+    return rc != 0 ? FSC_ENOMEM : 0;
 }
 
 /* Would PyTorch's get_free_block hand block size `have` to a request of
@@ -392,6 +426,10 @@ static int on_alloc(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_e
          g = RB_NEXT(fsc__wp_tree, &w->gaps, g)) {
         if (!is_new && gap_cmp(g, b) >= 0)
             break;
+        if (++w->walked > w->walk_floor + WP_WALK_PER_EVENT * w->events) {
+            w->capped = 1;
+            break;
+        }
         if (g->seg != x && fits(&w->cfg, g->size, r) && add_pair(rs->wpools, x, g->seg) != 0)
             return FSC_ENOMEM;
     }
@@ -527,6 +565,15 @@ static struct fsc__wpools *model_get(fsc_request_stream_t *rs)
         RB_INIT(&w->gaps);
         w->last_alloc_seg = w->created = w->cur_seg = NONE;
         w->infer = rs->infer_pools;
+        /* FRAGSCOPE_WHATIF_PAIR_STEPS: the walk's fixed allowance (tests) */
+        w->walk_floor = WP_WALK_FLOOR;
+        const char *e = getenv("FRAGSCOPE_WHATIF_PAIR_STEPS");
+        if (e != NULL && *e != '\0') {
+            char *end = NULL;
+            unsigned long long v = strtoull(e, &end, 10);
+            if (end != e && *end == '\0')
+                w->walk_floor = v;
+        }
         rs->wpools = w;
     }
     return w;
@@ -592,6 +639,7 @@ int fsc__wpools_on_event(fsc_request_stream_t *rs, const fsc_event_t *ev, int af
     struct fsc__wpools *w = model_get(rs);
     if (w == NULL)
         return FSC_ENOMEM;
+    w->events += !after;
     if (!after) {
         /* Before the stream takes the event: alloc ids are still the event's. */
         return ev->type == FSC_EV_ALLOC || ev->type == FSC_EV_OOM ? on_alloc(rs, w, ev) : 0;
@@ -610,6 +658,7 @@ static void model_free(struct fsc__wpools *w)
 {
     if (w == NULL)
         return;
+
     for (size_t i = 0; i < w->nsegs; i++) {
         free(w->segs[i].pc);
         row_free(&w->segs[i].row);
@@ -1012,6 +1061,7 @@ int fsc__wpools_finish(fsc_request_stream_t *rs)
     for (size_t k = 0; k < rs->npools; k++)
         if (rs->pool_ids[k] > INFERRED_BASE)
             rs->info.inferred_pools++;
+    rs->info.pool_inference_capped = w->capped;
     rc = release_points(rs, w);
 out:
     model_free(w);

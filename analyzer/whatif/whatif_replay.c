@@ -41,6 +41,7 @@ typedef struct replay_ctx {
     fsc__wcur_t *acur;
     const fsc_alloc_config_t *cfg;
     int stop; /* the requests to compare ended */
+    int check_free; /* FRAGSCOPE_WHATIF_CHECK_FREE: the summary against a walk */
 } replay_ctx_t;
 
 static void note_segment(replay_ctx_t *c, const fsc_event_t *ev)
@@ -333,9 +334,26 @@ static int replay_ops(const fsc_request_stream_t *rs, fsc_allocator_t *a, replay
             return rc;
         }
         if (c->new_peak) {
+            /* the free blocks' summary the allocator keeps (a walk of
+             * every block would make a run that grows step by step
+             * quadratic); FRAGSCOPE_WHATIF_CHECK_FREE=1 checks it against one */
             c->new_peak = 0;
             frag_acc_t f = {0, 0};
-            fsc_allocator_walk(a, frag_visit, &f);
+            fsc_allocator_free_summary(a, &f.free_bytes, &f.largest);
+            if (c->check_free) {
+                frag_acc_t w = {0, 0};
+                fsc_allocator_walk(a, frag_visit, &w);
+                if (w.free_bytes != f.free_bytes || w.largest != f.largest) {
+                    out->rc = FSC_EINVAL;
+                    snprintf(out->error, sizeof out->error,
+                             "what-if: free-block summary %llu B (largest %llu) but a walk "
+                             "finds %llu B (largest %llu) after op %zu",
+                             (unsigned long long)f.free_bytes, (unsigned long long)f.largest,
+                             (unsigned long long)w.free_bytes, (unsigned long long)w.largest, i);
+                    fsc__wcur_close(&cur);
+                    return FSC_EINVAL;
+                }
+            }
             out->external_frag_at_peak = fsc_metric_external_frag(f.largest, f.free_bytes);
         }
         if ((out->oom && stop_at_oom) || (c->probe != NULL && c->probe->hit)) {
@@ -445,6 +463,10 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
     c.v = verify;
     c.probe = probe;
     c.cfg = cfg;
+    {
+        const char *cf = getenv("FRAGSCOPE_WHATIF_CHECK_FREE");
+        c.check_free = cf != NULL && strcmp(cf, "1") == 0;
+    }
     fsc__wcur_t acur;
     if (against != NULL) {
         c.against = against;

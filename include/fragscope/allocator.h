@@ -260,6 +260,12 @@ typedef struct fsc_block_info {
 typedef void (*fsc_block_visit_fn)(void *ud, const fsc_block_info_t *b);
 int fsc_allocator_walk(fsc_allocator_t *a, fsc_block_visit_fn fn, void *ud);
 
+/* The free blocks ready for reuse (mapped, not allocated, no free pending
+ * on other streams), over every pool: their bytes and the largest one's
+ * size, what a walk would add up, in time linear in the pools rather than
+ * the blocks (the allocator keeps them in per-pool size-ordered sets). */
+void fsc_allocator_free_summary(fsc_allocator_t *a, uint64_t *free_bytes, uint64_t *largest);
+
 #ifdef __cplusplus
 }
 #endif

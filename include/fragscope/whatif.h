@@ -153,6 +153,11 @@ typedef struct fsc_request_stream_info {
     /* Pools seen handing out whole blocks the split rule would split
      * (MemPool(no_split=True)): replayed that way. */
     uint64_t no_split_pools;
+    /* The pool inference stopped collecting evidence at its bound on time
+     * or memory (docs/whatif.md "Private pools"): an input whose requests
+     * each skipped a great many free blocks. The pools inferred may then
+     * be fewer than the recording's, and the replay may differ. */
+    int pool_inference_capped;
     /* A recording that began mid-run (header FSC_TRACE_F_RECONSTRUCTED: a
      * snapshot whose history ring had wrapped, as PyTorch's
      * _record_memory_history(max_entries=...) keeps only the last
