@@ -721,5 +721,8 @@ uint64_t fsc__whatif_device_total(const fsc_request_stream_t *rs, uint64_t capac
      * expandable segments map whole pages and may end a little above the
      * cap (PyTorch checks the cap with the request's segment size). */
     uint64_t t = rs->device_total ? rs->device_total : 1024 * FSC_GiB;
+    /* and never smaller than what the recording itself reserved */
+    if (rs->device_total == 0 && rs->info.recorded_peak_reserved > t / 2)
+        t = 2 * rs->info.recorded_peak_reserved;
     return capacity > t ? capacity : t;
 }

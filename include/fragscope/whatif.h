@@ -246,7 +246,8 @@ typedef void (*fsc_whatif_progress_fn)(void *ud, uint64_t done, uint64_t total);
 typedef struct fsc_whatif_opts {
     /* Bytes the allocator may reserve (set_per_process_memory_fraction ×
      * total; arms garbage_collection_threshold). 0 = unlimited: the sim
-     * device's total (the recorded device total, else 1 TiB). */
+     * device's total (the recorded device total, else 1 TiB or twice the
+     * recording's peak reserved, the larger). */
     uint64_t capacity;
     /* 0 (default): stop at the first failed request, since the program
      * would have died there and peaks measured past it describe a run that
