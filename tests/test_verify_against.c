@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fragscope/allocator.h"
+#include "fragscope/source.h"
 #include "fragscope/whatif.h"
 #include "fsc_test.h"
 
@@ -229,6 +230,97 @@ static void test_cli(void)
                     2);
 }
 
+/* PyTorch's rounding seen in the recordings themselves: a request of more
+ * than 10 MiB that missed the cache gets a segment of its rounded size up
+ * to 2 MiB, so the segment PyTorch created right before serving it says
+ * how PyTorch rounded it (exactly, where the rounding's step is 2 MiB or
+ * more). Each recording's own settings must give every such segment. */
+typedef struct seg_pin {
+    fsc_alloc_config_t cfg;
+    uint64_t seg_addr, seg_size;
+    int have_seg;
+    uint64_t checked, differ_from_512, mismatched;
+} seg_pin_t;
+
+static int pin_header(void *ud, const fsc_trace_header_t *hdr, fsc_err_t *err)
+{
+    (void)ud;
+    (void)hdr;
+    (void)err;
+    return 0;
+}
+
+static int pin_tag(void *ud, uint32_t node, uint32_t parent, const char *name, size_t len,
+                   fsc_err_t *err)
+{
+    (void)ud;
+    (void)node;
+    (void)parent;
+    (void)name;
+    (void)len;
+    (void)err;
+    return 0;
+}
+
+static int pin_event(void *ud, const fsc_event_t *ev, fsc_err_t *err)
+{
+    (void)err;
+    seg_pin_t *p = ud;
+    if (ev->type == FSC_EV_SEGMENT_ALLOC) {
+        p->seg_addr = ev->addr;
+        p->seg_size = ev->size;
+        p->have_seg = 1;
+        return 0;
+    }
+    if (ev->type != FSC_EV_ALLOC || !p->have_seg)
+        return 0;
+    p->have_seg = 0;
+    uint64_t r = ev->requested;
+    if (ev->addr != p->seg_addr || r <= 10 * FSC_MiB)
+        return 0;
+    uint64_t want = fsc_alloc_segment_size(fsc_alloc_round_size(&p->cfg, r));
+    p->checked++;
+    p->mismatched += want != p->seg_size;
+    p->differ_from_512 += want != fsc_alloc_segment_size((r + 511) / 512 * 512);
+    return 0;
+}
+
+static void pin_segments(const char *name, const char *config, uint64_t min_differ)
+{
+    char path[256];
+    snprintf(path, sizeof path, "gpu/%s.pickle", name);
+    seg_pin_t p;
+    memset(&p, 0, sizeof p);
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(config, &p.cfg, NULL), 0);
+    fsc_source_t *src = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_source_open(fsc_test_data(path), NULL, &src, &err), 0);
+    fsc_source_sink_t sink = {&p, pin_header, pin_tag, pin_event};
+    CU_ASSERT_EQUAL(fsc_source_run(src, &sink, &err), 0);
+    fsc_source_close(src);
+    if (p.mismatched != 0 || p.differ_from_512 < min_differ)
+        fprintf(stderr, "%s: %llu segments checked, %llu mismatched, %llu rounded otherwise\n",
+                name, (unsigned long long)p.checked, (unsigned long long)p.mismatched,
+                (unsigned long long)p.differ_from_512);
+    CU_ASSERT(p.checked > 0);
+    CU_ASSERT_EQUAL(p.mismatched, 0);
+    /* the forms that round otherwise show it in some of these segments */
+    CU_ASSERT(p.differ_from_512 >= min_differ);
+}
+
+static void test_rounding_in_segments(void)
+{
+    pin_segments("xset/ckpt_uncapped", "", 0);
+    pin_segments("xset/ckpt_cap0.75_default", "", 0);
+    /* 10 of its 16 such segments, and 2 of the list form's, are sized
+     * otherwise than 512 B rounding would give: the forms' own rounding */
+    pin_segments("xset/ckpt_cap0.75_roundup_power2_divisions_4", "roundup_power2_divisions:4", 10);
+    pin_segments("ckpt_cap0.75_divisions_list", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
+                 2);
+    pin_segments("xset/ckpt_cap0.75_max_split_size_mb_64", "max_split_size_mb:64", 0);
+    pin_segments("gpt2_uncapped", "", 0);
+}
+
 /* Advice from a run that ran out of memory (GPT-2 at 90 % of its uncapped
  * peak, under the defaults), checked against the same job run for real
  * under three of the grid's settings at that cap (their stats files): a
@@ -307,6 +399,7 @@ static const fsc_test_case_t k_tests[] = {
     {"checkpointed MLP: defaults -> 5 settings exact", test_ckpt_settings},
     {"GPT-2: defaults -> 4 settings exact", test_gpt2_settings},
     {"rounding of each form pinned by the recordings", test_rounding_pins},
+    {"rounding seen in the recordings' own segments", test_rounding_in_segments},
     {"a difference names the request and our rounding", test_differs_names_request},
     {"another job parts at its first other request", test_other_job},
     {"command line", test_cli},
