@@ -550,14 +550,14 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
     size_t nh = 0;
     while (nh < n && s[nh].helps)
         nh++;
+    if (n > 0 && s[0].baseline_needed)
+        fprintf(f, "the run's own settings need %s\n",
+                fsc_size_format(s[0].baseline_needed, s1, sizeof s1));
     if (nh == 0 && n > 0 && s[0].capacity_upper != 0)
         fprintf(f, "no setting of the grid serves the failed request at every cap the recording "
                    "allows (docs/whatif.md)\n");
     else if (nh == 0)
         fprintf(f, "no setting of the grid avoids the OOM or lowers the peak (docs/whatif.md)\n");
-    if (n > 0 && s[0].baseline_needed)
-        fprintf(f, "the run's own settings need %s\n",
-                fsc_size_format(s[0].baseline_needed, s1, sizeof s1));
     if (nh > 0)
         fprintf(f, "settings that do better, best first:\n");
     for (size_t i = 0; i < nh; i++)
