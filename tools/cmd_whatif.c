@@ -635,6 +635,52 @@ static void print_pools_note(const fsc_request_stream_info_t *info, const char *
             info->inferred_pool_allocs, indent);
 }
 
+/* The comparison's figures shared by --verify and --verify-against, JSON:
+ * segments, the first divergence, both peaks and the address counts, up to
+ * the first_addr_mismatch key (each writes its own object). */
+static void json_compared(const fsc_whatif_verify_t *v, FILE *f)
+{
+    fprintf(f,
+            ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
+            ", \"first_divergence\": ",
+            v->segments_expected, v->segments_got);
+    if (v->first_divergence < 0)
+        fputs("null", f);
+    else
+        fprintf(f,
+                "{\"index\": %ld, \"expected_type\": \"%s\", \"expected_size\": %" PRIu64
+                ", \"got_type\": \"%s\", \"got_size\": %" PRIu64 "}",
+                v->first_divergence, v->expected_type ? fsc_event_type_name(v->expected_type) : "none",
+                v->expected_size, v->got_type ? fsc_event_type_name(v->got_type) : "none",
+                v->got_size);
+    fprintf(f,
+            ", \"peak_reserved_expected\": %" PRIu64 ", \"peak_reserved_got\": %" PRIu64
+            ", \"peak_allocated_expected\": %" PRIu64 ", \"peak_allocated_got\": %" PRIu64
+            ", \"allocs_compared\": %" PRIu64 ", \"alloc_addr_matches\": %" PRIu64
+            ", \"first_addr_mismatch\": ",
+            v->peak_reserved_expected, v->peak_reserved_got, v->peak_allocated_expected,
+            v->peak_allocated_got, v->allocs_compared, v->alloc_addr_matches);
+}
+
+/* The same, text: the first segment that differs; `other` names what the
+ * replay is compared with ("the recording", "the other"). */
+static void text_divergence(const fsc_whatif_verify_t *v, const char *other, FILE *f)
+{
+    if (v->first_divergence < 0)
+        return;
+    fprintf(f, "  first divergence at segment %ld: ", v->first_divergence);
+    if (v->expected_type == 0)
+        fprintf(f, "%s has no more, the replay made a %s of %" PRIu64 " B\n", other,
+                fsc_event_type_name(v->got_type), v->got_size);
+    else if (v->got_type == 0)
+        fprintf(f, "%s made a %s of %" PRIu64 " B, the replay no more\n", other,
+                fsc_event_type_name(v->expected_type), v->expected_size);
+    else
+        fprintf(f, "expected %s %" PRIu64 " B, got %s %" PRIu64 " B\n",
+                fsc_event_type_name(v->expected_type), v->expected_size,
+                fsc_event_type_name(v->got_type), v->got_size);
+}
+
 static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_info_t *info,
                         int inferred, int json, FILE *f)
 {
@@ -659,26 +705,7 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                 ", \"use_on_oom_pools\": %" PRIu64 ", \"use_on_oom_allocs\": %" PRIu64
                 ", \"no_split_pools\": %" PRIu64,
                 info->use_on_oom_pools, info->use_on_oom_allocs, info->no_split_pools);
-        fprintf(f,
-                ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
-                ", \"first_divergence\": ",
-                v->segments_expected, v->segments_got);
-        if (v->first_divergence < 0)
-            fputs("null", f);
-        else
-            fprintf(f,
-                    "{\"index\": %ld, \"expected_type\": \"%s\", \"expected_size\": %" PRIu64
-                    ", \"got_type\": \"%s\", \"got_size\": %" PRIu64 "}",
-                    v->first_divergence, v->expected_type ? fsc_event_type_name(v->expected_type) : "none",
-                    v->expected_size, v->got_type ? fsc_event_type_name(v->got_type) : "none",
-                    v->got_size);
-        fprintf(f,
-                ", \"peak_reserved_expected\": %" PRIu64 ", \"peak_reserved_got\": %" PRIu64
-                ", \"peak_allocated_expected\": %" PRIu64 ", \"peak_allocated_got\": %" PRIu64
-                ", \"allocs_compared\": %" PRIu64 ", \"alloc_addr_matches\": %" PRIu64
-                ", \"first_addr_mismatch\": ",
-                v->peak_reserved_expected, v->peak_reserved_got, v->peak_allocated_expected,
-                v->peak_allocated_got, v->allocs_compared, v->alloc_addr_matches);
+        json_compared(v, f);
         if (v->first_addr_mismatch < 0)
             fputs("null", f);
         else
@@ -707,19 +734,7 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
     print_pools_note(info, "  ", f);
     fprintf(f, "  segments       %" PRIu64 " recorded, %" PRIu64 " replayed\n",
             v->segments_expected, v->segments_got);
-    if (v->first_divergence >= 0) {
-        fprintf(f, "  first divergence at segment %ld: ", v->first_divergence);
-        if (v->expected_type == 0)
-            fprintf(f, "the recording has no more, the replay made a %s of %" PRIu64 " B\n",
-                    fsc_event_type_name(v->got_type), v->got_size);
-        else if (v->got_type == 0)
-            fprintf(f, "the recording made a %s of %" PRIu64 " B, the replay no more\n",
-                    fsc_event_type_name(v->expected_type), v->expected_size);
-        else
-            fprintf(f, "expected %s %" PRIu64 " B, got %s %" PRIu64 " B\n",
-                    fsc_event_type_name(v->expected_type), v->expected_size,
-                    fsc_event_type_name(v->got_type), v->got_size);
-    }
+    text_divergence(v, "the recording", f);
     fprintf(f, "  peak reserved  %" PRIu64 " recorded, %" PRIu64 " replayed\n",
             v->peak_reserved_expected, v->peak_reserved_got);
     fprintf(f, "  peak allocated %" PRIu64 " recorded, %" PRIu64 " replayed\n",
@@ -767,26 +782,7 @@ static int print_against(const fsc_whatif_verify_t *v, const char *other,
             fprintf(f, "{\"request\": %ld, \"requested\": %" PRIu64
                        ", \"requested_other\": %" PRIu64 "}",
                     v->first_request_diff, v->diff_requested_a, v->diff_requested_b);
-        fprintf(f, ", \"segments_expected\": %" PRIu64 ", \"segments_got\": %" PRIu64
-                   ", \"first_divergence\": ",
-                v->segments_expected, v->segments_got);
-        if (v->first_divergence < 0)
-            fputs("null", f);
-        else
-            fprintf(f,
-                    "{\"index\": %ld, \"expected_type\": \"%s\", \"expected_size\": %" PRIu64
-                    ", \"got_type\": \"%s\", \"got_size\": %" PRIu64 "}",
-                    v->first_divergence,
-                    v->expected_type ? fsc_event_type_name(v->expected_type) : "none",
-                    v->expected_size, v->got_type ? fsc_event_type_name(v->got_type) : "none",
-                    v->got_size);
-        fprintf(f,
-                ", \"peak_reserved_expected\": %" PRIu64 ", \"peak_reserved_got\": %" PRIu64
-                ", \"peak_allocated_expected\": %" PRIu64 ", \"peak_allocated_got\": %" PRIu64
-                ", \"allocs_compared\": %" PRIu64 ", \"alloc_addr_matches\": %" PRIu64
-                ", \"first_addr_mismatch\": ",
-                v->peak_reserved_expected, v->peak_reserved_got, v->peak_allocated_expected,
-                v->peak_allocated_got, v->allocs_compared, v->alloc_addr_matches);
+        json_compared(v, f);
         if (v->first_addr_mismatch < 0)
             fputs("null", f);
         else
@@ -835,19 +831,7 @@ static int print_against(const fsc_whatif_verify_t *v, const char *other,
                 v->requests_b - v->requests_compared);
     fprintf(f, "  segments       %" PRIu64 " in the other, %" PRIu64 " replayed\n",
             v->segments_expected, v->segments_got);
-    if (v->first_divergence >= 0) {
-        fprintf(f, "  first divergence at segment %ld: ", v->first_divergence);
-        if (v->expected_type == 0)
-            fprintf(f, "the other has no more, the replay made a %s of %" PRIu64 " B\n",
-                    fsc_event_type_name(v->got_type), v->got_size);
-        else if (v->got_type == 0)
-            fprintf(f, "the other made a %s of %" PRIu64 " B, the replay no more\n",
-                    fsc_event_type_name(v->expected_type), v->expected_size);
-        else
-            fprintf(f, "expected %s %" PRIu64 " B, got %s %" PRIu64 " B\n",
-                    fsc_event_type_name(v->expected_type), v->expected_size,
-                    fsc_event_type_name(v->got_type), v->got_size);
-    }
+    text_divergence(v, "the other", f);
     fprintf(f, "  peak reserved  %" PRIu64 " in the other, %" PRIu64 " replayed\n",
             v->peak_reserved_expected, v->peak_reserved_got);
     fprintf(f, "  peak allocated %" PRIu64 " in the other, %" PRIu64 " replayed\n",

@@ -446,13 +446,21 @@ static int on_alloc(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_e
     return 0;
 }
 
+/* The segment of ev whose free blocks the model keeps (not expandable,
+ * while inferring), and its index; NULL otherwise. */
+static wp_seg_t *modelled_seg(struct fsc__wpools *w, const fsc_event_t *ev, uint32_t *x)
+{
+    if (!seg_index(w, ev->segment, x))
+        return NULL;
+    wp_seg_t *s = &w->segs[*x];
+    return s->expandable || !w->infer ? NULL : s;
+}
+
 static int on_free(struct fsc__wpools *w, const fsc_event_t *ev)
 {
     uint32_t x;
-    if (!seg_index(w, ev->segment, &x))
-        return 0;
-    wp_seg_t *s = &w->segs[x];
-    if (s->expandable || !w->infer)
+    wp_seg_t *s = modelled_seg(w, ev, &x);
+    if (s == NULL)
         return 0;
     size_t k = 0;
     while (k < s->npc && s->pc[k].addr != ev->addr)
@@ -584,10 +592,8 @@ static struct fsc__wpools *model_get(fsc_request_stream_t *rs)
 static int seed_block(struct fsc__wpools *w, const fsc_event_t *ev)
 {
     uint32_t x;
-    if (!seg_index(w, ev->segment, &x))
-        return 0;
-    wp_seg_t *s = &w->segs[x];
-    if (s->expandable || !w->infer)
+    wp_seg_t *s = modelled_seg(w, ev, &x);
+    if (s == NULL)
         return 0;
     size_t k = 0;
     while (k < s->npc && s->pc[k].addr + s->pc[k].size <= ev->addr)

@@ -617,6 +617,34 @@ int fsc__whatif_probe(const fsc_request_stream_t *rs, fsc__wprobe_t *probe, fsc_
     return rc;
 }
 
+/* The replay (out->replay, with the segments and addresses the sink
+ * compared) against recording `exp`: the segments it did not make, both
+ * peaks, the OOM, and whether all match. partial: the comparison stopped
+ * before exp's end, so exp's later segments and peaks cannot match. */
+static void compare_with(const fsc_request_stream_t *exp, int partial, fsc_whatif_verify_t *out)
+{
+    out->segments_expected = exp->nsegs;
+    if (out->first_divergence < 0 && out->segments_got < out->segments_expected && !partial) {
+        /* The replay stopped creating segments early. */
+        const fsc__wseg_t *want = &exp->segs[out->segments_got];
+        out->first_divergence = (long)out->segments_got;
+        out->expected_type = want->type;
+        out->expected_size = want->size;
+        out->expected_addr = want->addr;
+    }
+    out->peak_reserved_expected = exp->info.recorded_peak_reserved;
+    out->peak_reserved_got = out->replay.peak_reserved;
+    out->peak_allocated_expected = exp->info.recorded_peak_allocated;
+    out->peak_allocated_got = out->replay.peak_allocated;
+    out->oom_expected = exp->info.recorded_ooms > 0;
+    out->oom_got = out->replay.oom;
+    out->match = !partial && out->first_divergence < 0 &&
+                 out->alloc_addr_matches == out->allocs_compared &&
+                 out->peak_reserved_expected == out->peak_reserved_got &&
+                 out->peak_allocated_expected == out->peak_allocated_got &&
+                 out->oom_expected == out->oom_got;
+}
+
 int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *opts,
                       fsc_whatif_verify_t *out, fsc_err_t *err)
 {
@@ -636,25 +664,7 @@ int fsc_whatif_verify(const fsc_request_stream_t *rs, const fsc_whatif_opts_t *o
     out->replay.rc = rc;
     if (rc != 0)
         return rc;
-    out->segments_expected = rs->nsegs;
-    if (out->first_divergence < 0 && out->segments_got < out->segments_expected) {
-        /* The replay stopped creating segments early. */
-        const fsc__wseg_t *want = &rs->segs[out->segments_got];
-        out->first_divergence = (long)out->segments_got;
-        out->expected_type = want->type;
-        out->expected_size = want->size;
-        out->expected_addr = want->addr;
-    }
-    out->peak_reserved_expected = rs->info.recorded_peak_reserved;
-    out->peak_reserved_got = out->replay.peak_reserved;
-    out->peak_allocated_expected = rs->info.recorded_peak_allocated;
-    out->peak_allocated_got = out->replay.peak_allocated;
-    out->oom_expected = rs->info.recorded_ooms > 0;
-    out->oom_got = out->replay.oom;
-    out->match = out->first_divergence < 0 && out->alloc_addr_matches == out->allocs_compared &&
-                 out->peak_reserved_expected == out->peak_reserved_got &&
-                 out->peak_allocated_expected == out->peak_allocated_got &&
-                 out->oom_expected == out->oom_got;
+    compare_with(rs, 0, out);
     return 0;
 }
 
@@ -696,29 +706,10 @@ int fsc_whatif_verify_against(const fsc_request_stream_t *a, const fsc_request_s
     out->replay.rc = rc;
     if (rc != 0)
         return rc;
-    out->segments_expected = b->nsegs;
     out->requests_a = a->nallocs;
     out->requests_b = b->nallocs;
     /* b made requests the comparison did not reach: its later segments
      * and peaks are not the replay's to match */
-    int partial = out->first_request_diff >= 0 || out->requests_compared < b->nallocs;
-    if (out->first_divergence < 0 && out->segments_got < out->segments_expected && !partial) {
-        const fsc__wseg_t *want = &b->segs[out->segments_got];
-        out->first_divergence = (long)out->segments_got;
-        out->expected_type = want->type;
-        out->expected_size = want->size;
-        out->expected_addr = want->addr;
-    }
-    out->peak_reserved_expected = b->info.recorded_peak_reserved;
-    out->peak_reserved_got = out->replay.peak_reserved;
-    out->peak_allocated_expected = b->info.recorded_peak_allocated;
-    out->peak_allocated_got = out->replay.peak_allocated;
-    out->oom_expected = b->info.recorded_ooms > 0;
-    out->oom_got = out->replay.oom;
-    out->match = !partial && out->first_divergence < 0 &&
-                 out->alloc_addr_matches == out->allocs_compared &&
-                 out->peak_reserved_expected == out->peak_reserved_got &&
-                 out->peak_allocated_expected == out->peak_allocated_got &&
-                 out->oom_expected == out->oom_got;
+    compare_with(b, out->first_request_diff >= 0 || out->requests_compared < b->nallocs, out);
     return 0;
 }
