@@ -3,12 +3,13 @@
 
 usage: cross_verify.py [--fragscope PATH] DIR...
 
-In each DIR, every JOB_capC_SETTING.pickle (bench/gpu/record.py's names)
-is checked against JOB_uncapped.pickle: `fragscope whatif JOB_uncapped.pickle
---verify-against JOB_capC_SETTING.pickle --capacity CAP`, with CAP the
-`cap_bytes` of its .stats.json. Prints a markdown table row per pair, with
-PyTorch's own memory_stats() of the capped run as the real figures, then
-how many pairs matched.
+In each DIR, every JOB_capC_SETTING.pickle and JOB_nocap_SETTING.pickle
+(bench/gpu/record_all.py's names) is checked against JOB_uncapped.pickle, and
+every b_NAME.pickle (bench/gpu/boundary.sh's) against b_defaults.pickle:
+`fragscope whatif BASE.pickle --verify-against OTHER.pickle [--capacity CAP]`,
+with CAP the `cap_bytes` of OTHER's .stats.json where it was capped. Prints a
+markdown table row per pair, with PyTorch's own memory_stats() of the other
+run as the real figures, then how many pairs matched.
 """
 import argparse
 import glob
@@ -29,28 +30,35 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     n = m = 0
     for d in a.dirs:
-        for f in sorted(glob.glob(os.path.join(d, "*_cap*.pickle"))):
-            job = os.path.basename(f).split("_cap")[0]
-            base = os.path.join(d, job + "_uncapped.pickle")
-            if not os.path.exists(base):
+        for f in sorted(glob.glob(os.path.join(d, "*.pickle"))):
+            name = os.path.basename(f)[:-len(".pickle")]
+            if name.startswith("b_"):
+                job, base = "boundary", os.path.join(d, "b_defaults.pickle")
+            elif "_nocap_" in name or "_cap" in name:
+                job = name.split("_nocap_")[0] if "_nocap_" in name else name.split("_cap")[0]
+                base = os.path.join(d, job + "_uncapped.pickle")
+            else:
+                continue
+            if not os.path.exists(base) or os.path.samefile(base, f):
                 continue
             with open(f[:-len(".pickle")] + ".stats.json") as s:
                 st = json.load(s)
-            r = subprocess.run([a.fragscope, "whatif", base, "--verify-against", f,
-                                "--format", "json", "--capacity", str(st["cap_bytes"])],
-                               capture_output=True, text=True)
+            cmd = [a.fragscope, "whatif", base, "--verify-against", f, "--format", "json"]
+            if st.get("cap_bytes"):
+                cmd += ["--capacity", str(st["cap_bytes"])]
+            r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode not in (0, 1):
                 print("| %s | %s | error: %s |" % (d, job, r.stderr.strip()))
                 continue
             j = json.loads(r.stdout)
             n += 1
             m += j["match"]
-            print("| %s | %s | %d | `%s` | %d / %d | %d / %d | %d / %d | %s / %s |" % (
-                os.path.basename(d.rstrip("/")), job, st["cap_bytes"], st["conf"] or "(defaults)",
+            print("| %s | %s | %s | `%s` | %d / %d | %d / %d | %d / %d | %s / %s |" % (
+                os.path.basename(d.rstrip("/")), job, st.get("cap_bytes") or "none", st["conf"] or "(defaults)",
                 j["peak_reserved_got"], st["reserved_bytes.all.peak"],
                 j["peak_allocated_got"], st["allocated_bytes.all.peak"],
                 j["alloc_addr_matches"], j["allocs_compared"],
-                "yes" if j["oom_got"] else "no", "yes" if st["outcome"] == "oom" else "no"))
+                "yes" if j["oom_got"] else "no", "yes" if st.get("outcome") == "oom" else "no"))
     print()
     print("%d of %d pairs match exactly" % (m, n))
     return 0

@@ -8,11 +8,15 @@ writes OUT.pickle (the snapshot, the whole history) and OUT.stats.json
 (torch.cuda.memory_stats() and the setting).
 
     PYTORCH_CUDA_ALLOC_CONF=roundup_power2_divisions:4 \\
-        python3 bench/gpu/boundary_job.py OUT [--ops N]
+        python3 bench/gpu/boundary_job.py OUT [--ops N] [--cap-bytes B]
+
+--cap-bytes caps the process (set_per_process_memory_fraction): a run that
+then runs out of memory keeps its snapshot, with "outcome": "oom".
 
 `fragscope whatif DEFAULTS.pickle --verify-against OTHER.pickle` then checks
 each setting's rules against the run made under it (bench/gpu/boundary.sh).
 """
+import argparse
 import json
 import os
 import pickle
@@ -46,17 +50,28 @@ def sizes(rng):
 
 
 def main():
-    out = sys.argv[1]
-    ops = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--ops" else 3000
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--ops", type=int, default=3000)
+    ap.add_argument("--cap-bytes", type=int, default=0)
+    a = ap.parse_args()
+    out, ops = a.out, a.ops
     rng = random.Random(1234)
     torch.cuda.init()
+    total = torch.cuda.get_device_properties(0).total_memory
+    if a.cap_bytes:
+        torch.cuda.set_per_process_memory_fraction(a.cap_bytes / total)
     torch.cuda.memory._record_memory_history(max_entries=10_000_000, stacks="python")
     live = []
-    for _ in range(ops):
-        if live and (len(live) > 48 or rng.random() < 0.45):
-            live.pop(rng.randrange(len(live)))
-        else:
-            live.append(torch.empty(sizes(rng), dtype=torch.uint8, device="cuda"))
+    outcome, message, done = "ok", "", 0
+    try:
+        for done in range(ops):
+            if live and (len(live) > 48 or rng.random() < 0.45):
+                live.pop(rng.randrange(len(live)))
+            else:
+                live.append(torch.empty(sizes(rng), dtype=torch.uint8, device="cuda"))
+    except torch.OutOfMemoryError as e:
+        outcome, message = "oom", str(e).split("\n")[0][:1000]
     live.clear()
     torch.cuda.synchronize()
     snap = torch.cuda.memory._snapshot()
@@ -65,6 +80,12 @@ def main():
     st = dict(torch.cuda.memory_stats())
     st["conf"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
     st["ops"] = ops
+    st["ops_done"] = done
+    st["outcome"] = outcome
+    st["message"] = message
+    st["device_total"] = total
+    if a.cap_bytes:
+        st["cap_bytes"] = a.cap_bytes
     st["torch"] = torch.__version__
     st["device"] = torch.cuda.get_device_name()
     with open(out + ".stats.json", "w") as f:

@@ -16,12 +16,18 @@ Scenarios (each a habit of real training code):
                    that the cap (--cap-gib) refuses, until an OOM; MemPool's signature recorded
   mempool_nosplit  a MemPool(no_split=True), if this PyTorch has the option (else outcome error)
   side_stream      work on a side stream, with Tensor.record_stream and pending frees
-  compile_ro       torch.compile(mode="reduce-overhead") (CUDA graphs), compile_context recorded
+  compile_ro       torch.compile(mode="reduce-overhead") (CUDA graphs), compile_context recorded;
+                   --shapes input shapes in turn (default 2)
   stacks_all       stacks="all" (C++ frames)
   annotations      record_function ranges with global_record_annotations, user metadata
   pinned           pinned host memory recorded (record_pinned_host_memory) if this PyTorch can
   external         raw cudaMalloc behind the allocator's back until --leave-gib is left, then GPT-2
   rank             one pipeline "stage": GPT-2 with --layers layers, RANK from the environment
+  moe              a Mixtral-style model (8 experts, top-2 routing, deterministic algorithms),
+                   batch and length drawn per step: per-expert token counts make requests of
+                   every size
+  serve_graphs     a serving loop: one CUDA graph captured per batch size (--shapes sizes, each
+                   in its own private pool), then replayed in a random order with eager work
   fsdp2            GPT-2 with every block and the model wrapped by FSDP2's fully_shard, in a
                    one-process NCCL group (all-gathers and reduce-scatters on their own streams)
 --max-entries sets _record_memory_history's ring (PyTorch's default is 100000): a run
@@ -62,6 +68,8 @@ ap.add_argument("--native-late", action="store_true",
                      "ran (the allocator's state at that moment comes first)")
 ap.add_argument("--no-history", action="store_true",
                 help="do not call _record_memory_history (a run without a snapshot)")
+ap.add_argument("--shapes", type=int, default=2,
+                help="compile_ro, serve_graphs: how many input shapes")
 ap.add_argument("--compile", default="", choices=["", "default", "reduce-overhead"],
                 help="gpt2: torch.compile the model in this mode")
 args = ap.parse_args()
@@ -331,12 +339,131 @@ def scenario_compile_ro():
     with torch.no_grad():
         for step in range(steps):
             info["step"] = step
-            x = torch.randn(64 * (1 + step % 2), D, device=dev)
+            x = torch.randn(64 * (1 + step % args.shapes), D, device=dev)
             y = f(x)
             z = y.sum().item()
             del x, y
     info["result"] = z
     torch.cuda.synchronize()
+
+
+def scenario_moe():
+    """Mixtral-style decoder: attention, then 8 SwiGLU experts with top-2
+    routing; tokens are gathered per expert, so each expert's requests take
+    the size its share of the batch gives (a new size nearly every time)."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    F = torch.nn.functional
+    torch.manual_seed(args.seed)
+    V, D, H, E, K = 32000, args.width, max(1, args.width // 64), 8, 2
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n1 = torch.nn.RMSNorm(D)
+            self.qkv = torch.nn.Linear(D, 3 * D, bias=False)
+            self.o = torch.nn.Linear(D, D, bias=False)
+            self.n2 = torch.nn.RMSNorm(D)
+            self.gate = torch.nn.Linear(D, E, bias=False)
+            self.w1 = torch.nn.Parameter(torch.randn(E, D, 2 * D) * D ** -0.5)
+            self.w3 = torch.nn.Parameter(torch.randn(E, D, 2 * D) * D ** -0.5)
+            self.w2 = torch.nn.Parameter(torch.randn(E, 2 * D, D) * (2 * D) ** -0.5)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.n1(x)).view(b, t, 3, H, D // H).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.o(a.transpose(1, 2).reshape(b, t, D))
+            h = self.n2(x).reshape(-1, D)
+            w, idx = torch.topk(F.softmax(self.gate(h), dim=-1), K, dim=-1)
+            w = w / w.sum(-1, keepdim=True)
+            out = torch.zeros_like(h)
+            for e in range(E):
+                tok, slot = torch.where(idx == e)
+                if tok.numel() == 0:
+                    continue
+                he = h[tok]
+                y = (F.silu(he @ self.w1[e]) * (he @ self.w3[e])) @ self.w2[e]
+                out.index_add_(0, tok, y * w[tok, slot, None])
+            return x + out.view(b, t, D)
+
+    class MoE(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(V, D)
+            self.h = torch.nn.ModuleList(Block() for _ in range(args.layers))
+            self.norm = torch.nn.RMSNorm(D)
+            self.head = torch.nn.Linear(D, V, bias=False)
+
+        def forward(self, ids):
+            x = self.emb(ids)
+            for blk in self.h:
+                x = blk(x)
+            return F.cross_entropy(self.head(self.norm(x))[:, :-1].reshape(-1, V),
+                                   ids[:, 1:].reshape(-1))
+
+    model = MoE().to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    watch(model)
+    if _fsc is not None:
+        _fsc.watch_optimizer(opt)
+    rng = random.Random(args.seed)
+    shapes = [(rng.randint(max(1, args.batch // 2), args.batch), rng.randint(args.min_len, args.max_len))
+              for _ in range(args.steps or 10)]
+    info["shapes"] = shapes
+    for step, (b, t) in enumerate(shapes):
+        info["step"] = step
+        ids = torch.randint(0, V, (b, t), device=dev)
+        loss = model(ids)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del loss, ids
+    torch.cuda.synchronize()
+
+
+def scenario_serve_graphs():
+    """One CUDA graph per batch size, each captured into its own private
+    pool (a serving engine's habit), then replays in a random order with
+    eager allocations between them."""
+    torch.manual_seed(0)
+    D = 1024
+    model = torch.nn.Sequential(torch.nn.Linear(D, 4 * D), torch.nn.GELU(),
+                                torch.nn.Linear(4 * D, D)).to(dev).eval()
+    sizes = [8 * (i + 1) for i in range(args.shapes)]
+    graphs = {}
+    with torch.no_grad():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for n in sizes:  # warm-up outside capture
+                model(torch.randn(n, D, device=dev))
+        torch.cuda.current_stream().wait_stream(s)
+        for n in sizes:
+            x = torch.randn(n, D, device=dev)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):  # a new pool for each graph
+                y = model(x)
+            graphs[n] = (g, x, y)
+        rng = random.Random(args.seed)
+        for step in range(args.steps or 3 * len(sizes)):
+            info["step"] = step
+            n = rng.choice(sizes)
+            g, x, y = graphs[n]
+            x.copy_(torch.randn(n, D, device=dev))
+            g.replay()
+            junk = torch.empty((step % 5 + 1) * 700_000, dtype=torch.uint8, device=dev)
+            z = y.sum().item()
+            del junk
+        if args.shapes > 4:  # release half of the graphs: their pools go back
+            for n in sizes[::2]:
+                del graphs[n]
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+    info["graphs"] = len(sizes)
+    info["result"] = z
+    torch.cuda.synchronize()
+    globals()["_live_graphs"] = graphs
 
 
 def scenario_fsdp2():

@@ -21,6 +21,14 @@ one GPU, into OUTDIR:
            (make_graphed_callables and torch.compile reduce-overhead), a live
            MemPool, a side stream and FSDP2; a few minutes
 
+  settings GPT-2 and a Mixtral-style MoE, each recorded uncapped under the
+           defaults (JOB_uncapped) and under each setting of SETTINGS2
+           (JOB_nocap_SETTING), then capped at 0.85 of the uncapped peak reserved
+           under CAPPED2 (JOB_cap0.85_SETTING): bench/cross_verify.py checks each
+           against the defaults run; about three minutes
+  graphs   many private pools: a graph per batch size (40, in its own pool,
+           half released) and torch.compile reduce-overhead over 6 shapes
+
   python3 bench/gpu/record_all.py OUTDIR [habits] [caps] [external] [mempool_opts]
 Prints one JSON line per run and writes OUTDIR/summary.json.
 """
@@ -45,6 +53,22 @@ CKPT = ["--layers", "12", "--width", "768", "--batch", "8", "--min-len", "128", 
 SETTINGS = ["", "expandable_segments:True", "max_split_size_mb:64",
             "garbage_collection_threshold:0.6", "roundup_power2_divisions:4",
             "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]"]
+
+SETTINGS2 = ["roundup_power2_divisions:4", "roundup_power2_divisions:8",
+             "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", "max_split_size_mb:128",
+             "max_non_split_rounding_mb:64,max_split_size_mb:128", "expandable_segments:True",
+             "roundup_power2_divisions:4,max_split_size_mb:128",
+             "roundup_power2_divisions:8,expandable_segments:True"]
+CAPPED2 = ["", "garbage_collection_threshold:0.6", "roundup_power2_divisions:4",
+           "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", "expandable_segments:True",
+           "max_split_size_mb:128", "garbage_collection_threshold:0.6,max_split_size_mb:128"]
+MOE = ["--layers", "4", "--width", "768", "--batch", "8", "--min-len", "128", "--max-len", "1024",
+       "--steps", "10"]
+
+
+def tagof(conf):
+    return (conf or "default").replace(":", "_").replace(",", "_").replace("[", "").replace(
+        "]", "").replace(">", "gt").replace(".", "_")
 
 
 def run(job):
@@ -119,10 +143,31 @@ if "caps" in what:
         for fr in fracs:
             cap = round(p * fr / 2**30, 3)
             for conf in settings:
-                tag = (conf or "default").replace(":", "_").replace(",", "_").replace("[", "").replace("]", "").replace(">", "gt").replace(".", "_")
+                tag = tagof(conf)
                 jobs.append(job(f"{model}_cap{fr:.2f}_{tag}", "ckpt" if model == "ckpt" else "gpt2",
                                 argv + ["--cap-gib", str(cap)], conf=conf))
     results += pool(jobs, 8)
+
+if "settings" in what:
+    base = pool([job("gpt2_uncapped", "gpt2", GPT2), job("moe_uncapped", "moe", MOE)], 2)
+    results += base
+    pr = {r["name"]: r.get("peak_reserved", 0) for r in base if r.get("outcome") == "ok"}
+    jobs = []
+    for model, argv in (("gpt2", GPT2), ("moe", MOE)):
+        for conf in SETTINGS2:
+            jobs.append(job(f"{model}_nocap_{tagof(conf)}", model, argv, conf=conf))
+        p = pr.get(model + "_uncapped", 0)
+        if p:
+            cap = round(p * 0.85 / 2**30, 3)
+            for conf in CAPPED2:
+                jobs.append(job(f"{model}_cap0.85_{tagof(conf)}", model, argv + ["--cap-gib", str(cap)],
+                                conf=conf))
+    results += pool(jobs, int(os.environ.get("SETTINGS_PARALLEL", "8")))
+
+if "graphs" in what:
+    results += pool([job("serve_graphs40", "serve_graphs", ["--shapes", "40"]),
+                     job("compile_ro6", "compile_ro", ["--shapes", "6", "--steps", "24"],
+                         timeout=400)], 2)
 
 if "mempool_opts" in what:
     results += pool([job("mempool_oom", "mempool_oom", ["--cap-gib", "0.5"], timeout=120),
