@@ -3,6 +3,8 @@
  */
 #define _DEFAULT_SOURCE  /* wait4, mkdtemp */
 #define _XOPEN_SOURCE 700 /* nftw */
+#include <zstd.h>
+
 #include "fsc_test.h"
 
 #include <ftw.h>
@@ -93,6 +95,36 @@ const char *fsc_test_data(const char *name)
     char *b = rotating();
     snprintf(b, 1024, "%s/%s", FSC_TEST_DATA, name);
     return b;
+}
+
+const char *fsc_test_data_unzstd(const char *name)
+{
+    char src[1024];
+    snprintf(src, sizeof src, "%s/%s.zst", FSC_TEST_DATA, name);
+    const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    const char *dst = fsc_test_path(base);
+    if (fsc_test_file_exists(dst))
+        return dst;
+    size_t n = 0;
+    char *z = fsc_test_slurp(src, &n);
+    if (z == NULL)
+        return NULL;
+    unsigned long long size = ZSTD_getFrameContentSize(z, n);
+    char *out = NULL;
+    FILE *f = NULL;
+    if (size != ZSTD_CONTENTSIZE_ERROR && size != ZSTD_CONTENTSIZE_UNKNOWN &&
+        (out = malloc(size ? size : 1)) != NULL && ZSTD_decompress(out, size, z, n) == size &&
+        (f = fopen(dst, "wb")) != NULL && fwrite(out, 1, size, f) == size && fclose(f) == 0) {
+        free(out);
+        free(z);
+        return dst;
+    }
+    if (f != NULL)
+        fclose(f);
+    free(out);
+    free(z);
+    remove(dst);
+    return NULL;
 }
 
 const char *fsc_test_fragscope(void)

@@ -38,6 +38,9 @@ const char *fsc_test_tmpdir(void);
 const char *fsc_test_path(const char *name);
 /* FSC_TEST_DATA/name, likewise. */
 const char *fsc_test_data(const char *name);
+/* tests/data/NAME.zst decompressed into the test's temporary folder (once);
+ * its path there, or NULL. For the large inputs kept compressed. */
+const char *fsc_test_data_unzstd(const char *name);
 /* Path of the built fragscope binary. */
 const char *fsc_test_fragscope(void);
 /* Run the fragscope binary with args (NULL-terminated, at most 14), stdout

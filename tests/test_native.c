@@ -410,8 +410,9 @@ static void test_contradiction(void)
     CU_ASSERT_EQUAL(g.n, 4); /* sample, segment, split, alloc */
 }
 
-/* Runs recorded on an H100 (bench/gpu/native_check.py) by the native
- * recorder and, in the same process, by PyTorch's own history: the trace
+/* Runs recorded on an H100 (bench/gpu/native_check.py; n_fsdp2 and n_tags
+ * on an H200) by the native recorder and, in the same process, by
+ * PyTorch's own history: the trace
  * analyzes to memory_stats()'s peaks to the byte and to the same segments
  * and blocks as the snapshot, and what-if reproduces every address. The
  * OOM run's trace carries the 6 GiB cap, and its verdict says so. */
@@ -457,8 +458,9 @@ static long long stat_of(const char *json, const char *key)
 
 static void test_gpu_runs(void)
 {
-    static const char *const runs[] = {"n_plain", "n_expandable", "n_graphed", "n_mempool_live",
-                                       "n_side_stream", "n_oom_cap", "n_late"};
+    static const char *const runs[] = {"n_plain",       "n_expandable", "n_graphed", "n_mempool_live",
+                                       "n_side_stream", "n_oom_cap",    "n_late",    "n_fsdp2",
+                                       "n_tags"};
     char out[1 << 14];
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         char base[512], tr[600], pk[600], st[600];
@@ -508,6 +510,23 @@ static void test_gpu_runs(void)
         CU_ASSERT_EQUAL(in.window, late);
         fsc_request_stream_destroy(rs);
     }
+    /* GPT-2 under watch() and watch_optimizer(): each block carries the
+     * module path of the forward that allocated it, or optimizer.step */
+    const char *dbt = fsc_test_path("gt.db");
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),
+                                      fsc_test_data("gpu/native/n_tags.fstrace"), dbt),
+                          0);
+    CU_ASSERT_EQUAL(
+        fsc_test_sh(out, sizeof out,
+                    "sqlite3 %s \"SELECT p.path, count(*) FROM blocks b JOIN tag_paths p ON "
+                    "p.id = b.tag AND p.run = b.run WHERE p.path IN ('optimizer.step', "
+                    "'GPT2LMHeadModel/transformer/h.0/mlp/act', "
+                    "'GPT2LMHeadModel/transformer/h.5/attn') GROUP BY 1 ORDER BY 1\"",
+                    dbt),
+        0);
+    CU_ASSERT_STRING_EQUAL(out, "GPT2LMHeadModel/transformer/h.0/mlp/act|24\n"
+                                "GPT2LMHeadModel/transformer/h.5/attn|12\n"
+                                "optimizer.step|380\n");
     /* the OOM run: the cap is in the trace, and the verdict names it */
     const char *db = fsc_test_path("gn.db");
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),

@@ -111,10 +111,28 @@ static int skip_file(const char *name)
     return l < 7 || strcmp(name + l - 7, ".pickle") != 0;
 }
 
-/* Every snapshot of a folder, cut at CUTS points (every entry of a short
- * history); one of more than 4 MiB (the default ring's 100 000 entries) at
- * BIG_CUTS points, to keep the suite's time. */
-static void cut_folder(const char *dir)
+/* One snapshot cut at CUTS points (every entry of a short history); one of
+ * more than 4 MiB (the default ring's 100 000 entries) at BIG_CUTS points,
+ * to keep the suite's time. Adds to *cuts and *good. */
+static void cut_file(const char *path, size_t *files, size_t *cuts, size_t *good)
+{
+    int device;
+    uint64_t n = entries_of(path, &device);
+    if (n < 2)
+        return;
+    (*files)++;
+    struct stat sb;
+    uint64_t cuts_here = stat(path, &sb) == 0 && sb.st_size > (4 << 20) ? BIG_CUTS : CUTS;
+    uint64_t m = n - 1 < cuts_here ? n - 1 : cuts_here;
+    for (uint64_t i = 1; i <= m; i++) {
+        uint64_t k = m == n - 1 ? i : n * i / (m + 1);
+        (*cuts)++;
+        *good += (size_t)check_cut(path, device, k, n);
+    }
+}
+
+/* Every snapshot of a folder, and `extra` (NULL: none), cut. */
+static void cut_folder_and(const char *dir, const char *extra)
 {
     DIR *d = opendir(dir);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
@@ -125,24 +143,19 @@ static void cut_folder(const char *dir)
             continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        int device;
-        uint64_t n = entries_of(path, &device);
-        if (n < 2)
-            continue;
-        files++;
-        struct stat sb;
-        uint64_t cuts_here = stat(path, &sb) == 0 && sb.st_size > (4 << 20) ? BIG_CUTS : CUTS;
-        uint64_t m = n - 1 < cuts_here ? n - 1 : cuts_here;
-        for (uint64_t i = 1; i <= m; i++) {
-            uint64_t k = m == n - 1 ? i : n * i / (m + 1);
-            cuts++;
-            good += (size_t)check_cut(path, device, k, n);
-        }
+        cut_file(path, &files, &cuts, &good);
     }
     closedir(d);
+    if (extra != NULL)
+        cut_file(extra, &files, &cuts, &good);
     printf("\n  %s: %zu snapshots, %zu windows, %zu reproduced ", dir, files, cuts, good);
     CU_ASSERT_TRUE(files > 0);
     CU_ASSERT_EQUAL(good, cuts);
+}
+
+static void cut_folder(const char *dir)
+{
+    cut_folder_and(dir, NULL);
 }
 
 static void test_shared_runs(void)
@@ -155,8 +168,29 @@ static void test_gpu_recordings(void)
     cut_folder(FSC_TEST_DATA "/gpu");
 }
 
-/* PyTorch's own rings, recorded on an H100 (bench/gpu/record_all.py
- * ring): each snapshot as it is, then cut further. */
+/* A ring as it came: a window, and what-if reproduces every address. */
+static void check_ring(const char *path)
+{
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(path, &rs, &err), 0);
+    fsc_request_stream_info_t in;
+    fsc_request_stream_info(rs, &in);
+    CU_ASSERT_TRUE(in.window); /* every one of them wrapped */
+    fsc_whatif_verify_t v;
+    CU_ASSERT_EQUAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+    CU_ASSERT_TRUE(v.match);
+    CU_ASSERT_EQUAL(v.alloc_addr_matches, v.allocs_compared);
+    if (!v.match)
+        fprintf(stderr, "%s: addresses %llu of %llu\n", path,
+                (unsigned long long)v.alloc_addr_matches, (unsigned long long)v.allocs_compared);
+    fsc_request_stream_destroy(rs);
+}
+
+/* PyTorch's own rings (bench/gpu/record_all.py ring; seven on an H100,
+ * ring_fsdp2 and the default-size ring on an H200): each snapshot as it
+ * is, then cut further. The default ring (GPT-2 for 80 steps under
+ * max_entries 100 000, 9 MB) is kept compressed. */
 static void test_gpu_rings(void)
 {
     const char *dir = FSC_TEST_DATA "/gpu/ring";
@@ -169,25 +203,26 @@ static void test_gpu_rings(void)
             continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        fsc_request_stream_t *rs = NULL;
-        fsc_err_t err = {0, ""};
-        CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(path, &rs, &err), 0);
-        fsc_request_stream_info_t in;
-        fsc_request_stream_info(rs, &in);
-        CU_ASSERT_TRUE(in.window); /* every one of them wrapped */
-        fsc_whatif_verify_t v;
-        CU_ASSERT_EQUAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
-        CU_ASSERT_TRUE(v.match);
-        CU_ASSERT_EQUAL(v.alloc_addr_matches, v.allocs_compared);
-        if (!v.match)
-            fprintf(stderr, "%s: addresses %llu of %llu\n", path,
-                    (unsigned long long)v.alloc_addr_matches, (unsigned long long)v.allocs_compared);
-        fsc_request_stream_destroy(rs);
+        check_ring(path);
         n++;
     }
     closedir(d);
-    CU_ASSERT_EQUAL(n, 9);
-    cut_folder(dir);
+    CU_ASSERT_EQUAL(n, 8);
+    const char *big = fsc_test_data_unzstd("gpu/ring/ring_default_80steps.pickle");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+    check_ring(big);
+    /* the window's peaks are the run's: the ring kept the entries of its
+     * peak (memory_stats(): 33 908 850 688 B reserved, 10 616 827 392 B
+     * allocated) */
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(big, &rs, &err), 0);
+    fsc_whatif_verify_t v;
+    CU_ASSERT_EQUAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+    CU_ASSERT_EQUAL(v.peak_reserved_got, 33908850688ull);
+    CU_ASSERT_EQUAL(v.peak_allocated_got, 10616827392ull);
+    fsc_request_stream_destroy(rs);
+    cut_folder_and(dir, big);
 }
 
 static void test_native_snapshots(void)
@@ -303,7 +338,7 @@ static const fsc_test_case_t tests[] = {
     {"GPU recordings (tests/data/gpu) cut at 50 points: every window reproduced",
      test_gpu_recordings},
     {"sample_traces snapshots cut at 50 points: every window reproduced", test_sample_traces},
-    {"PyTorch's own rings (H100): each reproduced, and cut further", test_gpu_rings},
+    {"PyTorch's own rings (H100, H200): each reproduced, and cut further", test_gpu_rings},
     {"the native recordings' snapshots (H100) cut at 50 points", test_native_snapshots},
     {"gpt2_varlen cut at every step boundary", test_step_boundaries},
     {"a window analyzed: the report says its figures cover the window", test_analyze_window},

@@ -4,7 +4,9 @@ history (a snapshot of the same run, with memory_stats()), compiled models
 run with and without fragscope, an OOM under a cap (its verdict), and the
 entry cost and step time measured against their baselines in the same call.
 
-  python3 bench/gpu/native_check.py OUTDIR [runs] [bench] [steps]
+  python3 bench/gpu/native_check.py OUTDIR [runs] [bench] [steps] [bench2] [compile3]
+    bench2    the entry cost with the recorder's variants (streaming stores, thread idle)
+    compile3  compiled GPT-2 (default, reduce-overhead) off/on alternated, inductor caches warm
 
 Needs the native recorder's files: FRAGSCOPE_NATIVE_SRC, _INCLUDE, _LIB and
 PYTHONPATH with fragscope_torch.py (bench/gpu/run.sh native sets them).
@@ -134,6 +136,26 @@ if "compile2" in what or "fsdp" in what or "tags" in what:
     with cf.ThreadPoolExecutor(6) as ex:
         list(ex.map(lambda j: run(j[0], j[1], conf=j[2], native=j[3], timeout=300, env=j[4]),
                     jobs))
+
+if "compile3" in what:
+    # compiled models with and without fragscope, with inductor's caches warm
+    # (a first, unmeasured run fills a cache folder the others share), so
+    # that no run benchmarks kernels at compile time: inductor's autotuning
+    # and pad_mm benchmarks allocate as many buffers as their timings ask
+    # for, which differs from run to run with or without fragscope.
+    import concurrent.futures as cf
+    import tempfile
+
+    def series(mode, tag):
+        env = {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="ind3")}
+        argv = ["gpt2"] + GPT2 + ["--steps", "6", "--compile", mode]
+        run("%s_warm" % tag, argv, native=False, env=env)
+        for rnd in range(2):
+            run("%s_off%d" % (tag, rnd), argv, native=False, env=env)
+            run("%s_on%d" % (tag, rnd), argv, native=True, env=env)
+
+    with cf.ThreadPoolExecutor(2) as ex:
+        list(ex.map(lambda a: series(*a), (("default", "w"), ("reduce-overhead", "wro"))))
 
 if "bench2" in what:
     # the entry cost again, with the recorder's variants: streaming stores
