@@ -8,6 +8,8 @@
  * breaks address ties, so a replay needs the real addresses to reproduce
  * every block address.
  */
+#include <bsd/sys/tree.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,9 +20,71 @@
 #define SIM_DEFAULT_TOTAL (80ull << 30)
 #define SIM_DEFAULT_BASE 0x7f0000000000ull
 
+/* The address ranges in use: a red-black tree by address (libbsd's
+ * sys/tree.h), each node also holding what its subtree spans, so that
+ * first fit, the overlap check and removal cost O(log n) rather than a walk
+ * over every segment (a replay of n segments was O(n^2) here). */
 typedef struct sim_range {
+    RB_ENTRY(sim_range) rb;
     uint64_t addr, size;
+    /* the subtree's: lowest address, highest end, and largest gap between
+     * two of its ranges (from one's end, aligned up, to the next's start) */
+    uint64_t lo, hi, gap;
 } sim_range_t;
+
+static int range_cmp(const sim_range_t *a, const sim_range_t *b)
+{
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static uint64_t align_up(uint64_t x)
+{
+    return x > UINT64_MAX - (SIM_ALIGN - 1) ? UINT64_MAX & ~(SIM_ALIGN - 1)
+                                            : (x + SIM_ALIGN - 1) & ~(SIM_ALIGN - 1);
+}
+
+/* The aligned room between an end and the next range's start. */
+static uint64_t room(uint64_t end, uint64_t next)
+{
+    uint64_t a = align_up(end);
+    return next > a ? next - a : 0;
+}
+
+static void range_fix(sim_range_t *n);
+
+#undef RB_AUGMENT
+#define RB_AUGMENT(x) range_fix(x)
+RB_HEAD(sim_tree, sim_range);
+RB_PROTOTYPE_INTERNAL(sim_tree, sim_range, rb, range_cmp, __attribute__((unused)) static)
+RB_GENERATE_INTERNAL(sim_tree, sim_range, rb, range_cmp, __attribute__((unused)) static)
+
+static void range_fix(sim_range_t *n)
+{
+    if (n == NULL)
+        return;
+    sim_range_t *l = RB_LEFT(n, rb), *r = RB_RIGHT(n, rb);
+    uint64_t end = n->addr + n->size;
+    n->lo = l ? l->lo : n->addr;
+    n->hi = r ? r->hi : end;
+    uint64_t g = 0;
+    if (l) {
+        g = l->gap;
+        uint64_t m = room(l->hi, n->addr);
+        g = m > g ? m : g;
+    }
+    if (r) {
+        g = r->gap > g ? r->gap : g;
+        uint64_t m = room(end, r->lo);
+        g = m > g ? m : g;
+    }
+    n->gap = g;
+}
+
+static void range_fix_up(sim_range_t *n)
+{
+    for (; n != NULL; n = RB_PARENT(n, rb))
+        range_fix(n);
+}
 
 typedef struct sim_vseg {
     uint64_t base, size;
@@ -31,8 +95,7 @@ typedef struct sim {
     uint64_t base;
     uint64_t phys_used;
     uint64_t taken; /* by others: fsc_backend_sim_set_taken */
-    sim_range_t *ranges; /* sorted by addr, non-overlapping */
-    size_t nranges, cap;
+    struct sim_tree ranges; /* non-overlapping */
     uint64_t *script_addrs, *script_sizes;
     size_t nscript, next;
     long diverged;
@@ -40,55 +103,96 @@ typedef struct sim {
     size_t nva, va_next;
 } sim_t;
 
-static int range_free(const sim_t *s, uint64_t addr, uint64_t size)
+/* The range with the highest address below `below`, or NULL. */
+static sim_range_t *range_before(sim_t *s, uint64_t below)
 {
-    for (size_t i = 0; i < s->nranges; i++) {
-        const sim_range_t *r = &s->ranges[i];
-        if (addr < r->addr + r->size && r->addr < addr + size)
-            return 0;
-    }
-    return addr + size >= addr; /* no wrap-around */
+    sim_range_t key;
+    key.addr = below;
+    sim_range_t *n = RB_NFIND(sim_tree, &s->ranges, &key);
+    return n != NULL ? RB_PREV(sim_tree, &s->ranges, n) : RB_MAX(sim_tree, &s->ranges);
+}
+
+/* The range with the lowest address above `above`, or NULL. */
+static sim_range_t *range_after(sim_t *s, uint64_t above)
+{
+    if (above == UINT64_MAX)
+        return NULL;
+    sim_range_t key;
+    key.addr = above + 1;
+    return RB_NFIND(sim_tree, &s->ranges, &key);
+}
+
+/* No range in use overlaps [addr, addr + size): only the last one to start
+ * below its end can. */
+static int range_free(sim_t *s, uint64_t addr, uint64_t size)
+{
+    if (addr + size < addr)
+        return 0; /* wraps around */
+    const sim_range_t *p = range_before(s, size != 0 ? addr + size : addr);
+    return p == NULL || p->addr + p->size <= addr;
 }
 
 static int range_add(sim_t *s, uint64_t addr, uint64_t size)
 {
-    if (FSC__VEC_RESERVE(s->ranges, s->cap, s->nranges + 1) != 0)
+    sim_range_t *n = calloc(1, sizeof *n);
+    if (n == NULL)
         return FSC_ENOMEM;
-    size_t i = 0;
-    while (i < s->nranges && s->ranges[i].addr < addr)
-        i++;
-    memmove(&s->ranges[i + 1], &s->ranges[i], (s->nranges - i) * sizeof *s->ranges);
-    s->ranges[i].addr = addr;
-    s->ranges[i].size = size;
-    s->nranges++;
+    n->addr = addr;
+    n->size = size;
+    range_fix(n);
+    if (RB_INSERT(sim_tree, &s->ranges, n) != NULL) {
+        free(n); /* a range at that address already: callers check first */
+        return FSC_ESTATE;
+    }
+    range_fix_up(n);
     return 0;
 }
 
 static void range_del(sim_t *s, uint64_t addr)
 {
-    for (size_t i = 0; i < s->nranges; i++) {
-        if (s->ranges[i].addr == addr) {
-            memmove(&s->ranges[i], &s->ranges[i + 1],
-                    (s->nranges - i - 1) * sizeof *s->ranges);
-            s->nranges--;
-            return;
-        }
-    }
+    sim_range_t key;
+    key.addr = addr;
+    sim_range_t *n = RB_FIND(sim_tree, &s->ranges, &key);
+    if (n == NULL)
+        return;
+    sim_range_t *p = RB_PARENT(n, rb);
+    RB_REMOVE(sim_tree, &s->ranges, n);
+    range_fix_up(p);
+    free(n);
+}
+
+/* Lowest aligned address >= max(prev_end aligned, base) inside subtree n's
+ * span, before n's leftmost range or between two of its ranges, that fits
+ * size; prev_end: the end of the range just before the subtree (or base).
+ * UINT64_MAX: none in this subtree. */
+static uint64_t fit_in(const sim_t *s, const sim_range_t *n, uint64_t prev_end, uint64_t size)
+{
+    if (n == NULL)
+        return UINT64_MAX;
+    uint64_t from = prev_end > s->base ? prev_end : s->base;
+    if (room(from, n->lo) < size && n->gap < size)
+        return UINT64_MAX;
+    const sim_range_t *l = RB_LEFT(n, rb), *r = RB_RIGHT(n, rb);
+    uint64_t a = fit_in(s, l, prev_end, size);
+    if (a != UINT64_MAX)
+        return a;
+    uint64_t e = l != NULL ? l->hi : prev_end;
+    uint64_t cand = align_up(e > s->base ? e : s->base);
+    if (n->addr >= cand && n->addr - cand >= size)
+        return cand;
+    return fit_in(s, r, n->addr + n->size, size);
 }
 
 /* Lowest aligned gap at or above base that fits size. */
 static uint64_t first_fit(const sim_t *s, uint64_t size)
 {
-    uint64_t cand = s->base;
-    for (size_t i = 0; i < s->nranges; i++) {
-        const sim_range_t *r = &s->ranges[i];
-        if (r->addr + r->size <= cand)
-            continue;
-        if (r->addr >= cand + size)
-            break;
-        cand = (r->addr + r->size + SIM_ALIGN - 1) & ~(SIM_ALIGN - 1);
-    }
-    return cand;
+    const sim_range_t *root = RB_ROOT(&s->ranges);
+    uint64_t a = fit_in(s, root, s->base, size);
+    if (a != UINT64_MAX)
+        return a;
+    if (root == NULL)
+        return s->base;
+    return align_up(root->hi > s->base ? root->hi : s->base);
 }
 
 static int sim_place(sim_t *s, uint64_t size, uint64_t *addr, fsc_err_t *err)
@@ -216,9 +320,9 @@ static int sim_va_adopt(fsc_backend_t *b, uint64_t base, uint64_t *sizep, void *
      * or recorded base begins (the recording's device may have been
      * smaller than the sim's). */
     uint64_t span = size;
-    for (size_t i = 0; i < s->nranges; i++)
-        if (s->ranges[i].addr > base && s->ranges[i].addr - base < span)
-            span = s->ranges[i].addr - base;
+    const sim_range_t *nx = range_after(s, base);
+    if (nx != NULL && nx->addr - base < span)
+        span = nx->addr - base;
     for (size_t k = 0; k < s->nva; k++)
         if (s->va_script[k] > base && s->va_script[k] - base < span)
             span = s->va_script[k] - base;
@@ -248,7 +352,12 @@ static void sim_mem_info(fsc_backend_t *b, uint64_t *free_bytes, uint64_t *total
 static void sim_destroy(fsc_backend_t *b)
 {
     sim_t *s = (sim_t *)b;
-    free(s->ranges);
+    sim_range_t *n, *nx;
+    for (n = RB_MIN(sim_tree, &s->ranges); n != NULL; n = nx) {
+        nx = RB_NEXT(sim_tree, &s->ranges, n);
+        RB_REMOVE(sim_tree, &s->ranges, n);
+        free(n);
+    }
     free(s->script_addrs);
     free(s->script_sizes);
     free(s->va_script);
@@ -279,6 +388,7 @@ int fsc_backend_sim_create(uint64_t capacity, uint64_t base, fsc_backend_t **out
     s->pub.total = capacity ? capacity : SIM_DEFAULT_TOTAL;
     s->base = base ? (base + SIM_ALIGN - 1) & ~(SIM_ALIGN - 1) : SIM_DEFAULT_BASE;
     s->diverged = -1;
+    RB_INIT(&s->ranges);
     strcpy(s->pub.name, "sim");
     *out = &s->pub;
     return 0;
