@@ -419,6 +419,27 @@ static const real_run_t k_gpt2_real[] = {
     {"max_split_size_mb:64", "gpt2_cap0.90_max_split_size_mb_64"},
 };
 
+/* --suggest's claims for rs at cap (0: unknown), counted into claims[3]
+ * (serves / does not help / depends on the cap) as check_advice checks
+ * them against the real runs. */
+static void advise(fsc_request_stream_t *rs, uint64_t cap, const real_run_t *real, size_t nreal,
+                   uint64_t served, int *claims)
+{
+    fsc_err_t err = {0, ""};
+    fsc_suggestion_t *s = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_suggest(rs, cap, &s, &n, &err), 0);
+    CU_ASSERT(n > 0);
+    if (cap == 0) {
+        fsc_request_stream_info_t info;
+        fsc_request_stream_info(rs, &info);
+        for (size_t i = 0; i < n; i++) /* the claims hold over [lower, upper) */
+            CU_ASSERT_EQUAL(s[i].capacity_upper, info.capacity_upper);
+    }
+    check_advice(s, n, real, nreal, served, claims);
+    fsc_suggestions_free(s);
+}
+
 static void test_advice_against_real_runs(void)
 {
     fsc_request_stream_t *rs = load("gpt2_cap0.90_default");
@@ -430,29 +451,19 @@ static void test_advice_against_real_runs(void)
     cJSON_Delete(st);
     /* the cap it ran under lies in the range the recording allows */
     CU_ASSERT(info.capacity_lower <= cap && cap < info.capacity_upper);
-    fsc_err_t err = {0, ""};
-    fsc_suggestion_t *s = NULL;
-    size_t n = 0;
     /* the cap unknown: claims must hold over [lower, upper) */
     int claims[3] = {0, 0, 0};
-    CU_ASSERT_EQUAL_FATAL(fsc_whatif_suggest(rs, 0, &s, &n, &err), 0);
-    CU_ASSERT(n > 0);
-    for (size_t i = 0; i < n; i++)
-        CU_ASSERT_EQUAL(s[i].capacity_upper, info.capacity_upper);
-    check_advice(s, n, k_gpt2_real, 3, served, claims);
+    advise(rs, 0, k_gpt2_real, 3, served, claims);
     /* expandable segments serve it everywhere in the range; max_split_size_mb:64
      * and GC only at some caps of it */
     CU_ASSERT_EQUAL(claims[0], 1);
     CU_ASSERT_EQUAL(claims[2], 2);
-    fsc_suggestions_free(s);
     /* the cap known: a firm answer for all three */
     int firm[3] = {0, 0, 0};
-    CU_ASSERT_EQUAL_FATAL(fsc_whatif_suggest(rs, cap, &s, &n, &err), 0);
-    check_advice(s, n, k_gpt2_real, 3, served, firm);
+    advise(rs, cap, k_gpt2_real, 3, served, firm);
     CU_ASSERT_EQUAL(firm[0], 2); /* expandable, max_split_size_mb:64 */
     CU_ASSERT_EQUAL(firm[1], 1); /* garbage_collection_threshold:0.6 fails too */
     CU_ASSERT_EQUAL(firm[2], 0);
-    fsc_suggestions_free(s);
     fsc_request_stream_destroy(rs);
 }
 
@@ -476,23 +487,16 @@ static void test_boundary_advice(void)
     fsc_request_stream_info(rs, &info);
     const uint64_t cap = 4211081216ull;
     CU_ASSERT(info.capacity_lower <= cap && cap < info.capacity_upper);
-    fsc_err_t err = {0, ""};
-    fsc_suggestion_t *s = NULL;
-    size_t n = 0;
     int claims[3] = {0, 0, 0};
-    CU_ASSERT_EQUAL_FATAL(fsc_whatif_suggest(rs, 0, &s, &n, &err), 0);
-    check_advice(s, n, real, 4, 519, claims);
+    advise(rs, 0, real, 4, 519, claims);
     CU_ASSERT_EQUAL(claims[0], 2); /* expandable, max_split 128: over the whole range */
     CU_ASSERT_EQUAL(claims[1], 1); /* divisions 4: fails at both ends */
     CU_ASSERT_EQUAL(claims[2], 1); /* GC 0.6: only at the range's upper end */
-    fsc_suggestions_free(s);
     int firm[3] = {0, 0, 0};
-    CU_ASSERT_EQUAL_FATAL(fsc_whatif_suggest(rs, cap, &s, &n, &err), 0);
-    check_advice(s, n, real, 4, 519, firm);
+    advise(rs, cap, real, 4, 519, firm);
     CU_ASSERT_EQUAL(firm[0], 3);
     CU_ASSERT_EQUAL(firm[1], 1);
     CU_ASSERT_EQUAL(firm[2], 0);
-    fsc_suggestions_free(s);
     fsc_request_stream_destroy(rs);
 }
 

@@ -14,19 +14,12 @@ what=" ${*:-boundary settings graphs native} "
 OUT=${OUT:-/tmp/fsc-out}
 R=/tmp/evidence
 mkdir -p "$OUT" "$R"
-G=$PWD/gpu-carry
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-export TORCH_EXTENSIONS_DIR=/tmp/fsc-torch-ext
 T0=$(date +%s)
 log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$R/evidence.log"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$R/gpu.txt" 2>&1
 python3 -c 'import torch;print(torch.__version__, torch.version.cuda)' >> "$R/gpu.txt" 2>&1
-native_env() {
-  env LD_LIBRARY_PATH="$G/lib:$G/build:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" \
-    PYTHONPATH="$G/build" FRAGSCOPE_NATIVE_SRC="$G/fragscope_native.cpp" \
-    FRAGSCOPE_NATIVE_INCLUDE="$G/include" FRAGSCOPE_NATIVE_LIB="$G/build" \
-    FRAGSCOPE_BIN="$G/build/fragscope" "$@"
-}
+native_env() { (. bench/gpu/native_env.sh && "$@"); }
 bpid=
 if [[ $what == *" native "* ]]; then
   (native_env python3 -c 'import fragscope_torch as f; f._build_native(verbose=False)' \

@@ -4,11 +4,7 @@
 # inductor's caches warm (compile3), then the step time (steps); Release
 # build in gpu-carry/. Results: $OUT/native2.tar.xz.
 set -u
-G=$PWD/gpu-carry
-export LD_LIBRARY_PATH=$G/lib:$G/build:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export PYTHONPATH=$G/build FRAGSCOPE_NATIVE_SRC=$G/fragscope_native.cpp \
-  FRAGSCOPE_NATIVE_INCLUDE=$G/include FRAGSCOPE_NATIVE_LIB=$G/build FRAGSCOPE_BIN=$G/build/fragscope \
-  TORCH_EXTENSIONS_DIR=/tmp/fsc-torch-ext PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+. bench/gpu/native_env.sh
 OUT=${OUT:-/tmp/fsc-out}
 R=/tmp/native2
 mkdir -p "$OUT" "$R"
@@ -16,7 +12,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$R/gpu.t
 python3 -c 'import fragscope_torch as f; f._build_native(verbose=False)' > "$R/build.log" 2>&1
 BENCH_ROUNDS=${BENCH_ROUNDS:-2} timeout 170 python3 bench/gpu/native_check.py "$R/b" bench2 > "$R/bench2.log" 2>&1
 timeout 250 python3 bench/gpu/native_check.py "$R/c" compile3 > "$R/compile3.log" 2>&1
-STEP_ROUNDS=${STEP_ROUNDS:-2} timeout 100 python3 bench/gpu/native_check.py "$R/s" steps > "$R/steps.log" 2>&1
+STEP_ROUNDS=${STEP_ROUNDS:-1} timeout 80 python3 bench/gpu/native_check.py "$R/s" steps > "$R/steps.log" 2>&1
 cd /tmp && tar cf - native2 | xz -T0 -6 > "$OUT/native2.tar.xz"
 cat "$R"/bench2.log "$R"/steps.log
 grep -o '"name": "[a-z0-9_]*"\|"peak_reserved": [0-9]*\|"wall_s": [0-9.]*' "$R/compile3.log" | paste - - -

@@ -4,11 +4,7 @@
 # in gpu-carry/ (docs/BENCHMARKS.md, "GPU"): results as tar.xz files in $OUT.
 #   bash bench/gpu/native_ring.sh [ring] [runs] [bench] [steps]
 set -u
-G=$PWD/gpu-carry
-export LD_LIBRARY_PATH=$G/lib:$G/build:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export PYTHONPATH=$G/build FRAGSCOPE_NATIVE_SRC=$G/fragscope_native.cpp \
-  FRAGSCOPE_NATIVE_INCLUDE=$G/include FRAGSCOPE_NATIVE_LIB=$G/build FRAGSCOPE_BIN=$G/build/fragscope \
-  TORCH_EXTENSIONS_DIR=/tmp/fsc-torch-ext PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+. bench/gpu/native_env.sh
 OUT=${OUT:-/tmp/fsc-out}
 mkdir -p "$OUT"
 what=${*:-ring runs bench steps}
