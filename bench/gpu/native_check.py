@@ -5,7 +5,7 @@ run with and without fragscope, an OOM under a cap (its verdict), and the
 entry cost and step time measured against their baselines in the same call.
 
   python3 bench/gpu/native_check.py OUTDIR [runs] [bench] [steps] [bench2] [compile3]
-    bench2    the entry cost with the recorder's variants (streaming stores, thread idle)
+    bench2    the entry cost, with the recorder's thread idle as a variant
     compile3  compiled GPT-2 (default, reduce-overhead) off/on alternated, inductor caches warm
 
 Needs the native recorder's files: FRAGSCOPE_NATIVE_SRC, _INCLUDE, _LIB and
@@ -158,8 +158,8 @@ if "compile3" in what:
         list(ex.map(lambda a: series(*a), (("default", "w"), ("reduce-overhead", "wro"))))
 
 if "bench2" in what:
-    # the entry cost again, with the recorder's variants: streaming stores
-    # (FRAGSCOPE_NATIVE_NT=1) and its thread idle during the loop
+    # the entry cost again, with the recorder's thread idle during the loop
+    # as a variant (its blocks then come from malloc, not from the thread)
     code = r"""
 import json, sys, torch, fragscope_torch as f
 mode = sys.argv[1]; out = sys.argv[2]
@@ -171,10 +171,9 @@ elif mode == "history": torch.cuda.memory._record_memory_history(max_entries=1_0
 pairs = [ext.bench_pairs(200_000) for _ in range(5)]
 print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
 """
-    envs = {"recorder_nt": {"FRAGSCOPE_NATIVE_NT": "1"},
-            "recorder_idle": {"FRAGSCOPE_NATIVE_INTERVAL_MS": "600000"}}
+    envs = {"recorder_idle": {"FRAGSCOPE_NATIVE_INTERVAL_MS": "600000"}}
     for rnd in range(int(os.environ.get("BENCH_ROUNDS", "2"))):
-        for mode in ("none", "counter", "recorder", "recorder_nt", "recorder_idle", "history"):
+        for mode in ("none", "counter", "recorder", "recorder_idle", "history"):
             p = subprocess.run([sys.executable, "-c", code, mode, out], capture_output=True,
                                text=True, timeout=200, env=dict(os.environ, **envs.get(mode, {})))
             try:

@@ -90,7 +90,6 @@ struct fsc_native {
     _Alignas(64) int ndev;
     ndev_t *dev;
     int closed; /* set once, at close */
-    int nt;     /* FRAGSCOPE_NATIVE_NT=1: streaming stores on the hot path */
     /* written by the producer only when an entry is lost */
     _Alignas(64) uint64_t dropped;
     /* the converting thread's, flush's and close's */
@@ -329,30 +328,9 @@ void fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e)
         d->tail = b = nb;
         i = 0;
     }
-#if defined(__x86_64__)
-    if (n->nt) {
-        /* streaming stores: no read for ownership of lines the recorder's
-         * thread read last (FRAGSCOPE_NATIVE_NT=1, an experiment: a count
-         * published every 16 entries and at an OOM, so up to 15 entries
-         * of a thread that stops allocating wait for its next one) */
-        const long long *src = (const long long *)e;
-        long long *dst = (long long *)&b->e[i];
-        for (int k = 0; k < (int)(sizeof *e / 8); k++)
-            __builtin_ia32_movnti64(dst + k, src[k]);
-        d->wpos = i + 1;
-        if (((i + 1) & 15) == 0 || e->action == FSC_NATIVE_OOM) {
-            __builtin_ia32_sfence();
-            __atomic_store_n(&b->count, i + 1, __ATOMIC_RELEASE);
-        }
-        goto published;
-    }
-#endif
     b->e[i] = *e;
     d->wpos = i + 1;
     __atomic_store_n(&b->count, i + 1, __ATOMIC_RELEASE);
-#if defined(__x86_64__)
-published:
-#endif
     if (e->action == FSC_NATIVE_OOM) {
         /* the trace gets the OOM at once (the thread may be asleep) */
         __atomic_store_n(&n->wake, 1, __ATOMIC_RELAXED);
@@ -387,8 +365,6 @@ int fsc_native_open(const fsc_native_opts_t *opts, fsc_native_t **out, fsc_err_t
     if (n == NULL)
         return fsc_err_set(err, FSC_ENOMEM, "native recorder: out of memory");
     n->o = *opts;
-    const char *nt = getenv("FRAGSCOPE_NATIVE_NT");
-    n->nt = nt != NULL && strcmp(nt, "1") == 0;
     const char *idle = getenv("FRAGSCOPE_NATIVE_INTERVAL_MS");
     if (idle != NULL && atoi(idle) > 0)
         n->o.flush_interval_ms = (uint32_t)atoi(idle);
