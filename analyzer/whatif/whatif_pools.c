@@ -72,6 +72,11 @@
 #define WP_WALK_FLOOR (1ull << 27)
 #define WP_WALK_PER_EVENT 64ull
 #define WP_ROW_BYTES ((size_t)256 << 20)
+/* A new segment's request that skipped free blocks of this many segments
+ * keeps them as a clique (wp_clique_t) rather than as pairs. */
+#define WP_CLIQUE_MIN 16u
+/* Changes since the cached walk, past which it is walked again. */
+#define WP_LOG_MIN 1024u
 /* Inferred pools get ids no PyTorch pool has (its ids are small counters). */
 #define INFERRED_BASE 0xfffffff000000000ull
 
@@ -129,7 +134,30 @@ typedef struct wp_seg {
     wp_piece_t *pc;
     size_t npc, cap_pc;
     wp_row_t row; /* the segments proved to be in another pool */
+    uint32_t *mb; /* cliques it is in: clique << 1 | 0 (a requester), | 1 (skipped) */
+    size_t nmb, cap_mb;
 } wp_seg_t;
+
+/* The labels of one side of a clique, counted (labelling only). */
+typedef struct wp_side {
+    struct wp_lc {
+        uint32_t label, n;
+    } *c;
+    size_t n, cap;
+} wp_side_t;
+
+/* A clique of "different pool" pairs: every requester (members with side
+ * 0) against every segment in z (side 1), itself excepted. A request that
+ * opened a segment while many free blocks of the same size class would
+ * have fitted skipped every one of them: pools used side by side make
+ * each such request skip the same set again, so the set is kept once and
+ * each request joins it, instead of a pair per skipped segment (the pairs
+ * of the side-by-side inputs of docs/BENCHMARKS.md grew with segments^2). */
+typedef struct wp_clique {
+    uint32_t *z;
+    size_t nz;
+    wp_side_t lx, lz;
+} wp_clique_t;
 
 struct fsc__wpools {
     fsc_alloc_config_t cfg;
@@ -160,6 +188,30 @@ struct fsc__wpools {
     uint64_t walked, events, walk_floor;
     size_t row_bytes;
     int capped;
+    wp_clique_t *cl;
+    size_t ncl, cap_cl;
+    /* The free blocks a new segment's request skipped last (stream, size
+     * class, rounded size), as segment -> count, kept up to date by the
+     * model's changes since (log) so that the next such request need not
+     * walk them again; clique: the clique of that set, NONE while the set
+     * has changed since or is small. */
+    struct wp_cache {
+        int valid;
+        uint8_t small;
+        uint64_t stream, r;
+        fsc__u64map_t cnt; /* segment + 1 -> its free blocks in the range */
+        fsc__u64map_t zset; /* segment + 1 -> 1: the clique's skipped set */
+        uint64_t ndiff;     /* segments in one of cnt's keys and zset, not both */
+        uint32_t clique;
+        struct wp_logent {
+            uint64_t stream, size;
+            uint32_t seg;
+            uint8_t small;
+            int8_t d;
+        } *log;
+        size_t nlog, cap_log;
+        int overflow;
+    } wc;
 };
 
 static int seg_index(const struct fsc__wpools *w, uint64_t base, uint32_t *out)
@@ -187,6 +239,8 @@ static void piece_remove(wp_seg_t *s, size_t at)
     s->npc--;
 }
 
+static void cache_log(struct fsc__wpools *w, const wp_gap_t *g, int d);
+
 static wp_gap_t *gap_new(struct fsc__wpools *w, uint32_t seg, uint64_t addr, uint64_t size)
 {
     wp_gap_t *g = calloc(1, sizeof *g);
@@ -199,12 +253,14 @@ static wp_gap_t *gap_new(struct fsc__wpools *w, uint32_t seg, uint64_t addr, uin
     g->addr = addr;
     g->seg = seg;
     RB_INSERT(fsc__wp_tree, &w->gaps, g);
+    cache_log(w, g, 1);
     return g;
 }
 
 static void gap_drop(struct fsc__wpools *w, wp_gap_t *g)
 {
     if (g != NULL) {
+        cache_log(w, g, -1);
         RB_REMOVE(fsc__wp_tree, &w->gaps, g);
         free(g);
     }
@@ -347,6 +403,192 @@ static int fits(const fsc_alloc_config_t *c, uint64_t have, uint64_t r)
     return 1;
 }
 
+/* ---- cliques: the segments a new segment's request skipped, kept once ---- */
+
+static void cache_log(struct fsc__wpools *w, const wp_gap_t *g, int d)
+{
+    struct wp_cache *c = &w->wc;
+    if (!c->valid || c->overflow || g->stream != c->stream || g->small != c->small ||
+        g->size < c->r)
+        return;
+    if (FSC__VEC_RESERVE(c->log, c->cap_log, c->nlog + 1) != 0) {
+        c->overflow = 1;
+        return;
+    }
+    c->log[c->nlog++] = (struct wp_logent){g->stream, g->size, g->seg, g->small, (int8_t)d};
+    if (c->nlog > WP_LOG_MIN && c->nlog > c->cnt.count)
+        c->overflow = 1; /* walking again costs less than the log */
+}
+
+static void cache_reset(struct wp_cache *c)
+{
+    c->valid = 0;
+    c->overflow = 0;
+    c->nlog = 0;
+    c->ndiff = 0;
+    c->clique = NONE;
+    fsc__u64map_clear(&c->cnt);
+    fsc__u64map_clear(&c->zset);
+}
+
+/* Segment j entered (d > 0) or left the skipped set: the difference from
+ * the clique's set follows. */
+static void cache_moved(struct wp_cache *c, uint32_t j, int d)
+{
+    if (c->clique == NONE)
+        return;
+    int in_z = fsc__u64map_get(&c->zset, (uint64_t)j + 1, NULL);
+    if (in_z == (d > 0))
+        c->ndiff--;
+    else
+        c->ndiff++;
+}
+
+static int cache_count(struct wp_cache *c, uint32_t j, int d)
+{
+    uint64_t v = 0;
+    fsc__u64map_get(&c->cnt, (uint64_t)j + 1, &v);
+    if (d > 0) {
+        if (v == 0)
+            cache_moved(c, j, 1);
+        return fsc__u64map_put(&c->cnt, (uint64_t)j + 1, v + 1) != 0 ? FSC_ENOMEM : 0;
+    }
+    if (v <= 1) {
+        if (v == 1)
+            cache_moved(c, j, -1);
+        fsc__u64map_del(&c->cnt, (uint64_t)j + 1, NULL);
+    } else if (fsc__u64map_put(&c->cnt, (uint64_t)j + 1, v - 1) != 0) {
+        return FSC_ENOMEM;
+    }
+    return 0;
+}
+
+static int budget_step(struct fsc__wpools *w)
+{
+    if (++w->walked > w->walk_floor + WP_WALK_PER_EVENT * w->events)
+        w->capped = 1;
+    return !w->capped;
+}
+
+/* The cached set brought up to date from the log, or walked afresh. */
+static int cache_update(struct fsc__wpools *w, wp_gap_t *key, uint64_t r)
+{
+    struct wp_cache *c = &w->wc;
+    if (c->valid && !c->overflow && c->stream == key->stream && c->small == key->small &&
+        c->r == r) {
+        for (size_t i = 0; i < c->nlog; i++) {
+            const struct wp_logent *e = &c->log[i];
+            if (!budget_step(w))
+                return 0;
+            if (fits(&w->cfg, e->size, r) && cache_count(c, e->seg, e->d) != 0)
+                return FSC_ENOMEM;
+        }
+        c->nlog = 0;
+        return 0;
+    }
+    cache_reset(c);
+    for (wp_gap_t *g = RB_NFIND(fsc__wp_tree, &w->gaps, key);
+         g != NULL && g->stream == key->stream && g->small == key->small;
+         g = RB_NEXT(fsc__wp_tree, &w->gaps, g)) {
+        if (!budget_step(w))
+            return 0;
+        if (fits(&w->cfg, g->size, r) && cache_count(c, g->seg, 1) != 0)
+            return FSC_ENOMEM;
+    }
+    c->valid = 1;
+    c->stream = key->stream;
+    c->small = key->small;
+    c->r = r;
+    return 0;
+}
+
+static int mb_add(wp_seg_t *s, uint32_t v, size_t *bytes)
+{
+    if (s->nmb > 0 && s->mb[s->nmb - 1] == v)
+        return 0; /* the same request's segment again */
+    if (FSC__VEC_RESERVE(s->mb, s->cap_mb, s->nmb + 1) != 0)
+        return FSC_ENOMEM;
+    s->mb[s->nmb++] = v;
+    *bytes += sizeof v;
+    return 0;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A clique of the cached set less x, the requester that found it. */
+static int clique_new(struct fsc__wpools *w, uint32_t x)
+{
+    struct wp_cache *c = &w->wc;
+    if (w->ncl >= (NONE >> 1) || FSC__VEC_RESERVE(w->cl, w->cap_cl, w->ncl + 1) != 0)
+        return FSC_ENOMEM;
+    wp_clique_t *q = &w->cl[w->ncl];
+    memset(q, 0, sizeof *q);
+    q->z = malloc((c->cnt.count ? c->cnt.count : 1) * sizeof *q->z);
+    if (q->z == NULL)
+        return FSC_ENOMEM;
+    fsc__u64map_clear(&c->zset);
+    for (size_t i = 0; c->cnt.slots != NULL && i <= c->cnt.mask; i++) {
+        uint64_t k = c->cnt.slots[i].key;
+        if (k == 0 || k - 1 == x)
+            continue;
+        q->z[q->nz++] = (uint32_t)(k - 1);
+        if (fsc__u64map_put(&c->zset, k, 1) != 0) {
+            free(q->z);
+            return FSC_ENOMEM;
+        }
+    }
+    qsort(q->z, q->nz, sizeof *q->z, u32_cmp);
+    uint32_t id = (uint32_t)w->ncl++;
+    w->row_bytes += q->nz * sizeof *q->z;
+    w->walked += q->nz;
+    for (size_t i = 0; i < q->nz; i++)
+        if (mb_add(&w->segs[q->z[i]], id << 1 | 1, &w->row_bytes) != 0)
+            return FSC_ENOMEM;
+    c->clique = id;
+    c->ndiff = fsc__u64map_get(&c->cnt, (uint64_t)x + 1, NULL); /* x itself */
+    return 0;
+}
+
+/* A request that opened segment x skipped every free block that fits of
+ * its stream and size class: x shares no pool with their segments. */
+static int new_segment_evidence(fsc_request_stream_t *rs, struct fsc__wpools *w, uint32_t x,
+                                wp_gap_t *key, uint64_t r)
+{
+    struct wp_cache *c = &w->wc;
+    if (w->capped)
+        return 0;
+    if (cache_update(w, key, r) != 0)
+        return FSC_ENOMEM;
+    if (w->capped) {
+        cache_reset(c);
+        return 0;
+    }
+    if (c->cnt.count < WP_CLIQUE_MIN) {
+        for (size_t i = 0; c->cnt.slots != NULL && i <= c->cnt.mask; i++) {
+            uint64_t k = c->cnt.slots[i].key;
+            if (k != 0 && k - 1 != x && add_pair(rs->wpools, x, (uint32_t)(k - 1)) != 0)
+                return FSC_ENOMEM;
+        }
+        c->clique = NONE;
+        return 0;
+    }
+    /* the clique's set is the set less x when they differ in x at most */
+    int x_differs = c->clique != NONE && (fsc__u64map_get(&c->cnt, (uint64_t)x + 1, NULL) !=
+                                          fsc__u64map_get(&c->zset, (uint64_t)x + 1, NULL));
+    if (c->clique == NONE || c->ndiff != (uint64_t)x_differs)
+        if (clique_new(w, x) != 0)
+            return FSC_ENOMEM;
+    if (mb_add(&w->segs[x], c->clique << 1, &w->row_bytes) != 0)
+        return FSC_ENOMEM;
+    if (w->row_bytes > WP_ROW_BYTES)
+        w->capped = 1;
+    return 0;
+}
+
 /* The least cap the recording may have run under, as known so far: a
  * fallback whose new segment fits under it was no fallback (use_on_oom). */
 static uint64_t cap_so_far(const fsc_request_stream_t *rs)
@@ -421,17 +663,18 @@ static int on_alloc(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_e
     int is_new = created == x && s->npc == 1;
     /* Free blocks a same-pool request would have taken instead. */
     wp_gap_t key = {.stream = s->stream, .small = r <= FSC_MiB, .size = r, .addr = 0};
-    for (wp_gap_t *g = RB_NFIND(fsc__wp_tree, &w->gaps, &key);
-         g != NULL && g->stream == key.stream && g->small == key.small;
-         g = RB_NEXT(fsc__wp_tree, &w->gaps, g)) {
-        if (!is_new && gap_cmp(g, b) >= 0)
-            break;
-        if (++w->walked > w->walk_floor + WP_WALK_PER_EVENT * w->events) {
-            w->capped = 1;
-            break;
-        }
-        if (g->seg != x && fits(&w->cfg, g->size, r) && add_pair(rs->wpools, x, g->seg) != 0)
+    if (is_new) {
+        if (new_segment_evidence(rs, w, x, &key, r) != 0)
             return FSC_ENOMEM;
+    } else {
+        for (wp_gap_t *g = RB_NFIND(fsc__wp_tree, &w->gaps, &key);
+             g != NULL && g->stream == key.stream && g->small == key.small;
+             g = RB_NEXT(fsc__wp_tree, &w->gaps, g)) {
+            if (gap_cmp(g, b) >= 0 || !budget_step(w))
+                break;
+            if (g->seg != x && fits(&w->cfg, g->size, r) && add_pair(rs->wpools, x, g->seg) != 0)
+                return FSC_ENOMEM;
+        }
     }
     /* Carve the block out of the gap. */
     uint64_t rest = s->pc[k].size - ev->size;
@@ -571,6 +814,9 @@ static struct fsc__wpools *model_get(fsc_request_stream_t *rs)
         }
         fsc__u64map_init(&w->live);
         RB_INIT(&w->gaps);
+        fsc__u64map_init(&w->wc.cnt);
+        fsc__u64map_init(&w->wc.zset);
+        w->wc.clique = NONE;
         w->last_alloc_seg = w->created = w->cur_seg = NONE;
         w->infer = rs->infer_pools;
         /* FRAGSCOPE_WHATIF_PAIR_STEPS: the walk's fixed allowance (tests) */
@@ -667,8 +913,18 @@ static void model_free(struct fsc__wpools *w)
 
     for (size_t i = 0; i < w->nsegs; i++) {
         free(w->segs[i].pc);
+        free(w->segs[i].mb);
         row_free(&w->segs[i].row);
     }
+    for (size_t i = 0; i < w->ncl; i++) {
+        free(w->cl[i].z);
+        free(w->cl[i].lx.c);
+        free(w->cl[i].lz.c);
+    }
+    free(w->cl);
+    fsc__u64map_free(&w->wc.cnt);
+    fsc__u64map_free(&w->wc.zset);
+    free(w->wc.log);
     wp_gap_t *g, *n;
     for (g = RB_MIN(fsc__wp_tree, &w->gaps); g != NULL; g = n) {
         n = RB_NEXT(fsc__wp_tree, &w->gaps, g);
@@ -758,11 +1014,94 @@ static int has_label(void *ud, uint32_t j)
     return lw->w->segs[j].label == lw->label;
 }
 
+/* ---- the cliques' labels, counted per side ---- */
+
+static int side_add(wp_side_t *sd, uint32_t label, int d)
+{
+    if (label == NONE)
+        return 0;
+    for (size_t i = 0; i < sd->n; i++)
+        if (sd->c[i].label == label) {
+            sd->c[i].n += (uint32_t)d;
+            return 0;
+        }
+    if (d < 0)
+        return 0;
+    if (FSC__VEC_RESERVE(sd->c, sd->cap, sd->n + 1) != 0)
+        return FSC_ENOMEM;
+    sd->c[sd->n++] = (struct wp_lc){label, (uint32_t)d};
+    return 0;
+}
+
+static wp_side_t *side_of(struct fsc__wpools *w, uint32_t m, int other)
+{
+    wp_clique_t *q = &w->cl[m >> 1];
+    return ((m & 1) != 0) != (other != 0) ? &q->lz : &q->lx;
+}
+
+/* Every segment's label into the counts of the cliques it is in. */
+static int count_labels(struct fsc__wpools *w)
+{
+    for (size_t i = 0; i < w->nsegs; i++)
+        for (size_t k = 0; k < w->segs[i].nmb; k++)
+            if (side_add(side_of(w, w->segs[i].mb[k], 0), w->segs[i].label, 1) != 0)
+                return FSC_ENOMEM;
+    return 0;
+}
+
+static int set_label(struct fsc__wpools *w, uint32_t s, uint32_t l)
+{
+    wp_seg_t *g = &w->segs[s];
+    if (g->label == l)
+        return 0;
+    for (size_t k = 0; k < g->nmb; k++) {
+        wp_side_t *sd = side_of(w, g->mb[k], 0);
+        side_add(sd, g->label, -1);
+        if (side_add(sd, l, 1) != 0)
+            return FSC_ENOMEM;
+    }
+    g->label = l;
+    return 0;
+}
+
+/* How many of segment s's own places in clique m's other side there are
+ * (s requested from a set it is in): its label there is not a pair. */
+static uint32_t self_in_other(const wp_seg_t *g, uint32_t m)
+{
+    uint32_t n = 0;
+    for (size_t k = 0; k < g->nmb; k++)
+        n += g->mb[k] == (m ^ 1);
+    return n;
+}
+
+/* The labels the cliques of segment s forbid it: mark[l] = stamp, or,
+ * with mark NULL, 1 when they forbid l. */
+static int cliques_forbid(struct fsc__wpools *w, uint32_t s, uint32_t l, uint32_t *mark,
+                          uint32_t stamp)
+{
+    const wp_seg_t *g = &w->segs[s];
+    for (size_t k = 0; k < g->nmb; k++) {
+        const wp_side_t *sd = side_of(w, g->mb[k], 1);
+        for (size_t i = 0; i < sd->n; i++) {
+            uint32_t n = sd->c[i].n;
+            if (n != 0 && sd->c[i].label == g->label)
+                n -= self_in_other(g, g->mb[k]) <= n ? self_in_other(g, g->mb[k]) : n;
+            if (n == 0)
+                continue;
+            if (mark != NULL)
+                mark[sd->c[i].label] = stamp;
+            else if (sd->c[i].label == l)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* 1 when no pair forbids segment s the label l. */
-static int allowed(const struct fsc__wpools *w, uint32_t s, uint32_t l)
+static int allowed(struct fsc__wpools *w, uint32_t s, uint32_t l)
 {
     label_walk_t lw = {w, l, 0, NULL};
-    return !row_each(&w->segs[s].row, has_label, &lw);
+    return !row_each(&w->segs[s].row, has_label, &lw) && !cliques_forbid(w, s, l, NULL, 0);
 }
 
 static int note_label(void *ud, uint32_t j)
@@ -777,11 +1116,11 @@ static int note_label(void *ud, uint32_t j)
 /* Every label segment s's pairs forbid: mark[l] = stamp (labels are below
  * npools + nsegs + 2, label_segments). One walk of the row however many labels are
  * tried, so that a recording of many pools is not labelled in cubic time. */
-static void mark_forbidden(const struct fsc__wpools *w, uint32_t s, uint32_t *mark,
-                           uint32_t stamp)
+static void mark_forbidden(struct fsc__wpools *w, uint32_t s, uint32_t *mark, uint32_t stamp)
 {
     label_walk_t lw = {w, NONE, stamp, mark};
     row_each(&w->segs[s].row, note_label, &lw);
+    cliques_forbid(w, s, NONE, mark, stamp);
 }
 
 static int unknown(const wp_seg_t *s)
@@ -817,6 +1156,8 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
         if (s->pool_id != 0 && pool_label(rs, s->pool_id, &s->label) != 0)
             return FSC_ENOMEM;
     }
+    if (count_labels(w) != 0)
+        return FSC_ENOMEM;
     /* labels: the pools named so far, and at most one inferred per segment */
     uint32_t *mark = calloc(rs->npools + w->nsegs + 2, sizeof *mark); /* stamp: i + 1 */
     if (mark == NULL)
@@ -827,36 +1168,33 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
             continue;
         uint32_t stamp = (uint32_t)i + 1;
         mark_forbidden(w, (uint32_t)i, mark, stamp);
-        uint32_t want = NONE;
+        uint32_t want = NONE, pick = NONE;
         if (s->prev != NONE) {
             uint32_t pl = w->segs[s->prev].label;
             if (pl == 0 || (ninferred > 0 && pl >= first_inferred))
                 want = pl;
         }
-        if (want != NONE && mark[want] != stamp) {
-            s->label = want;
-            continue;
-        }
-        if (mark[0] != stamp) {
-            s->label = 0;
-            continue;
-        }
-        for (uint32_t l = first_inferred; ninferred > 0 && l < first_inferred + ninferred; l++)
-            if (mark[l] != stamp) {
-                s->label = l;
-                break;
+        if (want != NONE && mark[want] != stamp)
+            pick = want;
+        else if (mark[0] != stamp)
+            pick = 0;
+        for (uint32_t l = first_inferred;
+             pick == NONE && ninferred > 0 && l < first_inferred + ninferred; l++)
+            if (mark[l] != stamp)
+                pick = l;
+        if (pick == NONE) {
+            if (pool_label(rs, INFERRED_BASE + ninferred + 1, &pick) != 0) {
+                free(mark);
+                return FSC_ENOMEM;
             }
-        if (s->label != NONE)
-            continue;
-        uint32_t l;
-        if (pool_label(rs, INFERRED_BASE + ninferred + 1, &l) != 0) {
+            if (ninferred == 0)
+                first_inferred = pick;
+            ninferred++;
+        }
+        if (set_label(w, (uint32_t)i, pick) != 0) {
             free(mark);
             return FSC_ENOMEM;
         }
-        if (ninferred == 0)
-            first_inferred = l;
-        ninferred++;
-        s->label = l;
     }
     free(mark);
     if (ninferred == 0)
@@ -911,8 +1249,10 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
         int same_burst = 0;
         for (size_t m = gat[i]; m < gend[i] && !same_burst; m++)
             same_burst = grp[m] != i && w->segs[grp[m]].label == next;
-        if (same_burst && allowed(w, (uint32_t)i, next))
-            s->label = next;
+        if (same_burst && allowed(w, (uint32_t)i, next) && set_label(w, (uint32_t)i, next) != 0) {
+            rc = FSC_ENOMEM;
+            goto out;
+        }
     }
     /* Fewest program actions: a burst that freed an inferred pool's
      * segments is that pool's release alone when its default-labelled
@@ -935,16 +1275,25 @@ static int label_segments(fsc_request_stream_t *rs, struct fsc__wpools *w)
             if (!unknown(q) || q->label != 0)
                 continue;
             any = 1;
-            q->label = NONE;
+            if (set_label(w, grp[m], NONE) != 0) {
+                rc = FSC_ENOMEM;
+                goto out;
+            }
             ok = allowed(w, grp[m], p->label);
-            q->label = 0;
+            if (set_label(w, grp[m], 0) != 0) {
+                rc = FSC_ENOMEM;
+                goto out;
+            }
         }
         if (!any || !ok)
             continue;
         for (size_t m = gat[i]; m < gend[i]; m++) {
             wp_seg_t *q = &w->segs[grp[m]];
-            if (unknown(q) && q->label == 0 && allowed(w, grp[m], p->label))
-                q->label = p->label;
+            if (unknown(q) && q->label == 0 && allowed(w, grp[m], p->label) &&
+                set_label(w, grp[m], p->label) != 0) {
+                rc = FSC_ENOMEM;
+                goto out;
+            }
         }
     }
 out:
