@@ -3,6 +3,8 @@
 inference of released private pools (analyzer/whatif/whatif_pools.c).
 
     python3 bench/make_pool_snapshots.py side P S OUT.pickle
+    python3 bench/make_pool_snapshots.py cached P S OUT.pickle
+    python3 bench/make_pool_snapshots.py alternate P S OUT.pickle
     python3 bench/make_pool_snapshots.py bursts N OUT.pickle
 
 side: P pools used one after another, none named in the snapshot. Each makes
@@ -11,6 +13,14 @@ while the earlier pools' free blocks stay unused, as only another pool's
 can; at the end every segment is released. Every segment is proved to share
 no pool with every segment of every earlier pool: about (P*S)^2/2 pairs.
 (tests/test_whatif_pools.c writes the same input for P=12, S=500.)
+
+cached: the same, but every pool after the first first caches S segments of
+40 MiB, then serves 2*S requests of 20 MiB from them (each block split in
+two): requests served from a cached block, not a new segment, that skip
+the earlier pools' better-fitting 20 MiB blocks.
+
+alternate: side, with the later pools' requests alternating between 20 and
+18 MiB: each request asks for another size than the one before.
 
 bursts: two such pools of 10 segments, released, then N cycles of one
 default-pool segment each: created, one request, freed, released (as a
@@ -27,31 +37,49 @@ BASE = 0x7F0000000000
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("side", "bursts"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("side", "cached", "alternate", "bursts"):
         sys.exit(__doc__.strip().split("\n\n")[1])
     ev = []
 
-    def e(action, addr):
-        ev.append({"action": action, "addr": addr, "size": 20 * MiB, "stream": 0,
+    def e(action, addr, size=20 * MiB):
+        ev.append({"action": action, "addr": addr, "size": size, "stream": 0,
                    "time_us": len(ev) + 1, "frames": []})
 
-    def pools(p_count, s_count):
+    def pools(p_count, s_count, mode="side"):
         segs = []
         for p in range(p_count):
-            mine = [BASE + (p * s_count + s) * 32 * MiB for s in range(s_count)]
-            for a in mine:
-                e("segment_alloc", a)
-                e("alloc", a)
-            for a in mine:
-                e("free_requested", a)
-                e("free_completed", a)
-            segs += mine
-        for a in segs:
-            e("segment_free", a)
+            mine = [BASE + (p * s_count + s) * 64 * MiB for s in range(s_count)]
+            if mode == "cached" and p > 0:
+                for a in mine:
+                    e("segment_alloc", a, 40 * MiB)
+                    e("alloc", a, 40 * MiB)
+                for a in mine:
+                    e("free_requested", a, 40 * MiB)
+                    e("free_completed", a, 40 * MiB)
+                for a in mine:
+                    e("alloc", a)
+                    e("alloc", a + 20 * MiB)
+                for a in mine:
+                    for b in (a, a + 20 * MiB):
+                        e("free_requested", b)
+                        e("free_completed", b)
+                segs += [(a, 40 * MiB) for a in mine]
+                continue
+            size = [18 * MiB if mode == "alternate" and p > 0 and s % 2 else 20 * MiB
+                    for s in range(s_count)]
+            for a, z in zip(mine, size):
+                e("segment_alloc", a, z)
+                e("alloc", a, z)
+            for a, z in zip(mine, size):
+                e("free_requested", a, z)
+                e("free_completed", a, z)
+            segs += list(zip(mine, size))
+        for a, z in segs:
+            e("segment_free", a, z)
         return len(segs)
 
-    if sys.argv[1] == "side":
-        pools(int(sys.argv[2]), int(sys.argv[3]))
+    if sys.argv[1] != "bursts":
+        pools(int(sys.argv[2]), int(sys.argv[3]), sys.argv[1])
         out = sys.argv[4]
     else:
         first = pools(2, 10)

@@ -432,6 +432,9 @@ static void test_report_per_pool(void)
 #define SIDE_POOLS 12
 #define SIDE_SEGS 500
 static int g_side_pools = SIDE_POOLS;
+/* Requests of the later pools alternate between 20 and 18 MiB: each asks
+ * for another size than the one before (test_pool_inference_bound). */
+static int g_side_alternate = 0;
 
 /* A snapshot of SIDE_POOLS pools used one after another, none named: each
  * makes SIDE_SEGS requests of 20 MiB, each in a segment of its own, then
@@ -445,7 +448,8 @@ static void write_side_by_side(const char *path)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fsc__pw_t *w = NULL;
     CU_ASSERT_EQUAL_FATAL(fsc__pw_open(f, &w), 0);
-    const uint64_t base = 0x7f0000000000ull, size = 20 * MiB;
+    const uint64_t base = 0x7f0000000000ull;
+    uint64_t size = 20 * MiB;
     int64_t t = 0;
     int n = 0;
     fsc__pw_dict_open(w);
@@ -475,17 +479,21 @@ static void write_side_by_side(const char *path)
     for (int p = 0; p < g_side_pools; p++) {
         for (int k = 0; k < SIDE_SEGS; k++) {
             uint64_t a = base + (uint64_t)(p * SIDE_SEGS + k) * 32 * MiB;
+            size = g_side_alternate && p > 0 && k % 2 == 1 ? 18 * MiB : 20 * MiB;
             SIDE_ENTRY("segment_alloc", a);
             SIDE_ENTRY("alloc", a);
         }
         for (int k = 0; k < SIDE_SEGS; k++) {
             uint64_t a = base + (uint64_t)(p * SIDE_SEGS + k) * 32 * MiB;
+            size = g_side_alternate && p > 0 && k % 2 == 1 ? 18 * MiB : 20 * MiB;
             SIDE_ENTRY("free_requested", a);
             SIDE_ENTRY("free_completed", a);
         }
     }
-    for (int k = 0; k < g_side_pools * SIDE_SEGS; k++)
+    for (int k = 0; k < g_side_pools * SIDE_SEGS; k++) {
+        size = g_side_alternate && k >= SIDE_SEGS && k % 2 == 1 ? 18 * MiB : 20 * MiB;
         SIDE_ENTRY("segment_free", base + (uint64_t)k * 32 * MiB);
+    }
 #undef SIDE_ENTRY
     fsc__pw_list_close(w);
     fsc__pw_list_close(w);
@@ -528,16 +536,37 @@ static void test_pools_side_by_side(void)
     unlink(snap);
 }
 
-/* The same input where every request skips every free block of the
- * earlier pools costs segments² steps and bits of evidence: past a bound
- * the inference stops collecting it, and says so. Here the bound is made
- * small (the knob tests use); two pools of 500 segments need 250 000
- * steps. Without it the same input is inferred and replayed exactly. */
+/* Each request of the second pool skips every free block of the first.
+ * Kept as one clique that each request joins, the evidence costs a step
+ * per change. Requests that alternate between two sizes defeat that (each
+ * set is walked again): segments² steps, past a bound the inference stops
+ * collecting evidence, and says so. Here the bound is made small (the
+ * knob tests use); two pools of 500 segments need 250 000 steps. Without
+ * it the same input is inferred and replayed exactly. */
 static void test_pool_inference_bound(void)
 {
     g_side_pools = 2;
     const char *snap = fsc_test_path("side2.pickle");
+    /* one size: no bound reached even with the small allowance */
     write_side_by_side(snap);
+    setenv("FRAGSCOPE_WHATIF_PAIR_STEPS", "1000", 1);
+    {
+        fsc_request_stream_t *rs = NULL;
+        fsc_err_t err = {0, ""};
+        fsc_request_stream_info_t info;
+        CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(snap, &rs, &err), 0);
+        fsc_request_stream_info(rs, &info);
+        CU_ASSERT_EQUAL(info.pool_inference_capped, 0);
+        CU_ASSERT_EQUAL(info.inferred_pools, 1);
+        fsc_whatif_verify_t v;
+        CU_ASSERT_EQUAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+        CU_ASSERT_TRUE(v.match);
+        fsc_request_stream_destroy(rs);
+    }
+    unsetenv("FRAGSCOPE_WHATIF_PAIR_STEPS");
+    g_side_alternate = 1;
+    write_side_by_side(snap);
+    g_side_alternate = 0;
     g_side_pools = SIDE_POOLS;
     fsc_request_stream_t *rs = NULL;
     fsc_err_t err = {0, ""};

@@ -48,7 +48,9 @@
  * has few pairs; one whose pools run side by side (each pool's requests
  * skipped the others' free blocks) has pairs between most of its
  * segments, which as bits cost nsegs^2 / 8 bytes in all (11 MB for
- * 9 500 segments, where a hash set of pairs took 3.5 GB).
+ * 9 500 segments, where a hash set of pairs took 3.5 GB). A request that
+ * skipped the free blocks of many segments keeps them as a clique instead
+ * (wp_clique_t, below), which later requests that skip the same set join.
  *
  * The model costs a tree lookup per allocation and a walk over the
  * segment's blocks per allocation and free (segments hold few blocks). It
@@ -199,14 +201,15 @@ struct fsc__wpools {
         int valid;
         uint8_t small;
         uint64_t stream, r;
+        int end_inf;  /* the range runs to the size class's end, */
+        wp_gap_t end; /* else up to this key (not included) */
         fsc__u64map_t cnt; /* segment + 1 -> its free blocks in the range */
         fsc__u64map_t zset; /* segment + 1 -> 1: the clique's skipped set */
         uint64_t ndiff;     /* segments in one of cnt's keys and zset, not both */
         uint32_t clique;
         struct wp_logent {
-            uint64_t stream, size;
+            uint64_t size;
             uint32_t seg;
-            uint8_t small;
             int8_t d;
         } *log;
         size_t nlog, cap_log;
@@ -405,17 +408,23 @@ static int fits(const fsc_alloc_config_t *c, uint64_t have, uint64_t r)
 
 /* ---- cliques: the segments a new segment's request skipped, kept once ---- */
 
+/* A free block's key in the cached range [(stream, class, r, 0), end). */
+static int in_range(const struct wp_cache *c, const wp_gap_t *g)
+{
+    return g->stream == c->stream && g->small == c->small && g->size >= c->r &&
+           (c->end_inf || gap_cmp(g, &c->end) < 0);
+}
+
 static void cache_log(struct fsc__wpools *w, const wp_gap_t *g, int d)
 {
     struct wp_cache *c = &w->wc;
-    if (!c->valid || c->overflow || g->stream != c->stream || g->small != c->small ||
-        g->size < c->r)
+    if (!c->valid || c->overflow || !in_range(c, g))
         return;
     if (FSC__VEC_RESERVE(c->log, c->cap_log, c->nlog + 1) != 0) {
         c->overflow = 1;
         return;
     }
-    c->log[c->nlog++] = (struct wp_logent){g->stream, g->size, g->seg, g->small, (int8_t)d};
+    c->log[c->nlog++] = (struct wp_logent){g->size, g->seg, (int8_t)d};
     if (c->nlog > WP_LOG_MIN && c->nlog > c->cnt.count)
         c->overflow = 1; /* walking again costs less than the log */
 }
@@ -470,8 +479,27 @@ static int budget_step(struct fsc__wpools *w)
     return !w->capped;
 }
 
-/* The cached set brought up to date from the log, or walked afresh. */
-static int cache_update(struct fsc__wpools *w, wp_gap_t *key, uint64_t r)
+/* Counts the fitting free blocks from `from` (a key) on, while before
+ * `to` (NULL: the size class's end), with sign d. */
+static int cache_walk(struct fsc__wpools *w, wp_gap_t *from, const wp_gap_t *to, int d)
+{
+    struct wp_cache *c = &w->wc;
+    for (wp_gap_t *g = RB_NFIND(fsc__wp_tree, &w->gaps, from);
+         g != NULL && g->stream == c->stream && g->small == c->small &&
+         (to == NULL || gap_cmp(g, to) < 0);
+         g = RB_NEXT(fsc__wp_tree, &w->gaps, g)) {
+        if (!budget_step(w))
+            return 0;
+        if (fits(&w->cfg, g->size, c->r) && cache_count(c, g->seg, d) != 0)
+            return FSC_ENOMEM;
+    }
+    return 0;
+}
+
+/* The cached set made that of the range [key, b) (b NULL: to the class's
+ * end): brought up to date from the log and its end moved, or walked
+ * afresh. */
+static int cache_update(struct fsc__wpools *w, wp_gap_t *key, uint64_t r, const wp_gap_t *b)
 {
     struct wp_cache *c = &w->wc;
     if (c->valid && !c->overflow && c->stream == key->stream && c->small == key->small &&
@@ -484,22 +512,32 @@ static int cache_update(struct fsc__wpools *w, wp_gap_t *key, uint64_t r)
                 return FSC_ENOMEM;
         }
         c->nlog = 0;
-        return 0;
+        int rc = 0;
+        if (b == NULL && !c->end_inf) {
+            rc = cache_walk(w, &c->end, NULL, 1); /* the range grows to the end */
+        } else if (b != NULL && c->end_inf) {
+            wp_gap_t from = *b;
+            rc = cache_walk(w, &from, NULL, -1); /* shrinks to b */
+        } else if (b != NULL && gap_cmp(b, &c->end) > 0) {
+            rc = cache_walk(w, &c->end, b, 1);
+        } else if (b != NULL && gap_cmp(b, &c->end) < 0) {
+            wp_gap_t from = *b;
+            rc = cache_walk(w, &from, &c->end, -1);
+        }
+        c->end_inf = b == NULL;
+        if (b != NULL)
+            c->end = *b;
+        return rc;
     }
     cache_reset(c);
-    for (wp_gap_t *g = RB_NFIND(fsc__wp_tree, &w->gaps, key);
-         g != NULL && g->stream == key->stream && g->small == key->small;
-         g = RB_NEXT(fsc__wp_tree, &w->gaps, g)) {
-        if (!budget_step(w))
-            return 0;
-        if (fits(&w->cfg, g->size, r) && cache_count(c, g->seg, 1) != 0)
-            return FSC_ENOMEM;
-    }
     c->valid = 1;
     c->stream = key->stream;
     c->small = key->small;
     c->r = r;
-    return 0;
+    c->end_inf = b == NULL;
+    if (b != NULL)
+        c->end = *b;
+    return cache_walk(w, key, b, 1);
 }
 
 static int mb_add(wp_seg_t *s, uint32_t v, size_t *bytes)
@@ -553,15 +591,17 @@ static int clique_new(struct fsc__wpools *w, uint32_t x)
     return 0;
 }
 
-/* A request that opened segment x skipped every free block that fits of
- * its stream and size class: x shares no pool with their segments. */
-static int new_segment_evidence(fsc_request_stream_t *rs, struct fsc__wpools *w, uint32_t x,
-                                wp_gap_t *key, uint64_t r)
+/* A request served from free block b of segment x (b NULL: from a new
+ * segment x) skipped every free block that fits of its stream and size
+ * class that best fit would take before b: x shares no pool with their
+ * segments. */
+static int skipped_evidence(fsc_request_stream_t *rs, struct fsc__wpools *w, uint32_t x,
+                            wp_gap_t *key, uint64_t r, const wp_gap_t *b)
 {
     struct wp_cache *c = &w->wc;
     if (w->capped)
         return 0;
-    if (cache_update(w, key, r) != 0)
+    if (cache_update(w, key, r, b) != 0)
         return FSC_ENOMEM;
     if (w->capped) {
         cache_reset(c);
@@ -663,19 +703,8 @@ static int on_alloc(fsc_request_stream_t *rs, struct fsc__wpools *w, const fsc_e
     int is_new = created == x && s->npc == 1;
     /* Free blocks a same-pool request would have taken instead. */
     wp_gap_t key = {.stream = s->stream, .small = r <= FSC_MiB, .size = r, .addr = 0};
-    if (is_new) {
-        if (new_segment_evidence(rs, w, x, &key, r) != 0)
-            return FSC_ENOMEM;
-    } else {
-        for (wp_gap_t *g = RB_NFIND(fsc__wp_tree, &w->gaps, &key);
-             g != NULL && g->stream == key.stream && g->small == key.small;
-             g = RB_NEXT(fsc__wp_tree, &w->gaps, g)) {
-            if (gap_cmp(g, b) >= 0 || !budget_step(w))
-                break;
-            if (g->seg != x && fits(&w->cfg, g->size, r) && add_pair(rs->wpools, x, g->seg) != 0)
-                return FSC_ENOMEM;
-        }
-    }
+    if (skipped_evidence(rs, w, x, &key, r, is_new ? NULL : b) != 0)
+        return FSC_ENOMEM;
     /* Carve the block out of the gap. */
     uint64_t rest = s->pc[k].size - ev->size;
     gap_drop(w, b);
