@@ -4,7 +4,7 @@ inference of released private pools (analyzer/whatif/whatif_pools.c).
 
     python3 bench/make_pool_snapshots.py side P S OUT.pickle
     python3 bench/make_pool_snapshots.py cached P S OUT.pickle
-    python3 bench/make_pool_snapshots.py alternate P S OUT.pickle
+    python3 bench/make_pool_snapshots.py cycle P S OUT.pickle
     python3 bench/make_pool_snapshots.py bursts N OUT.pickle
 
 side: P pools used one after another, none named in the snapshot. Each makes
@@ -19,8 +19,9 @@ cached: the same, but every pool after the first first caches S segments of
 two): requests served from a cached block, not a new segment, that skip
 the earlier pools' better-fitting 20 MiB blocks.
 
-alternate: side, with the later pools' requests alternating between 20 and
-18 MiB: each request asks for another size than the one before.
+cycle: side, with the later pools' requests cycling through six sizes, 20
+down to 10 MiB: each request asks for another size than the five before
+(more than what-if keeps sets for, so each is walked again).
 
 bursts: two such pools of 10 segments, released, then N cycles of one
 default-pool segment each: created, one request, freed, released (as a
@@ -37,7 +38,7 @@ BASE = 0x7F0000000000
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("side", "cached", "alternate", "bursts"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("side", "cached", "cycle", "bursts"):
         sys.exit(__doc__.strip().split("\n\n")[1])
     ev = []
 
@@ -65,7 +66,7 @@ def main():
                         e("free_completed", b)
                 segs += [(a, 40 * MiB) for a in mine]
                 continue
-            size = [18 * MiB if mode == "alternate" and p > 0 and s % 2 else 20 * MiB
+            size = [(20 - 2 * (s % 6)) * MiB if mode == "cycle" and p > 0 else 20 * MiB
                     for s in range(s_count)]
             for a, z in zip(mine, size):
                 e("segment_alloc", a, z)

@@ -432,8 +432,9 @@ static void test_report_per_pool(void)
 #define SIDE_POOLS 12
 #define SIDE_SEGS 500
 static int g_side_pools = SIDE_POOLS;
-/* Requests of the later pools alternate between 20 and 18 MiB: each asks
- * for another size than the one before (test_pool_inference_bound). */
+/* Requests of the later pools cycle through six sizes, 20 down to 10 MiB:
+ * each asks for another size than the five before, more than what-if
+ * keeps sets of skipped blocks for (test_pool_inference_bound). */
 static int g_side_alternate = 0;
 
 /* A snapshot of SIDE_POOLS pools used one after another, none named: each
@@ -479,19 +480,20 @@ static void write_side_by_side(const char *path)
     for (int p = 0; p < g_side_pools; p++) {
         for (int k = 0; k < SIDE_SEGS; k++) {
             uint64_t a = base + (uint64_t)(p * SIDE_SEGS + k) * 32 * MiB;
-            size = g_side_alternate && p > 0 && k % 2 == 1 ? 18 * MiB : 20 * MiB;
+            size = g_side_alternate && p > 0 ? (uint64_t)(20 - 2 * (k % 6)) * MiB : 20 * MiB;
             SIDE_ENTRY("segment_alloc", a);
             SIDE_ENTRY("alloc", a);
         }
         for (int k = 0; k < SIDE_SEGS; k++) {
             uint64_t a = base + (uint64_t)(p * SIDE_SEGS + k) * 32 * MiB;
-            size = g_side_alternate && p > 0 && k % 2 == 1 ? 18 * MiB : 20 * MiB;
+            size = g_side_alternate && p > 0 ? (uint64_t)(20 - 2 * (k % 6)) * MiB : 20 * MiB;
             SIDE_ENTRY("free_requested", a);
             SIDE_ENTRY("free_completed", a);
         }
     }
     for (int k = 0; k < g_side_pools * SIDE_SEGS; k++) {
-        size = g_side_alternate && k >= SIDE_SEGS && k % 2 == 1 ? 18 * MiB : 20 * MiB;
+        size = g_side_alternate && k >= SIDE_SEGS ? (uint64_t)(20 - 2 * ((k - SIDE_SEGS) % 6)) * MiB
+                                                  : 20 * MiB;
         SIDE_ENTRY("segment_free", base + (uint64_t)k * 32 * MiB);
     }
 #undef SIDE_ENTRY
@@ -538,9 +540,9 @@ static void test_pools_side_by_side(void)
 
 /* Each request of the second pool skips every free block of the first.
  * Kept as one clique that each request joins, the evidence costs a step
- * per change. Requests that alternate between two sizes defeat that (each
- * set is walked again): segments² steps, past a bound the inference stops
- * collecting evidence, and says so. Here the bound is made small (the
+ * per change. Requests that cycle through more sizes than what-if keeps
+ * sets for defeat that (each set is walked again): segments² steps, past
+ * a bound the inference stops collecting evidence, and says so. Here the bound is made small (the
  * knob tests use); two pools of 500 segments need 250 000 steps. Without
  * it the same input is inferred and replayed exactly. */
 static void test_pool_inference_bound(void)

@@ -70,8 +70,10 @@
 /* The pairs' budget (struct fsc__wpools): real recordings walk about one
  * free block per request (tests/data: at most 284 steps in all), and the
  * side-by-side stress inputs of docs/BENCHMARKS.md (9 500 segments of 38
- * pools: 45 M steps, 11 MB of rows) stay well inside it. */
-#define WP_WALK_FLOOR (1ull << 27)
+ * pools), whose skipped sets are kept as cliques, stay inside a quarter of
+ * it (the same results with a floor of 2^20). It was 2^27 before the
+ * cliques, which those inputs needed as pairs. */
+#define WP_WALK_FLOOR (1ull << 22)
 #define WP_WALK_PER_EVENT 64ull
 #define WP_ROW_BYTES ((size_t)256 << 20)
 /* A new segment's request that skipped free blocks of this many segments
@@ -79,6 +81,9 @@
 #define WP_CLIQUE_MIN 16u
 /* Changes since the cached walk, past which it is walked again. */
 #define WP_LOG_MIN 1024u
+/* Sets kept up to date at once, one per (stream, size class, request
+ * size): a program that alternates between a few sizes reuses each. */
+#define WP_CACHES 4
 /* Inferred pools get ids no PyTorch pool has (its ids are small counters). */
 #define INFERRED_BASE 0xfffffff000000000ull
 
@@ -199,6 +204,7 @@ struct fsc__wpools {
      * has changed since or is small. */
     struct wp_cache {
         int valid;
+        uint64_t used; /* when last used: the least recent goes first */
         uint8_t small;
         uint64_t stream, r;
         int end_inf;  /* the range runs to the size class's end, */
@@ -214,7 +220,8 @@ struct fsc__wpools {
         } *log;
         size_t nlog, cap_log;
         int overflow;
-    } wc;
+    } wc[WP_CACHES];
+    uint64_t wc_tick;
 };
 
 static int seg_index(const struct fsc__wpools *w, uint64_t base, uint32_t *out)
@@ -417,16 +424,18 @@ static int in_range(const struct wp_cache *c, const wp_gap_t *g)
 
 static void cache_log(struct fsc__wpools *w, const wp_gap_t *g, int d)
 {
-    struct wp_cache *c = &w->wc;
-    if (!c->valid || c->overflow || !in_range(c, g))
-        return;
-    if (FSC__VEC_RESERVE(c->log, c->cap_log, c->nlog + 1) != 0) {
-        c->overflow = 1;
-        return;
+    for (int k = 0; k < WP_CACHES; k++) {
+        struct wp_cache *c = &w->wc[k];
+        if (!c->valid || c->overflow || !in_range(c, g))
+            continue;
+        if (FSC__VEC_RESERVE(c->log, c->cap_log, c->nlog + 1) != 0) {
+            c->overflow = 1;
+            continue;
+        }
+        c->log[c->nlog++] = (struct wp_logent){g->size, g->seg, (int8_t)d};
+        if (c->nlog > WP_LOG_MIN && c->nlog > c->cnt.count)
+            c->overflow = 1; /* walking again costs less than the log */
     }
-    c->log[c->nlog++] = (struct wp_logent){g->size, g->seg, (int8_t)d};
-    if (c->nlog > WP_LOG_MIN && c->nlog > c->cnt.count)
-        c->overflow = 1; /* walking again costs less than the log */
 }
 
 static void cache_reset(struct wp_cache *c)
@@ -481,9 +490,9 @@ static int budget_step(struct fsc__wpools *w)
 
 /* Counts the fitting free blocks from `from` (a key) on, while before
  * `to` (NULL: the size class's end), with sign d. */
-static int cache_walk(struct fsc__wpools *w, wp_gap_t *from, const wp_gap_t *to, int d)
+static int cache_walk(struct fsc__wpools *w, struct wp_cache *c, wp_gap_t *from,
+                      const wp_gap_t *to, int d)
 {
-    struct wp_cache *c = &w->wc;
     for (wp_gap_t *g = RB_NFIND(fsc__wp_tree, &w->gaps, from);
          g != NULL && g->stream == c->stream && g->small == c->small &&
          (to == NULL || gap_cmp(g, to) < 0);
@@ -499,9 +508,22 @@ static int cache_walk(struct fsc__wpools *w, wp_gap_t *from, const wp_gap_t *to,
 /* The cached set made that of the range [key, b) (b NULL: to the class's
  * end): brought up to date from the log and its end moved, or walked
  * afresh. */
-static int cache_update(struct fsc__wpools *w, wp_gap_t *key, uint64_t r, const wp_gap_t *b)
+static int cache_update(struct fsc__wpools *w, wp_gap_t *key, uint64_t r, const wp_gap_t *b,
+                        struct wp_cache **out)
 {
-    struct wp_cache *c = &w->wc;
+    struct wp_cache *c = &w->wc[0];
+    for (int k = 0; k < WP_CACHES; k++) {
+        struct wp_cache *e = &w->wc[k];
+        if (e->valid && !e->overflow && e->stream == key->stream && e->small == key->small &&
+            e->r == r) {
+            c = e;
+            break;
+        }
+        if (!e->valid || e->overflow || (c->valid && !c->overflow && e->used < c->used))
+            c = e; /* the least recently used, or a free one */
+    }
+    c->used = ++w->wc_tick;
+    *out = c;
     if (c->valid && !c->overflow && c->stream == key->stream && c->small == key->small &&
         c->r == r) {
         for (size_t i = 0; i < c->nlog; i++) {
@@ -514,15 +536,15 @@ static int cache_update(struct fsc__wpools *w, wp_gap_t *key, uint64_t r, const 
         c->nlog = 0;
         int rc = 0;
         if (b == NULL && !c->end_inf) {
-            rc = cache_walk(w, &c->end, NULL, 1); /* the range grows to the end */
+            rc = cache_walk(w, c, &c->end, NULL, 1); /* the range grows to the end */
         } else if (b != NULL && c->end_inf) {
             wp_gap_t from = *b;
-            rc = cache_walk(w, &from, NULL, -1); /* shrinks to b */
+            rc = cache_walk(w, c, &from, NULL, -1); /* shrinks to b */
         } else if (b != NULL && gap_cmp(b, &c->end) > 0) {
-            rc = cache_walk(w, &c->end, b, 1);
+            rc = cache_walk(w, c, &c->end, b, 1);
         } else if (b != NULL && gap_cmp(b, &c->end) < 0) {
             wp_gap_t from = *b;
-            rc = cache_walk(w, &from, &c->end, -1);
+            rc = cache_walk(w, c, &from, &c->end, -1);
         }
         c->end_inf = b == NULL;
         if (b != NULL)
@@ -537,7 +559,7 @@ static int cache_update(struct fsc__wpools *w, wp_gap_t *key, uint64_t r, const 
     c->end_inf = b == NULL;
     if (b != NULL)
         c->end = *b;
-    return cache_walk(w, key, b, 1);
+    return cache_walk(w, c, key, b, 1);
 }
 
 static int mb_add(wp_seg_t *s, uint32_t v, size_t *bytes)
@@ -558,9 +580,8 @@ static int u32_cmp(const void *a, const void *b)
 }
 
 /* A clique of the cached set less x, the requester that found it. */
-static int clique_new(struct fsc__wpools *w, uint32_t x)
+static int clique_new(struct fsc__wpools *w, struct wp_cache *c, uint32_t x)
 {
-    struct wp_cache *c = &w->wc;
     if (w->ncl >= (NONE >> 1) || FSC__VEC_RESERVE(w->cl, w->cap_cl, w->ncl + 1) != 0)
         return FSC_ENOMEM;
     wp_clique_t *q = &w->cl[w->ncl];
@@ -598,10 +619,10 @@ static int clique_new(struct fsc__wpools *w, uint32_t x)
 static int skipped_evidence(fsc_request_stream_t *rs, struct fsc__wpools *w, uint32_t x,
                             wp_gap_t *key, uint64_t r, const wp_gap_t *b)
 {
-    struct wp_cache *c = &w->wc;
+    struct wp_cache *c = NULL;
     if (w->capped)
         return 0;
-    if (cache_update(w, key, r, b) != 0)
+    if (cache_update(w, key, r, b, &c) != 0)
         return FSC_ENOMEM;
     if (w->capped) {
         cache_reset(c);
@@ -620,7 +641,7 @@ static int skipped_evidence(fsc_request_stream_t *rs, struct fsc__wpools *w, uin
     int x_differs = c->clique != NONE && (fsc__u64map_get(&c->cnt, (uint64_t)x + 1, NULL) !=
                                           fsc__u64map_get(&c->zset, (uint64_t)x + 1, NULL));
     if (c->clique == NONE || c->ndiff != (uint64_t)x_differs)
-        if (clique_new(w, x) != 0)
+        if (clique_new(w, c, x) != 0)
             return FSC_ENOMEM;
     if (mb_add(&w->segs[x], c->clique << 1, &w->row_bytes) != 0)
         return FSC_ENOMEM;
@@ -843,9 +864,11 @@ static struct fsc__wpools *model_get(fsc_request_stream_t *rs)
         }
         fsc__u64map_init(&w->live);
         RB_INIT(&w->gaps);
-        fsc__u64map_init(&w->wc.cnt);
-        fsc__u64map_init(&w->wc.zset);
-        w->wc.clique = NONE;
+        for (int k = 0; k < WP_CACHES; k++) {
+            fsc__u64map_init(&w->wc[k].cnt);
+            fsc__u64map_init(&w->wc[k].zset);
+            w->wc[k].clique = NONE;
+        }
         w->last_alloc_seg = w->created = w->cur_seg = NONE;
         w->infer = rs->infer_pools;
         /* FRAGSCOPE_WHATIF_PAIR_STEPS: the walk's fixed allowance (tests) */
@@ -951,9 +974,11 @@ static void model_free(struct fsc__wpools *w)
         free(w->cl[i].lz.c);
     }
     free(w->cl);
-    fsc__u64map_free(&w->wc.cnt);
-    fsc__u64map_free(&w->wc.zset);
-    free(w->wc.log);
+    for (int k = 0; k < WP_CACHES; k++) {
+        fsc__u64map_free(&w->wc[k].cnt);
+        fsc__u64map_free(&w->wc[k].zset);
+        free(w->wc[k].log);
+    }
     wp_gap_t *g, *n;
     for (g = RB_MIN(fsc__wp_tree, &w->gaps); g != NULL; g = n) {
         n = RB_NEXT(fsc__wp_tree, &w->gaps, g);
