@@ -435,7 +435,7 @@ static int g_side_pools = SIDE_POOLS;
 /* Requests of the later pools cycle through six sizes, 20 down to 10 MiB:
  * each asks for another size than the five before, more than what-if
  * keeps sets of skipped blocks for (test_pool_inference_bound). */
-static int g_side_alternate = 0;
+static int g_side_cycle = 0;
 
 /* A snapshot of SIDE_POOLS pools used one after another, none named: each
  * makes SIDE_SEGS requests of 20 MiB, each in a segment of its own, then
@@ -480,19 +480,19 @@ static void write_side_by_side(const char *path)
     for (int p = 0; p < g_side_pools; p++) {
         for (int k = 0; k < SIDE_SEGS; k++) {
             uint64_t a = base + (uint64_t)(p * SIDE_SEGS + k) * 32 * MiB;
-            size = g_side_alternate && p > 0 ? (uint64_t)(20 - 2 * (k % 6)) * MiB : 20 * MiB;
+            size = g_side_cycle && p > 0 ? (uint64_t)(20 - 2 * (k % 6)) * MiB : 20 * MiB;
             SIDE_ENTRY("segment_alloc", a);
             SIDE_ENTRY("alloc", a);
         }
         for (int k = 0; k < SIDE_SEGS; k++) {
             uint64_t a = base + (uint64_t)(p * SIDE_SEGS + k) * 32 * MiB;
-            size = g_side_alternate && p > 0 ? (uint64_t)(20 - 2 * (k % 6)) * MiB : 20 * MiB;
+            size = g_side_cycle && p > 0 ? (uint64_t)(20 - 2 * (k % 6)) * MiB : 20 * MiB;
             SIDE_ENTRY("free_requested", a);
             SIDE_ENTRY("free_completed", a);
         }
     }
     for (int k = 0; k < g_side_pools * SIDE_SEGS; k++) {
-        size = g_side_alternate && k >= SIDE_SEGS ? (uint64_t)(20 - 2 * ((k - SIDE_SEGS) % 6)) * MiB
+        size = g_side_cycle && k >= SIDE_SEGS ? (uint64_t)(20 - 2 * ((k - SIDE_SEGS) % 6)) * MiB
                                                   : 20 * MiB;
         SIDE_ENTRY("segment_free", base + (uint64_t)k * 32 * MiB);
     }
@@ -545,6 +545,27 @@ static void test_pools_side_by_side(void)
  * a bound the inference stops collecting evidence, and says so. Here the bound is made small (the
  * knob tests use); two pools of 500 segments need 250 000 steps. Without
  * it the same input is inferred and replayed exactly. */
+/* Loads snap: its inference capped or not as told; uncapped, one pool
+ * inferred and (with verify) the replay exact. */
+static void expect_inference(const char *snap, int capped, int verify)
+{
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    fsc_request_stream_info_t info;
+    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(snap, &rs, &err), 0);
+    fsc_request_stream_info(rs, &info);
+    CU_ASSERT_EQUAL(info.pool_inference_capped, capped);
+    if (!capped) {
+        CU_ASSERT_EQUAL(info.inferred_pools, 1);
+    }
+    if (verify) {
+        fsc_whatif_verify_t v;
+        CU_ASSERT_EQUAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
+        CU_ASSERT_TRUE(v.match);
+    }
+    fsc_request_stream_destroy(rs);
+}
+
 static void test_pool_inference_bound(void)
 {
     g_side_pools = 2;
@@ -552,37 +573,16 @@ static void test_pool_inference_bound(void)
     /* one size: no bound reached even with the small allowance */
     write_side_by_side(snap);
     setenv("FRAGSCOPE_WHATIF_PAIR_STEPS", "1000", 1);
-    {
-        fsc_request_stream_t *rs = NULL;
-        fsc_err_t err = {0, ""};
-        fsc_request_stream_info_t info;
-        CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(snap, &rs, &err), 0);
-        fsc_request_stream_info(rs, &info);
-        CU_ASSERT_EQUAL(info.pool_inference_capped, 0);
-        CU_ASSERT_EQUAL(info.inferred_pools, 1);
-        fsc_whatif_verify_t v;
-        CU_ASSERT_EQUAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
-        CU_ASSERT_TRUE(v.match);
-        fsc_request_stream_destroy(rs);
-    }
+    expect_inference(snap, 0, 1);
     unsetenv("FRAGSCOPE_WHATIF_PAIR_STEPS");
-    g_side_alternate = 1;
+    /* six sizes in turn: exact with the allowance, capped with the small one */
+    g_side_cycle = 1;
     write_side_by_side(snap);
-    g_side_alternate = 0;
+    g_side_cycle = 0;
     g_side_pools = SIDE_POOLS;
-    fsc_request_stream_t *rs = NULL;
-    fsc_err_t err = {0, ""};
-    fsc_request_stream_info_t info;
-    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(snap, &rs, &err), 0);
-    fsc_request_stream_info(rs, &info);
-    CU_ASSERT_EQUAL(info.pool_inference_capped, 0);
-    CU_ASSERT_EQUAL(info.inferred_pools, 1);
-    fsc_request_stream_destroy(rs);
+    expect_inference(snap, 0, 0);
     setenv("FRAGSCOPE_WHATIF_PAIR_STEPS", "1000", 1);
-    CU_ASSERT_EQUAL_FATAL(fsc_request_stream_load(snap, &rs, &err), 0);
-    fsc_request_stream_info(rs, &info);
-    CU_ASSERT_EQUAL(info.pool_inference_capped, 1);
-    fsc_request_stream_destroy(rs);
+    expect_inference(snap, 1, 0);
     static char out[16384];
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --verify --format json",
                                 fsc_test_fragscope(), snap) <= 1,
