@@ -112,7 +112,7 @@ static int skip_file(const char *name)
 }
 
 /* One snapshot cut at CUTS points (every entry of a short history); one of
- * more than 4 MiB (the default ring's 100 000 entries) at BIG_CUTS points,
+ * more than 8 MiB (the default ring's 100 000 entries) at BIG_CUTS points,
  * to keep the suite's time. Adds to *cuts and *good. */
 static void cut_file(const char *path, size_t *files, size_t *cuts, size_t *good)
 {
@@ -122,7 +122,7 @@ static void cut_file(const char *path, size_t *files, size_t *cuts, size_t *good
         return;
     (*files)++;
     struct stat sb;
-    uint64_t cuts_here = stat(path, &sb) == 0 && sb.st_size > (4 << 20) ? BIG_CUTS : CUTS;
+    uint64_t cuts_here = stat(path, &sb) == 0 && sb.st_size > (8 << 20) ? BIG_CUTS : CUTS;
     uint64_t m = n - 1 < cuts_here ? n - 1 : cuts_here;
     for (uint64_t i = 1; i <= m; i++) {
         uint64_t k = m == n - 1 ? i : n * i / (m + 1);
