@@ -155,11 +155,12 @@ typedef struct wp_side {
 
 /* A clique of "different pool" pairs: every requester (members with side
  * 0) against every segment in z (side 1), itself excepted. A request that
- * opened a segment while many free blocks of the same size class would
- * have fitted skipped every one of them: pools used side by side make
- * each such request skip the same set again, so the set is kept once and
- * each request joins it, instead of a pair per skipped segment (the pairs
- * of the side-by-side inputs of docs/BENCHMARKS.md grew with segments^2). */
+ * opened a segment, or took a block, while many free blocks of the same
+ * size class would have fitted better skipped every one of them: pools
+ * used side by side make each such request skip the same set again, so
+ * the set is kept once and each request joins it, instead of a pair per
+ * skipped segment (the pairs of the side-by-side inputs of
+ * docs/BENCHMARKS.md grew with segments^2). */
 typedef struct wp_clique {
     uint32_t *z;
     size_t nz;
@@ -413,7 +414,7 @@ static int fits(const fsc_alloc_config_t *c, uint64_t have, uint64_t r)
     return 1;
 }
 
-/* ---- cliques: the segments a new segment's request skipped, kept once ---- */
+/* ---- cliques: the segments a request's best fit skipped, kept once ---- */
 
 /* A free block's key in the cached range [(stream, class, r, 0), end). */
 static int in_range(const struct wp_cache *c, const wp_gap_t *g)
