@@ -18,48 +18,17 @@
 #include "fragscope/source.h"
 #include "fragscope/whatif.h"
 #include "fsc_test.h"
-
-static cJSON *stats(const char *name)
-{
-    char path[256];
-    snprintf(path, sizeof path, "gpu/%s.stats.json", name);
-    char *s = fsc_test_slurp(fsc_test_data(path), NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    cJSON *j = cJSON_Parse(s);
-    free(s);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    return j;
-}
-
-static uint64_t stat_u64(cJSON *j, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    CU_ASSERT_PTR_NOT_NULL(v);
-    return v && cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : UINT64_MAX;
-}
-
-static fsc_request_stream_t *load(const char *name)
-{
-    char path[256];
-    snprintf(path, sizeof path, "gpu/%s.pickle", name);
-    fsc_request_stream_t *rs = NULL;
-    fsc_err_t err = {0, ""};
-    int rc = fsc_request_stream_load(fsc_test_data(path), &rs, &err);
-    if (rc != 0)
-        fprintf(stderr, "%s: %s\n", name, fsc_err_msg(&err));
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    return rs;
-}
+#include "fsc_test_gpu.h"
 
 /* a (uncapped, defaults) replayed under b's settings at b's cap (if b had
  * one) is b. */
 static void against(const char *a_name, const char *b_name, const char *config)
 {
-    fsc_request_stream_t *a = load(a_name), *b = load(b_name);
-    cJSON *st = stats(b_name);
+    fsc_request_stream_t *a = fsc_test_gpu_stream(a_name), *b = fsc_test_gpu_stream(b_name);
+    cJSON *st = fsc_test_gpu_stats(b_name);
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     if (cJSON_GetObjectItemCaseSensitive(st, "cap_bytes") != NULL)
-        o.capacity = stat_u64(st, "cap_bytes");
+        o.capacity = fsc_test_stat_u64(st, "cap_bytes");
     const cJSON *oc = cJSON_GetObjectItemCaseSensitive(st, "outcome");
     int b_oom = oc == NULL || (cJSON_IsString(oc) && strcmp(oc->valuestring, "oom") == 0);
     fsc_whatif_verify_t v;
@@ -79,7 +48,7 @@ static void against(const char *a_name, const char *b_name, const char *config)
     CU_ASSERT_EQUAL(v.first_request_diff, -1);
     CU_ASSERT_EQUAL(v.first_addr_mismatch, -1);
     /* every request b served, at b's address; PyTorch's own figures */
-    CU_ASSERT_EQUAL(v.allocs_compared, stat_u64(st, "allocation.all.allocated"));
+    CU_ASSERT_EQUAL(v.allocs_compared, fsc_test_stat_u64(st, "allocation.all.allocated"));
     CU_ASSERT_EQUAL(v.alloc_addr_matches, v.allocs_compared);
     CU_ASSERT_EQUAL(v.requests_compared, v.requests_b);
     if (b_oom) {
@@ -87,10 +56,10 @@ static void against(const char *a_name, const char *b_name, const char *config)
     } else {
         CU_ASSERT_EQUAL(v.requests_a, v.requests_b);
     }
-    CU_ASSERT_EQUAL(v.peak_reserved_got, stat_u64(st, "reserved_bytes.all.peak"));
-    CU_ASSERT_EQUAL(v.peak_allocated_got, stat_u64(st, "allocated_bytes.all.peak"));
+    CU_ASSERT_EQUAL(v.peak_reserved_got, fsc_test_stat_u64(st, "reserved_bytes.all.peak"));
+    CU_ASSERT_EQUAL(v.peak_allocated_got, fsc_test_stat_u64(st, "allocated_bytes.all.peak"));
     if (strstr(config, "expandable") == NULL)
-        CU_ASSERT_EQUAL(v.segments_got, stat_u64(st, "num_device_alloc"));
+        CU_ASSERT_EQUAL(v.segments_got, fsc_test_stat_u64(st, "num_device_alloc"));
     CU_ASSERT_EQUAL(v.oom_expected, b_oom);
     CU_ASSERT_EQUAL(v.oom_got, b_oom);
     cJSON_Delete(st);
@@ -179,8 +148,8 @@ static void test_rounding_pins(void)
         CU_ASSERT_EQUAL(fsc_alloc_round_size(&c, pins[i].requested), pins[i].recorded);
     }
     /* and the replay's OOM is at that request, the size the job asked */
-    fsc_request_stream_t *a = load("xset/ckpt_uncapped"),
-                         *b = load("xset/ckpt_cap0.75_roundup_power2_divisions_4");
+    fsc_request_stream_t *a = fsc_test_gpu_stream("xset/ckpt_uncapped"),
+                         *b = fsc_test_gpu_stream("xset/ckpt_cap0.75_roundup_power2_divisions_4");
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     o.capacity = 5721970180ull; /* its stats' cap_bytes */
     fsc_whatif_verify_t v;
@@ -196,7 +165,7 @@ static void test_rounding_pins(void)
  * the first request placed elsewhere, with its size and our rounding. */
 static void test_differs_names_request(void)
 {
-    fsc_request_stream_t *a = load("gpt2_uncapped"), *b = load("gpt2_cap0.80_default");
+    fsc_request_stream_t *a = fsc_test_gpu_stream("gpt2_uncapped"), *b = fsc_test_gpu_stream("gpt2_cap0.80_default");
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     o.capacity = 2ull << 40; /* far above: no OOM, so b's is not reproduced */
     fsc_whatif_verify_t v;
@@ -221,7 +190,7 @@ static void test_differs_names_request(void)
 /* Two different jobs part at their first request of other bytes. */
 static void test_other_job(void)
 {
-    fsc_request_stream_t *a = load("gpt2_uncapped"), *b = load("xset/ckpt_uncapped");
+    fsc_request_stream_t *a = fsc_test_gpu_stream("gpt2_uncapped"), *b = fsc_test_gpu_stream("xset/ckpt_uncapped");
     fsc_whatif_verify_t v;
     fsc_err_t err = {0, ""};
     CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify_against(a, b, NULL, NULL, &v, &err), 0);
@@ -391,10 +360,10 @@ static void check_advice(const fsc_suggestion_t *s, size_t n, const real_run_t *
         for (size_t k = 0; k < nreal; k++) {
             if (strcmp(s[i].config, real[k].config) != 0)
                 continue;
-            cJSON *st = stats(real[k].stats);
+            cJSON *st = fsc_test_gpu_stats(real[k].stats);
             const cJSON *o = cJSON_GetObjectItemCaseSensitive(st, "outcome");
             int real_oom = cJSON_IsString(o) && strcmp(o->valuestring, "oom") == 0;
-            int got_past = !real_oom || stat_u64(st, "allocation.all.allocated") > served;
+            int got_past = !real_oom || fsc_test_stat_u64(st, "allocation.all.allocated") > served;
             int depends = s[i].capacity_upper != 0 && s[i].avoids_at_lower != s[i].avoids_at_upper;
             if (s[i].helps) {
                 CU_ASSERT(s[i].avoids_oom);
@@ -442,12 +411,12 @@ static void advise(fsc_request_stream_t *rs, uint64_t cap, const real_run_t *rea
 
 static void test_advice_against_real_runs(void)
 {
-    fsc_request_stream_t *rs = load("gpt2_cap0.90_default");
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("gpt2_cap0.90_default");
     fsc_request_stream_info_t info;
     fsc_request_stream_info(rs, &info);
-    cJSON *st = stats("gpt2_cap0.90_default");
-    uint64_t cap = stat_u64(st, "cap_bytes");
-    uint64_t served = stat_u64(st, "allocation.all.allocated");
+    cJSON *st = fsc_test_gpu_stats("gpt2_cap0.90_default");
+    uint64_t cap = fsc_test_stat_u64(st, "cap_bytes");
+    uint64_t served = fsc_test_stat_u64(st, "allocation.all.allocated");
     cJSON_Delete(st);
     /* the cap it ran under lies in the range the recording allows */
     CU_ASSERT(info.capacity_lower <= cap && cap < info.capacity_upper);
@@ -482,7 +451,7 @@ static void test_boundary_advice(void)
         {"roundup_power2_divisions:4", "boundary/b_rp4_cap"},
         {"garbage_collection_threshold:0.6", "boundary/b_gc_cap"},
     };
-    fsc_request_stream_t *rs = load("boundary/b_defaults_cap");
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("boundary/b_defaults_cap");
     fsc_request_stream_info_t info;
     fsc_request_stream_info(rs, &info);
     const uint64_t cap = 4211081216ull;

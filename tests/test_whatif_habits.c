@@ -14,47 +14,16 @@
 
 #include "fragscope/whatif.h"
 #include "fsc_test.h"
+#include "fsc_test_gpu.h"
 
 #define MiB FSC_MiB
-
-static cJSON *stats(const char *name)
-{
-    char path[256];
-    snprintf(path, sizeof path, "gpu/%s.stats.json", name);
-    char *s = fsc_test_slurp(fsc_test_data(path), NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    cJSON *j = cJSON_Parse(s);
-    free(s);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    return j;
-}
-
-static uint64_t stat_u64(cJSON *j, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    CU_ASSERT_PTR_NOT_NULL(v);
-    return v && cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : UINT64_MAX;
-}
-
-static fsc_request_stream_t *load(const char *name)
-{
-    char path[256];
-    snprintf(path, sizeof path, "gpu/%s.pickle", name);
-    fsc_request_stream_t *rs = NULL;
-    fsc_err_t err = {0, ""};
-    int rc = fsc_request_stream_load(fsc_test_data(path), &rs, &err);
-    if (rc != 0)
-        fprintf(stderr, "%s: %s\n", name, fsc_err_msg(&err));
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    return rs;
-}
 
 /* The replay with the run's own settings gives every block address and
  * both peaks of the recording, and PyTorch's own peaks. */
 static void verify_exact(const char *name, uint64_t capacity)
 {
-    fsc_request_stream_t *rs = load(name);
-    cJSON *st = stats(name);
+    fsc_request_stream_t *rs = fsc_test_gpu_stream(name);
+    cJSON *st = fsc_test_gpu_stats(name);
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     o.capacity = capacity;
     fsc_whatif_verify_t v;
@@ -66,10 +35,10 @@ static void verify_exact(const char *name, uint64_t capacity)
                 (unsigned long long)v.alloc_addr_matches, (unsigned long long)v.allocs_compared);
     CU_ASSERT(v.match);
     CU_ASSERT_EQUAL(v.alloc_addr_matches, v.allocs_compared);
-    CU_ASSERT_EQUAL(v.allocs_compared, stat_u64(st, "allocation.all.allocated"));
-    CU_ASSERT_EQUAL(v.peak_reserved_got, stat_u64(st, "reserved_bytes.all.peak"));
-    CU_ASSERT_EQUAL(v.peak_allocated_got, stat_u64(st, "allocated_bytes.all.peak"));
-    CU_ASSERT_EQUAL(v.segments_got, stat_u64(st, "num_device_alloc"));
+    CU_ASSERT_EQUAL(v.allocs_compared, fsc_test_stat_u64(st, "allocation.all.allocated"));
+    CU_ASSERT_EQUAL(v.peak_reserved_got, fsc_test_stat_u64(st, "reserved_bytes.all.peak"));
+    CU_ASSERT_EQUAL(v.peak_allocated_got, fsc_test_stat_u64(st, "allocated_bytes.all.peak"));
+    CU_ASSERT_EQUAL(v.segments_got, fsc_test_stat_u64(st, "num_device_alloc"));
     cJSON_Delete(st);
     fsc_request_stream_destroy(rs);
 }
@@ -79,7 +48,7 @@ static void verify_exact(const char *name, uint64_t capacity)
 static void test_emptycache(void)
 {
     verify_exact("gpt2_emptycache", 0);
-    fsc_request_stream_t *rs = load("gpt2_emptycache");
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("gpt2_emptycache");
     fsc_request_stream_info_t info;
     fsc_request_stream_info(rs, &info);
     CU_ASSERT_EQUAL(info.inferred_empty_caches, 3);
@@ -91,7 +60,7 @@ static void test_emptycache(void)
 static void test_emptycache_expandable(void)
 {
     verify_exact("gpt2_emptycache_exp", 0);
-    fsc_request_stream_t *rs = load("gpt2_emptycache_exp");
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("gpt2_emptycache_exp");
     fsc_request_stream_info_t info;
     fsc_request_stream_info(rs, &info);
     CU_ASSERT_EQUAL(info.inferred_empty_caches, 3);
@@ -139,7 +108,7 @@ static void test_compile_reduce_overhead(void)
 static void test_oom_prefix(void)
 {
     verify_exact("gpt2_cap0.80_default", 0);
-    fsc_request_stream_t *rs = load("gpt2_cap0.80_default");
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("gpt2_cap0.80_default");
     fsc_request_stream_info_t info;
     fsc_request_stream_info(rs, &info);
     CU_ASSERT_EQUAL(info.ends_at_oom, 1);
@@ -166,7 +135,7 @@ static void test_oom_prefix(void)
  * both peaks, retries and OOMs as PyTorch counted them. */
 static void test_predicts_capped_runs(void)
 {
-    fsc_request_stream_t *rs = load("gpt2_uncapped");
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("gpt2_uncapped");
     static const char *const cfgs[] = {"", "expandable_segments:True",
                                        "garbage_collection_threshold:0.6",
                                        "max_split_size_mb:64"};
@@ -178,9 +147,9 @@ static void test_predicts_capped_runs(void)
     for (size_t c = 0; c < 2; c++) {
         char first[96];
         snprintf(first, sizeof first, "gpt2_cap%s_default", caps[c]);
-        cJSON *st0 = stats(first);
+        cJSON *st0 = fsc_test_gpu_stats(first);
         fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
-        o.capacity = stat_u64(st0, "cap_bytes");
+        o.capacity = fsc_test_stat_u64(st0, "cap_bytes");
         cJSON_Delete(st0);
         fsc_whatif_result_t r[4];
         fsc_err_t err = {0, ""};
@@ -188,18 +157,18 @@ static void test_predicts_capped_runs(void)
         for (size_t i = 0; i < 4; i++) {
             char name[96];
             snprintf(name, sizeof name, "gpt2_cap%s_%s", caps[c], names[i]);
-            cJSON *st = stats(name);
+            cJSON *st = fsc_test_gpu_stats(name);
             const cJSON *out = cJSON_GetObjectItemCaseSensitive(st, "outcome");
             int want_oom = cJSON_IsString(out) && strcmp(out->valuestring, "oom") == 0;
-            if (r[i].oom != want_oom || r[i].peak_reserved != stat_u64(st, "reserved_bytes.all.peak"))
+            if (r[i].oom != want_oom || r[i].peak_reserved != fsc_test_stat_u64(st, "reserved_bytes.all.peak"))
                 fprintf(stderr, "%s: predicted %s, %llu reserved\n", name,
                         r[i].oom ? "oom" : "ok", (unsigned long long)r[i].peak_reserved);
             CU_ASSERT_EQUAL(r[i].oom, want_oom);
             CU_ASSERT_EQUAL(r[i].run_complete, 1);
-            CU_ASSERT_EQUAL(r[i].peak_reserved, stat_u64(st, "reserved_bytes.all.peak"));
-            CU_ASSERT_EQUAL(r[i].peak_allocated, stat_u64(st, "allocated_bytes.all.peak"));
-            CU_ASSERT_EQUAL((uint64_t)r[i].num_alloc_retries, stat_u64(st, "num_alloc_retries"));
-            CU_ASSERT_EQUAL((uint64_t)r[i].num_ooms, stat_u64(st, "num_ooms"));
+            CU_ASSERT_EQUAL(r[i].peak_reserved, fsc_test_stat_u64(st, "reserved_bytes.all.peak"));
+            CU_ASSERT_EQUAL(r[i].peak_allocated, fsc_test_stat_u64(st, "allocated_bytes.all.peak"));
+            CU_ASSERT_EQUAL((uint64_t)r[i].num_alloc_retries, fsc_test_stat_u64(st, "num_alloc_retries"));
+            CU_ASSERT_EQUAL((uint64_t)r[i].num_ooms, fsc_test_stat_u64(st, "num_ooms"));
             ooms += want_oom;
             oks += !want_oom;
             cJSON_Delete(st);

@@ -25,42 +25,24 @@
 #include "fragscope/rundb.h"
 #include "fragscope/whatif.h"
 #include "fsc_test.h"
+#include "fsc_test_gpu.h"
 #include "pickle.h"
 
 #define MiB FSC_MiB
 
 static uint64_t stat_u64(const char *name, const char *key)
 {
-    char path[256];
-    snprintf(path, sizeof path, "gpu/%s.stats.json", name);
-    char *s = fsc_test_slurp(fsc_test_data(path), NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    cJSON *j = cJSON_Parse(s);
-    free(s);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    cJSON *j = fsc_test_gpu_stats(name);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
     uint64_t r = v && cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : UINT64_MAX;
     cJSON_Delete(j);
     return r;
 }
 
-static fsc_request_stream_t *load(const char *name)
-{
-    char path[256];
-    snprintf(path, sizeof path, "gpu/%s.pickle", name);
-    fsc_request_stream_t *rs = NULL;
-    fsc_err_t err = {0, ""};
-    int rc = fsc_request_stream_load(fsc_test_data(path), &rs, &err);
-    if (rc != 0)
-        fprintf(stderr, "%s: %s\n", name, fsc_err_msg(&err));
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    return rs;
-}
-
 /* Every block address, the segment sequence and PyTorch's own peaks. */
 static void verify_exact(const char *name)
 {
-    fsc_request_stream_t *rs = load(name);
+    fsc_request_stream_t *rs = fsc_test_gpu_stream(name);
     fsc_whatif_verify_t v;
     fsc_err_t err = {0, ""};
     CU_ASSERT_EQUAL_FATAL(fsc_whatif_verify(rs, NULL, &v, &err), 0);
@@ -75,7 +57,7 @@ static void verify_exact(const char *name)
 
 static void info_of(const char *name, fsc_request_stream_info_t *info)
 {
-    fsc_request_stream_t *rs = load(name);
+    fsc_request_stream_t *rs = fsc_test_gpu_stream(name);
     fsc_request_stream_info(rs, info);
     fsc_request_stream_destroy(rs);
 }
@@ -119,7 +101,7 @@ static void test_live_and_released_pool(void)
  * they get segments of their own instead (22 segments, no fallback). */
 static void test_use_on_oom_recording(void)
 {
-    fsc_request_stream_t *rs = load("mempool_oom");
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("mempool_oom");
     fsc_request_stream_info_t info;
     fsc_request_stream_info(rs, &info);
     CU_ASSERT_EQUAL(info.use_on_oom_pools, 1);

@@ -681,6 +681,24 @@ static void text_divergence(const fsc_whatif_verify_t *v, const char *other, FIL
                 fsc_event_type_name(v->got_type), v->got_size);
 }
 
+/* The segments (and where their sequence parts), both peaks and the
+ * addresses matched, of the replay against `theirs` ("the recording" or
+ * "the other"), whose figures are called `had` ("recorded", "in the
+ * other"). */
+static void text_figures(const fsc_whatif_verify_t *v, const char *had, const char *theirs,
+                         FILE *f)
+{
+    fprintf(f, "  segments       %" PRIu64 " %s, %" PRIu64 " replayed\n", v->segments_expected,
+            had, v->segments_got);
+    text_divergence(v, theirs, f);
+    fprintf(f, "  peak reserved  %" PRIu64 " %s, %" PRIu64 " replayed\n",
+            v->peak_reserved_expected, had, v->peak_reserved_got);
+    fprintf(f, "  peak allocated %" PRIu64 " %s, %" PRIu64 " replayed\n",
+            v->peak_allocated_expected, had, v->peak_allocated_got);
+    fprintf(f, "  block addresses matching %s: %" PRIu64 " of %" PRIu64 "\n", theirs,
+            v->alloc_addr_matches, v->allocs_compared);
+}
+
 static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_info_t *info,
                         int inferred, int json, FILE *f)
 {
@@ -732,15 +750,7 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                 fsc_size_format(info->capacity_upper, hi, sizeof hi));
     }
     print_pools_note(info, "  ", f);
-    fprintf(f, "  segments       %" PRIu64 " recorded, %" PRIu64 " replayed\n",
-            v->segments_expected, v->segments_got);
-    text_divergence(v, "the recording", f);
-    fprintf(f, "  peak reserved  %" PRIu64 " recorded, %" PRIu64 " replayed\n",
-            v->peak_reserved_expected, v->peak_reserved_got);
-    fprintf(f, "  peak allocated %" PRIu64 " recorded, %" PRIu64 " replayed\n",
-            v->peak_allocated_expected, v->peak_allocated_got);
-    fprintf(f, "  block addresses matching the recording: %" PRIu64 " of %" PRIu64 "\n",
-            v->alloc_addr_matches, v->allocs_compared);
+    text_figures(v, "recorded", "the recording", f);
     if (v->first_addr_mismatch >= 0) {
         fprintf(f, "  first address that differs: request %ld (recorded event %" PRIu64
                    "), recorded 0x%" PRIx64 ", ",
@@ -829,15 +839,7 @@ static int print_against(const fsc_whatif_verify_t *v, const char *other,
         fprintf(f, "  this recording ends first: the other's last %" PRIu64
                    " requests are not compared, and its peaks may lie among them\n",
                 v->requests_b - v->requests_compared);
-    fprintf(f, "  segments       %" PRIu64 " in the other, %" PRIu64 " replayed\n",
-            v->segments_expected, v->segments_got);
-    text_divergence(v, "the other", f);
-    fprintf(f, "  peak reserved  %" PRIu64 " in the other, %" PRIu64 " replayed\n",
-            v->peak_reserved_expected, v->peak_reserved_got);
-    fprintf(f, "  peak allocated %" PRIu64 " in the other, %" PRIu64 " replayed\n",
-            v->peak_allocated_expected, v->peak_allocated_got);
-    fprintf(f, "  block addresses matching the other: %" PRIu64 " of %" PRIu64 "\n",
-            v->alloc_addr_matches, v->allocs_compared);
+    text_figures(v, "in the other", "the other", f);
     if (v->first_addr_mismatch >= 0) {
         fprintf(f,
                 "  first request placed elsewhere: request %ld, %" PRIu64

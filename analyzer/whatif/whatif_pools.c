@@ -1139,8 +1139,10 @@ static int cliques_forbid(struct fsc__wpools *w, uint32_t s, uint32_t l, uint32_
         const wp_side_t *sd = side_of(w, g->mb[k], 1);
         for (size_t i = 0; i < sd->n; i++) {
             uint32_t n = sd->c[i].n;
-            if (n != 0 && sd->c[i].label == g->label)
-                n -= self_in_other(g, g->mb[k]) <= n ? self_in_other(g, g->mb[k]) : n;
+            if (n != 0 && sd->c[i].label == g->label) {
+                uint32_t self = self_in_other(g, g->mb[k]);
+                n -= self <= n ? self : n;
+            }
             if (n == 0)
                 continue;
             if (mark != NULL)

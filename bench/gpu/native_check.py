@@ -85,31 +85,41 @@ if "runs" in what:
     with cf.ThreadPoolExecutor(int(os.environ.get("NATIVE_PARALLEL", "6"))) as ex:
         list(ex.map(lambda j: run(j[0], j[1], conf=j[2], native=j[3], timeout=420), jobs))
 
-if "bench" in what:
-    # entry cost: a C++ raw_alloc/raw_delete loop, 3 entries a pair
-    code = r"""
+# The entry cost: a C++ raw_alloc/raw_delete loop, 3 entries a pair, best of
+# 5 runs, one process per tracker mode; "recorder_idle" is the recorder with
+# its thread idle during the loop (its blocks then come from malloc).
+ENTRY_CODE = r"""
 import json, sys, torch, fragscope_torch as f
 mode = sys.argv[1]; out = sys.argv[2]
 ext = f._build_native()
 torch.cuda.init(); torch.empty(1, device="cuda")
 if mode == "counter": ext.attach_counter()
-elif mode == "recorder": f.record(out + "/bench_rec.fstrace", verdict=False)
+elif mode.startswith("recorder"): f.record(out + "/bench_%s.fstrace" % mode, verdict=False)
 elif mode == "history": torch.cuda.memory._record_memory_history(max_entries=1_000_000, context=None)
 pairs = [ext.bench_pairs(200_000) for _ in range(5)]
 print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
 """
-    for rnd in range(2):
-        for mode in ("none", "counter", "recorder", "history"):
-            p = subprocess.run([sys.executable, "-c", code, mode, out], capture_output=True,
-                               text=True, timeout=200)
+ENTRY_ENV = {"recorder_idle": {"FRAGSCOPE_NATIVE_INTERVAL_MS": "600000"}}
+
+
+def entry_cost(name, modes, rounds):
+    for rnd in range(rounds):
+        for mode in modes:
+            p = subprocess.run([sys.executable, "-c", ENTRY_CODE, mode, out], capture_output=True,
+                               text=True, timeout=200,
+                               env=dict(os.environ, **ENTRY_ENV.get(mode, {})))
             try:
                 r = json.loads(p.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 r = {"mode": mode, "error": p.stderr[-1500:]}
-            r["name"] = "bench_entry"
+            r["name"] = name
             r["round"] = rnd
             log(r)
-    tr = os.path.join(out, "bench_rec.fstrace")
+
+
+if "bench" in what:
+    entry_cost("bench_entry", ("none", "counter", "recorder", "history"), 2)
+    tr = os.path.join(out, "bench_recorder.fstrace")
     if os.path.exists(tr):
         log({"name": "bench_trace_bytes", "bytes": os.path.getsize(tr)})
 
@@ -158,31 +168,8 @@ if "compile3" in what:
         list(ex.map(lambda a: series(*a), (("default", "w"), ("reduce-overhead", "wro"))))
 
 if "bench2" in what:
-    # the entry cost again, with the recorder's thread idle during the loop
-    # as a variant (its blocks then come from malloc, not from the thread)
-    code = r"""
-import json, sys, torch, fragscope_torch as f
-mode = sys.argv[1]; out = sys.argv[2]
-ext = f._build_native()
-torch.cuda.init(); torch.empty(1, device="cuda")
-if mode == "counter": ext.attach_counter()
-elif mode.startswith("recorder"): f.record(out + "/bench_%s.fstrace" % mode, verdict=False)
-elif mode == "history": torch.cuda.memory._record_memory_history(max_entries=1_000_000, context=None)
-pairs = [ext.bench_pairs(200_000) for _ in range(5)]
-print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
-"""
-    envs = {"recorder_idle": {"FRAGSCOPE_NATIVE_INTERVAL_MS": "600000"}}
-    for rnd in range(int(os.environ.get("BENCH_ROUNDS", "2"))):
-        for mode in ("none", "counter", "recorder", "recorder_idle", "history"):
-            p = subprocess.run([sys.executable, "-c", code, mode, out], capture_output=True,
-                               text=True, timeout=200, env=dict(os.environ, **envs.get(mode, {})))
-            try:
-                r = json.loads(p.stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                r = {"mode": mode, "error": p.stderr[-1500:]}
-            r["name"] = "bench_entry2"
-            r["round"] = rnd
-            log(r)
+    entry_cost("bench_entry2", ("none", "counter", "recorder", "recorder_idle", "history"),
+               int(os.environ.get("BENCH_ROUNDS", "2")))
 
 if "steps" in what:
     # step time of GPT-2 training, recorder on and off, alternated
