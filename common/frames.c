@@ -353,3 +353,26 @@ int fsc_frame_label_apart(const char *const *a, const size_t *alen, size_t na,
     free(y);
     return 0;
 }
+
+size_t fsc_frame_name(char *buf, size_t cap, const char *file, size_t file_len, uint64_t line,
+                      const char *function, size_t function_len)
+{
+    if (cap == 0)
+        return 0;
+    int flen = file != NULL ? (int)(file_len > 4000 ? 4000 : file_len) : 0;
+    int nlen = function != NULL ? (int)(function_len > 12000 ? 12000 : function_len) : 0;
+    int len;
+    if (flen == 0 && line == 0)
+        len = snprintf(buf, cap, "%.*s", nlen, nlen ? function : "");
+    else if (line > (uint64_t)INT64_MAX)
+        len = snprintf(buf, cap, "%.*s:?:%.*s", flen, flen ? file : "", nlen,
+                       nlen ? function : "");
+    else
+        len = snprintf(buf, cap, "%.*s:%llu:%.*s", flen, flen ? file : "",
+                       (unsigned long long)line, nlen, nlen ? function : "");
+    if (len < 0)
+        len = 0;
+    if ((size_t)len >= cap)
+        len = (int)cap - 1;
+    return (size_t)len;
+}

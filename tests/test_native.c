@@ -246,14 +246,14 @@ static void test_start_state(void)
 {
     const char *path = fsc_test_path("n3.fstrace");
     static const fsc_native_block_t b1[] = {
-        {0x30000000, 4 * MiB, 4 * MiB - 7, 1, 0},
-        {0x30400000, 6 * MiB, 0, 0, 0},
-        {0x30a00000, 2 * MiB, 2 * MiB, 0, 1},
-        {0x30c00000, 8 * MiB, 0, 0, 0},
+        {0x30000000, 4 * MiB, 4 * MiB - 7, 1, 0, 0},
+        {0x30400000, 6 * MiB, 0, 0, 0, 0},
+        {0x30a00000, 2 * MiB, 2 * MiB, 0, 1, 0},
+        {0x30c00000, 8 * MiB, 0, 0, 0, 0},
     };
     static const fsc_native_block_t b2[] = {
-        {0x40000000, 512, 100, 1, 0},
-        {0x40000200, 2 * MiB - 512, 0, 0, 0},
+        {0x40000000, 512, 100, 1, 0, 0},
+        {0x40000200, 2 * MiB - 512, 0, 0, 0, 0},
     };
     fsc_native_segment_t segs[] = {
         {0x40000000, 2 * MiB, 0, 0, 0, 0, b2, 2},
@@ -384,6 +384,114 @@ static void test_two_devices(void)
         CU_ASSERT_EQUAL(sum.peak_allocated, 8 * MiB);
         CU_ASSERT_EQUAL(sum.warnings, 0);
     }
+}
+
+/* The tag paths of a trace's alloc events, in order. */
+static int alloc_paths(const char *path, char paths[][512], int max)
+{
+    fsc_trace_reader_t *r = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_trace_open(path, &r, &err), 0);
+    fsc_event_t ev;
+    int k = 0;
+    while (fsc_trace_next(r, &ev) == 1 && k < max)
+        if (ev.type == FSC_EV_ALLOC)
+            fsc_trace_tag_path(r, ev.tag, paths[k++], 512);
+    fsc_trace_close(r);
+    return k;
+}
+
+static void push_flagged(fsc_native_t *n, int action, uint64_t addr, uint64_t size, int stack)
+{
+    fsc_native_entry_t e;
+    memset(&e, 0, sizeof e);
+    e.action = (uint8_t)action;
+    e.flags = stack ? FSC_NATIVE_F_STACK : 0;
+    e.tag = fsc_tag_current();
+    e.addr = addr;
+    e.size = size;
+    e.time = g_time += 1000;
+    CU_ASSERT_EQUAL(fsc_native_push(n, &e), 1);
+}
+
+#define FR(file, line, fn) {file, sizeof file - 1, fn, sizeof fn - 1, line}
+
+/* With _record_memory_history(stacks=...) on, an entry's stack comes after
+ * the entry: the device's later entries wait for it, then each event is
+ * tagged with its frames below the thread's tag, named as a snapshot's
+ * import names the same frames. */
+static void test_stacks(void)
+{
+    static const fsc_native_frame_t s_init[] = {FR("model.py", 7, "init"),
+                                                FR("train.py", 3, "<module>")};
+    static const fsc_native_frame_t s_fwd[] = {FR("gen.py", UINT64_MAX, "kernel"),
+                                               FR("", 0, "at::empty"),
+                                               FR("model.py", 12, "forward"),
+                                               FR("train.py", 3, "<module>")};
+    static const fsc_native_frame_t s_bwd[] = {FR("model.py", 20, "backward"),
+                                               FR("train.py", 3, "<module>")};
+    fsc_native_block_t b[] = {{0x50000000, 512, 100, 1, 0, 0}, {0x50000200, 2 * MiB - 512, 0, 0, 0, 0}};
+    b[0].tag = fsc_native_stack_node(s_init, 2);
+    CU_ASSERT_NOT_EQUAL(b[0].tag, 0);
+    fsc_native_segment_t seg = {0x50000000, 2 * MiB, 0, 0, 0, 0, b, 2};
+    const char *path = fsc_test_path("stk.fstrace");
+    fsc_native_t *n = open_native(path, 1);
+    begin(n, 0, 0, &seg, 1);
+    push_flagged(n, FSC_NATIVE_SEGMENT_ALLOC, 0x60000000, 20 * MiB, 0);
+    push_flagged(n, FSC_NATIVE_ALLOC, 0x60000000, 1 * MiB, 1);
+    push_flagged(n, FSC_NATIVE_ALLOC, 0x60100000, 2 * MiB, 0);
+    fsc_tag_push("step");
+    push_flagged(n, FSC_NATIVE_ALLOC, 0x60300000, 3 * MiB, 1);
+    fsc_tag_pop();
+    fsc_native_stats_t st;
+    CU_ASSERT_EQUAL(fsc_native_flush(n), 0);
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.entries, 1); /* the rest waits for the first stack */
+    uint32_t s1 = fsc_native_stack_node(s_fwd, 4);
+    CU_ASSERT_EQUAL(fsc_native_stacks(n, 0, &s1, 1), 0);
+    CU_ASSERT_EQUAL(fsc_native_flush(n), 0);
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.entries, 3);
+    uint32_t s2 = fsc_native_stack_node(s_bwd, 2);
+    CU_ASSERT_EQUAL(fsc_native_stacks(n, 0, &s2, 1), 0);
+    /* a stack that never comes: written at close with the thread's tag */
+    push_flagged(n, FSC_NATIVE_ALLOC, 0x60600000, 4 * MiB, 1);
+    CU_ASSERT_EQUAL(fsc_native_stacks(n, 1, &s2, 1), FSC_EINVAL);
+    CU_ASSERT_EQUAL(fsc_native_close(n), 0);
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.entries, 5);
+    CU_ASSERT_EQUAL(st.unnamed_stacks, 1);
+    CU_ASSERT_EQUAL(st.contradicted, 0);
+    fsc_native_destroy(n);
+    char p[8][512];
+    CU_ASSERT_EQUAL_FATAL(alloc_paths(path, p, 8), 5);
+    CU_ASSERT_STRING_EQUAL(p[0], "train.py:3:<module>/model.py:7:init");
+    CU_ASSERT_STRING_EQUAL(p[1], "train.py:3:<module>/model.py:12:forward/at::empty/gen.py:?:kernel");
+    CU_ASSERT_STRING_EQUAL(p[2], "");
+    CU_ASSERT_STRING_EQUAL(p[3], "step/train.py:3:<module>/model.py:20:backward");
+    CU_ASSERT_STRING_EQUAL(p[4], "");
+
+    /* the same frames in a snapshot import to the same tags */
+    const char *snap = fsc_test_path("stk.json");
+    FILE *f = fopen(snap, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "{\"segments\": [], \"device_traces\": [[{\"action\": \"segment_alloc\", \"addr\": "
+               "%d, \"size\": %llu, \"stream\": 0, \"time_us\": 1}, {\"action\": \"alloc\", "
+               "\"addr\": %d, \"size\": %llu, \"stream\": 0, \"time_us\": 2, \"frames\": ["
+               "{\"filename\": \"gen.py\", \"line\": 18446744073709551615, \"name\": \"kernel\"}, "
+               "{\"filename\": \"\", \"line\": 0, \"name\": \"at::empty\"}, "
+               "{\"filename\": \"model.py\", \"line\": 12, \"name\": \"forward\"}, "
+               "{\"filename\": \"train.py\", \"line\": 3, \"name\": \"<module>\"}]}]]}",
+            0x60000000, 20 * MiB, 0x60000000, 1 * MiB);
+    fclose(f);
+    const char *imp = fsc_test_path("stk.import.fstrace");
+    char out[4096];
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s import %s -o %s", fsc_test_fragscope(),
+                                      snap, imp),
+                          0);
+    char q[2][512];
+    CU_ASSERT_EQUAL_FATAL(alloc_paths(imp, q, 2), 1);
+    CU_ASSERT_STRING_EQUAL(q[0], p[1]);
 }
 
 /* An entry the model cannot place is counted and named, and the rest of
@@ -546,6 +654,8 @@ static const fsc_test_case_t tests[] = {
     {"the same entries as a snapshot import to the same events", test_same_as_snapshot},
     {"attached mid-run: the allocator's state first, what-if exact from it", test_start_state},
     {"two devices from two threads: every entry in its device's trace", test_two_devices},
+    {"stacks come after their entries: later entries wait, frames tag the events",
+     test_stacks},
     {"an entry the model cannot place is counted, the trace stays good", test_contradiction},
     {"H100 runs: the native trace and the same run's snapshot agree", test_gpu_runs},
     {NULL, NULL},

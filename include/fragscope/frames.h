@@ -41,6 +41,18 @@ typedef struct fsc_frame {
  * empty, line 0). */
 int fsc_frame_parse(const char *name, size_t len, fsc_frame_t *out);
 
+/* The tag name of a stack frame: "file:line:function", "file:?:function"
+ * when the line is not known (line > INT64_MAX: PyTorch writes 2^64 - 1 for
+ * generated code), and the plain "function" for a frame with no file and
+ * line 0 (how the exporter writes tags that are not frames). The file is
+ * cut at 4 000 bytes and the function at 12 000. Snapshot imports and the
+ * native recorder both name frames with it, so that a run's snapshot and
+ * its native trace have the same tags. Writes at most cap - 1 bytes and a
+ * NUL; returns the length written. */
+#define FSC_FRAME_NAME_MAX 16384
+size_t fsc_frame_name(char *buf, size_t cap, const char *file, size_t file_len, uint64_t line,
+                      const char *function, size_t function_len);
+
 /* What a frame is worth when naming a tag: */
 enum {
     FSC_FRAME_NOISE = 0,  /* dropped by the filter: interpreter, unwinder,

@@ -46,10 +46,19 @@ enum {
     FSC_NATIVE_USER_DEFINED = 9
 };
 
+/* fsc_native_entry_t.flags */
+enum {
+    /* PyTorch captured a stack with this entry
+     * (_record_memory_history(stacks=...) is on): its frames come later,
+     * through fsc_native_stacks, in the order of the device's entries that
+     * carry this flag. Until they come, the device's later entries wait. */
+    FSC_NATIVE_F_STACK = 1
+};
+
 /* One trace entry (48 bytes). */
 typedef struct fsc_native_entry {
     uint8_t action;   /* FSC_NATIVE_* */
-    uint8_t reserved0;
+    uint8_t flags;    /* FSC_NATIVE_F_* */
     uint16_t device;  /* CUDA device index */
     uint32_t tag;     /* fsc_tag_current() of the allocating thread; with a
                          compile context, that name pushed on it, so that
@@ -69,6 +78,7 @@ typedef struct fsc_native_block {
     uint64_t addr, size, requested;
     uint8_t allocated; /* 1 live; 0 free */
     uint8_t pending;   /* freed, the free waiting on other streams (active) */
+    uint32_t tag;      /* its stack (fsc_native_stack_node), 0 none */
 } fsc_native_block_t;
 
 typedef struct fsc_native_segment {
@@ -128,11 +138,41 @@ int fsc_native_begin_device(fsc_native_t *n, const fsc_native_device_t *d, fsc_e
 /* The hot path: copy e into its device's buffer. Called under the
  * device's allocator lock, so one thread at a time per device; takes no
  * lock, calls nothing but (rarely, every 1 024 entries) malloc. An entry
- * of a device that has not begun, or out of range, is counted as dropped. */
-void fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e);
+ * of a device that has not begun, or out of range, is counted as dropped.
+ * Returns 1 when the entry was kept, 0 when it was dropped (a dropped
+ * entry's stack must not be given to fsc_native_stacks). */
+int fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e);
 
-/* Convert every entry pushed so far and write the traces' buffers to
- * their files (write(2), no fsync). From any thread; the first error. */
+/* ---- stacks ------------------------------------------------------------------
+ * With _record_memory_history(stacks=...) on, PyTorch hands each entry the
+ * stack it captured; naming its frames needs the GIL, which the tracker
+ * must not take under the allocator's lock. So the tracker keeps the
+ * stack aside and flags the entry (FSC_NATIVE_F_STACK); a Python thread
+ * names the frames and hands the resulting tag nodes back in order; the
+ * entry's event is tagged with the frames below its thread's tag, as a
+ * snapshot's entry is tagged with its frames on import. */
+typedef struct fsc_native_frame {
+    const char *file;
+    size_t file_len;
+    const char *function;
+    size_t function_len;
+    uint64_t line; /* > INT64_MAX: not known */
+} fsc_native_frame_t;
+
+/* The process tag node of a stack, frames innermost first (as PyTorch
+ * symbolizes them), each named by fsc_frame_name below the frame that
+ * called it; 0 for no frames (or a full tag table: then the deepest frame
+ * that fit). Any thread. */
+uint32_t fsc_native_stack_node(const fsc_native_frame_t *frames, size_t nframes);
+
+/* The stacks (fsc_native_stack_node; 0 for one that could not be named) of
+ * device's next `count` entries flagged FSC_NATIVE_F_STACK, in order. Any
+ * thread. FSC_EINVAL for a device out of range, FSC_ENOMEM. */
+int fsc_native_stacks(fsc_native_t *n, int device, const uint32_t *nodes, size_t count);
+
+/* Convert every entry pushed so far (up to the first whose stack has not
+ * come) and write the traces' buffers to their files (write(2), no
+ * fsync). From any thread; the first error. */
 int fsc_native_flush(fsc_native_t *n);
 
 /* The path of device d's trace (NULL when it has not begun). */
@@ -144,12 +184,16 @@ typedef struct fsc_native_stats {
     uint64_t dropped;      /* pushed for a device that had not begun */
     uint64_t contradicted; /* entries the block model could not place (kept
                               out of the trace; the first is in message) */
+    uint64_t unnamed_stacks; /* entries written at close without the stack
+                                that was to come (thread's tag alone) */
     char message[FSC_ERR_MSG_MAX];
 } fsc_native_stats_t;
 
 void fsc_native_get_stats(fsc_native_t *n, fsc_native_stats_t *out);
 
 /* Flush, stop the thread, close every trace (end record); the first error.
+ * Entries still waiting for their stack are written with their thread's
+ * tag alone.
  * NULL ok. Entries pushed after this starts are dropped, and the memory
  * they would be copied into stays: PyTorch has no way to detach a tracker,
  * so it may still call in until the process ends. */

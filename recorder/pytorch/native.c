@@ -17,6 +17,11 @@
  * the events with their thread's tag node (fsc_recorder_write_thread_tag)
  * into the device's trace. It runs every flush_interval_ms, at once after
  * an OOM entry, and on fsc_native_flush (the OOM observer's).
+ *
+ * Stacks (FSC_NATIVE_F_STACK) come later than their entries, from a Python
+ * thread that names the frames (fsc_native_stacks); the thread converts a
+ * device's entries up to the first whose stack has not come, and goes on
+ * from there once it has.
  */
 #include "fragscope/native.h"
 
@@ -30,9 +35,11 @@
 #include <unistd.h>
 
 #include "fragscope/allocator.h"
+#include "fragscope/frames.h"
 #include "fragscope/recorder.h"
 #include "fsc/thread.h"
 #include "pytorch_internal.h"
+#include "../tags.h"
 
 #define FSC__NB_ENTRIES 1024u
 /* The most entries wait before they reach the trace's buffers (and its file
@@ -46,6 +53,14 @@
  * an entry in bench_native when the block last read was handed straight
  * back). */
 #define FSC__COOL_BLOCKS 32u
+/* (thread tag, stack) pairs whose joined tag node is remembered, a device */
+#define FSC__JOIN_SLOTS 1024u
+/* frames of a stack joined below a thread's tag (the rest are cut) */
+#define FSC__STACK_DEPTH 1024u
+
+typedef struct join_slot {
+    uint32_t tag, stack, node;
+} join_slot_t;
 
 typedef struct nblock {
     struct nblock *next;       /* published by the producer (release) */
@@ -74,6 +89,11 @@ typedef struct ndev {
      * (oldest first, linked through next) */
     nblock_t *cool_head, *cool_tail;
     uint32_t cool_len;
+    /* stacks handed back (fsc_native_stacks), not yet joined to their
+     * entries: stk[stk_head .. stk_len) */
+    uint32_t *stk;
+    size_t stk_head, stk_len, stk_cap;
+    join_slot_t *join;
     fsc_recorder_t *rec;
     fsc__pmodel_t m;
     fsc_alloc_config_t cfg;
@@ -100,7 +120,7 @@ struct fsc_native {
     pthread_cond_t cv;
     pthread_t thread;
     int has_thread, stop, wake;
-    uint64_t entries, events, contradicted;
+    uint64_t entries, events, contradicted, unnamed;
     char message[FSC_ERR_MSG_MAX];
     fsc_err_t err; /* first error of writing */
 };
@@ -152,6 +172,46 @@ static int marker(ndev_t *d, const char *text, uint32_t tag)
     ev.text_len = (uint32_t)strlen(text);
     ev.tag = tag;
     return on_event(d, &ev);
+}
+
+/* The tag node of stack `stack` (a path below the root) below the thread's
+ * tag `tag`: the stack's frame names interned again under tag. */
+static uint32_t join_stack(ndev_t *d, uint32_t tag, uint32_t stack)
+{
+    if (stack == 0)
+        return tag;
+    if (tag == 0)
+        return stack;
+    if (d->join == NULL && (d->join = calloc(FSC__JOIN_SLOTS, sizeof *d->join)) == NULL)
+        return tag;
+    join_slot_t *js = &d->join[((tag * 0x9e3779b1u) ^ stack) % FSC__JOIN_SLOTS];
+    if (js->tag == tag && js->stack == stack)
+        return js->node;
+    uint32_t path[FSC__STACK_DEPTH];
+    size_t k = 0;
+    for (uint32_t at = stack; at != 0 && k < FSC__STACK_DEPTH;) {
+        const char *name;
+        size_t len;
+        uint32_t parent;
+        if (fsc__tag_get(at, &parent, &name, &len) != 0)
+            break;
+        path[k++] = at;
+        at = parent;
+    }
+    uint32_t node = tag;
+    while (k-- > 0) {
+        const char *name;
+        size_t len;
+        uint32_t parent, id;
+        if (fsc__tag_get(path[k], &parent, &name, &len) != 0 ||
+            (id = fsc__tag_intern(node, name, len)) == 0)
+            break;
+        node = id;
+    }
+    js->tag = tag;
+    js->stack = stack;
+    js->node = node;
+    return node;
 }
 
 /* One entry, replayed through the block model. */
@@ -231,7 +291,7 @@ static nblock_t *spare_pop(ndev_t *d)
  * filled and left are read whenever the thread runs; the one it is filling
  * only when `all` (a flush, or the thread's timer), so that the two cores
  * rarely touch the same lines. */
-static void drain(fsc_native_t *n, ndev_t *d, int all)
+static void drain(fsc_native_t *n, ndev_t *d, int all, int final)
 {
     if (!__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE))
         return;
@@ -242,8 +302,23 @@ static void drain(fsc_native_t *n, ndev_t *d, int all)
             return;
         /* with next published, the count is final */
         uint32_t c = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
-        for (; d->rd < c; d->rd++)
-            apply(n, d, &b->e[d->rd]);
+        for (; d->rd < c; d->rd++) {
+            const fsc_native_entry_t *e = &b->e[d->rd];
+            if (!(e->flags & FSC_NATIVE_F_STACK)) {
+                apply(n, d, e);
+                continue;
+            }
+            /* its stack: the next one handed back; until it comes, wait
+             * (at close, the thread's tag alone) */
+            fsc_native_entry_t x = *e;
+            if (d->stk_head < d->stk_len)
+                x.tag = join_stack(d, e->tag, d->stk[d->stk_head++]);
+            else if (!final)
+                return;
+            else
+                n->unnamed++;
+            apply(n, d, &x);
+        }
         if (nx == NULL)
             return;
         d->head = nx;
@@ -263,10 +338,10 @@ static void drain(fsc_native_t *n, ndev_t *d, int all)
     }
 }
 
-static void drain_all(fsc_native_t *n, int all)
+static void drain_all(fsc_native_t *n, int all, int final)
 {
     for (int i = 0; i < n->ndev; i++)
-        drain(n, &n->dev[i], all);
+        drain(n, &n->dev[i], all, final);
 }
 
 static void *thread_main(void *arg)
@@ -283,7 +358,7 @@ static void *thread_main(void *arg)
         int all = now - last_all >= (uint64_t)FSC__PARTIAL_MS * 1000000u;
         if (all)
             last_all = now;
-        drain_all(n, all);
+        drain_all(n, all, 0);
         if (n->stop)
             break;
         if (!n->wake) {
@@ -302,17 +377,17 @@ static void *thread_main(void *arg)
 
 /* ---- the hot path ------------------------------------------------------------ */
 
-void fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e)
+int fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e)
 {
     if (e->device >= n->ndev) {
         __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
-        return;
+        return 0;
     }
     ndev_t *d = &n->dev[e->device];
     if (!__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&n->closed, __ATOMIC_RELAXED)) {
         __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
-        return;
+        return 0;
     }
     nblock_t *b = d->tail;
     uint32_t i = d->wpos;
@@ -320,7 +395,7 @@ void fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e)
         nblock_t *nb = spare_pop(d);
         if (nb == NULL && (nb = malloc(sizeof *nb)) == NULL) {
             __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
-            return;
+            return 0;
         }
         nb->next = NULL;
         nb->count = 0;
@@ -336,6 +411,59 @@ void fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e)
         __atomic_store_n(&n->wake, 1, __ATOMIC_RELAXED);
         pthread_cond_signal(&n->cv);
     }
+    return 1;
+}
+
+/* ---- stacks -------------------------------------------------------------------- */
+
+uint32_t fsc_native_stack_node(const fsc_native_frame_t *frames, size_t nframes)
+{
+    char name[FSC_FRAME_NAME_MAX];
+    uint32_t node = 0;
+    for (size_t i = nframes; i-- > 0;) { /* outermost first */
+        const fsc_native_frame_t *f = &frames[i];
+        size_t len = fsc_frame_name(name, sizeof name, f->file, f->file_len, f->line,
+                                    f->function, f->function_len);
+        uint32_t id = fsc__tag_intern(node, name, len);
+        if (id == 0)
+            break;
+        node = id;
+    }
+    return node;
+}
+
+int fsc_native_stacks(fsc_native_t *n, int device, const uint32_t *nodes, size_t count)
+{
+    if (n == NULL || device < 0 || device >= n->ndev || (count > 0 && nodes == NULL))
+        return FSC_EINVAL;
+    ndev_t *d = &n->dev[device];
+    pthread_mutex_lock(&n->mu);
+    int rc = 0;
+    if (d->stk_head == d->stk_len)
+        d->stk_head = d->stk_len = 0;
+    if (d->stk_len + count > d->stk_cap && d->stk_head > 0) { /* keep the waiting ones only */
+        memmove(d->stk, d->stk + d->stk_head, (d->stk_len - d->stk_head) * sizeof *d->stk);
+        d->stk_len -= d->stk_head;
+        d->stk_head = 0;
+    }
+    if (d->stk_len + count > d->stk_cap) {
+        size_t cap = d->stk_cap ? d->stk_cap : 1024;
+        while (cap < d->stk_len + count)
+            cap *= 2;
+        uint32_t *v = realloc(d->stk, cap * sizeof *v);
+        if (v == NULL)
+            rc = FSC_ENOMEM;
+        else {
+            d->stk = v;
+            d->stk_cap = cap;
+        }
+    }
+    if (rc == 0 && count > 0) {
+        memcpy(d->stk + d->stk_len, nodes, count * sizeof *nodes);
+        d->stk_len += count;
+    }
+    pthread_mutex_unlock(&n->mu);
+    return rc;
 }
 
 /* ---- open, begin, flush, close -------------------------------------------------- */
@@ -480,9 +608,9 @@ static int emit_start(ndev_t *d, const fsc_native_device_t *dv)
             if (!b->allocated && !b->pending)
                 continue;
             rc = fsc__pm_place(m, seg, a, b->size, b->requested ? b->requested : b->size,
-                               s->stream, 0);
+                               s->stream, b->tag);
             if (rc == 0 && b->pending)
-                rc = fsc__pm_free_requested(m, a, 0);
+                rc = fsc__pm_free_requested(m, a, b->tag);
         }
     }
     free(v);
@@ -564,7 +692,7 @@ int fsc_native_flush(fsc_native_t *n)
     if (n == NULL)
         return FSC_EINVAL;
     pthread_mutex_lock(&n->mu);
-    drain_all(n, 1);
+    drain_all(n, 1, 0);
     int rc = n->err.code;
     for (int i = 0; i < n->ndev; i++) {
         ndev_t *d = &n->dev[i];
@@ -596,6 +724,7 @@ void fsc_native_get_stats(fsc_native_t *n, fsc_native_stats_t *out)
     out->dropped = __atomic_load_n(&n->dropped, __ATOMIC_RELAXED);
     out->contradicted = n->contradicted;
     out->events = n->events;
+    out->unnamed_stacks = n->unnamed;
     snprintf(out->message, sizeof out->message, "%s", n->message);
     pthread_mutex_unlock(&n->mu);
 }
@@ -617,7 +746,7 @@ int fsc_native_close(fsc_native_t *n)
         pthread_join(n->thread, NULL);
     n->has_thread = 0;
     pthread_mutex_lock(&n->mu);
-    drain_all(n, 1);
+    drain_all(n, 1, 1);
     int rc = n->err.code;
     for (int i = 0; i < n->ndev; i++) {
         ndev_t *d = &n->dev[i];
@@ -652,6 +781,8 @@ void fsc_native_destroy(fsc_native_t *n)
             nx = b->next;
             free(b);
         }
+        free(n->dev[i].stk);
+        free(n->dev[i].join);
     }
     pthread_cond_destroy(&n->cv);
     pthread_mutex_destroy(&n->mu);

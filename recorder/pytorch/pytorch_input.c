@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fragscope/frames.h"
+
 #define ACT(name, act) {name, sizeof(name) - 1, act}
 static const struct {
     const char *name;
@@ -143,24 +145,14 @@ static int frames_tag(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t *out, in
         fsc__pv_int(lv, &line);
         if (unknown_line)
             im->st->unknown_lines++;
-        int flen =
-            (file && file->kind == FSC__PV_STR) ? (int)(file->len > 4000 ? 4000 : file->len) : 0;
-        int nlen = (fn && fn->kind == FSC__PV_STR) ? (int)(fn->len > 12000 ? 12000 : fn->len) : 0;
-        /* A frame without file and line is a plain tag (that is how the
-         * exporter writes tags that are not Python frames). */
-        int len = flen == 0 && line == 0 && !unknown_line
-                      ? snprintf(im->namebuf, sizeof im->namebuf, "%.*s", nlen, nlen ? fn->u.s : "")
-                  : unknown_line
-                      ? snprintf(im->namebuf, sizeof im->namebuf, "%.*s:?:%.*s", flen,
-                                 flen ? file->u.s : "", nlen, nlen ? fn->u.s : "")
-                      : snprintf(im->namebuf, sizeof im->namebuf, "%.*s:%lld:%.*s", flen,
-                                 flen ? file->u.s : "", (long long)line, nlen, nlen ? fn->u.s : "");
-        if (len < 0)
-            len = 0;
-        if ((size_t)len >= sizeof im->namebuf)
-            len = (int)sizeof im->namebuf - 1;
+        int has_file = file != NULL && file->kind == FSC__PV_STR;
+        int has_fn = fn != NULL && fn->kind == FSC__PV_STR;
+        size_t len = fsc_frame_name(im->namebuf, sizeof im->namebuf, has_file ? file->u.s : NULL,
+                                    has_file ? file->len : 0,
+                                    unknown_line || line < 0 ? UINT64_MAX : (uint64_t)line,
+                                    has_fn ? fn->u.s : NULL, has_fn ? fn->len : 0);
         uint32_t child = 0;
-        int rc = im->sink->tag(im->sink->ud, node, im->namebuf, (size_t)len, &child);
+        int rc = im->sink->tag(im->sink->ud, node, im->namebuf, len, &child);
         if (rc != 0)
             return fsc_err_set(im->err, rc, "%s: the tag consumer failed (%s)", im->path,
                                fsc_err_name(rc));
