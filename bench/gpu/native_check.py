@@ -5,7 +5,11 @@ run with and without fragscope, an OOM under a cap (its verdict), and the
 entry cost and step time measured against their baselines in the same call.
 
   python3 bench/gpu/native_check.py OUTDIR [runs] [bench] [steps] [bench2] [compile3]
+                                           [stacks] [bench_stacks]
     bench2    the entry cost, with the recorder's thread idle as a variant
+    stacks    runs with _record_memory_history's stacks (python, all) and the native
+              recorder: its tags are the stacks' frames, as the snapshot's
+    bench_stacks  the entry cost with history's Python stacks, without and with the recorder
     compile3  compiled GPT-2 (default, reduce-overhead) off/on alternated, inductor caches warm
 
 Needs the native recorder's files: FRAGSCOPE_NATIVE_SRC, _INCLUDE, _LIB and
@@ -96,6 +100,7 @@ torch.cuda.init(); torch.empty(1, device="cuda")
 if mode == "counter": ext.attach_counter()
 elif mode.startswith("recorder"): f.record(out + "/bench_%s.fstrace" % mode, verdict=False)
 elif mode == "history": torch.cuda.memory._record_memory_history(max_entries=1_000_000, context=None)
+if mode.endswith("_py"): torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="python")
 pairs = [ext.bench_pairs(200_000) for _ in range(5)]
 print(json.dumps({"mode": mode, "ns_per_pair": pairs, "best": min(pairs)}))
 """
@@ -171,11 +176,35 @@ if "bench2" in what:
     entry_cost("bench_entry2", ("none", "counter", "recorder", "recorder_idle", "history"),
                int(os.environ.get("BENCH_ROUNDS", "2")))
 
+if "stacks" in what:
+    import concurrent.futures as cf
+    t = time.time()
+    import fragscope_torch  # noqa: E402
+    fragscope_torch._build_native(verbose=False)
+    log({"name": "build_extension", "seconds": round(time.time() - t, 1)})
+    jobs = [
+        ("s_python", ["gpt2", "--steps", "3", "--no-watch"]),
+        ("s_all", ["gpt2", "--steps", "2", "--no-watch", "--stacks", "all"]),
+        ("s_watch", ["gpt2", "--steps", "3"]),
+        ("s_late", ["gpt2", "--steps", "3", "--no-watch", "--native-late"]),
+        ("s_oom", ["gpt2"] + GPT2 + ["--steps", "6", "--cap-gib", "6", "--no-watch"]),
+    ]
+    with cf.ThreadPoolExecutor(5) as ex:
+        list(ex.map(lambda j: run(j[0], j[1], timeout=400), jobs))
+
+if "bench_stacks" in what:
+    entry_cost("bench_stacks", ("history_py", "recorder_py"),
+               int(os.environ.get("BENCH_ROUNDS", "2")))
+
 if "steps" in what:
-    # step time of GPT-2 training, recorder on and off, alternated
+    # step time of GPT-2 training, recorder on and off, alternated; with
+    # STEP_MODES="off on hpy hpy_on", also with history's Python stacks
+    # (hpy) and with those and the recorder (hpy_on)
     code = r"""
 import json, sys, time, torch
-native = sys.argv[1] == "on"
+native = sys.argv[1] in ("on", "hpy_on")
+if sys.argv[1].startswith("hpy"):
+    torch.cuda.memory._record_memory_history(max_entries=100_000, stacks="python")
 if native:
     import fragscope_torch as f
     f.record(sys.argv[2] + "/steps.fstrace", verdict=False)
@@ -191,10 +220,11 @@ for i in range(20):
     m(ids, labels=ids).loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize(); ts.append(time.perf_counter() - t)
 ts = sorted(ts[5:])
-print(json.dumps({"native": native, "median_ms": 1e3 * ts[len(ts) // 2], "min_ms": 1e3 * ts[0]}))
+print(json.dumps({"mode": sys.argv[1], "native": native, "median_ms": 1e3 * ts[len(ts) // 2],
+                  "min_ms": 1e3 * ts[0]}))
 """
     for rnd in range(int(os.environ.get("STEP_ROUNDS", "2"))):
-        for mode in ("off", "on"):
+        for mode in os.environ.get("STEP_MODES", "off on").split():
             p = subprocess.run([sys.executable, "-c", code, mode, out], capture_output=True,
                                text=True, timeout=300)
             try:

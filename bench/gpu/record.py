@@ -66,6 +66,11 @@ ap.add_argument("--native", default="",
 ap.add_argument("--native-late", action="store_true",
                 help="with --native: start recording after the model is built and one step "
                      "ran (the allocator's state at that moment comes first)")
+ap.add_argument("--no-watch", action="store_true",
+                help="with --native: no module or optimizer tags (the native trace's tags are "
+                     "then the stacks alone, as the snapshot's)")
+ap.add_argument("--stacks", default="python", choices=["python", "all"],
+                help="_record_memory_history's stacks")
 ap.add_argument("--no-history", action="store_true",
                 help="do not call _record_memory_history (a run without a snapshot)")
 ap.add_argument("--shapes", type=int, default=2,
@@ -99,15 +104,20 @@ if args.native:
 
 
 def watch(model):
-    if _fsc is not None:
+    if _fsc is not None and not args.no_watch:
         _fsc.watch(model)
+
+
+def watch_optimizer(opt):
+    if _fsc is not None and not args.no_watch:
+        _fsc.watch_optimizer(opt)
 
 
 def start_history(**extra):
     """Start recording; keyword arguments this PyTorch lacks are dropped (and listed)."""
     if args.no_history:
         return
-    kw = dict(max_entries=args.max_entries, stacks="python", context="all")
+    kw = dict(max_entries=args.max_entries, stacks=args.stacks, context="all")
     kw.update(extra)
     dropped = []
     while True:
@@ -151,8 +161,7 @@ def train_gpt2(steps, ckpt=False, empty_every=0, annotate=False):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     if not args.native_late:
         watch(model)
-        if _fsc is not None:
-            _fsc.watch_optimizer(opt)
+        watch_optimizer(opt)
     if args.compile:
         model = torch.compile(model, mode=args.compile)
     info["lens"] = lens = lengths(steps)
@@ -163,7 +172,7 @@ def train_gpt2(steps, ckpt=False, empty_every=0, annotate=False):
         if args.native_late and step == 1:
             info["native_trace"] = _fsc.record(args.native)
             watch(model)
-            _fsc.watch_optimizer(opt)
+            watch_optimizer(opt)
         if set_meta:
             set_meta(json.dumps({"step": step, "seq_len": n}))
         ids = torch.randint(0, cfg.vocab_size, (args.batch, n), device=dev)
@@ -405,8 +414,7 @@ def scenario_moe():
     model = MoE().to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     watch(model)
-    if _fsc is not None:
-        _fsc.watch_optimizer(opt)
+    watch_optimizer(opt)
     rng = random.Random(args.seed)
     shapes = [(rng.randint(max(1, args.batch // 2), args.batch), rng.randint(args.min_len, args.max_len))
               for _ in range(args.steps or 10)]

@@ -9,17 +9,30 @@
 // lock: it calls nothing of PyTorch's, takes no GIL and no lock, and copies
 // one 48-byte entry. Everything else (opening traces, the allocator's state
 // at the start) happens in the functions Python calls.
+//
+// Stacks: with _record_memory_history(stacks=...) on, the entry carries the
+// stack PyTorch captured. Naming its frames needs the GIL, so the tracker
+// only keeps the stack (a shared_ptr copy, under a mutex of the device's
+// that nothing else holds for long) and flags the entry; drain_stacks, on a
+// Python thread of fragscope_torch's (and in flush and stop), names the
+// kept stacks with PyTorch's own symbolizer, as its snapshot does, and
+// hands their tag nodes back in the device's order.
 #include <torch/extension.h>
 
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/util/ApproximateClock.h>
 #include <cuda_runtime_api.h>
+#include <torch/csrc/profiler/combined_traceback.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -34,6 +47,18 @@ namespace {
 fsc_native_t *g_native = nullptr;
 std::atomic<bool> g_on{false};
 bool g_attached = false;
+
+// Stacks kept by the tracker, per device, in the order of their entries.
+struct StackQueue {
+    std::mutex mu;
+    std::vector<std::shared_ptr<c10::GatheredContext>> q;
+};
+std::unique_ptr<StackQueue[]> g_stacks;
+int g_ndev = 0;
+std::atomic<int64_t> g_pending{0};
+// One drain at a time: the order of a device's stacks is the order they
+// are handed back in.
+std::mutex g_drain_mu;
 
 // The tag node of a compile context under the thread's current tag: the
 // context's name pushed and popped (fsc_tag_push caches repeated names
@@ -51,8 +76,9 @@ void tracker(const CCA::TraceEntry &te)
     if (!g_on.load(std::memory_order_relaxed))
         return;
     fsc_native_entry_t e;
+    const bool stack = te.context_ != nullptr;
     e.action = static_cast<uint8_t>(te.action_);
-    e.reserved0 = 0;
+    e.flags = stack ? FSC_NATIVE_F_STACK : 0;
     e.device = static_cast<uint16_t>(te.device_);
     e.tag = te.compile_context_.empty() || te.compile_context_ == "N/A"
                 ? fsc_tag_current()
@@ -63,7 +89,94 @@ void tracker(const CCA::TraceEntry &te)
     e.time = static_cast<uint64_t>(te.time_.approx_t_);
     e.pool_id = (static_cast<uint64_t>(te.mempool_.first) << 32) |
                 static_cast<uint64_t>(te.mempool_.second & 0xffffffffu);
-    fsc_native_push(g_native, &e);
+    if (fsc_native_push(g_native, &e) && stack) {
+        StackQueue &sq = g_stacks[e.device]; // kept: the device is in range
+        std::lock_guard<std::mutex> g(sq.mu);
+        sq.q.push_back(te.context_);
+        g_pending.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+// Name the kept stacks of every device and hand them to the recorder, in
+// order. Called with the GIL held (PyTorch's symbolizer needs it for the
+// Python frames); the frames are interned with the GIL released.
+int64_t drain_stacks()
+{
+    if (g_native == nullptr)
+        return 0;
+    std::unique_lock<std::mutex> lk(g_drain_mu, std::defer_lock);
+    if (!lk.try_lock()) {
+        pybind11::gil_scoped_release nogil;
+        lk.lock();
+    }
+    int64_t total = 0;
+    for (int d = 0; d < g_ndev; d++) {
+        std::vector<std::shared_ptr<c10::GatheredContext>> v;
+        {
+            std::lock_guard<std::mutex> g(g_stacks[d].mu);
+            v.swap(g_stacks[d].q);
+        }
+        if (v.empty())
+            continue;
+        g_pending.fetch_sub(static_cast<int64_t>(v.size()), std::memory_order_relaxed);
+        std::vector<torch::CapturedTraceback *> tbs;
+        std::vector<int64_t> which(v.size(), -1);
+        for (size_t i = 0; i < v.size(); i++) {
+            auto *tb = dynamic_cast<torch::CapturedTraceback *>(v[i].get());
+            if (tb != nullptr) {
+                which[i] = static_cast<int64_t>(tbs.size());
+                tbs.push_back(tb);
+            }
+        }
+        torch::SymbolizedTracebacks sym = torch::symbolize(tbs);
+        std::vector<uint32_t> nodes(v.size(), 0);
+        {
+            pybind11::gil_scoped_release nogil;
+            // a training loop repeats its stacks: each is interned once a batch
+            std::map<std::vector<uint64_t>, uint32_t> memo;
+            std::vector<fsc_native_frame_t> fr;
+            for (size_t i = 0; i < v.size(); i++) {
+                if (which[i] < 0)
+                    continue;
+                const std::vector<uint64_t> &tb = sym.tracebacks[static_cast<size_t>(which[i])];
+                auto it = memo.find(tb);
+                if (it != memo.end()) {
+                    nodes[i] = it->second;
+                    continue;
+                }
+                fr.clear();
+                for (uint64_t j : tb) {
+                    const auto &f = sym.all_frames[j];
+                    fr.push_back({f.filename.data(), f.filename.size(), f.funcname.data(),
+                                  f.funcname.size(), static_cast<uint64_t>(f.lineno)});
+                }
+                nodes[i] = memo[tb] = fsc_native_stack_node(fr.data(), fr.size());
+            }
+            fsc_native_stacks(g_native, d, nodes.data(), nodes.size());
+        }
+        total += static_cast<int64_t>(v.size());
+        v.clear(); // the stacks released with the GIL held
+    }
+    return total;
+}
+
+// Wait up to ms (the GIL released) for kept stacks; how many there are.
+int64_t wait_stacks(int64_t ms)
+{
+    for (int64_t t = 0; t < ms && g_pending.load(std::memory_order_relaxed) == 0; t += 5)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return g_pending.load(std::memory_order_relaxed);
+}
+
+// The tag node of a stack given as (filename, line, name) tuples, innermost
+// first (a snapshot block's frames).
+uint32_t stack_node(const std::vector<std::tuple<std::string, uint64_t, std::string>> &frames)
+{
+    std::vector<fsc_native_frame_t> fr;
+    for (const auto &f : frames)
+        fr.push_back({std::get<0>(f).data(), std::get<0>(f).size(), std::get<2>(f).data(),
+                      std::get<2>(f).size(), std::get<1>(f)});
+    return fsc_native_stack_node(fr.data(), fr.size());
 }
 
 void check(int rc, const fsc_err_t &err, const char *what)
@@ -97,16 +210,19 @@ void open(const std::string &path, int64_t ring, int64_t devices, const std::str
     fsc_err_t err;
     std::memset(&err, 0, sizeof err);
     check(fsc_native_open(&o, &g_native, &err), err, "cannot open the native recorder");
+    g_ndev = static_cast<int>(devices);
+    g_stacks.reset(new StackQueue[static_cast<size_t>(devices)]);
 }
 
 // Begin a device: its facts and the state its allocator is in. segments:
 // (address, total_size, stream, pool_id, is_large, is_expandable, blocks)
-// with blocks (size, requested_size, allocated, active), from
-// torch.cuda.memory._snapshot()['segments'] of that device.
+// with blocks (size, requested_size, allocated, active, stack tag node),
+// from torch.cuda.memory._snapshot()['segments'] of that device.
 void begin_device(int64_t device, const std::string &name, int64_t total, int64_t free_bytes,
                   int64_t capacity, const std::string &config,
                   const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool,
-                                               std::vector<std::tuple<int64_t, int64_t, bool, bool>>>>
+                                               std::vector<std::tuple<int64_t, int64_t, bool, bool,
+                                                                      int64_t>>>>
                       &segments)
 {
     if (g_native == nullptr)
@@ -123,6 +239,7 @@ void begin_device(int64_t device, const std::string &name, int64_t total, int64_
             x.requested = static_cast<uint64_t>(std::get<1>(b));
             x.allocated = std::get<2>(b);
             x.pending = std::get<3>(b) && !std::get<2>(b);
+            x.tag = static_cast<uint32_t>(std::get<4>(b));
             blocks[i].push_back(x);
             at += x.size;
         }
@@ -165,19 +282,23 @@ void start()
 }
 
 // Stop copying entries and close the traces (the tracker stays attached,
-// doing nothing).
+// doing nothing). The stacks kept so far are named first.
 int64_t stop()
 {
     g_on.store(false);
     if (g_native == nullptr)
         return 0;
+    drain_stacks();
     int rc = fsc_native_close(g_native);
     return rc;
 }
 
 int64_t flush()
 {
-    return g_native != nullptr ? fsc_native_flush(g_native) : 0;
+    if (g_native == nullptr)
+        return 0;
+    drain_stacks();
+    return fsc_native_flush(g_native);
 }
 
 std::string trace_path(int64_t device)
@@ -256,6 +377,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
     m.def("flush", &flush);
     m.def("trace_path", &trace_path);
     m.def("stats", &stats);
+    m.def("drain_stacks", &drain_stacks);
+    m.def("wait_stacks", &wait_stacks, pybind11::call_guard<pybind11::gil_scoped_release>());
+    m.def("stack_node", &stack_node);
     m.def("bench_pairs", &bench_pairs);
     m.def("attach_counter", &attach_counter);
     m.def("counted", &counted);

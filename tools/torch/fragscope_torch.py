@@ -34,6 +34,7 @@ __all__ = ["record", "stop", "install", "watch", "watch_optimizer", "tag", "mark
 _lib = None      # the pluggable allocator's library (install)
 _native = None   # the native recorder's extension (record)
 _tags = None     # where tags and markers go: _TagLib over the one in use
+_stacks = None   # the thread that names the stacks entries carry: (thread, Event)
 
 
 def library_path():
@@ -138,16 +139,30 @@ def _alloc_conf():
     return ""
 
 
-def _segments_of(snapshot, device):
-    """The allocator's segments of one device, as the extension takes them."""
+def _segments_of(snapshot, device, stack_node=None):
+    """The allocator's segments of one device, as the extension takes them
+    (a block's frames, kept when history was on, as its tag node)."""
     out = []
+    nodes = {}
+
+    def tag_of(b):
+        frames = b.get("frames")
+        if not frames or stack_node is None:
+            return 0
+        key = tuple((f.get("filename", ""), int(f.get("line", 0)), f.get("name", ""))
+                    for f in frames)
+        if key not in nodes:
+            nodes[key] = stack_node(list(key))
+        return nodes[key]
+
     for s in snapshot:
         if s.get("device", 0) != device:
             continue
         pid = s.get("segment_pool_id") or (0, 0)
         blocks = [(b["size"], b.get("requested_size", b["size"]),
                    b.get("state") == "active_allocated",
-                   b.get("state") in ("active_allocated", "active_pending_free"))
+                   b.get("state") in ("active_allocated", "active_pending_free"),
+                   tag_of(b))
                   for b in s.get("blocks", [])]
         out.append((s["address"], s["total_size"], s.get("stream", 0),
                     (int(pid[0]) << 32) | (int(pid[1]) & 0xffffffff),
@@ -201,9 +216,10 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
                 frac = 1.0
         cap = int(frac * total) if frac < 1.0 else 0
         ext.begin_device(d, torch.cuda.get_device_name(d), int(total), int(free), cap, conf,
-                         _segments_of(snap or [], d))
+                         _segments_of(snap or [], d, ext.stack_node))
     ext.start()
     _native = ext
+    _start_stacks(ext)
     _tags = _TagLib(lambda b: ext.tag_push(b.decode()), ext.tag_pop,
                     lambda b: ext.mark(b.decode()))
     if verdict:
@@ -217,9 +233,34 @@ def _current_device():
     return torch.cuda.current_device() if torch.cuda.is_available() else 0
 
 
+def _start_stacks(ext):
+    """With _record_memory_history(stacks=...) on, entries carry stacks that
+    only a thread holding the GIL can name: this thread names them every
+    50 ms when there are some (the GIL is not taken while there are none)."""
+    global _stacks
+    done = threading.Event()
+
+    def run():
+        while not done.is_set():
+            try:
+                if ext.wait_stacks(50) > 0 and not done.is_set():
+                    ext.drain_stacks()
+            except Exception as e:  # noqa: BLE001 - a daemon thread must not die loudly
+                sys.stderr.write("fragscope: stacks will not be named: %s\n" % e)
+                return
+
+    t = threading.Thread(target=run, name="fragscope-stacks", daemon=True)
+    t.start()
+    _stacks = (t, done)
+
+
 def stop():
     """Stop recording and close the traces (also done at exit)."""
-    global _native
+    global _native, _stacks
+    if _stacks is not None:
+        _stacks[1].set()
+        _stacks[0].join(timeout=5)
+        _stacks = None
     if _native is not None:
         _native.stop()
         _native = None
