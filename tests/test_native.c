@@ -649,6 +649,93 @@ static void test_gpu_runs(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "cause: capacity"));
 }
 
+/* H200 runs with _record_memory_history(stacks=...) on as well: each
+ * native event is tagged with the frames PyTorch captured, named as the
+ * same run's snapshot names them, so the two give the same table of tags
+ * (blocks and bytes per call path); with stacks='all' the C++ frames too. */
+#define TAGS_Q "SELECT p.path, count(*), sum(b.size) FROM blocks b JOIN tag_paths p ON p.id = " \
+               "b.tag AND p.run = b.run GROUP BY 1 ORDER BY 1"
+static void test_gpu_stacks(void)
+{
+    static const struct {
+        const char *run;
+        int rows;
+    } runs[] = {{"s_python", 33}, {"s_all", 72}, {"s_oom", 24}};
+    char out[4096];
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char tr[600], pk[600], st[600];
+        snprintf(tr, sizeof tr, "%s%s.fstrace", fsc_test_data("gpu/native/"), runs[i].run);
+        snprintf(st, sizeof st, "%s%s.stats.json", fsc_test_data("gpu/native/"), runs[i].run);
+        snprintf(pk, sizeof pk, "gpu/native/%s.pickle", runs[i].run);
+        const char *snap = fsc_test_data_unzstd(pk);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(snap);
+        const char *dbn = fsc_test_path("sn.db"), *dbs = fsc_test_path("ss.db");
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
+                                          fsc_test_fragscope(), tr, dbn), 0);
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
+                                          fsc_test_fragscope(), snap, dbs), 0);
+        sum3_t a, b;
+        db_sum(dbn, &a);
+        db_sum(dbs, &b);
+        char *stats = fsc_test_slurp(st, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(stats);
+        CU_ASSERT_EQUAL(a.peak_alloc, stat_of(stats, "\"allocated_bytes.all.peak\""));
+        CU_ASSERT_EQUAL(a.peak_res, stat_of(stats, "\"reserved_bytes.all.peak\""));
+        free(stats);
+        CU_ASSERT_EQUAL(a.segs, b.segs);
+        CU_ASSERT_EQUAL(a.blocks, b.blocks);
+        const char *tn = fsc_test_path("sn.tags"), *ts = fsc_test_path("ss.tags");
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                    "sqlite3 %s '" TAGS_Q "' > %s && sqlite3 %s '" TAGS_Q
+                                    "' > %s && cmp %s %s && wc -l < %s",
+                                    dbn, tn, dbs, ts, tn, ts, tn),
+                        0);
+        CU_ASSERT_EQUAL(atoi(out), runs[i].rows);
+        if (strcmp(runs[i].run, "s_all") == 0) { /* C++ frames, kept apart from Python's */
+            CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                        "grep -c 'at::native::' %s", tn), 0);
+            CU_ASSERT_TRUE(atoi(out) > 10);
+        }
+    }
+    /* the OOM's verdict names the model's line that asked */
+    const char *db = fsc_test_path("sv.db");
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),
+                                      fsc_test_data("gpu/native/s_oom.fstrace"), db),
+                          0);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s --format verdict",
+                                fsc_test_fragscope(), db),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fragscope: out of memory on cuda:0 NVIDIA H200: 1.49 GiB "
+                                       "requested at linear.py:134 forward ← "
+                                       "modeling_gpt2.py:697 forward ← generic.py:939 wrapper\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cap 6.00 GiB"));
+    /* begun after a step: the live blocks of the start carry the frames the
+     * allocator's snapshot gave them (158 of 159; one was made by autograd's
+     * thread, which has no Python frames), and every tag is one of the
+     * whole run's snapshot */
+    const char *dbl = fsc_test_path("sl.db"), *dbw = fsc_test_path("sw.db");
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),
+                                      fsc_test_data("gpu/native/s_late.fstrace"), dbl),
+                          0);
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),
+                                      fsc_test_data_unzstd("gpu/native/s_late.pickle"), dbw),
+                          0);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                "sqlite3 %s 'SELECT count(*), sum(tag != 0) FROM blocks WHERE "
+                                "alloc_time_ns = (SELECT min(alloc_time_ns) FROM blocks)'",
+                                dbl),
+                    0);
+    CU_ASSERT_STRING_EQUAL(out, "159|158\n");
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                "sqlite3 %s 'SELECT DISTINCT path FROM tag_paths p JOIN blocks b "
+                                "ON p.id = b.tag AND p.run = b.run' | sort > %s.p && sqlite3 %s "
+                                "'SELECT DISTINCT path FROM tag_paths' | sort > %s.p && "
+                                "comm -23 %s.p %s.p | wc -l",
+                                dbl, dbl, dbw, dbw, dbl, dbw),
+                    0);
+    CU_ASSERT_STRING_EQUAL(out, "0\n");
+}
+
 static const fsc_test_case_t tests[] = {
     {"entries become the importer's events, the cap and device on the OOM", test_entries_to_events},
     {"the same entries as a snapshot import to the same events", test_same_as_snapshot},
@@ -658,6 +745,7 @@ static const fsc_test_case_t tests[] = {
      test_stacks},
     {"an entry the model cannot place is counted, the trace stays good", test_contradiction},
     {"H100 runs: the native trace and the same run's snapshot agree", test_gpu_runs},
+    {"H200 runs with history's stacks: the same tags as the snapshot's", test_gpu_stacks},
     {NULL, NULL},
 };
 
