@@ -564,6 +564,26 @@ static long long stat_of(const char *json, const char *key)
     return p ? atoll(p + 1) : -1;
 }
 
+/* A GPU run's native trace and its snapshot, both analyzed (into dbn and
+ * dbs), summed; *ra and *rr get memory_stats()'s peaks from STATS. */
+static void analyze_pair(const char *trace, const char *snap, const char *stats_path,
+                         const char *dbn, const char *dbs, sum3_t *a, sum3_t *b, long long *ra,
+                         long long *rr)
+{
+    char out[4096];
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
+                                      fsc_test_fragscope(), trace, dbn), 0);
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
+                                      fsc_test_fragscope(), snap, dbs), 0);
+    db_sum(dbn, a);
+    db_sum(dbs, b);
+    char *stats = fsc_test_slurp(stats_path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(stats);
+    *ra = stat_of(stats, "\"allocated_bytes.all.peak\"");
+    *rr = stat_of(stats, "\"reserved_bytes.all.peak\"");
+    free(stats);
+}
+
 static void test_gpu_runs(void)
 {
     static const char *const runs[] = {"n_plain",       "n_expandable", "n_graphed", "n_mempool_live",
@@ -576,19 +596,10 @@ static void test_gpu_runs(void)
         snprintf(pk, sizeof pk, "%s.pickle", base);
         snprintf(st, sizeof st, "%s.stats.json", base);
         snprintf(tr, sizeof tr, "%s.fstrace", base);
-        const char *dbn = fsc_test_path("gn.db"), *dbs = fsc_test_path("gs.db");
-        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
-                                          fsc_test_fragscope(), tr, dbn), 0);
-        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
-                                          fsc_test_fragscope(), pk, dbs), 0);
         sum3_t a, b;
-        db_sum(dbn, &a);
-        db_sum(dbs, &b);
-        char *stats = fsc_test_slurp(st, NULL);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(stats);
-        long long ra = stat_of(stats, "\"allocated_bytes.all.peak\"");
-        long long rr = stat_of(stats, "\"reserved_bytes.all.peak\"");
-        free(stats);
+        long long ra, rr;
+        analyze_pair(tr, pk, st, fsc_test_path("gn.db"), fsc_test_path("gs.db"), &a, &b, &ra,
+                     &rr);
         int late = strcmp(runs[i], "n_late") == 0;
         if (!late) {
             /* the whole run: memory_stats()'s peaks, the snapshot's tables */
@@ -670,18 +681,11 @@ static void test_gpu_stacks(void)
         const char *snap = fsc_test_data_unzstd(pk);
         CU_ASSERT_PTR_NOT_NULL_FATAL(snap);
         const char *dbn = fsc_test_path("sn.db"), *dbs = fsc_test_path("ss.db");
-        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
-                                          fsc_test_fragscope(), tr, dbn), 0);
-        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
-                                          fsc_test_fragscope(), snap, dbs), 0);
         sum3_t a, b;
-        db_sum(dbn, &a);
-        db_sum(dbs, &b);
-        char *stats = fsc_test_slurp(st, NULL);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(stats);
-        CU_ASSERT_EQUAL(a.peak_alloc, stat_of(stats, "\"allocated_bytes.all.peak\""));
-        CU_ASSERT_EQUAL(a.peak_res, stat_of(stats, "\"reserved_bytes.all.peak\""));
-        free(stats);
+        long long ra, rr;
+        analyze_pair(tr, snap, st, dbn, dbs, &a, &b, &ra, &rr);
+        CU_ASSERT_EQUAL(a.peak_alloc, ra);
+        CU_ASSERT_EQUAL(a.peak_res, rr);
         CU_ASSERT_EQUAL(a.segs, b.segs);
         CU_ASSERT_EQUAL(a.blocks, b.blocks);
         const char *tn = fsc_test_path("sn.tags"), *ts = fsc_test_path("ss.tags");

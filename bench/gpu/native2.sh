@@ -5,11 +5,8 @@
 # build in gpu-carry/. Results: $OUT/native2.tar.xz.
 set -u
 . bench/gpu/native_env.sh
-OUT=${OUT:-/tmp/fsc-out}
 R=/tmp/native2
-mkdir -p "$OUT" "$R"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$R/gpu.txt" 2>&1
-python3 -c 'import fragscope_torch as f; f._build_native(verbose=False)' > "$R/build.log" 2>&1
+native_prepare "$R"
 BENCH_ROUNDS=${BENCH_ROUNDS:-2} timeout 170 python3 bench/gpu/native_check.py "$R/b" bench2 > "$R/bench2.log" 2>&1
 timeout 250 python3 bench/gpu/native_check.py "$R/c" compile3 > "$R/compile3.log" 2>&1
 STEP_ROUNDS=${STEP_ROUNDS:-1} timeout 80 python3 bench/gpu/native_check.py "$R/s" steps > "$R/steps.log" 2>&1

@@ -5,12 +5,9 @@
 # STEP_ROUNDS rounds). Release build in gpu-carry/. Results: $OUT/cost_PART.tar.xz.
 set -u
 . bench/gpu/native_env.sh
-OUT=${OUT:-/tmp/fsc-out}
 part=${1:-entry}
 R=/tmp/cost_$part
-mkdir -p "$OUT" "$R"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$R/gpu.txt" 2>&1
-python3 -c 'import fragscope_torch as f; f._build_native(verbose=False)' > "$R/build.log" 2>&1 || tail -30 "$R/build.log"
+native_prepare "$R"
 if [ "$part" = entry ]; then
   BENCH_ROUNDS=${BENCH_ROUNDS:-4} timeout 540 python3 bench/gpu/native_check.py "$R/b" bench2 > "$R/log" 2>&1
 else

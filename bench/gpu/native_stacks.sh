@@ -6,11 +6,8 @@
 # (traces, snapshots, stats, stderr with the OOM verdict).
 set -u
 . bench/gpu/native_env.sh
-OUT=${OUT:-/tmp/fsc-out}
 R=/tmp/stacks
-mkdir -p "$OUT" "$R"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$R/gpu.txt" 2>&1
-python3 -c 'import fragscope_torch as f; f._build_native(verbose=False)' > "$R/build.log" 2>&1 || tail -30 "$R/build.log"
+native_prepare "$R"
 timeout 300 python3 bench/gpu/native_check.py "$R/s" stacks > "$R/stacks.log" 2>&1
 BENCH_ROUNDS=${BENCH_ROUNDS:-2} timeout 200 python3 bench/gpu/native_check.py "$R/b" bench_stacks > "$R/bench_stacks.log" 2>&1
 rm -f "$R"/b/*.fstrace
