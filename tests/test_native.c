@@ -159,6 +159,25 @@ static void test_entries_to_events(void)
         CU_ASSERT_TRUE(g.ev[i].time_ns >= g.ev[i - 1].time_ns);
 }
 
+/* A snapshot's JSON text written as NAME.json and imported; the trace's path. */
+static const char *import_json(const char *js, const char *name)
+{
+    char file[64];
+    snprintf(file, sizeof file, "%s.json", name);
+    const char *snap = fsc_test_path(file);
+    FILE *f = fopen(snap, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(js, f);
+    fclose(f);
+    snprintf(file, sizeof file, "%s.import.fstrace", name);
+    const char *imp = fsc_test_path(file);
+    char out[4096];
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s import %s -o %s", fsc_test_fragscope(),
+                                      snap, imp),
+                          0);
+    return imp;
+}
+
 /* The same entries through the snapshot importer give the same events:
  * one block model for both (pytorch_blocks.c). */
 static void test_same_as_snapshot(void)
@@ -204,16 +223,8 @@ static void test_same_as_snapshot(void)
     }
     snprintf(js + w, 8192 - w, "]]}");
     fsc_native_destroy(n);
-    const char *snap = fsc_test_path("n2.json");
-    FILE *f = fopen(snap, "w");
-    fputs(js, f);
-    fclose(f);
+    const char *imp = import_json(js, "n2");
     free(js);
-    const char *imp = fsc_test_path("n2.import.fstrace");
-    char out[4096];
-    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s import %s -o %s", fsc_test_fragscope(),
-                                      snap, imp),
-                          0);
     got_t a, b;
     read_trace(path, &a);
     read_trace(imp, &b);
@@ -472,23 +483,17 @@ static void test_stacks(void)
     CU_ASSERT_STRING_EQUAL(p[4], "");
 
     /* the same frames in a snapshot import to the same tags */
-    const char *snap = fsc_test_path("stk.json");
-    FILE *f = fopen(snap, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f, "{\"segments\": [], \"device_traces\": [[{\"action\": \"segment_alloc\", \"addr\": "
-               "%d, \"size\": %llu, \"stream\": 0, \"time_us\": 1}, {\"action\": \"alloc\", "
-               "\"addr\": %d, \"size\": %llu, \"stream\": 0, \"time_us\": 2, \"frames\": ["
-               "{\"filename\": \"gen.py\", \"line\": 18446744073709551615, \"name\": \"kernel\"}, "
-               "{\"filename\": \"\", \"line\": 0, \"name\": \"at::empty\"}, "
-               "{\"filename\": \"model.py\", \"line\": 12, \"name\": \"forward\"}, "
-               "{\"filename\": \"train.py\", \"line\": 3, \"name\": \"<module>\"}]}]]}",
-            0x60000000, 20 * MiB, 0x60000000, 1 * MiB);
-    fclose(f);
-    const char *imp = fsc_test_path("stk.import.fstrace");
-    char out[4096];
-    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s import %s -o %s", fsc_test_fragscope(),
-                                      snap, imp),
-                          0);
+    char js[1024];
+    snprintf(js, sizeof js,
+             "{\"segments\": [], \"device_traces\": [[{\"action\": \"segment_alloc\", \"addr\": "
+             "%d, \"size\": %llu, \"stream\": 0, \"time_us\": 1}, {\"action\": \"alloc\", "
+             "\"addr\": %d, \"size\": %llu, \"stream\": 0, \"time_us\": 2, \"frames\": ["
+             "{\"filename\": \"gen.py\", \"line\": 18446744073709551615, \"name\": \"kernel\"}, "
+             "{\"filename\": \"\", \"line\": 0, \"name\": \"at::empty\"}, "
+             "{\"filename\": \"model.py\", \"line\": 12, \"name\": \"forward\"}, "
+             "{\"filename\": \"train.py\", \"line\": 3, \"name\": \"<module>\"}]}]]}",
+             0x60000000, 20 * MiB, 0x60000000, 1 * MiB);
+    const char *imp = import_json(js, "stk");
     char q[2][512];
     CU_ASSERT_EQUAL_FATAL(alloc_paths(imp, q, 2), 1);
     CU_ASSERT_STRING_EQUAL(q[0], p[1]);
@@ -584,6 +589,18 @@ static void analyze_pair(const char *trace, const char *snap, const char *stats_
     free(stats);
 }
 
+/* The verdict `report --format verdict` prints for a test data trace. */
+static void verdict_of(const char *trace, char *out, size_t cap)
+{
+    const char *db = fsc_test_path("verdict.db");
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, cap, "%s analyze %s -o %s", fsc_test_fragscope(),
+                                      fsc_test_data(trace), db),
+                          0);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, cap, "%s report %s --format verdict", fsc_test_fragscope(),
+                                db),
+                    0);
+}
+
 static void test_gpu_runs(void)
 {
     static const char *const runs[] = {"n_plain",       "n_expandable", "n_graphed", "n_mempool_live",
@@ -647,13 +664,7 @@ static void test_gpu_runs(void)
                                 "GPT2LMHeadModel/transformer/h.5/attn|12\n"
                                 "optimizer.step|380\n");
     /* the OOM run: the cap is in the trace, and the verdict names it */
-    const char *db = fsc_test_path("gn.db");
-    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),
-                                      fsc_test_data("gpu/native/n_oom_cap.fstrace"), db),
-                          0);
-    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s --format verdict",
-                                fsc_test_fragscope(), db),
-                    0);
+    verdict_of("gpu/native/n_oom_cap.fstrace", out, sizeof out);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fragscope: out of memory on cuda:0 NVIDIA H100 80GB HBM3: "
                                        "1.49 GiB requested"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "cap 6.00 GiB"));
@@ -702,13 +713,7 @@ static void test_gpu_stacks(void)
         }
     }
     /* the OOM's verdict names the model's line that asked */
-    const char *db = fsc_test_path("sv.db");
-    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", fsc_test_fragscope(),
-                                      fsc_test_data("gpu/native/s_oom.fstrace"), db),
-                          0);
-    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s --format verdict",
-                                fsc_test_fragscope(), db),
-                    0);
+    verdict_of("gpu/native/s_oom.fstrace", out, sizeof out);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fragscope: out of memory on cuda:0 NVIDIA H200: 1.49 GiB "
                                        "requested at linear.py:134 forward ← "
                                        "modeling_gpt2.py:697 forward ← generic.py:939 wrapper\n"));
