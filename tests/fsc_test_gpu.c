@@ -8,16 +8,21 @@
 
 #include "fsc_test.h"
 
-cJSON *fsc_test_gpu_stats(const char *name)
+cJSON *fsc_test_data_json(const char *rel)
 {
-    char path[256];
-    snprintf(path, sizeof path, "gpu/%s.stats.json", name);
-    char *s = fsc_test_slurp(fsc_test_data(path), NULL);
+    char *s = fsc_test_slurp(fsc_test_data(rel), NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     cJSON *j = cJSON_Parse(s);
     free(s);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     return j;
+}
+
+cJSON *fsc_test_gpu_stats(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "gpu/%s.stats.json", name);
+    return fsc_test_data_json(path);
 }
 
 uint64_t fsc_test_stat_u64(const cJSON *j, const char *key)

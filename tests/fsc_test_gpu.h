@@ -10,6 +10,10 @@
 
 #include "fragscope/whatif.h"
 
+/* tests/data/REL, parsed as JSON (a fatal assertion when it is not there
+ * or not JSON); the caller frees it with cJSON_Delete. */
+cJSON *fsc_test_data_json(const char *rel);
+
 /* tests/data/gpu/NAME.stats.json, parsed (a fatal assertion when it is not
  * there or not JSON); the caller frees it with cJSON_Delete. */
 cJSON *fsc_test_gpu_stats(const char *name);

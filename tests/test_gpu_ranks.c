@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "fsc_test.h"
+#include "fsc_test_gpu.h"
 
 #define MiB (1024ll * 1024)
 #define PAGE (2 * MiB)
@@ -48,21 +49,11 @@ static int64_t num(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
 }
 
-static cJSON *read_json(const char *rel)
-{
-    char *text = fsc_test_slurp(fsc_test_data(rel), NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    return j;
-}
-
 static rank_facts_t read_facts(int rank)
 {
     char rel[64];
     snprintf(rel, sizeof rel, "gpu/ranks/pipe.run.r%d.json", rank);
-    cJSON *j = read_json(rel);
+    cJSON *j = fsc_test_data_json(rel);
     CU_ASSERT_EQUAL(num(j, "rank"), rank);
     CU_ASSERT_EQUAL(num(j, "world_size"), NRANKS);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "memory_stats");
@@ -144,7 +135,7 @@ static void test_peaks_are_each_process_stats(void)
 
 static void test_caps_make_rank1_least_headroom(void)
 {
-    cJSON *caps = read_json("gpu/ranks/caps.json");
+    cJSON *caps = fsc_test_data_json("gpu/ranks/caps.json");
     CU_ASSERT_EQUAL(num(caps, "least_headroom_rank"), 1);
     cJSON_Delete(caps);
     rank_facts_t f[NRANKS];

@@ -16,6 +16,7 @@
 #include "fragscope/source.h"
 #include "fragscope/whatif.h"
 #include "fsc_test.h"
+#include "fsc_test_gpu.h"
 
 #define MiB (1024ull * 1024)
 
@@ -560,20 +561,11 @@ static void db_sum(const char *db, sum3_t *s)
     s->blocks = (long long)(hb >> 1);
 }
 
-static long long stat_of(const char *json, const char *key)
-{
-    const char *p = strstr(json, key);
-    if (p == NULL)
-        return -1;
-    p = strchr(p, ':');
-    return p ? atoll(p + 1) : -1;
-}
-
 /* A GPU run's native trace and its snapshot, both analyzed (into dbn and
- * dbs), summed; *ra and *rr get memory_stats()'s peaks from STATS. */
-static void analyze_pair(const char *trace, const char *snap, const char *stats_path,
-                         const char *dbn, const char *dbs, sum3_t *a, sum3_t *b, long long *ra,
-                         long long *rr)
+ * dbs), summed; *ra and *rr get memory_stats()'s peaks from
+ * tests/data/gpu/RUN.stats.json. */
+static void analyze_pair(const char *trace, const char *snap, const char *run, const char *dbn,
+                         const char *dbs, sum3_t *a, sum3_t *b, long long *ra, long long *rr)
 {
     char out[4096];
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s",
@@ -582,11 +574,10 @@ static void analyze_pair(const char *trace, const char *snap, const char *stats_
                                       fsc_test_fragscope(), snap, dbs), 0);
     db_sum(dbn, a);
     db_sum(dbs, b);
-    char *stats = fsc_test_slurp(stats_path, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(stats);
-    *ra = stat_of(stats, "\"allocated_bytes.all.peak\"");
-    *rr = stat_of(stats, "\"reserved_bytes.all.peak\"");
-    free(stats);
+    cJSON *st = fsc_test_gpu_stats(run);
+    *ra = (long long)fsc_test_stat_u64(st, "allocated_bytes.all.peak");
+    *rr = (long long)fsc_test_stat_u64(st, "reserved_bytes.all.peak");
+    cJSON_Delete(st);
 }
 
 /* The verdict `report --format verdict` prints for a test data trace. */
@@ -611,7 +602,7 @@ static void test_gpu_runs(void)
         char base[512], tr[600], pk[600], st[600];
         snprintf(base, sizeof base, "%s%s", fsc_test_data("gpu/native/"), runs[i]);
         snprintf(pk, sizeof pk, "%s.pickle", base);
-        snprintf(st, sizeof st, "%s.stats.json", base);
+        snprintf(st, sizeof st, "native/%s", runs[i]);
         snprintf(tr, sizeof tr, "%s.fstrace", base);
         sum3_t a, b;
         long long ra, rr;
@@ -687,7 +678,7 @@ static void test_gpu_stacks(void)
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         char tr[600], pk[600], st[600];
         snprintf(tr, sizeof tr, "%s%s.fstrace", fsc_test_data("gpu/native/"), runs[i].run);
-        snprintf(st, sizeof st, "%s%s.stats.json", fsc_test_data("gpu/native/"), runs[i].run);
+        snprintf(st, sizeof st, "native/%s", runs[i].run);
         snprintf(pk, sizeof pk, "gpu/native/%s.pickle", runs[i].run);
         const char *snap = fsc_test_data_unzstd(pk);
         CU_ASSERT_PTR_NOT_NULL_FATAL(snap);
