@@ -40,9 +40,6 @@
 #include <cuda_runtime_api.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -106,8 +103,9 @@ std::string g_config;
 std::string g_manifest;
 bool g_late = false;
 
-// Append the trace's path to the manifest: one write of one line with
-// O_APPEND, so that the processes of a job can share the file.
+// Append the trace's path to the manifest: one line in append mode (one
+// write with O_APPEND), so that the processes of a job can share the file.
+// (<fcntl.h> stays out: its open() would hide this file's own.)
 void note_trace(int device)
 {
     if (g_manifest.empty() || g_native == nullptr)
@@ -116,12 +114,11 @@ void note_trace(int device)
     if (p == nullptr)
         return;
     std::string line = std::string(p) + "\n";
-    int fd = ::open(g_manifest.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
+    std::FILE *f = std::fopen(g_manifest.c_str(), "ae");
+    if (f == nullptr)
         return;
-    ssize_t w = ::write(fd, line.data(), line.size());
-    (void)w;
-    ::close(fd);
+    std::fwrite(line.data(), 1, line.size(), f);
+    std::fclose(f);
 }
 
 // Begin device `dev` at its first entry `te` (see the top). Its free bytes

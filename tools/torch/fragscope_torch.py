@@ -194,7 +194,9 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
 
     trace:   path of the trace (else $FRAGSCOPE_RECORD): one per device, the
              first device's at this path, another device D's with ".devD"
-             before ".fstrace"; "%r" and "%p" become the rank and the pid
+             before ".fstrace"; "%r" and "%p" become the rank and the pid;
+             in a distributed job, a path without "%r" gets ".rankN"
+             before ".fstrace"
     ring:    keep only the last N events of each device
     verdict: at an out-of-memory error, flush the trace and print fragscope's
              verdict (cause, bytes, call site, settings that would have
@@ -211,6 +213,7 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
     if not trace:
         raise ValueError("fragscope_torch.record: no trace path (give one, or set "
                          "FRAGSCOPE_RECORD)")
+    trace = _rank_path(str(trace))
     import torch
     ext = _build_native(verbose)
     # device_count() asks NVML first: it makes no CUDA context
@@ -257,6 +260,18 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
 
 
 _verdict_on = True
+
+
+def _rank_path(trace):
+    """In a distributed job (RANK, WORLD_SIZE > 1) a path that does not say
+    where the rank goes gets ".rank%r" before ".fstrace", as FRAGSCOPE_TRACE
+    does: the ranks would otherwise all ask for one file."""
+    rank, ws = os.environ.get("RANK", ""), os.environ.get("WORLD_SIZE", "")
+    if "%r" in trace or not rank.isdigit() or not ws.isdigit() or int(ws) < 2:
+        return trace
+    if trace.endswith(".fstrace"):
+        return trace[:-len(".fstrace")] + ".rank%r.fstrace"
+    return trace + ".rank%r"
 
 
 def _forked():
