@@ -383,16 +383,19 @@ static void shell_word(char *out, size_t cap, const char *s)
 }
 
 /* The traces the run's processes noted in the manifest, each once: a line
- * each, then the command that analyzes them. Returns how many. */
+ * each, then the command that analyzes them. Lines starting with '!' are
+ * processes that could not record (each said why on stderr). Returns how
+ * many traces. */
 static int report_manifest(const char *manifest, const char *cwd, const char *cmd0)
 {
     FILE *f = fopen(manifest, "r");
     char **seen = NULL;
-    int n = 0, cap = 0;
+    int n = 0, cap = 0, failed = 0;
     char line[PATH_MAX + 16];
     while (f != NULL && fgets(line, sizeof line, f) != NULL) {
         line[strcspn(line, "\n")] = '\0';
-        if (line[0] == '\0')
+        failed += line[0] == '!'; /* a process that could not record (it said why) */
+        if (line[0] == '\0' || line[0] == '!')
             continue;
         int dup = 0;
         for (int i = 0; i < n && !dup; i++)
@@ -415,12 +418,12 @@ static int report_manifest(const char *manifest, const char *cwd, const char *cm
         fclose(f);
     for (int i = 0; i < n; i++)
         summarize(seen[i], shown_path(seen[i], cwd), cmd0);
-    if (n == 0) {
+    if (n == 0 && failed == 0) {
         fprintf(stderr,
                 "fragscope record: %s recorded nothing: no process of it allocated CUDA memory "
                 "through PyTorch after importing torch\n",
                 cmd0);
-    } else {
+    } else if (n > 0) {
         /* the database beside the first trace */
         const char *first = shown_path(seen[0], cwd);
         char db[PATH_MAX + 16], w[2 * PATH_MAX];

@@ -397,6 +397,13 @@ def _autorecord_attach():
     if why is not None:
         sys.stderr.write("fragscope record: cannot record this program: %s\n" % why)
         sys.stderr.flush()
+        manifest = os.environ.get("FRAGSCOPE_RECORD_MANIFEST")
+        if manifest:  # the command's summary then says no more
+            try:
+                with open(manifest, "a") as f:
+                    f.write("!%s\n" % why)
+            except OSError:
+                pass
         raise SystemExit(2)
 
 
