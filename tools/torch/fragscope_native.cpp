@@ -126,6 +126,11 @@ void note_trace(int device)
 // already when PyTorch built the entry.
 void begin_late(int dev, const CCA::TraceEntry &te)
 {
+    // A first entry made while a CUDA graph is being captured must not
+    // invalidate the capture: the queries run in relaxed capture mode, as
+    // PyTorch's allocator runs its own cudaMalloc then.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
     int prev = -1;
     bool moved = cudaGetDevice(&prev) == cudaSuccess && prev != dev &&
                  cudaSetDevice(dev) == cudaSuccess;
@@ -136,6 +141,7 @@ void begin_late(int dev, const CCA::TraceEntry &te)
               cudaMemGetInfo(&free_b, &total) == cudaSuccess;
     if (moved)
         cudaSetDevice(prev);
+    cudaThreadExchangeStreamCaptureMode(&mode);
     if (!ok) {
         cudaGetLastError(); // the error is ours, not the program's
         std::fprintf(stderr, "fragscope: device %d not recorded: the CUDA runtime gave no "
@@ -244,9 +250,13 @@ int64_t drain_stacks()
                 blocked = true;
             sq.oom_nodes.erase(sq.oom_nodes.begin(),
                                sq.oom_nodes.begin() + static_cast<std::ptrdiff_t>(sites.size()));
-            v.assign(std::make_move_iterator(sq.q.begin()),
-                     std::make_move_iterator(sq.q.begin() + static_cast<std::ptrdiff_t>(k)));
-            sq.q.erase(sq.q.begin(), sq.q.begin() + static_cast<std::ptrdiff_t>(k));
+            if (k == sq.q.size()) { // the usual case: all of it, no copy under the lock
+                v.swap(sq.q);
+            } else {
+                v.assign(std::make_move_iterator(sq.q.begin()),
+                         std::make_move_iterator(sq.q.begin() + static_cast<std::ptrdiff_t>(k)));
+                sq.q.erase(sq.q.begin(), sq.q.begin() + static_cast<std::ptrdiff_t>(k));
+            }
         }
         if (v.empty())
             continue;
@@ -299,13 +309,15 @@ int64_t drain_stacks()
 }
 
 // Wait up to ms (the GIL released) for kept stacks; how many there are.
+// While a drain is held back by a call site still to come, the whole ms
+// (so a blocked queue is tried again at most every ms, not in a loop).
 int64_t wait_stacks(int64_t ms)
 {
     for (int64_t t = 0; t < ms && (g_pending.load(std::memory_order_relaxed) == 0 ||
                                    g_blocked.load(std::memory_order_relaxed));
          t += 5)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return g_blocked.load(std::memory_order_relaxed) ? 0 : g_pending.load(std::memory_order_relaxed);
+    return g_pending.load(std::memory_order_relaxed);
 }
 
 // The tag node of a stack given as (filename, line, name) tuples, innermost
