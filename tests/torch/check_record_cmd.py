@@ -136,8 +136,12 @@ check(os.path.isfile(trace), "the trace is there", p.stderr)
 simple = write("simple.py", "import torch\n")
 p, log = run(["-o", "r.fstrace", "--ring", "100", "--", sys.executable, simple],
              {"RANK": "1", "WORLD_SIZE": "2"})
-check(any(l.endswith("ext.open %s/r.rank%%r.fstrace ring=100" % TMP) for l in log),
+check(any(l.endswith("ext.open %s/r.rank1.fstrace ring=100" % TMP) for l in log),
       "--ring and the rank reach the recorder", "\n".join(log))
+p, log = run(["-o", "o%r.fstrace", "--", sys.executable, simple],
+             {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4"})
+check(any(l.endswith("ext.open %s/o3.fstrace ring=0" % TMP) for l in log),
+      "%r is mpirun's rank", "\n".join(log))
 check(p.returncode == 0 and "recorded nothing" in p.stderr,
       "a program that allocates nothing: said, exit 0", p.stderr)
 

@@ -195,8 +195,8 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
     trace:   path of the trace (else $FRAGSCOPE_RECORD): one per device, the
              first device's at this path, another device D's with ".devD"
              before ".fstrace"; "%r" and "%p" become the rank and the pid;
-             in a distributed job, a path without "%r" gets ".rankN"
-             before ".fstrace"
+             in a distributed job (torchrun, mpirun, srun), a path without
+             "%r" gets ".rankN" before ".fstrace"
     ring:    keep only the last N events of each device
     verdict: at an out-of-memory error, flush the trace and print fragscope's
              verdict (cause, bytes, call site, settings that would have
@@ -263,15 +263,29 @@ _verdict_on = True
 
 
 def _rank_path(trace):
-    """In a distributed job (RANK, WORLD_SIZE > 1) a path that does not say
-    where the rank goes gets ".rank%r" before ".fstrace", as FRAGSCOPE_TRACE
-    does: the ranks would otherwise all ask for one file."""
-    rank, ws = os.environ.get("RANK", ""), os.environ.get("WORLD_SIZE", "")
-    if "%r" in trace or not rank.isdigit() or not ws.isdigit() or int(ws) < 2:
+    """The trace's path in a distributed job: "%r" becomes the rank, and a
+    path that does not say where the rank goes gets ".rankN" before
+    ".fstrace" when there are several ranks (the ranks would otherwise all
+    ask for one file). The rank and the job's size come from the
+    launcher's environment: torchrun's RANK and WORLD_SIZE, Open MPI's,
+    MPICH's (PMI_*) or Slurm's."""
+    def first(*names):
+        for n in names:
+            v = os.environ.get(n, "")
+            if v.isdigit():
+                return int(v)
+        return None
+    rank = first("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
+    size = first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+    if rank is None:
+        return trace
+    if "%r" in trace:
+        return trace.replace("%r", str(rank))
+    if size is None or size < 2:
         return trace
     if trace.endswith(".fstrace"):
-        return trace[:-len(".fstrace")] + ".rank%r.fstrace"
-    return trace + ".rank%r"
+        return trace[:-len(".fstrace")] + ".rank%d.fstrace" % rank
+    return trace + ".rank%d" % rank
 
 
 def _forked():
