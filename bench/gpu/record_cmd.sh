@@ -16,7 +16,8 @@
 # b  torchrun --nproc_per_node 2 (gloo, both ranks on the one GPU): a trace
 #    per rank
 # c  an OOM under a 4 GiB cap, without and with fragscope_torch.watch(): the
-#    verdict's call site (the line that asked) and the trace's oom event
+#    verdict's call site (the line that asked), the device memory by process
+#    (NVML) line, and the trace's oom event
 # d  GPT-2 step time without and with fragscope record, alternated, 2 rounds
 # Results: $OUT/summary.txt (compact), $OUT/record_cmd.tar.xz (traces but not
 # the snapshots, stderr, JSON, logs).
@@ -93,7 +94,7 @@ for w in 0 1; do
     timeout 240 $FS record -o "$R/c$w.fstrace" -- python3 $P ) > "$R/c$w.log" 2>&1
   rc=$?
   say "[$(el)] c watch=$w: exit $rc ; outcome $(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["outcome"])' "$R/c$w.result.json" 2>&1)"
-  grep -E "^fragscope" "$R/c$w.log" | head -12 | cut -c1-300 | sed "s/^/c$w| /" | tee -a "$S"
+  grep -E "^fragscope" "$R/c$w.log" | head -16 | cut -c1-400 | sed "s/^/c$w| /" | tee -a "$S"
   grep -iE "call site" "$R/c$w.log" | head -2 | sed "s/^/c$w call site| /" | tee -a "$S"
   grep -n "torch.OutOfMemoryError\|^torch.*OutOfMemoryError" "$R/c$w.log" | head -1 | cut -c1-200 | sed "s/^/c$w| /" | tee -a "$S"
   $FS report "$R/c$w.oom.db" > "$R/c$w.report.txt" 2>&1

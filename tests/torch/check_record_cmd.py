@@ -178,6 +178,41 @@ err = [l for l in p.stderr.splitlines() if l.strip()]
 check(p.returncode == 2 and len(err) == 1 and "/no/such/fragscope_native.cpp is missing"
       in err[0] and not log, "the recorder's files missing: one line, exit 2", p.stderr)
 
+# ---- the whole process at an OOM: NVML per process (a stand-in libnvidia-ml) --------
+cc = next((c for c in ("cc", "gcc", "clang") if subprocess.run(
+    ["sh", "-c", "command -v " + c], capture_output=True).returncode == 0), None)
+nvml = os.path.join(TMP, "libfake_nvml.so")
+if cc is not None:
+    subprocess.run([cc, "-shared", "-fPIC", "-o", nvml, os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "fake_nvml.c")], check=True)
+    line = ("import sys; sys.path.insert(0, %r); import fragscope_torch as f; "
+            "print(f._process_memory_line(0))" % os.path.dirname(FS))
+
+    def nvml_line(procs, stride, lib=nvml):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FRAGSCOPE_")}
+        env.update(PYTHONPATH=FAKE, FRAGSCOPE_NVML_LIB=lib, FAKE_NVML_PROCS=procs,
+                   FAKE_NVML_STRIDE=str(stride), FAKE_TORCH_RESERVED=str(3 << 30))
+        p = subprocess.run([sys.executable, "-c", line], env=env, capture_output=True,
+                           text=True, timeout=60)
+        return (p.stdout + p.stderr).strip()
+
+    want = ("device memory by process (NVML): this process 3.50 GiB, of which the allocator "
+            "reserved 3.00 GiB and 0.50 GiB is outside it (CUDA context, library workspaces, "
+            "NCCL buffers); 2 other processes 3.00 GiB")
+    for stride in (24, 32):
+        got = nvml_line("777:%d,self:%d,778:%d" % (1 << 30, 7 << 29, 2 << 30), stride)
+        check(got == want, "NVML's processes read at a stride of %d bytes" % stride,
+              "got  %s\nwant %s" % (got, want))
+    got = nvml_line("777:%d" % (1 << 30), 32)
+    check(got.startswith("device memory by process (NVML): 1 process hold 1.00 GiB; this "
+                         "process (pid ") and got.endswith(") is not among them (a container's "
+                         "own pid namespace?), so its memory outside the allocator is not "
+                         "known; the allocator reserved 3.00 GiB"),
+          "this process not among NVML's: said", got)
+    got = nvml_line("", 24, lib=os.path.join(TMP, "no-such-nvml.so"))
+    check(got.startswith("device memory by process: not known (NVML (") and
+          "no-such-nvml.so) cannot be loaded" in got, "no NVML: said", got)
+
 if failures:
     print("FAILED:\n- " + "\n- ".join(failures))
     sys.exit(1)

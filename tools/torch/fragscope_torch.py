@@ -506,6 +506,96 @@ def _oom_frames(frame, limit=256):
     return out
 
 
+# ---- the whole process at an OOM: NVML's figures per process --------------------
+
+class _NvmlProcess(ctypes.Structure):
+    # nvmlProcessInfo_v2_t; the _v3 call writes this or a longer struct (one
+    # more 8-byte field) depending on the driver, so entries are read at
+    # either stride (_nvml_processes)
+    _fields_ = [("pid", ctypes.c_uint), ("used", ctypes.c_ulonglong),
+                ("gpu_instance", ctypes.c_uint), ("compute_instance", ctypes.c_uint)]
+
+
+def _nvml_processes(device):
+    """The processes holding memory on a CUDA device, as NVML counts them:
+    [(pid, bytes or None)], or a sentence saying why they are not known.
+    libnvidia-ml.so.1 (or $FRAGSCOPE_NVML_LIB) is opened at run time."""
+    path = os.environ.get("FRAGSCOPE_NVML_LIB") or "libnvidia-ml.so.1"
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        return "NVML (%s) cannot be loaded: %s" % (path, e)
+    init = getattr(lib, "nvmlInit_v2", None) or getattr(lib, "nvmlInit", None)
+    if init is None or init() != 0:
+        return "NVML did not initialize"
+    try:
+        import torch
+        uuid = str(getattr(torch.cuda.get_device_properties(device), "uuid", "") or "")
+        if not uuid:
+            return "this torch does not give the device's UUID, which NVML needs"
+        handle = ctypes.c_void_p()
+        get = lib.nvmlDeviceGetHandleByUUID
+        if get(("GPU-" + uuid).encode(), ctypes.byref(handle)) != 0 and \
+                get(uuid.encode(), ctypes.byref(handle)) != 0:
+            return "NVML does not know device %s (UUID %s)" % (device, uuid)
+        fn = getattr(lib, "nvmlDeviceGetComputeRunningProcesses_v3", None) or \
+            getattr(lib, "nvmlDeviceGetComputeRunningProcesses_v2", None)
+        if fn is None:
+            return "this NVML cannot list the processes on a device"
+        count = ctypes.c_uint(0)
+        rc = fn(handle, ctypes.byref(count), None)
+        if rc == 0:
+            return []
+        n = count.value * 2 + 8
+        buf = ctypes.create_string_buffer(32 * n)  # room for either stride
+        count = ctypes.c_uint(n)
+        rc = fn(handle, ctypes.byref(count), buf)
+        if rc != 0:
+            return "NVML could not list the processes on device %s (error %d)" % (device, rc)
+        k = count.value
+        # the longer struct read at the shorter stride puts its extra field
+        # (0 without confidential computing) where the next pid is
+        for stride in (24, 32):
+            got = [_NvmlProcess.from_buffer_copy(buf.raw[i * stride:i * stride + 24])
+                   for i in range(k)]
+            if all(p.pid != 0 for p in got):
+                break
+        return [(p.pid, None if p.used == (1 << 64) - 1 else int(p.used)) for p in got]
+    finally:
+        shutdown = getattr(lib, "nvmlShutdown", None)
+        if shutdown is not None:
+            shutdown()
+
+
+def _process_memory_line(device):
+    """One sentence on the device's memory by process at this moment, and
+    the same as a marker text: this process's bytes (NVML), the allocator's
+    reserved bytes and the rest of this process's (CUDA context, library
+    workspaces, NCCL buffers), the other processes'. Says what is unknown."""
+    import torch
+    gib = lambda b: "%.2f GiB" % (b / float(1 << 30))  # noqa: E731
+    procs = _nvml_processes(device)
+    if isinstance(procs, str):
+        return "device memory by process: not known (%s)" % procs
+    reserved = int(torch.cuda.memory_reserved(device))
+    mine = [b for pid, b in procs if pid == os.getpid()]
+    others = [(pid, b) for pid, b in procs if pid != os.getpid()]
+    known = sum(b for _, b in others if b is not None)
+    other_txt = "%d other process%s %s%s" % (
+        len(others), "" if len(others) == 1 else "es", gib(known),
+        "" if all(b is not None for _, b in others) else " (some sizes not given)")
+    if not mine or mine[0] is None:
+        return ("device memory by process (NVML): %d process%s hold %s; this process (pid %d) "
+                "is not among them (a container's own pid namespace?), so its memory outside "
+                "the allocator is not known; the allocator reserved %s" % (
+                    len(procs), "" if len(procs) == 1 else "es",
+                    gib(sum(b for _, b in procs if b is not None)), os.getpid(), gib(reserved)))
+    return ("device memory by process (NVML): this process %s, of which the allocator "
+            "reserved %s and %s is outside it (CUDA context, library workspaces, NCCL "
+            "buffers); %s" % (gib(mine[0]), gib(reserved), gib(max(0, mine[0] - reserved)),
+                              other_txt))
+
+
 def _verdict(device, allowed):
     import subprocess
     if _native is None:
@@ -530,6 +620,16 @@ def _verdict(device, allowed):
         return
     v = run(["report", db, "--format", "verdict"])
     sys.stderr.write(v.stdout)
+    try:
+        line = _process_memory_line(int(device))
+    except Exception as e:  # noqa: BLE001 - the verdict stands without it
+        line = "device memory by process: not known (%s)" % e
+    sys.stderr.write("fragscope:   %s\n" % line)
+    try:
+        _native.mark("oom: " + line)  # the trace keeps it too, after the oom event
+        _native.flush()
+    except Exception:  # noqa: BLE001
+        pass
     h = run(["view", db, "-o", html])
     if h.returncode == 0:
         sys.stderr.write("fragscope:   report: %s (trace %s)\n" % (html, trace))

@@ -39,7 +39,17 @@ def mem_get_info(device=None):
 
 def memory_reserved(device=None):
     _init("memory_reserved")
-    return 0
+    import os
+    return int(os.environ.get("FAKE_TORCH_RESERVED", "0"))
+
+
+class _Props:
+    uuid = "fake-uuid"
+
+
+def get_device_properties(device=None):
+    _init("get_device_properties")
+    return _Props()
 
 
 def get_device_name(device=None):
