@@ -73,6 +73,9 @@ prog = write("prog.py", """
         asks_for_memory()
 
     train_step()
+    import fragscope_torch
+    with fragscope_torch.tag("eval"):
+        pass
     subprocess.run([sys.executable, "CHILD"], check=True)
     pid = os.fork()
     if pid == 0:
@@ -118,6 +121,8 @@ check(site == ["ext.oom_site 0 prog.py:12:asks_for_memory | prog.py:15:train_ste
                "prog.py:17:<module>"],
       "the OOM observer names the failing request's Python stack, innermost first, "
       "fragscope's own frames left out", "%s" % site)
+check("ext.tag_push 'eval'" in me and "ext.tag_pop " in me,
+      "the program's own fragscope_torch.tag() names events (one recorder)", "\n".join(me))
 check(any(l.endswith("ext.forked ") for l in log), "a forked child stops recording", text)
 kids = [l for l in log if "child env AUTORECORD=" in l]
 check(len(kids) == 1 and kids[0].endswith("AUTORECORD=%s/run.fstrace first=fragscope_boot"
