@@ -423,7 +423,8 @@ static int report_manifest(const char *manifest, const char *cwd, const char *cm
     if (n == 0 && failed == 0) {
         fprintf(stderr,
                 "fragscope record: %s recorded nothing: no process of it allocated CUDA memory "
-                "through PyTorch after importing torch\n",
+                "through PyTorch after importing torch (a program using fragscope's own "
+                "allocator records with --shim)\n",
                 cmd0);
     } else if (n > 0) {
         /* the database beside the first trace */
