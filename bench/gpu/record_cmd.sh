@@ -100,6 +100,10 @@ for w in 0 1; do
   grep -n "torch.OutOfMemoryError\|^torch.*OutOfMemoryError" "$R/c$w.log" | head -1 | cut -c1-200 | sed "s/^/c$w| /" | tee -a "$S"
   $FS report "$R/c$w.oom.db" > "$R/c$w.report.txt" 2>&1
   grep -iE "call site|tag" "$R/c$w.report.txt" | head -4 | cut -c1-300 | sed "s/^/c$w report| /" | tee -a "$S"
+  # every frame of the OOM's call site: the script's own line is among them
+  $FS report "$R/c$w.oom.db" --all-frames > "$R/c$w.report_all.txt" 2>&1
+  grep -m1 -iE "call site" "$R/c$w.report_all.txt" | grep -o "plain_gpt2.py:[0-9]* [^ ]*" | head -3 \
+    | sed "s/^/c$w script line in the call site| /" | tee -a "$S"
 done
 say "c: plain_gpt2.py lines: $(grep -nE 'loss = model|loss.backward|opt.step' $P | tr '\n' ' ')"
 
