@@ -86,6 +86,10 @@ class BuildWithCMake(build_py):
         pkg = os.path.join(self.build_lib, "fragscope_torch")
         os.makedirs(os.path.join(pkg, "_bin"), exist_ok=True)
         shutil.copyfile(shim_source(), os.path.join(pkg, "__init__.py"))
+        # `fragscope record -- python ...`: the bootstrap it puts on PYTHONPATH
+        os.makedirs(os.path.join(pkg, "_boot"), exist_ok=True)
+        shutil.copyfile(os.path.join(os.path.dirname(shim_source()), "boot", "sitecustomize.py"),
+                        os.path.join(pkg, "_boot", "sitecustomize.py"))
         exe = os.path.join(pkg, "_bin", "fragscope")
         shutil.copyfile(os.path.join(build, "fragscope"), exe)
         os.chmod(exe, os.stat(exe).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

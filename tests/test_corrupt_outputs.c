@@ -645,8 +645,8 @@ static void test_export_ring_trace(void)
     fresh_dir("ring");
     char out[8192];
     int st = fsc_test_sh(out, sizeof out,
-                         "cd %s && %s record --ring 1000 -o r.fstrace -- %s simulate --workload "
-                         "gpt2 --steps 2 >/dev/null", g_dir, fsc_test_fragscope(),
+                         "cd %s && %s record --shim --ring 1000 -o r.fstrace -- %s simulate "
+                         "--workload gpt2 --steps 2 >/dev/null", g_dir, fsc_test_fragscope(),
                          fsc_test_fragscope());
     CU_ASSERT_EQUAL_FATAL(st, 0);
     /* the history entries the kept events make */

@@ -115,7 +115,13 @@ static void test_python_package(void)
     if (!step("python"))
         return;
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "fragscope " FSC_VERSION_STRING "\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "usage: python -m fragscope_torch [--help | --check]\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(
+        g_out, "usage: python -m fragscope_torch [--help | --check | record -o TRACE -- COMMAND]\n"));
+    /* `python -m fragscope_torch record` runs the package's fragscope, which
+     * finds the bootstrap and the native recorder's files in the package:
+     * what stops it here is that this python has no torch */
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "record: exit 2: fragscope: record: cannot record "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "it has no torch to import"));
     /* Without CUDA: install() and --check say that recording needs the toolkit. */
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "CUDA OFF: --check exit 1: fragscope_torch: "));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "built without the CUDA toolkit, and recording a PyTorch run needs it"));

@@ -170,7 +170,7 @@ static void test_record_runs_command(void)
     const char *trace = fsc_test_path("recorded.fstrace");
     static char out[8192];
     int rc = fsc_test_sh(out, sizeof out,
-                         "FSC_TEST_RECORD_CHILD=1000 FSC_TEST_RECORD_EXIT=7 %s record -o %s -- %s",
+                         "FSC_TEST_RECORD_CHILD=1000 FSC_TEST_RECORD_EXIT=7 %s record --shim -o %s -- %s",
                          fsc_test_fragscope(), trace, self_exe());
     CU_ASSERT_EQUAL(rc, 7); /* the command's exit status */
     char want[1200];
@@ -190,7 +190,7 @@ static void test_record_runs_command(void)
     free(got);
 
     rc = fsc_test_sh(out, sizeof out,
-                     "FSC_TEST_RECORD_CHILD=1000 %s record -o %s --ring 10 -- %s",
+                     "FSC_TEST_RECORD_CHILD=1000 %s record --shim -o %s --ring 10 -- %s",
                      fsc_test_fragscope(), trace, self_exe());
     CU_ASSERT_EQUAL(rc, 0);
     snprintf(want, sizeof want, "fragscope record: %s: 10 events in 1 chunks", trace);
@@ -205,11 +205,11 @@ static void test_record_errors(void)
 {
     static char out[4096];
     const char *trace = fsc_test_path("none.fstrace");
-    int rc = fsc_test_sh(out, sizeof out, "%s record -o %s -- sh -c 'exit 3'",
+    int rc = fsc_test_sh(out, sizeof out, "%s record --shim -o %s -- sh -c 'exit 3'",
                          fsc_test_fragscope(), trace);
     CU_ASSERT_EQUAL(rc, 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "wrote no trace"));
-    rc = fsc_test_sh(out, sizeof out, "%s record -o %s -- /no/such/program", fsc_test_fragscope(),
+    rc = fsc_test_sh(out, sizeof out, "%s record --shim -o %s -- /no/such/program", fsc_test_fragscope(),
                      trace);
     CU_ASSERT_EQUAL(rc, 127);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "cannot run '/no/such/program'"));
@@ -220,7 +220,7 @@ static void test_record_errors(void)
     CU_ASSERT_EQUAL(rc, 2);
     rc = fsc_test_sh(out, sizeof out, "%s record -o %s", fsc_test_fragscope(), trace);
     CU_ASSERT_EQUAL(rc, 2);
-    rc = fsc_test_sh(out, sizeof out, "%s record -o %s -- sh -c 'kill -9 $$'",
+    rc = fsc_test_sh(out, sizeof out, "%s record --shim -o %s -- sh -c 'kill -9 $$'",
                      fsc_test_fragscope(), trace);
     CU_ASSERT_EQUAL(rc, 128 + 9);
 }
@@ -232,7 +232,7 @@ static void test_record_distributed(void)
     static char out[8192];
     const char *exe = self_exe();
     int rc = fsc_test_sh(out, sizeof out,
-                         "%s record -o %s -- sh -c 'for r in 0 1; do RANK=$r WORLD_SIZE=2 "
+                         "%s record --shim -o %s -- sh -c 'for r in 0 1; do RANK=$r WORLD_SIZE=2 "
                          "FSC_TEST_RECORD_CHILD=$((10 + r)) %s & done; wait'",
                          fsc_test_fragscope(), trace, exe);
     CU_ASSERT_EQUAL(rc, 0);

@@ -1,5 +1,7 @@
-"""python -m fragscope_torch [--help | --check]: how to record a PyTorch run
-with fragscope, and whether this installation can (libfragscope_torch.so)."""
+"""python -m fragscope_torch [--help | --check | record -o TRACE -- COMMAND]: how
+to record a PyTorch run with fragscope, whether this installation can
+(libfragscope_torch.so), and `record`, which runs the package's fragscope
+record (the program unchanged: docs/native.md)."""
 import sys
 
 from fragscope_torch import _main

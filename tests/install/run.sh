@@ -9,7 +9,8 @@
 #   deb        cpack -G DEB; dpkg-deb -I/-c; unpacked into a scratch root, the
 #              command runs and a program builds against it with pkg-config
 #   python     pip install of python/ into a fresh venv: the fragscope command,
-#              python -m fragscope_torch, and the message when there is no CUDA
+#              python -m fragscope_torch, the message when there is no CUDA, and
+#              python -m fragscope_torch record finding the package's files
 # Exit 0 ok, 77 a tool is absent (the message says which), else failure.
 set -euo pipefail
 step=$1 src=$2 build=$3 tmp=$4
@@ -171,6 +172,12 @@ python)
     set -e
     msg=${msg//$tmp/TMP}
     echo "CUDA $mode: --check exit $rc: $msg"
+    set +e
+    msg=$(cd "$tmp" && "$tmp/py/bin/python" -m fragscope_torch record -o t.fstrace -- \
+      "$tmp/py/bin/python" -c 'print(1)' 2>&1)
+    rc=$?
+    set -e
+    echo "record: exit $rc: ${msg//$tmp/TMP}"
   done
   ;;
 *)

@@ -1,0 +1,1 @@
+"""torch.cuda.memory (its set_per_process_memory_fraction is torch.cuda's)."""

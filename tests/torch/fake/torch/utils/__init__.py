@@ -1,0 +1,1 @@
+from torch.utils import cpp_extension  # noqa: F401
