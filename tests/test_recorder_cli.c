@@ -105,7 +105,7 @@ static void test_info_json(void)
     CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(cJSON_GetArrayItem(kids, 0), "name")->valuestring,
                            "forward/layer.0");
     CU_ASSERT_EQUAL(cJSON_GetObjectItem(cJSON_GetArrayItem(kids, 0), "events")->valuedouble, 2);
-    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "format")->valuestring, "2.3");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "format")->valuestring, "2.4");
     CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(o, "backend")->valuestring, "sim");
     CU_ASSERT_EQUAL(cJSON_GetObjectItem(o, "chunks")->valuedouble, 5);
     /* Above 2^53: written as an exact integer. */
