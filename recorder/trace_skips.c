@@ -17,15 +17,15 @@ static const char *const k_names[FSC_TRACE_SKIP_KINDS] = {
     "unknown_action", "free_unknown", "unmap_unmapped", "segment_unknown", "zero_size",
     "absurd_size", "contradicted", "no_memory", "not_begun"};
 static const char *const k_texts[FSC_TRACE_SKIP_KINDS] = {
-    "an unknown action",
-    "a free of an unknown address",
-    "an unmap of an unmapped range",
-    "a segment free of an unknown segment",
-    "a size of 0",
-    "an absurd size",
-    "a contradiction of the block model",
+    "unknown action",
+    "free of an unknown address",
+    "unmap of an unmapped range",
+    "segment free of an unknown segment",
+    "size 0",
+    "absurd size",
+    "contradiction of the block model",
     "lost for want of memory",
-    "lost: the device's recording had not begun"};
+    "lost before its device's recording began"};
 /* PyTorch's TraceEntry::Action names (c10/cuda/CUDACachingAllocator.h) */
 static const char *const k_actions[] = {"alloc", "free_requested", "free_completed",
                                         "segment_alloc", "segment_free", "segment_map",
@@ -49,7 +49,7 @@ char *fsc_trace_skips_text(const fsc_trace_skips_t *s, char *buf, size_t cap)
     if (s == NULL || s->total == 0)
         return buf;
     size_t at = 0;
-    int w = snprintf(buf, cap, "%" PRIu64 " recorded entr%s left out (", s->total,
+    int w = snprintf(buf, cap, "%" PRIu64 " recorded entr%s left out of the trace: ", s->total,
                      s->total == 1 ? "y" : "ies");
     at = w > 0 && (size_t)w < cap ? (size_t)w : cap - 1;
     uint64_t known = 0;
@@ -67,7 +67,6 @@ char *fsc_trace_skips_text(const fsc_trace_skips_t *s, char *buf, size_t cap)
                      sep, s->total - known);
         at = w > 0 && (size_t)w < cap - at ? at + (size_t)w : cap - 1;
     }
-    snprintf(buf + at, cap - at, ")");
     return buf;
 }
 
@@ -78,9 +77,11 @@ char *fsc_trace_skip_describe(const fsc_trace_skip_t *k, char *buf, size_t cap)
         snprintf(act, sizeof act, "%s", k_actions[k->action]);
     else
         snprintf(act, sizeof act, "action %" PRIu32, k->action);
-    snprintf(buf, cap, "%s at 0x%" PRIx64 ", %" PRIu64 " bytes (device %" PRIu32
-                       ", entry %" PRIu64 "): %s",
-             act, k->addr, k->size, k->device, k->index, fsc_trace_skip_kind_text(k->kind));
+    char idx[32] = "entry unknown";
+    if (k->index != UINT64_MAX)
+        snprintf(idx, sizeof idx, "entry %" PRIu64, k->index);
+    snprintf(buf, cap, "%s at 0x%" PRIx64 ", %" PRIu64 " bytes (device %" PRIu32 ", %s): %s",
+             act, k->addr, k->size, k->device, idx, fsc_trace_skip_kind_text(k->kind));
     return buf;
 }
 

@@ -189,11 +189,11 @@ static void check_events_v(const char *path, uint32_t major, uint32_t minor)
         }
         char line[256];
         CU_ASSERT_STRING_EQUAL(fsc_trace_skips_text(&in.skipped, line, sizeof line),
-                               "3 recorded entries left out (1 an unknown action, 2 a free of "
-                               "an unknown address)");
+                               "3 recorded entries left out of the trace: 1 unknown action, 2 "
+                               "free of an unknown address");
         CU_ASSERT_STRING_EQUAL(fsc_trace_skip_describe(&in.skipped.shown[0], line, sizeof line),
                                "free_completed at 0x7f0000100000, 512 bytes (device 0, entry "
-                               "5): a free of an unknown address");
+                               "5): free of an unknown address");
     } else {
         CU_ASSERT_EQUAL(in.skipped.total, 0);
         CU_ASSERT_EQUAL(in.skipped.nshown, 0);

@@ -177,13 +177,13 @@ typedef struct fsc_trace_skips {
 /* "unknown_action", "free_unknown", ... (JSON and database keys); "other"
  * for a kind this version does not know. */
 const char *fsc_trace_skip_kind_name(uint32_t kind);
-/* "an unknown action", "a free of an unknown address", ... */
+/* "unknown action", "free of an unknown address", ... */
 const char *fsc_trace_skip_kind_text(uint32_t kind);
-/* One line: "3 left out (2 frees of an unknown address, 1 unknown action)";
- * "" when none. Returns buf. */
+/* One line: "3 recorded entries left out of the trace: 1 unknown action, 2
+ * free of an unknown address"; "" when none. Returns buf. */
 char *fsc_trace_skips_text(const fsc_trace_skips_t *s, char *buf, size_t cap);
-/* "free_completed at 0x7f00, 512 bytes (device 0, entry 12): a free of an
- * unknown address" for shown[i]. Returns buf. */
+/* "free_completed at 0x7f00, 512 bytes (device 0, entry 12): free of an
+ * unknown address" (index UINT64_MAX: "entry unknown"). Returns buf. */
 char *fsc_trace_skip_describe(const fsc_trace_skip_t *k, char *buf, size_t cap);
 
 /* Append a SKIPPED record (not an event) holding s. FSC_ESTATE after close. */
