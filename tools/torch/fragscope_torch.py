@@ -199,23 +199,20 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
     conf = _alloc_conf()
     snap = None
     for d in range(ndev):
-        # a device the process has not used yet begins empty, and is not
-        # touched here (no CUDA context is made on it)
         used = torch.cuda.is_initialized() and torch.cuda.memory_reserved(d) > 0
         if not used and d != _current_device():
+            # a device the process has not used yet is not touched here (no
+            # CUDA context is made on it): its trace begins, empty, when its
+            # first entry arrives
+            props = torch.cuda.get_device_properties(d)
+            total = int(props.total_memory)
+            ext.declare_device(d, props.name, total, _cap_of(torch, d, total), conf)
             continue
         if used and snap is None:
             snap = torch.cuda.memory_snapshot()
         free, total = torch.cuda.mem_get_info(d)
-        frac = 1.0
-        get_frac = getattr(torch.cuda, "get_per_process_memory_fraction", None)
-        if get_frac is not None:
-            try:
-                frac = float(get_frac(d))
-            except Exception:
-                frac = 1.0
-        cap = int(frac * total) if frac < 1.0 else 0
-        ext.begin_device(d, torch.cuda.get_device_name(d), int(total), int(free), cap, conf,
+        ext.begin_device(d, torch.cuda.get_device_name(d), int(total), int(free),
+                         _cap_of(torch, d, total), conf,
                          _segments_of(snap or [], d, ext.stack_node))
     ext.start()
     _native = ext
@@ -226,6 +223,32 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
         torch._C._cuda_attach_out_of_memory_observer(_on_oom)
     atexit.register(stop)
     return ext.trace_path(_current_device())
+
+
+def _cap_of(torch, device, total):
+    """The cap the process runs under on device: its per-process memory
+    fraction x total when one below 1 is set, else 0 (none)."""
+    frac = 1.0
+    get_frac = getattr(torch.cuda, "get_per_process_memory_fraction", None)
+    if get_frac is not None:
+        try:
+            frac = float(get_frac(device))
+        except Exception:
+            frac = 1.0
+    return int(frac * total) if frac < 1.0 else 0
+
+
+def _skipped_note(ext):
+    """A line on the recorded entries the recorder left out of the traces
+    (by kind, and the first one), or None when it kept them all."""
+    try:
+        st = ext.stats()
+    except Exception:  # noqa: BLE001 - a note must never hide what comes after it
+        return None
+    if len(st) < 9 or not st[5]:
+        return None
+    first = "; the first: %s" % st[7][0] if st[7] else ""
+    return "fragscope: warning: %s%s\n" % (st[8], first)
 
 
 def _current_device():
@@ -263,6 +286,9 @@ def stop():
         _stacks = None
     if _native is not None:
         _native.stop()
+        note = _skipped_note(_native)
+        if note:
+            sys.stderr.write(note)
         _native = None
 
 
@@ -285,6 +311,9 @@ def _verdict(device, allowed):
     _native.flush()
     trace = _native.trace_path(int(device))
     exe = _fragscope_bin()
+    note = _skipped_note(_native)
+    if note and (not trace or not exe):
+        sys.stderr.write(note)
     if not trace or not exe:
         sys.stderr.write("fragscope: out of memory recorded in %s (no fragscope command to "
                          "analyze it here)\n" % (trace or "the trace"))
@@ -297,10 +326,13 @@ def _verdict(device, allowed):
                                       timeout=timeout, env=env)
     a = run(["analyze", trace, "-o", db, "--capacity", str(int(allowed))])
     if a.returncode != 0:
+        sys.stderr.write(note or "")
         sys.stderr.write("fragscope: out of memory recorded in %s; the analysis failed: %s\n"
                          % (trace, (a.stderr or a.stdout).strip()[-500:]))
         return
     v = run(["report", db, "--format", "verdict"])
+    if note and "left out of the trace" not in v.stdout:
+        sys.stderr.write(note)  # another device's entries, or the verdict failed
     sys.stderr.write(v.stdout)
     h = run(["view", db, "-o", html])
     if h.returncode == 0:
