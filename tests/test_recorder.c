@@ -107,8 +107,8 @@ static int write_golden_like(const char *path)
     for (size_t i = 0; i < N_EVENTS; i++) {
         if ((rc = fsc_recorder_write(r, &k_events[i])) != 0)
             return rc;
-        if (i == 3 || i == N_EVENTS - 1) {
-            golden_skips(&sk, i != 3);
+        if (i == 13 || i == N_EVENTS - 1) {
+            golden_skips(&sk, i != 13);
             if ((rc = fsc_recorder_write_skips(r, &sk)) != 0)
                 return rc;
         }
