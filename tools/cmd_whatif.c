@@ -286,8 +286,12 @@ static void print_window(const fsc_request_stream_info_t *in, int results, FILE 
     fputc('\n', f);
 }
 
+static void json_window_only(const fsc_request_stream_info_t *in, FILE *f);
+
+/* The window, then the entries the recorder left out (by kind). */
 static void json_window(const fsc_request_stream_info_t *in, FILE *f)
 {
+    json_window_only(in, f);
     const fsc_trace_skips_t *sk = &in->recorder_skipped;
     fprintf(f, ", \"recorder_skipped\": %" PRIu64 ", \"recorder_skipped_by_kind\": {", sk->total);
     for (uint32_t k = 0, first = 1; k < FSC_TRACE_SKIP_KINDS; k++)
@@ -297,6 +301,10 @@ static void json_window(const fsc_request_stream_info_t *in, FILE *f)
             first = 0;
         }
     fputs("}", f);
+}
+
+static void json_window_only(const fsc_request_stream_info_t *in, FILE *f)
+{
     if (!in->window) {
         fputs(", \"window\": null", f);
         return;
