@@ -3,6 +3,7 @@
  * source (fragscope/source.h) feeds the analysis, and what reading found
  * (a trace's integrity, a snapshot's import figures) goes into meta.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "fragscope/analyzer.h"
@@ -49,6 +50,32 @@ static int on_event(void *ud, const fsc_event_t *ev, fsc_err_t *err)
     return rc != 0 ? from_analysis(j, rc, err) : 0;
 }
 
+/* What the recorder left out of the trace (a SKIPPED record, docs/schema.md
+ * "recorder.skipped"): the total always, each kind met, the summary line
+ * and the first entries described. */
+static void put_skipped(fsc_analysis_t *a, const fsc_trace_skips_t *s)
+{
+    fsc_analysis_set_meta_int(a, "recorder.skipped", (int64_t)s->total);
+    if (s->total == 0)
+        return;
+    char key[64], line[1024];
+    for (uint32_t k = 0; k < FSC_TRACE_SKIP_KINDS; k++) {
+        if (s->by_kind[k] == 0)
+            continue;
+        snprintf(key, sizeof key, "recorder.skipped.%s", fsc_trace_skip_kind_name(k));
+        fsc_analysis_set_meta_int(a, key, (int64_t)s->by_kind[k]);
+    }
+    fsc_analysis_set_meta_text(a, "recorder.skipped_text", fsc_trace_skips_text(s, line, sizeof line));
+    char first[FSC_TRACE_SKIP_SHOWN * 200] = "";
+    size_t at = 0;
+    for (uint32_t i = 0; i < s->nshown && at < sizeof first; i++) {
+        int w = snprintf(first + at, sizeof first - at, "%s%s", i ? "\n" : "",
+                         fsc_trace_skip_describe(&s->shown[i], line, sizeof line));
+        at = w > 0 ? at + (size_t)w : at;
+    }
+    fsc_analysis_set_meta_text(a, "recorder.skipped_first", first);
+}
+
 static void put_meta(fsc_analysis_t *a, const fsc_source_info_t *in)
 {
     if (in->kind == FSC_SOURCE_TRACE && in->have_integrity) {
@@ -59,6 +86,7 @@ static void put_meta(fsc_analysis_t *a, const fsc_source_info_t *in)
         fsc_analysis_set_meta_int(a, "integrity.bytes_lost", (int64_t)g->bytes_lost);
         fsc_analysis_set_meta_int(a, "integrity.events_lost", (int64_t)g->events_lost);
         fsc_analysis_set_meta_int(a, "integrity.events_lost_known", g->events_lost_known);
+        put_skipped(a, &g->skipped);
     } else if (in->kind == FSC_SOURCE_SNAPSHOT) {
         const fsc_import_stats_t *st = &in->import;
         fsc_analysis_set_meta_int(a, "import.device", st->device);

@@ -261,6 +261,8 @@ int fsc__decode_record(fsc_trace_reader_t *r, fsc_event_t *ev)
             if (fsc__get_varint(&q, *p + n, &r->next_pool_id) != 0 || r->next_pool_id == 0)
                 return fsc__reader_bad(r, "bad pool record");
         }
+        if (t == FSC__REC_SKIPPED && fsc__skips_decode(*p, (size_t)n, &r->integ.skipped) != 0)
+            return fsc__reader_bad(r, "bad skipped-records record");
         *p += n; /* a record type of a newer minor version, or fields it appends */
         return 0;
     }

@@ -20,7 +20,7 @@
  * other, addr against the previous addr, segment against addr) is still
  * read. */
 #define FSC__TRACE_MAJOR 2u
-#define FSC__TRACE_MINOR 3u
+#define FSC__TRACE_MINOR 4u
 
 /* zstd skippable frames: magic (LE u32) in 0x184D2A50..0x184D2A5F, then the
  * payload size (LE u32), then the payload. */
@@ -64,6 +64,12 @@ enum {
      * a << 32 | b). Written before every event whose pool id is not 0; a
      * 2.0 or 2.1 reader skips it and reads the event as the default pool's. */
     FSC__REC_POOL = 0x41,
+    /* 2.4: records the producer left out (fsc_trace_skips_t, cumulative; the
+     * last one read holds them all): varint length, then varint total,
+     * varint K, K varint counts by kind, varint D, D descriptions each a
+     * varint field count F and F varints (kind, action, device, index,
+     * addr, size). Not an event; older readers skip it. */
+    FSC__REC_SKIPPED = 0x42,
     FSC__REC_EXT_MAX = 0x7F
 };
 
@@ -108,6 +114,16 @@ enum {
 #define FSC__MAX_EVENT_REC (1 + 2 + 10 * 16 + 3 + FSC__MAX_POOL_REC)
 /* A POOL record (2.2): type, length, a varint pool id. */
 #define FSC__MAX_POOL_REC (1 + 1 + 10)
+
+/* Largest SKIPPED record: type, length, the payload. */
+#define FSC__MAX_SKIPPED_REC (1 + 2 + 10 + 1 + 10 * FSC_TRACE_SKIP_KINDS + 1 + \
+                              FSC_TRACE_SKIP_SHOWN * (1 + 6 * 10))
+
+/* The payload of a SKIPPED record at p (room: FSC__MAX_SKIPPED_REC - 3);
+ * returns its end. */
+uint8_t *fsc__skips_encode(uint8_t *p, const fsc_trace_skips_t *s);
+/* Decode a SKIPPED payload of n bytes into *s; -1 when malformed. */
+int fsc__skips_decode(const uint8_t *p, size_t n, fsc_trace_skips_t *s);
 
 /* ---- little-endian fixed-width ---------------------------------------- */
 

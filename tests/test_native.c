@@ -524,6 +524,291 @@ static void test_contradiction(void)
     CU_ASSERT_EQUAL(g.n, 4); /* sample, segment, split, alloc */
 }
 
+/* The skips the trace at path says, read to its end. */
+static void trace_skips(const char *path, fsc_trace_skips_t *out, uint64_t *events)
+{
+    fsc_trace_reader_t *r = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_trace_open(path, &r, &err), 0);
+    fsc_event_t ev;
+    while (fsc_trace_next(r, &ev) == 1)
+        ;
+    fsc_trace_integrity_t in;
+    fsc_trace_get_integrity(r, &in);
+    CU_ASSERT_TRUE(in.clean_close);
+    *out = in.skipped;
+    *events = in.events;
+    fsc_trace_close(r);
+}
+
+/* Every entry the recorder cannot place or keep is counted by kind, the
+ * first 8 are described, the trace says so, and every command that reads
+ * it says so too: analyze warns, info and report show the counts in words
+ * and JSON, whatif --verify does not call the replay faithful (exit 1). */
+static void test_skips_by_kind(void)
+{
+    const char *path = fsc_test_path("skips.fstrace");
+    fsc_native_t *n = open_native(path, 2);
+    begin(n, 0, 0, NULL, 0);
+    push(n, 0, FSC_NATIVE_SEGMENT_ALLOC, 0x50000000, 2 * MiB);    /* 0 */
+    push(n, 0, 42, 0x50000000, 512);                              /* 1 unknown action */
+    push(n, 0, FSC_NATIVE_FREE_COMPLETED, 0x51000000, 512);       /* 2 free, unknown */
+    push(n, 0, FSC_NATIVE_SEGMENT_UNMAP, 0x70000000, 20 * MiB);   /* 3 unmap, unmapped */
+    push(n, 0, FSC_NATIVE_SEGMENT_FREE, 0x71000000, 2 * MiB);     /* 4 no such segment */
+    push(n, 0, FSC_NATIVE_ALLOC, 0x50000000, 0);                  /* 5 size 0 */
+    push(n, 0, FSC_NATIVE_ALLOC, 0x50000000, 1ull << 60);         /* 6 absurd */
+    push(n, 0, FSC_NATIVE_ALLOC, 0x90000000, 512);                /* 7 outside every segment */
+    push(n, 0, FSC_NATIVE_ALLOC, 0x50000000, 512);                /* 8 fine */
+    push(n, 0, FSC_NATIVE_FREE_REQUESTED, 0x50000000, 512);       /* 9 fine */
+    push(n, 0, FSC_NATIVE_FREE_COMPLETED, 0x50000000, 512);       /* 10 fine */
+    push(n, 1, FSC_NATIVE_ALLOC, 0x60000000, 512);                /* device 1 never began */
+    push(n, 7, FSC_NATIVE_ALLOC, 0x60000000, 512);                /* device 7 out of range */
+    CU_ASSERT_EQUAL(fsc_native_flush(n), 0);
+    fsc_native_stats_t st;
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.entries, 11);
+    CU_ASSERT_EQUAL(st.contradicted, 7);
+    CU_ASSERT_EQUAL(st.dropped, 2);
+    CU_ASSERT_EQUAL(st.skipped.total, 9);
+    static const uint64_t want[FSC_TRACE_SKIP_KINDS] = {
+        [FSC_TRACE_SKIP_UNKNOWN_ACTION] = 1, [FSC_TRACE_SKIP_FREE_UNKNOWN] = 1,
+        [FSC_TRACE_SKIP_UNMAP_UNMAPPED] = 1, [FSC_TRACE_SKIP_SEGMENT_UNKNOWN] = 1,
+        [FSC_TRACE_SKIP_ZERO_SIZE] = 1,      [FSC_TRACE_SKIP_ABSURD_SIZE] = 1,
+        [FSC_TRACE_SKIP_CONTRADICTED] = 1,   [FSC_TRACE_SKIP_NO_MEMORY] = 0,
+        [FSC_TRACE_SKIP_NOT_BEGUN] = 2};
+    for (int k = 0; k < FSC_TRACE_SKIP_KINDS; k++)
+        CU_ASSERT_EQUAL(st.skipped.by_kind[k], want[k]);
+    CU_ASSERT_EQUAL(fsc_native_close(n), 0);
+    fsc_native_destroy(n);
+
+    /* the trace holds the same counts, and the first 8 entries described */
+    fsc_trace_skips_t sk;
+    uint64_t events = 0;
+    trace_skips(path, &sk, &events);
+    CU_ASSERT_EQUAL(events, 6); /* segment, split, alloc, free requested/completed, merge */
+    CU_ASSERT_EQUAL(sk.total, 9);
+    for (int k = 0; k < FSC_TRACE_SKIP_KINDS; k++)
+        CU_ASSERT_EQUAL(sk.by_kind[k], want[k]);
+    CU_ASSERT_EQUAL_FATAL(sk.nshown, 8);
+    static const uint32_t kinds[8] = {
+        FSC_TRACE_SKIP_UNKNOWN_ACTION, FSC_TRACE_SKIP_FREE_UNKNOWN, FSC_TRACE_SKIP_UNMAP_UNMAPPED,
+        FSC_TRACE_SKIP_SEGMENT_UNKNOWN, FSC_TRACE_SKIP_ZERO_SIZE,   FSC_TRACE_SKIP_ABSURD_SIZE,
+        FSC_TRACE_SKIP_CONTRADICTED,   FSC_TRACE_SKIP_NOT_BEGUN};
+    for (int i = 0; i < 8; i++) {
+        CU_ASSERT_EQUAL(sk.shown[i].kind, kinds[i]);
+        CU_ASSERT_EQUAL(sk.shown[i].index, i < 7 ? (uint64_t)i + 1 : 0);
+    }
+    CU_ASSERT_EQUAL(sk.shown[0].action, 42);
+    CU_ASSERT_EQUAL(sk.shown[1].addr, 0x51000000);
+    CU_ASSERT_EQUAL(sk.shown[5].size, 1ull << 60);
+    CU_ASSERT_EQUAL(sk.shown[7].device, 1);
+    char line[512];
+    CU_ASSERT_STRING_EQUAL(fsc_trace_skip_describe(&sk.shown[1], line, sizeof line),
+                           "free_completed at 0x51000000, 512 bytes (device 0, entry 2): free of "
+                           "an unknown address");
+
+    /* the commands say so */
+    char out[16384];
+    const char *db = fsc_test_path("skips.db");
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s 2>&1",
+                                fsc_test_fragscope(), path, db),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "warning"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "9 recorded entries left out of the trace: 1 unknown "
+                                       "action, 1 free of an unknown address"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s info %s", fsc_test_fragscope(), path), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "clean close; but 9 recorded entries left out"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(out, "first: action 42 at 0x50000000, 512 bytes (device 0, entry 1): unknown "
+                    "action"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s info %s --format json", fsc_test_fragscope(),
+                                path),
+                    0);
+    cJSON *o = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    cJSON *sj = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "integrity"), "skipped");
+    CU_ASSERT_EQUAL(cJSON_GetObjectItem(sj, "total")->valuedouble, 9);
+    CU_ASSERT_EQUAL(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(sj, "by_kind"), "not_begun")->valuedouble, 2);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItem(sj, "first")), 8);
+    cJSON_Delete(o);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s", fsc_test_fragscope(), db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "recorder    9 recorded entries left out"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s --format markdown",
+                                fsc_test_fragscope(), db),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "**The recorder left entries out: 9 recorded entries"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s --format json",
+                                fsc_test_fragscope(), db),
+                    0);
+    o = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    cJSON *w = cJSON_GetObjectItem(o, "warnings");
+    CU_ASSERT_EQUAL(cJSON_GetObjectItem(w, "recorder_skipped_entries")->valuedouble, 9);
+    CU_ASSERT_EQUAL(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "recorder_skipped_by_kind"),
+                                        "zero_size")
+                        ->valuedouble,
+                    1);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItem(w, "recorder_skipped_first")), 8);
+    cJSON_Delete(o);
+    /* the replay of what was kept matches, but is not called faithful */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s whatif %s --verify", fsc_test_fragscope(),
+                                path),
+                    1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "recorder: 9 recorded entries left out"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "NOT FAITHFUL: the replay reproduces the entries the "
+                                       "trace kept, but the recorder left 9 out"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s whatif %s --verify --format json",
+                                fsc_test_fragscope(), path),
+                    1);
+    o = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    CU_ASSERT_TRUE(cJSON_IsFalse(cJSON_GetObjectItem(o, "match")));
+    CU_ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItem(o, "kept_entries_match")));
+    CU_ASSERT_EQUAL(cJSON_GetObjectItem(o, "recorder_skipped")->valuedouble, 9);
+    cJSON_Delete(o);
+    /* the viewer's page says it in words */
+    const char *html = fsc_test_path("skips.html");
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s view %s -o %s", fsc_test_fragscope(), db,
+                                html),
+                    0);
+    char *page = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "9 recorded entries left out of the trace"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "\"recorder_skipped\":{\"total\":9"));
+    free(page);
+}
+
+/* 16 entries of 16 with an unknown action: the trace holds no event, and
+ * says that all 16 were left out (it is not "clean"). */
+static void test_all_unknown(void)
+{
+    const char *path = fsc_test_path("unknown.fstrace");
+    fsc_native_t *n = open_native(path, 1);
+    begin(n, 0, 0, NULL, 0);
+    for (int i = 0; i < 16; i++)
+        push(n, 0, 100 + i, 0x50000000 + 512u * (unsigned)i, 512);
+    CU_ASSERT_EQUAL(fsc_native_close(n), 0);
+    fsc_native_destroy(n);
+    fsc_trace_skips_t sk;
+    uint64_t events = 1;
+    trace_skips(path, &sk, &events);
+    CU_ASSERT_EQUAL(events, 0);
+    CU_ASSERT_EQUAL(sk.total, 16);
+    CU_ASSERT_EQUAL(sk.by_kind[FSC_TRACE_SKIP_UNKNOWN_ACTION], 16);
+    CU_ASSERT_EQUAL(sk.nshown, 8);
+    CU_ASSERT_EQUAL(sk.shown[7].action, 107);
+    char out[8192];
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s info %s", fsc_test_fragscope(), path), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "clean close; but 16 recorded entries left out of the "
+                                       "trace: 16 unknown action"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s 2>&1",
+                                fsc_test_fragscope(), path, fsc_test_path("unknown.db")),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "warning"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "16 recorded entries left out"));
+}
+
+/* A second begin_device on a running device is refused, and the device's
+ * trace goes on recording: every entry before and after is in it. */
+static void test_begin_refused(void)
+{
+    const char *path = fsc_test_path("again.fstrace");
+    fsc_native_t *n = open_native(path, 1);
+    begin(n, 0, 0, NULL, 0);
+    push(n, 0, FSC_NATIVE_SEGMENT_ALLOC, 0x50000000, 2 * MiB);
+    push(n, 0, FSC_NATIVE_ALLOC, 0x50000000, 512);
+    fsc_native_device_t d;
+    memset(&d, 0, sizeof d);
+    d.device = 0;
+    d.total = 80ull << 30;
+    d.free = 70ull << 30;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL(fsc_native_begin_device(n, &d, &err), FSC_ESTATE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "device 0 has begun already"));
+    CU_ASSERT_EQUAL(fsc_native_declare_device(n, &d, &err), FSC_ESTATE);
+    CU_ASSERT_STRING_EQUAL(fsc_native_trace_path(n, 0), path);
+    push(n, 0, FSC_NATIVE_ALLOC, 0x50000200, 512);
+    push(n, 0, FSC_NATIVE_FREE_REQUESTED, 0x50000000, 512);
+    push(n, 0, FSC_NATIVE_FREE_COMPLETED, 0x50000000, 512);
+    CU_ASSERT_EQUAL(fsc_native_flush(n), 0);
+    fsc_native_stats_t st;
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.entries, 5);
+    CU_ASSERT_EQUAL(st.skipped.total, 0);
+    CU_ASSERT_EQUAL(fsc_native_close(n), 0);
+    fsc_native_destroy(n);
+    got_t g;
+    read_trace(path, &g);
+    /* sample, segment, split, alloc, split, alloc, free requested, free completed */
+    static const uint8_t want[] = {FSC_EV_DEVICE_MEMORY, FSC_EV_SEGMENT_ALLOC, FSC_EV_SPLIT,
+                                   FSC_EV_ALLOC,         FSC_EV_SPLIT,        FSC_EV_ALLOC,
+                                   FSC_EV_FREE_REQUESTED, FSC_EV_FREE_COMPLETED};
+    CU_ASSERT_EQUAL_FATAL(g.n, (int)sizeof want);
+    for (int i = 0; i < g.n; i++)
+        CU_ASSERT_EQUAL(g.ev[i].type, want[i]);
+    CU_ASSERT_EQUAL(g.ev[0].oom.device_free, 79ull << 30); /* the first begin's */
+}
+
+/* A device declared when recording starts (the process had not used it)
+ * begins when its first entry arrives: its own trace, empty at first, with
+ * the header the declaration gave; nothing is lost. */
+static void test_late_device(void)
+{
+    const char *path = fsc_test_path("late.fstrace");
+    fsc_native_t *n = open_native(path, 2);
+    begin(n, 0, 0, NULL, 0);
+    fsc_native_device_t d;
+    memset(&d, 0, sizeof d);
+    d.device = 1;
+    d.name = "Late GPU";
+    d.total = 40ull << 30;
+    d.capacity = 20ull << 30;
+    d.config = "expandable_segments:False";
+    fsc_err_t err = {0, ""};
+    fsc_native_segment_t seg;
+    memset(&seg, 0, sizeof seg);
+    d.segments = &seg;
+    d.nsegments = 1;
+    CU_ASSERT_EQUAL(fsc_native_declare_device(n, &d, &err), FSC_EINVAL);
+    d.segments = NULL;
+    d.nsegments = 0;
+    CU_ASSERT_EQUAL_FATAL(fsc_native_declare_device(n, &d, &err), 0);
+    CU_ASSERT_EQUAL(fsc_native_declare_device(n, &d, &err), FSC_ESTATE);
+    CU_ASSERT_EQUAL(fsc_native_flush(n), 0);
+    CU_ASSERT_PTR_NULL(fsc_native_trace_path(n, 1)); /* no entry yet: no file */
+    CU_ASSERT_FALSE(fsc_test_file_exists(fsc_test_path("late.dev1.fstrace")));
+    push(n, 1, FSC_NATIVE_SEGMENT_ALLOC, 0x60000000, 20 * MiB);
+    push(n, 1, FSC_NATIVE_ALLOC, 0x60000000, 4 * MiB);
+    push(n, 0, FSC_NATIVE_SEGMENT_ALLOC, 0x50000000, 2 * MiB);
+    CU_ASSERT_EQUAL(fsc_native_flush(n), 0);
+    CU_ASSERT_STRING_EQUAL(fsc_native_trace_path(n, 1), fsc_test_path("late.dev1.fstrace"));
+    push(n, 1, FSC_NATIVE_FREE_REQUESTED, 0x60000000, 4 * MiB);
+    push(n, 1, FSC_NATIVE_FREE_COMPLETED, 0x60000000, 4 * MiB);
+    fsc_native_stats_t st;
+    CU_ASSERT_EQUAL(fsc_native_close(n), 0);
+    fsc_native_get_stats(n, &st);
+    CU_ASSERT_EQUAL(st.entries, 5);
+    CU_ASSERT_EQUAL(st.dropped, 0);
+    CU_ASSERT_EQUAL(st.skipped.total, 0);
+    fsc_native_destroy(n);
+    got_t g;
+    read_trace(fsc_test_path("late.dev1.fstrace"), &g);
+    CU_ASSERT_STRING_EQUAL(g.backend, "cuda:1 Late GPU");
+    CU_ASSERT_EQUAL(g.hdr.capacity, 20ull << 30);
+    CU_ASSERT_EQUAL(g.hdr.device_total, 40ull << 30);
+    CU_ASSERT_FALSE(g.hdr.flags & FSC_TRACE_F_RECONSTRUCTED);
+    /* no sample (its free bytes were not read), no start state */
+    static const uint8_t want[] = {FSC_EV_SEGMENT_ALLOC, FSC_EV_SPLIT, FSC_EV_ALLOC,
+                                   FSC_EV_FREE_REQUESTED, FSC_EV_FREE_COMPLETED, FSC_EV_MERGE};
+    CU_ASSERT_EQUAL_FATAL(g.n, (int)sizeof want);
+    for (int i = 0; i < g.n; i++)
+        CU_ASSERT_EQUAL(g.ev[i].type, want[i]);
+    CU_ASSERT_EQUAL(g.ev[2].size, 4 * MiB);
+    read_trace(path, &g);
+    CU_ASSERT_EQUAL(g.n, 2); /* device 0: sample, segment */
+}
+
 /* Runs recorded on an H100 (bench/gpu/native_check.py; n_fsdp2 and n_tags
  * on an H200) by the native recorder and, in the same process, by
  * PyTorch's own history: the trace
@@ -744,6 +1029,11 @@ static const fsc_test_case_t tests[] = {
     {"stacks come after their entries: later entries wait, frames tag the events",
      test_stacks},
     {"an entry the model cannot place is counted, the trace stays good", test_contradiction},
+    {"entries left out are counted by kind, in the trace, and every command says so",
+     test_skips_by_kind},
+    {"16 unknown actions of 16: an empty trace that says so", test_all_unknown},
+    {"a refused begin_device leaves the running trace recording", test_begin_refused},
+    {"a declared device begins when its first entry arrives", test_late_device},
     {"H100 runs: the native trace and the same run's snapshot agree", test_gpu_runs},
     {"H200 runs with history's stacks: the same tags as the snapshot's", test_gpu_stacks},
     {NULL, NULL},

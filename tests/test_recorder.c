@@ -74,6 +74,19 @@ static const fsc_event_t k_events[] = {
 };
 #define N_EVENTS (sizeof k_events / sizeof k_events[0])
 
+/* The records the golden trace says were left out (2.4): written once
+ * part way with the first counts, then with all of them (the last wins). */
+static void golden_skips(fsc_trace_skips_t *s, int all)
+{
+    memset(s, 0, sizeof *s);
+    s->by_kind[FSC_TRACE_SKIP_FREE_UNKNOWN] = all ? 2 : 1;
+    s->by_kind[FSC_TRACE_SKIP_UNKNOWN_ACTION] = all ? 1 : 0;
+    s->total = all ? 3 : 1;
+    s->nshown = all ? 2 : 1;
+    s->shown[0] = (fsc_trace_skip_t){FSC_TRACE_SKIP_FREE_UNKNOWN, 2, 0, 5, 0x7f0000100000ull, 512};
+    s->shown[1] = (fsc_trace_skip_t){FSC_TRACE_SKIP_UNKNOWN_ACTION, 42, 1, 9, 0, 0};
+}
+
 static int write_golden_like(const char *path)
 {
     fsc_recorder_opts_t o = FSC_RECORDER_OPTS_DEFAULT;
@@ -90,9 +103,16 @@ static int write_golden_like(const char *path)
         fsc_recorder_tag_node(r, 0, "backward", 8, &bwd) != 0 || fwd != 1 || layer != 2 ||
         bwd != 3)
         return -100;
-    for (size_t i = 0; i < N_EVENTS; i++)
+    fsc_trace_skips_t sk;
+    for (size_t i = 0; i < N_EVENTS; i++) {
         if ((rc = fsc_recorder_write(r, &k_events[i])) != 0)
             return rc;
+        if (i == 13 || i == N_EVENTS - 1) {
+            golden_skips(&sk, i != 13);
+            if ((rc = fsc_recorder_write_skips(r, &sk)) != 0)
+                return rc;
+        }
+    }
     return fsc_recorder_close(r);
 }
 
@@ -155,12 +175,35 @@ static void check_events_v(const char *path, uint32_t major, uint32_t minor)
     CU_ASSERT_EQUAL(in.bytes_lost, 0);
     CU_ASSERT_EQUAL(in.events_lost, 0);
     CU_ASSERT_EQUAL(in.compressed_bytes, in.file_bytes);
+    /* the records left out from 2.4 on: the last SKIPPED record's */
+    fsc_trace_skips_t want;
+    golden_skips(&want, 1);
+    if (major == 2 && minor >= 4) {
+        CU_ASSERT_EQUAL(in.skipped.total, 3);
+        CU_ASSERT_EQUAL(memcmp(in.skipped.by_kind, want.by_kind, sizeof want.by_kind), 0);
+        CU_ASSERT_EQUAL_FATAL(in.skipped.nshown, 2);
+        for (int i = 0; i < 2; i++) {
+            const fsc_trace_skip_t *a = &in.skipped.shown[i], *b = &want.shown[i];
+            CU_ASSERT(a->kind == b->kind && a->action == b->action && a->device == b->device &&
+                      a->index == b->index && a->addr == b->addr && a->size == b->size);
+        }
+        char line[256];
+        CU_ASSERT_STRING_EQUAL(fsc_trace_skips_text(&in.skipped, line, sizeof line),
+                               "3 recorded entries left out of the trace: 1 unknown action, 2 "
+                               "free of an unknown address");
+        CU_ASSERT_STRING_EQUAL(fsc_trace_skip_describe(&in.skipped.shown[0], line, sizeof line),
+                               "free_completed at 0x7f0000100000, 512 bytes (device 0, entry "
+                               "5): free of an unknown address");
+    } else {
+        CU_ASSERT_EQUAL(in.skipped.total, 0);
+        CU_ASSERT_EQUAL(in.skipped.nshown, 0);
+    }
     fsc_trace_close(r);
 }
 
 static void check_events(const char *path)
 {
-    check_events_v(path, 2, 3);
+    check_events_v(path, 2, 4);
 }
 
 static void test_round_trip_every_field(void)
@@ -349,7 +392,7 @@ static void test_newer_major_refused(void)
     CU_ASSERT_EQUAL(fsc_trace_open(p, &r, &err), FSC_EVERSION);
     char want[1200];
     snprintf(want, sizeof want,
-             "%s: trace format version 3.3 is newer than this fragscope reads (2.x); "
+             "%s: trace format version 3.4 is newer than this fragscope reads (2.x); "
              "upgrade fragscope",
              p);
     CU_ASSERT_STRING_EQUAL(err.msg, want);
@@ -644,6 +687,13 @@ static void test_reads_version_2_2(void)
     check_events_v(fsc_test_data("recorder_golden_v2_2.fstrace"), 2, 2);
 }
 
+static void test_reads_version_2_3(void)
+{
+    /* The golden trace as format 2.3 wrote it (before SKIPPED records):
+     * the same events, pools and host, nothing said to be left out. */
+    check_events_v(fsc_test_data("recorder_golden_v2_3.fstrace"), 2, 3);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"round_trip_every_field", test_round_trip_every_field},
     {"golden_bytes", test_golden_bytes},
@@ -651,6 +701,7 @@ static const fsc_test_case_t k_tests[] = {
     {"reads_version_2_0", test_reads_version_2_0},
     {"reads_version_2_1", test_reads_version_2_1},
     {"reads_version_2_2", test_reads_version_2_2},
+    {"reads_version_2_3", test_reads_version_2_3},
     {"cut_at_every_byte", test_cut_at_every_byte},
     {"damaged_byte_anywhere", test_damaged_byte_anywhere},
     {"not_a_trace", test_not_a_trace},

@@ -1,7 +1,8 @@
 /*
  * test_torch_module.c — fragscope_torch.py, the Python side of the PyTorch
  * shim: module tags relative to the calling module, backward tags, optimizer
- * tags and step markers (tests/torch/check_fragscope_torch.py, with
+ * tags and step markers, record()'s late devices and stop()'s words on the
+ * entries left out (tests/torch/check_fragscope_torch.py, with
  * stand-ins for torch and the library, so it runs without a GPU).
  */
 #include <string.h>
@@ -22,6 +23,7 @@ static void test_watch_tags_and_markers(void)
         printf("\n%s\n", out);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "tags and markers ok"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "late devices left to their first entry, entries left out reported"));
 }
 
 static const fsc_test_case_t k_tests[] = {

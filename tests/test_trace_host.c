@@ -53,7 +53,7 @@ static const char *read_host(const char *path, char *buf, size_t n)
     CU_ASSERT_EQUAL_FATAL(fsc_trace_open(path, &r, &err), 0);
     const fsc_trace_header_t *h = fsc_trace_header(r);
     CU_ASSERT_EQUAL(h->version_major, 2);
-    CU_ASSERT_EQUAL(h->version_minor, 3);
+    CU_ASSERT_EQUAL(h->version_minor, 4);
     snprintf(buf, n, "%s", h->host != NULL ? h->host : "(null)");
     fsc_trace_close(r);
     return buf;

@@ -159,6 +159,8 @@ static void test_cli_json(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"num_alloc_retries\": 1, \"num_ooms\": 1, "
                                          "\"oom\": true, \"run_complete\": false, "
                                          "\"margin_bytes\": null, \"window\": null, "
+                                         "\"recorder_skipped\": 0, "
+                                         "\"recorder_skipped_by_kind\": {}, "
                                          "\"first_oom\": {\"index\": 712"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"requested_bytes\": 100663296"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "{\"config\": \"expandable_segments:True\""));

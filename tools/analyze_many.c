@@ -206,6 +206,12 @@ static void print_part(const char *out, const input_t *in, const part_t *pt)
         fprintf(stderr, "fragscope: %s: trace was not closed cleanly; analyzed the %llu "
                         "events of its complete chunks\n", in->path,
                 (unsigned long long)pt->info.integrity.events);
+    if (pt->info.have_integrity && pt->info.integrity.skipped.total > 0) {
+        char line[1024];
+        fprintf(stderr, "fragscope: warning: %s: %s; every figure covers only the entries "
+                        "the recorder kept (fragscope info %s)\n", in->path,
+                fsc_trace_skips_text(&pt->info.integrity.skipped, line, sizeof line), in->path);
+    }
     if (pt->info.kind == FSC_SOURCE_SNAPSHOT && in->nparts > 1)
         snprintf(dev, sizeof dev, " device %d", pt->info.import.device);
     printf("%s: %s%s: %llu events, peak allocated %s, peak reserved %s, %llu OOM%s%s%s%s\n",

@@ -246,6 +246,12 @@ static int analyze(int argc, char **argv, const char **inputs)
         fprintf(stderr, "fragscope: %s: trace was not closed cleanly; analyzed the %llu "
                         "events of its complete chunks\n", j.in_path,
                 (unsigned long long)info.integrity.events);
+    if (info.have_integrity && info.integrity.skipped.total > 0) {
+        char line[1024];
+        fprintf(stderr, "fragscope: warning: %s: %s; every figure covers only the entries "
+                        "the recorder kept (fragscope info %s)\n", j.in_path,
+                fsc_trace_skips_text(&info.integrity.skipped, line, sizeof line), j.in_path);
+    }
     /* a snapshot with history on several devices: one run per device */
     if (rc == FSC_EINVAL && !o.pick_device && info.kind == FSC_SOURCE_SNAPSHOT &&
         info.import.devices > 1 && info.import.device_mask != 0) {

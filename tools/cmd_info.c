@@ -22,12 +22,16 @@ const char fsc_cmd_info_usage[] =
     "each type, the tag tree's size and its top-level tags with their share of the\n"
     "events, the number of chunks and compressed bytes per event, and the\n"
     "integrity: \"clean close\", or \"truncated\" with the bytes and events lost\n"
-    "(a trace whose program was killed still yields every complete chunk).\n"
+    "(a trace whose program was killed still yields every complete chunk), and\n"
+    "the recorded entries its producer left out (the native recorder's entries\n"
+    "that its block model could not place or that it could not keep), by kind,\n"
+    "with the first few.\n"
     "\n"
     "options:\n"
     "  --format F   text (default) or json; JSON keys: events (total),\n"
     "               events_by_type, tags {count, top}, chunks, compressed_bytes,\n"
-    "               bytes_per_event, integrity {status, ...}, header fields\n"
+    "               bytes_per_event, integrity {status, ..., skipped {total,\n"
+    "               by_kind, first}}, header fields\n"
     "\n"
     "exit status: 0 ok, 2 the file is missing, not a trace or damaged inside a\n"
     "chunk, or bad options.\n";
@@ -133,7 +137,21 @@ static void flags_text(uint32_t f, char *buf, size_t cap)
         buf[n - 1] = '\0';
 }
 
+static void integrity_file_text(const fsc_trace_integrity_t *in, char *buf, size_t cap);
+
+/* The file's state, then what the recorder left out, if anything: a
+ * trace closed cleanly is not complete when entries were skipped. */
 static void integrity_text(const fsc_trace_integrity_t *in, char *buf, size_t cap)
+{
+    integrity_file_text(in, buf, cap);
+    if (in->skipped.total > 0) {
+        size_t n = strlen(buf);
+        char sk[1024];
+        snprintf(buf + n, cap - n, "; but %s", fsc_trace_skips_text(&in->skipped, sk, sizeof sk));
+    }
+}
+
+static void integrity_file_text(const fsc_trace_integrity_t *in, char *buf, size_t cap)
 {
     if (in->clean_close) {
         snprintf(buf, cap, "clean close");
@@ -206,9 +224,14 @@ static void print_text(const info_t *s)
     double bpe = s->in.events ? (double)s->in.compressed_bytes / (double)s->in.events : 0;
     printf("chunks       %" PRIu64 ", %s compressed, %.2f bytes/event\n", s->in.chunks,
            fsc_size_format(s->in.compressed_bytes, a, sizeof a), bpe);
-    char integ[256];
+    char integ[1536];
     integrity_text(&s->in, integ, sizeof integ);
     printf("integrity    %s\n", integ);
+    for (uint32_t i = 0; i < s->in.skipped.nshown; i++) {
+        char line[512];
+        printf("  %s %s\n", i == 0 ? "first:" : "      ",
+               fsc_trace_skip_describe(&s->in.skipped.shown[i], line, sizeof line));
+    }
 }
 
 /* Exact integers: cJSON numbers are doubles, which round above 2^53. */
@@ -279,7 +302,7 @@ static int print_json(const info_t *s)
                             s->in.events ? (double)s->in.compressed_bytes / (double)s->in.events
                                          : 0.0);
     cJSON *ig = cJSON_AddObjectToObject(o, "integrity");
-    char integ[256];
+    char integ[1536];
     integrity_text(&s->in, integ, sizeof integ);
     cJSON_AddStringToObject(ig, "status", s->in.clean_close ? "clean" : "truncated");
     cJSON_AddStringToObject(ig, "summary", integ);
@@ -288,6 +311,27 @@ static int print_json(const info_t *s)
     add_u64(ig, "events_lost", s->in.events_lost);
     cJSON_AddBoolToObject(ig, "events_lost_known", s->in.events_lost_known);
     add_u64(ig, "events_dropped", s->in.events_dropped);
+    /* what the recorder left out (a SKIPPED record): total, by kind, the first */
+    cJSON *sk = cJSON_AddObjectToObject(ig, "skipped");
+    add_u64(sk, "total", s->in.skipped.total);
+    cJSON *bk = cJSON_AddObjectToObject(sk, "by_kind");
+    for (uint32_t k = 0; k < FSC_TRACE_SKIP_KINDS; k++)
+        add_u64(bk, fsc_trace_skip_kind_name(k), s->in.skipped.by_kind[k]);
+    cJSON *fa = cJSON_AddArrayToObject(sk, "first");
+    for (uint32_t i = 0; i < s->in.skipped.nshown; i++) {
+        const fsc_trace_skip_t *k = &s->in.skipped.shown[i];
+        cJSON *e = cJSON_CreateObject();
+        char line[512];
+        cJSON_AddStringToObject(e, "kind", fsc_trace_skip_kind_name(k->kind));
+        add_u64(e, "action", k->action);
+        add_u64(e, "device", k->device);
+        if (k->index != UINT64_MAX)
+            add_u64(e, "index", k->index);
+        add_u64(e, "addr", k->addr);
+        add_u64(e, "size", k->size);
+        cJSON_AddStringToObject(e, "text", fsc_trace_skip_describe(k, line, sizeof line));
+        cJSON_AddItemToArray(fa, e);
+    }
     char *txt = cJSON_Print(o);
     cJSON_Delete(o);
     if (txt == NULL)

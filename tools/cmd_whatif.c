@@ -84,8 +84,9 @@ const char fsc_cmd_whatif_usage[] =
     "number (ooms.id).\n"
     "\n"
     "exit status: 0 done (OOMs in replays are results), 1 --verify or\n"
-    "--verify-against found a difference, 2 bad input or usage (a bad --config\n"
-    "is named), 3 other errors.\n";
+    "--verify-against found a difference (or --verify: the recorder left entries\n"
+    "out of the trace), 2 bad input or usage (a bad --config is named), 3 other\n"
+    "errors.\n";
 
 #define MAX_CONFIGS 64
 
@@ -233,6 +234,11 @@ static const char *cfg_name(const char *c)
  * and what the state it began in was, rebuilt (docs/whatif.md). */
 static void print_window(const fsc_request_stream_info_t *in, int results, FILE *f)
 {
+    if (in->recorder_skipped.total > 0) {
+        char line[1024];
+        fprintf(f, "recorder: %s; the requests replayed lack them\n",
+                fsc_trace_skips_text(&in->recorder_skipped, line, sizeof line));
+    }
     if (!in->window)
         return;
     char r[32], a[32], when[64] = "";
@@ -280,7 +286,24 @@ static void print_window(const fsc_request_stream_info_t *in, int results, FILE 
     fputc('\n', f);
 }
 
+static void json_window_only(const fsc_request_stream_info_t *in, FILE *f);
+
+/* The window, then the entries the recorder left out (by kind). */
 static void json_window(const fsc_request_stream_info_t *in, FILE *f)
+{
+    json_window_only(in, f);
+    const fsc_trace_skips_t *sk = &in->recorder_skipped;
+    fprintf(f, ", \"recorder_skipped\": %" PRIu64 ", \"recorder_skipped_by_kind\": {", sk->total);
+    for (uint32_t k = 0, first = 1; k < FSC_TRACE_SKIP_KINDS; k++)
+        if (sk->by_kind[k] > 0) {
+            fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", fsc_trace_skip_kind_name(k),
+                    sk->by_kind[k]);
+            first = 0;
+        }
+    fputs("}", f);
+}
+
+static void json_window_only(const fsc_request_stream_info_t *in, FILE *f)
 {
     if (!in->window) {
         fputs(", \"window\": null", f);
@@ -702,9 +725,13 @@ static void text_figures(const fsc_whatif_verify_t *v, const char *had, const ch
 static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_info_t *info,
                         int inferred, int json, FILE *f)
 {
+    /* Entries the recorder left out are not in the stream: however well the
+     * replay matches what was kept, it is not a faithful replay of the run. */
+    uint64_t skipped = info->recorder_skipped.total;
+    int faithful = v->match && skipped == 0;
     if (json) {
-        fprintf(f,
-                "{\"match\": %s, \"config\": ", v->match ? "true" : "false");
+        fprintf(f, "{\"match\": %s, \"kept_entries_match\": %s, \"config\": ",
+                faithful ? "true" : "false", v->match ? "true" : "false");
         json_str(f, v->replay.config);
         fprintf(f, ", \"capacity_bytes\": %" PRIu64, v->replay.capacity);
         fprintf(f, ", \"capacity_inferred\": %s", inferred ? "true" : "false");
@@ -734,11 +761,17 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                     v->mismatch_got_addr);
         fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s}\n",
                 v->oom_expected ? "true" : "false", v->oom_got ? "true" : "false");
-        return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
+        return faithful ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
     }
     print_window(info, 0, f);
-    fprintf(f, "verify (settings \"%s\"): %s\n", v->replay.config,
-            v->match ? "the replay reproduces the recording" : "the replay DIFFERS");
+    if (skipped > 0 && v->match)
+        fprintf(f, "verify (settings \"%s\"): NOT FAITHFUL: the replay reproduces the entries "
+                   "the trace kept, but the recorder left %" PRIu64 " out\n",
+                v->replay.config, skipped);
+    else
+        fprintf(f, "verify (settings \"%s\"): %s%s\n", v->replay.config,
+                v->match ? "the replay reproduces the recording" : "the replay DIFFERS",
+                skipped > 0 ? " (and the recorder left entries out)" : "");
     if (inferred) {
         char lo[32], hi[32];
         fprintf(f,
@@ -762,7 +795,7 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
     }
     fprintf(f, "  OOM            %s recorded, %s replayed\n", v->oom_expected ? "yes" : "no",
             v->oom_got ? "yes" : "no");
-    return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
+    return faithful ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
 }
 
 /* --verify-against: this recording replayed under the other's settings,

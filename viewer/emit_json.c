@@ -284,6 +284,21 @@ static void emit_summary_numbers(fsc__js_t *js, const fsc__model_t *m)
     fsc__js_end(js, '}');
 }
 
+/* What the recorder left out of the trace (meta recorder.skipped*), when
+ * anything: the count and the words the summary table shows. */
+static void emit_recorder_skipped(fsc__js_t *js, const fsc__model_t *m)
+{
+    int64_t n = fsc__model_meta_i(m, "recorder.skipped", 0);
+    if (n <= 0)
+        return;
+    char buf[2048];
+    fsc__js_obj(js, "recorder_skipped");
+    fsc__js_int(js, "total", n);
+    fsc__js_str(js, "text", fsc__model_meta_s(m, "recorder.skipped_text", buf, sizeof buf), 0);
+    fsc__js_str(js, "first", fsc__model_meta_s(m, "recorder.skipped_first", buf, sizeof buf), 0);
+    fsc__js_end(js, '}');
+}
+
 void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
 {
     fsc__vtagmap_t tm = {m, NULL, NULL, 0};
@@ -306,6 +321,7 @@ void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
     fsc__js_obj(&js, NULL);
     fsc__js_int(&js, "format", 1);
     emit_summary_numbers(&js, m);
+    emit_recorder_skipped(&js, m);
     emit_timeline(&js, m, caps);
     emit_markers(&js, m, caps);
     fsc__emit_layouts(&js, m, caps, &tm, layout_of_oom);

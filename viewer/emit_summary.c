@@ -190,7 +190,7 @@ static void facts(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps
     kv_row(sb, "source", fsc__model_meta_s(m, "source_path", buf, sizeof buf), caps->str_chars);
     fmt_count(a, sizeof a, fsc__model_sum_i(m, "events", fsc__model_meta_i(m, "events_total", 0)));
     fmt_time(b, sizeof b, fsc__model_sum_i(m, "duration_ns", 0));
-    char line[192];
+    char line[1280];
     snprintf(line, sizeof line, "%s events over %s", a, b);
     kv_row(sb, "run", line, 0);
     if (fsc__model_meta(m, "integrity.clean_close") != NULL) {
@@ -217,6 +217,12 @@ static void facts(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps
     if (warnings > 0) {
         snprintf(line, sizeof line, "%" PRId64 " events contradicted the replay and were skipped", warnings);
         kv_row(sb, "warnings", line, 0);
+    }
+    if (fsc__model_meta_i(m, "recorder.skipped", 0) > 0) {
+        char sk[1024];
+        snprintf(line, sizeof line, "%s; every figure covers only the entries the recorder kept",
+                 fsc__model_meta_s(m, "recorder.skipped_text", sk, sizeof sk));
+        kv_row(sb, "recorder", line, 0);
     }
     external_rows(sb, m);
     fsc__sb_puts(sb, "</table>\n");

@@ -116,6 +116,9 @@ static void print_verdict(const rep_t *r, FILE *f)
 {
     if (r->nooms == 0)
         return;
+    if (r->rec_skipped)
+        fprintf(f, "fragscope: warning: %s; the figures below cover only the entries the "
+                   "recorder kept\n", r->rec_skipped_text);
     const rep_oom_t *o = &r->ooms[r->nooms - 1];
     char b[4][32], cap[64];
     capacity_text(r, cap, sizeof cap);
@@ -153,6 +156,17 @@ static void print_verdict(const rep_t *r, FILE *f)
 
 /* ---- text ---------------------------------------------------------------- */
 
+/* Lines of text (joined by '\n'), the first as it is, the others after indent. */
+static void print_indented(FILE *f, const char *text, const char *indent)
+{
+    for (int first = 1; *text; first = 0) {
+        const char *e = strchr(text, '\n');
+        size_t n = e ? (size_t)(e - text) : strlen(text);
+        fprintf(f, "%s%.*s\n", first ? "" : indent, (int)n, text);
+        text += n + (e != NULL);
+    }
+}
+
 static void print_text(const rep_t *r, FILE *f)
 {
     char b[6][32], cap[64];
@@ -171,6 +185,14 @@ static void print_text(const rep_t *r, FILE *f)
     if (r->import_warnings)
         fprintf(f, "  import      %lld snapshot entries contradicted the block model and were "
                    "skipped (--lenient)\n", (long long)r->import_warnings);
+    if (r->rec_skipped) {
+        fprintf(f, "  recorder    %s; every figure covers only the entries it kept\n",
+                r->rec_skipped_text);
+        if (r->rec_skipped_first[0]) {
+            fprintf(f, "              first: ");
+            print_indented(f, r->rec_skipped_first, "                     ");
+        }
+    }
     if (r->unknown_actions || r->unknown_keys)
         fprintf(f, "  not understood  %lld entries with an unknown action, %lld unknown keys "
                    "(kept in table pytorch_meta): %s\n", (long long)r->unknown_actions,
@@ -313,6 +335,11 @@ static void print_markdown(const rep_t *r, FILE *f)
     if (r->import_warnings)
         fprintf(f, "**%lld snapshot entries contradicted the block model and were skipped "
                    "(--lenient).**\n\n", (long long)r->import_warnings);
+    if (r->rec_skipped) {
+        fprintf(f, "**The recorder left entries out: ");
+        md_escape(f, r->rec_skipped_text);
+        fprintf(f, ". Every figure covers only the entries it kept.**\n\n");
+    }
     if (r->unknown_actions || r->unknown_keys) {
         fprintf(f, "Not understood (kept): %lld entries with an unknown action, %lld unknown "
                    "keys: ", (long long)r->unknown_actions, (long long)r->unknown_keys);
@@ -448,6 +475,21 @@ static char *build_json(const rep_t *r, const job_t *job)
     cJSON *wc = cJSON_AddObjectToObject(root, "warnings");
     cJSON_AddItemToObject(wc, "replay_skipped_events", num((double)r->warnings));
     cJSON_AddItemToObject(wc, "import_skipped_entries", num((double)r->import_warnings));
+    /* the native recorder's: entries left out of the trace, by kind */
+    cJSON_AddItemToObject(wc, "recorder_skipped_entries", num((double)r->rec_skipped));
+    cJSON *rk = cJSON_AddObjectToObject(wc, "recorder_skipped_by_kind");
+    for (int i = 0; i < r->nrec_skipped_kind; i++)
+        cJSON_AddItemToObject(rk, r->rec_skipped_kind[i].kind,
+                              num((double)r->rec_skipped_kind[i].n));
+    cJSON *rf = cJSON_AddArrayToObject(wc, "recorder_skipped_first");
+    for (const char *p = r->rec_skipped_first; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)n, p);
+        cJSON_AddItemToArray(rf, cJSON_CreateString(line));
+        p += n + (e != NULL);
+    }
     cJSON_AddItemToObject(wc, "unknown_actions", num((double)r->unknown_actions));
     cJSON_AddItemToObject(wc, "unknown_keys", num((double)r->unknown_keys));
     cJSON_AddStringToObject(wc, "not_understood", r->not_understood);

@@ -10,6 +10,8 @@
 
 #include "report_model.h"
 
+static int skipped_kind_row(void *ud, const fsc_rundb_kv_t *kv);
+
 /* The report shows a NULL number as 0. */
 static int64_t z(int64_t v)
 {
@@ -253,7 +255,13 @@ static int load(ld_t *L)
         (rc = fsc_rundb_meta_int(db, "import.unknown_keys", 0, &r->unknown_keys)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "import.devices", 0, &r->import_devices)) != 0 ||
         (rc = fsc_rundb_meta_text(db, "import.not_understood", r->not_understood,
-                                  sizeof r->not_understood)) != 0)
+                                  sizeof r->not_understood)) != 0 ||
+        (rc = fsc_rundb_meta_int(db, "recorder.skipped", 0, &r->rec_skipped)) != 0 ||
+        (rc = fsc_rundb_meta_text(db, "recorder.skipped_text", r->rec_skipped_text,
+                                  sizeof r->rec_skipped_text)) != 0 ||
+        (rc = fsc_rundb_meta_text(db, "recorder.skipped_first", r->rec_skipped_first,
+                                  sizeof r->rec_skipped_first)) != 0 ||
+        (r->rec_skipped > 0 && (rc = fsc_rundb_meta(db, skipped_kind_row, r)) != 0))
         return rc;
     r->capacity_inferred = (int)inferred;
     if ((rc = fsc_rundb_summary(db, sum_row, r)) != 0 || (rc = fsc_rundb_ooms(db, oom_row, L)) != 0)
@@ -274,6 +282,20 @@ static int load(ld_t *L)
         (rc = distinguish(L, r->leaks, r->nleaks)) != 0)
         return rc;
     return fsc__report_load_frag(db, r);
+}
+
+/* meta recorder.skipped.KIND rows: the recorder's skips by kind. */
+static int skipped_kind_row(void *ud, const fsc_rundb_kv_t *kv)
+{
+    rep_t *r = ud;
+    static const char pre[] = "recorder.skipped.";
+    if (kv->key == NULL || strncmp(kv->key, pre, sizeof pre - 1) != 0 ||
+        r->nrec_skipped_kind >= (int)(sizeof r->rec_skipped_kind / sizeof r->rec_skipped_kind[0]))
+        return 0;
+    snprintf(r->rec_skipped_kind[r->nrec_skipped_kind].kind,
+             sizeof r->rec_skipped_kind[0].kind, "%s", kv->key + sizeof pre - 1);
+    r->rec_skipped_kind[r->nrec_skipped_kind++].n = kv->i;
+    return 0;
 }
 
 int fsc__report_load(fsc_rundb_t *db, rep_t *r, fsc_err_t *err)

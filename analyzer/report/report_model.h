@@ -140,6 +140,15 @@ typedef struct rep {
     /* imported snapshots: entries skipped, kept but not understood */
     int64_t import_warnings, unknown_actions, unknown_keys, import_devices;
     char not_understood[512];
+    /* native traces: recorded entries the recorder left out (meta
+     * recorder.skipped*, from the trace's SKIPPED record), by kind */
+    int64_t rec_skipped;
+    char rec_skipped_text[1024], rec_skipped_first[2048];
+    struct {
+        char kind[32];
+        int64_t n;
+    } rec_skipped_kind[16];
+    int nrec_skipped_kind;
     rep_pool_t *pools; /* report_pools.c: none when the run has no private pool */
     int npools;
     rep_window_t window;

@@ -263,6 +263,7 @@ struct fsc_request_stream {
     uint64_t cur_allocated, cur_reserved;
     int ends_at_oom; /* the last allocation request recorded failed */
     int truncated;   /* the trace lost its end, or is a ring */
+    fsc_trace_skips_t rec_skipped; /* entries the recorder left out of the trace */
     uint64_t oom_upper; /* reserved at the last OOM + its segment size */
     /* The least cap every recorded segment creation fits under: reserved
      * before it plus the segment size its request needed, which for an

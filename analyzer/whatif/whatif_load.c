@@ -85,6 +85,8 @@ static int load_once(const char *path, int kind, const fsc_source_opts_t *so,
     }
     if (info.have_integrity && !info.integrity.clean_close)
         rs->truncated = 1; /* the rest of the run never reached the disk */
+    if (info.have_integrity)
+        rs->rec_skipped = info.integrity.skipped;
     rs->settled_before = so->nsizes;
     if (so->nsizes > 0) {
         rs->sizes_before = malloc(so->nsizes * sizeof *rs->sizes_before);

@@ -632,6 +632,7 @@ int fsc_request_stream_info(const fsc_request_stream_t *rs, fsc_request_stream_i
     out->flags = rs->flags;
     out->ends_at_oom = rs->ends_at_oom;
     out->truncated = rs->truncated || (rs->flags & FSC_TRACE_F_RING) != 0;
+    out->recorder_skipped = rs->rec_skipped;
     out->window = (rs->flags & FSC_TRACE_F_RECONSTRUCTED) != 0;
     out->run_complete = !out->ends_at_oom && !out->truncated && !out->window;
     out->window_entries = rs->window_entries;

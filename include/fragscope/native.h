@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "fragscope/common.h"
+#include "fragscope/recorder.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -131,14 +132,30 @@ int fsc_native_open(const fsc_native_opts_t *opts, fsc_native_t **out, fsc_err_t
  * "cuda:D NAME", capacity, device total) with the state it is in first
  * (segments and blocks at their addresses, then the marker
  * FSC_TRACE_HISTORY_MARKER; the header then carries
- * FSC_TRACE_F_RECONSTRUCTED) and a DEVICE_MEMORY sample of its free bytes.
- * Call before the device's first entry is pushed. */
+ * FSC_TRACE_F_RECONSTRUCTED) and a DEVICE_MEMORY sample of its free bytes
+ * (free = UINT64_MAX: not known, no sample). Call before the device's first
+ * entry is pushed. FSC_ESTATE when the device has begun already or the
+ * recorder is closed: a refused call changes nothing (the device's trace
+ * goes on recording). */
 int fsc_native_begin_device(fsc_native_t *n, const fsc_native_device_t *d, fsc_err_t *err);
+
+/* A device the process has not used yet (making a CUDA context on it to
+ * begin it now would be wrong): its entries are kept from now on, and the
+ * recorder's thread begins its trace, empty, with this description (no
+ * segments; its free bytes are not known) when its first entry arrives.
+ * Strings are copied. FSC_ESTATE when it has begun or been declared
+ * already; FSC_EINVAL with segments. If its trace cannot be opened then,
+ * its entries are counted as lost (FSC_TRACE_SKIP_NOT_BEGUN) and the error
+ * is the one flush and close return. */
+int fsc_native_declare_device(fsc_native_t *n, const fsc_native_device_t *d, fsc_err_t *err);
 
 /* The hot path: copy e into its device's buffer. Called under the
  * device's allocator lock, so one thread at a time per device; takes no
  * lock, calls nothing but (rarely, every 1 024 entries) malloc. An entry
- * of a device that has not begun, or out of range, is counted as dropped.
+ * of a device that has neither begun nor been declared, or out of range,
+ * or pushed after close, or for which no memory could be had, is counted
+ * as dropped, by kind (FSC_TRACE_SKIP_NOT_BEGUN, _NO_MEMORY), and the
+ * traces say so (fsc_native_stats_t.skipped).
  * Returns 1 when the entry was kept, 0 when it was dropped (a dropped
  * entry's stack must not be given to fsc_native_stacks). */
 int fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e);
@@ -181,12 +198,18 @@ const char *fsc_native_trace_path(const fsc_native_t *n, int device);
 typedef struct fsc_native_stats {
     uint64_t entries;      /* converted */
     uint64_t events;       /* written */
-    uint64_t dropped;      /* pushed for a device that had not begun */
+    uint64_t dropped;      /* lost before conversion: pushed for a device that
+                              had not begun (or out of range, or after close),
+                              or with no memory to keep them */
     uint64_t contradicted; /* entries the block model could not place (kept
                               out of the trace; the first is in message) */
     uint64_t unnamed_stacks; /* entries written at close without the stack
                                 that was to come (thread's tag alone) */
     char message[FSC_ERR_MSG_MAX];
+    /* dropped + contradicted, by kind, with the first ones described: what
+     * the traces' SKIPPED records say, summed over the devices (entries
+     * pushed after close are in no trace, and only here) */
+    fsc_trace_skips_t skipped;
 } fsc_native_stats_t;
 
 void fsc_native_get_stats(fsc_native_t *n, fsc_native_stats_t *out);

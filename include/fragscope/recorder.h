@@ -132,6 +132,63 @@ int fsc_recorder_write(fsc_recorder_t *r, const fsc_event_t *ev);
  * into the trace as the sink maps the calling thread's. */
 int fsc_recorder_write_thread_tag(fsc_recorder_t *r, const fsc_event_t *ev, uint32_t node);
 
+/* ---- entries a producer could not place (format 2.4) -------------------
+ * A producer that turns another allocator's records into events (the native
+ * recorder, fragscope/native.h) may meet records it cannot place in its
+ * block model, or lose some before it could look at them. It says so in the
+ * trace itself: a SKIPPED record holds how many, by kind, and describes the
+ * first few. Counts are cumulative; the last record of a trace holds them
+ * all (docs/trace-format.md, section 5.5). The kinds' numbers are part of the
+ * format: new kinds are appended. */
+typedef enum fsc_trace_skip_kind {
+    FSC_TRACE_SKIP_UNKNOWN_ACTION = 0, /* an action the producer does not know */
+    FSC_TRACE_SKIP_FREE_UNKNOWN = 1,   /* a free of an address with no live block */
+    FSC_TRACE_SKIP_UNMAP_UNMAPPED = 2, /* an unmap of a range that is not mapped */
+    FSC_TRACE_SKIP_SEGMENT_UNKNOWN = 3, /* a segment free of no segment */
+    FSC_TRACE_SKIP_ZERO_SIZE = 4,      /* an alloc or segment of 0 bytes */
+    FSC_TRACE_SKIP_ABSURD_SIZE = 5,    /* a size no device has (over 2^48 bytes) */
+    FSC_TRACE_SKIP_CONTRADICTED = 6,   /* any other record the block model refused
+                                          (an alloc outside every segment, a
+                                          segment over another) */
+    FSC_TRACE_SKIP_NO_MEMORY = 7,      /* lost: no memory to keep it */
+    FSC_TRACE_SKIP_NOT_BEGUN = 8,      /* lost: its device's recording had not
+                                          begun (or the device was out of range) */
+    FSC_TRACE_SKIP_KINDS = 9
+} fsc_trace_skip_kind_t;
+
+/* Records described, at most, in a SKIPPED record. */
+#define FSC_TRACE_SKIP_SHOWN 8
+
+typedef struct fsc_trace_skip {
+    uint32_t kind;   /* fsc_trace_skip_kind_t (a newer kind: >= FSC_TRACE_SKIP_KINDS) */
+    uint32_t action; /* the producer's action code (PyTorch's TraceEntry::Action) */
+    uint32_t device;
+    uint64_t index;  /* the record's number among its device's, from 0 */
+    uint64_t addr, size;
+} fsc_trace_skip_t;
+
+typedef struct fsc_trace_skips {
+    uint64_t total;                          /* every record left out */
+    uint64_t by_kind[FSC_TRACE_SKIP_KINDS];  /* a newer writer's kinds count in total only */
+    uint32_t nshown;
+    fsc_trace_skip_t shown[FSC_TRACE_SKIP_SHOWN]; /* the first ones */
+} fsc_trace_skips_t;
+
+/* "unknown_action", "free_unknown", ... (JSON and database keys); "other"
+ * for a kind this version does not know. */
+const char *fsc_trace_skip_kind_name(uint32_t kind);
+/* "unknown action", "free of an unknown address", ... */
+const char *fsc_trace_skip_kind_text(uint32_t kind);
+/* One line: "3 recorded entries left out of the trace: 1 unknown action, 2
+ * free of an unknown address"; "" when none. Returns buf. */
+char *fsc_trace_skips_text(const fsc_trace_skips_t *s, char *buf, size_t cap);
+/* "free_completed at 0x7f00, 512 bytes (device 0, entry 12): free of an
+ * unknown address" (index UINT64_MAX: "entry unknown"). Returns buf. */
+char *fsc_trace_skip_describe(const fsc_trace_skip_t *k, char *buf, size_t cap);
+
+/* Append a SKIPPED record (not an event) holding s. FSC_ESTATE after close. */
+int fsc_recorder_write_skips(fsc_recorder_t *r, const fsc_trace_skips_t *s);
+
 /* Tag nodes for producers that build their own tree (the importer): returns
  * the node id for (parent, name), interning it. Root is 0. The ids are the
  * trace's own (1, 2, ... in order of creation), so events written with them
@@ -208,6 +265,10 @@ typedef struct fsc_trace_integrity {
     int events_lost_known;
     uint64_t events_dropped;  /* ring mode: events the ring overwrote (from
                                  the end record; 0 when it is missing) */
+    /* Records the producer left out of the trace (the last SKIPPED record
+     * read, format 2.4; all 0 when there is none): complete once the
+     * iteration has ended. */
+    fsc_trace_skips_t skipped;
 } fsc_trace_integrity_t;
 
 /* Opens and validates the header frame. FSC_EFORMAT "PATH: not a fragscope

@@ -120,6 +120,11 @@ typedef struct fsc_request_stream_info {
     int ends_at_oom;
     int truncated;
     int run_complete;
+    /* Entries the recorder left out of the trace (its SKIPPED record: the
+     * native recorder's entries its block model could not place or that it
+     * could not keep). The stream lacks them, so a replay of it is never
+     * called faithful to the run (fsc_whatif_verify's caller says so). */
+    fsc_trace_skips_t recorder_skipped;
     /* Program actions recognised from the recording (docs/whatif.md): a
      * burst of segment releases that the allocator did not make itself,
      * replayed as an empty_cache() at the same point. */

@@ -22,6 +22,14 @@
  * thread that names the frames (fsc_native_stacks); the thread converts a
  * device's entries up to the first whose stack has not come, and goes on
  * from there once it has.
+ *
+ * Nothing is left out without a word: an entry the block model cannot
+ * place, or one lost before it was read (no memory for a block, no trace
+ * for its device), is counted by kind, and the trace carries the counts
+ * and the first few entries in a SKIPPED record (fsc_recorder_write_skips)
+ * written whenever they change, so that every reader of the trace sees
+ * them. A device declared but not begun (fsc_native_declare_device) keeps
+ * its entries, and the thread begins its trace when the first arrives.
  */
 #include "fragscope/native.h"
 
@@ -57,6 +65,8 @@
 #define FSC__JOIN_SLOTS 1024u
 /* frames of a stack joined below a thread's tag (the rest are cut) */
 #define FSC__STACK_DEPTH 1024u
+/* No device has this much memory: a size above it is not a real one. */
+#define FSC__ABSURD_SIZE (1ull << 48)
 
 typedef struct join_slot {
     uint32_t tag, stack, node;
@@ -76,11 +86,19 @@ typedef struct ndev {
     /* producer's */
     _Alignas(64) nblock_t *tail;
     uint32_t wpos;
+    uint64_t pushed; /* entries pushed for this device, kept or lost */
+    /* entries lost in push, by kind (FSC_TRACE_SKIP_NO_MEMORY, _NOT_BEGUN),
+     * and the first ones: the producer writes, the thread reads up to the
+     * count published (release) */
+    uint64_t lost_nomem, lost_notbegun;
+    uint32_t nlost_shown;
+    fsc_trace_skip_t lost_shown[FSC_TRACE_SKIP_SHOWN];
     /* shared: blocks read to the end, for the producer to reuse (a stack
      * that only the thread pushes and only the producer pops, so a pop
      * cannot be fooled by a block that came back: no ABA) */
     _Alignas(64) nblock_t *spare;
     int begun; /* release once the trace and the model are ready */
+    int keep;  /* declared: entries are kept until the device begins */
     /* the recorder thread's (under n->mu) */
     _Alignas(64) fsc_native_t *n;
     nblock_t *head;
@@ -95,6 +113,14 @@ typedef struct ndev {
     size_t stk_head, stk_len, stk_cap;
     join_slot_t *join;
     fsc_recorder_t *rec;
+    /* entries the thread read (the next one's index); those it left out, by
+     * kind; the last SKIPPED record written into the trace */
+    uint64_t nread;
+    fsc_trace_skips_t sk, sk_written;
+    /* a declared device (fsc_native_declare_device): what its trace's
+     * header will say */
+    fsc_native_device_t late;
+    char *late_name, *late_config;
     fsc__pmodel_t m;
     fsc_alloc_config_t cfg;
     fsc_err_t merr;
@@ -112,6 +138,12 @@ struct fsc_native {
     int closed; /* set once, at close */
     /* written by the producer only when an entry is lost */
     _Alignas(64) uint64_t dropped;
+    /* entries of a device out of range (any producer): counted, the first
+     * ones described (a slot is claimed, filled, then marked ready) */
+    uint64_t far_lost;
+    uint32_t far_claimed;
+    int far_ready[FSC_TRACE_SKIP_SHOWN];
+    fsc_trace_skip_t far_shown[FSC_TRACE_SKIP_SHOWN];
     /* the converting thread's, flush's and close's */
     _Alignas(64) fsc_native_opts_t o;
     char *path_tmpl, *producer;
@@ -151,11 +183,72 @@ static int on_event(void *ud, const fsc_event_t *ev)
     return fsc_recorder_write_thread_tag(d->rec, ev, ev->tag);
 }
 
-static void contradiction(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e)
+/* Count e, left out of the trace, as `kind`; the first ones described. */
+static void skip_note(fsc_trace_skips_t *sk, uint32_t kind, const fsc_native_entry_t *e,
+                      uint64_t index)
+{
+    sk->total++;
+    sk->by_kind[kind]++;
+    if (sk->nshown < FSC_TRACE_SKIP_SHOWN) {
+        fsc_trace_skip_t *k = &sk->shown[sk->nshown++];
+        k->kind = kind;
+        k->action = e->action;
+        k->device = e->device;
+        k->index = index;
+        k->addr = e->addr;
+        k->size = e->size;
+    }
+}
+
+/* Add b's counts and descriptions to a's (as many as fit). */
+static void skips_add(fsc_trace_skips_t *a, const fsc_trace_skips_t *b)
+{
+    a->total += b->total;
+    for (int k = 0; k < FSC_TRACE_SKIP_KINDS; k++)
+        a->by_kind[k] += b->by_kind[k];
+    for (uint32_t i = 0; i < b->nshown && a->nshown < FSC_TRACE_SKIP_SHOWN; i++)
+        a->shown[a->nshown++] = b->shown[i];
+}
+
+/* Why the block model would refuse e before it is asked (a kind), or -1:
+ * an action PyTorch does not have, a size no device has. */
+static int precheck(const fsc_native_entry_t *e)
+{
+    if (e->action > FSC_NATIVE_USER_DEFINED)
+        return FSC_TRACE_SKIP_UNKNOWN_ACTION;
+    switch (e->action) {
+    case FSC_NATIVE_ALLOC:
+    case FSC_NATIVE_SEGMENT_ALLOC:
+    case FSC_NATIVE_SEGMENT_FREE:
+    case FSC_NATIVE_SEGMENT_MAP:
+    case FSC_NATIVE_SEGMENT_UNMAP:
+        if (e->size == 0)
+            return FSC_TRACE_SKIP_ZERO_SIZE;
+        if (e->size > FSC__ABSURD_SIZE || e->addr + e->size < e->addr)
+            return FSC_TRACE_SKIP_ABSURD_SIZE;
+        return -1;
+    default: return -1;
+    }
+}
+
+/* The kind of an entry the block model refused. */
+static uint32_t refused_kind(const fsc_native_entry_t *e)
+{
+    switch (e->action) {
+    case FSC_NATIVE_FREE_REQUESTED:
+    case FSC_NATIVE_FREE_COMPLETED: return FSC_TRACE_SKIP_FREE_UNKNOWN;
+    case FSC_NATIVE_SEGMENT_UNMAP: return FSC_TRACE_SKIP_UNMAP_UNMAPPED;
+    case FSC_NATIVE_SEGMENT_FREE: return FSC_TRACE_SKIP_SEGMENT_UNKNOWN;
+    default: return FSC_TRACE_SKIP_CONTRADICTED;
+    }
+}
+
+static void contradiction(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e, uint32_t kind)
 {
     static const char *const names[] = {"alloc", "free_requested", "free_completed",
                                         "segment_alloc", "segment_free", "segment_map",
                                         "segment_unmap", "snapshot", "oom", "user_defined"};
+    skip_note(&d->sk, kind, e, d->nread);
     if (n->contradicted++ == 0)
         snprintf(n->message, sizeof n->message, "%.200s: %s at 0x%llx, %llu bytes: %.200s", d->path,
                  e->action < 10 ? names[e->action] : "entry", (unsigned long long)e->addr,
@@ -214,6 +307,74 @@ static uint32_t join_stack(ndev_t *d, uint32_t tag, uint32_t stack)
     return node;
 }
 
+/* The entries push lost for device d (no memory, not begun), as skips. */
+static void lost_of(const ndev_t *d, fsc_trace_skips_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->by_kind[FSC_TRACE_SKIP_NO_MEMORY] = __atomic_load_n(&d->lost_nomem, __ATOMIC_RELAXED);
+    out->by_kind[FSC_TRACE_SKIP_NOT_BEGUN] = __atomic_load_n(&d->lost_notbegun, __ATOMIC_RELAXED);
+    out->total = out->by_kind[FSC_TRACE_SKIP_NO_MEMORY] + out->by_kind[FSC_TRACE_SKIP_NOT_BEGUN];
+    uint32_t k = __atomic_load_n(&d->nlost_shown, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < k; i++)
+        out->shown[out->nshown++] = d->lost_shown[i];
+}
+
+/* The entries of devices out of range, as skips. */
+static void far_of(fsc_native_t *n, fsc_trace_skips_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->total = out->by_kind[FSC_TRACE_SKIP_NOT_BEGUN] =
+        __atomic_load_n(&n->far_lost, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < FSC_TRACE_SKIP_SHOWN; i++)
+        if (__atomic_load_n(&n->far_ready[i], __ATOMIC_ACQUIRE))
+            out->shown[out->nshown++] = n->far_shown[i];
+}
+
+/* The device whose trace also counts the entries that have no trace of
+ * their own (devices never begun, or out of range): the first with a
+ * trace. */
+static ndev_t *home_device(fsc_native_t *n)
+{
+    for (int i = 0; i < n->ndev; i++)
+        if (n->dev[i].rec != NULL)
+            return &n->dev[i];
+    return NULL;
+}
+
+/* What device d's trace must say it left out: its own entries the model
+ * refused or push lost, and for the home device those with no trace. */
+static void skips_of(fsc_native_t *n, ndev_t *d, fsc_trace_skips_t *out)
+{
+    fsc_trace_skips_t x;
+    *out = d->sk;
+    lost_of(d, &x);
+    skips_add(out, &x);
+    if (d != home_device(n))
+        return;
+    for (int i = 0; i < n->ndev; i++) {
+        if (n->dev[i].rec != NULL)
+            continue;
+        lost_of(&n->dev[i], &x);
+        skips_add(out, &x);
+    }
+    far_of(n, &x);
+    skips_add(out, &x);
+}
+
+/* Write d's SKIPPED record when its counts changed; under n->mu. */
+static int skips_sync(fsc_native_t *n, ndev_t *d)
+{
+    if (d->rec == NULL)
+        return 0;
+    fsc_trace_skips_t s;
+    skips_of(n, d, &s);
+    if (s.total == d->sk_written.total && s.nshown == d->sk_written.nshown &&
+        memcmp(s.by_kind, d->sk_written.by_kind, sizeof s.by_kind) == 0)
+        return 0;
+    d->sk_written = s;
+    return fsc_recorder_write_skips(d->rec, &s);
+}
+
 /* One entry, replayed through the block model. */
 static void apply(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e)
 {
@@ -226,6 +387,14 @@ static void apply(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e)
     m->time_ns = t;
     m->tag = e->tag;
     int rc = 0;
+    int pre = precheck(e);
+    if (pre >= 0) {
+        snprintf(d->merr.msg, sizeof d->merr.msg, "%s", fsc_trace_skip_kind_text((uint32_t)pre));
+        n->entries++;
+        contradiction(n, d, e, (uint32_t)pre);
+        d->nread++;
+        return;
+    }
     switch (e->action) {
     case FSC_NATIVE_ALLOC: rc = fsc__pm_alloc(m, e->addr, e->size, e->stream, e->tag); break;
     case FSC_NATIVE_FREE_REQUESTED: rc = fsc__pm_free_requested(m, e->addr, e->tag); break;
@@ -253,6 +422,8 @@ static void apply(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e)
     case FSC_NATIVE_OOM:
         rc = fsc__pm_oom(m, e->size, e->stream, e->addr, d->capacity, d->total, e->tag);
         if (rc == 0)
+            rc = skips_sync(n, d); /* the verdict reads the trace as it is now */
+        if (rc == 0)
             rc = fsc_recorder_flush(d->rec);
         break;
     case FSC_NATIVE_SNAPSHOT: rc = marker(d, "snapshot", e->tag); break;
@@ -264,9 +435,12 @@ static void apply(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e)
     }
     n->entries++;
     if (rc == FSC_ESTATE)
-        contradiction(n, d, e);
+        contradiction(n, d, e,
+                      e->action > FSC_NATIVE_USER_DEFINED ? (uint32_t)FSC_TRACE_SKIP_UNKNOWN_ACTION
+                                                          : refused_kind(e));
     else if (rc != 0 && n->err.code == 0)
         fsc_err_set(&n->err, rc, "%s: %s", d->path, fsc_recorder_last_error(d->rec));
+    d->nread++;
 }
 
 static void spare_push(ndev_t *d, nblock_t *b)
@@ -291,10 +465,32 @@ static nblock_t *spare_pop(ndev_t *d)
  * filled and left are read whenever the thread runs; the one it is filling
  * only when `all` (a flush, or the thread's timer), so that the two cores
  * rarely touch the same lines. */
+static int begin_locked(fsc_native_t *n, ndev_t *d, const fsc_native_device_t *dv,
+                        fsc_err_t *err);
+
+/* Entries published and not read yet. */
+static int has_entries(ndev_t *d)
+{
+    return d->rd < __atomic_load_n(&d->head->count, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&d->head->next, __ATOMIC_ACQUIRE) != NULL;
+}
+
 static void drain(fsc_native_t *n, ndev_t *d, int all, int final)
 {
-    if (!__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE))
-        return;
+    int discard = 0;
+    if (!__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE)) {
+        if (!has_entries(d))
+            return;
+        /* a declared device: its first entry begins it */
+        fsc_err_t e = {0, ""};
+        if (!__atomic_load_n(&d->keep, __ATOMIC_ACQUIRE) || begin_locked(n, d, &d->late, &e) != 0) {
+            if (e.code != 0 && n->err.code == 0)
+                n->err = e;
+            __atomic_store_n(&d->keep, 0, __ATOMIC_RELEASE);
+            discard = 1; /* counted as lost, in the home device's trace */
+            all = 1;
+        }
+    }
     for (;;) {
         nblock_t *b = d->head;
         nblock_t *nx = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
@@ -304,6 +500,11 @@ static void drain(fsc_native_t *n, ndev_t *d, int all, int final)
         uint32_t c = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
         for (; d->rd < c; d->rd++) {
             const fsc_native_entry_t *e = &b->e[d->rd];
+            if (discard) {
+                __atomic_add_fetch(&d->lost_notbegun, 1, __ATOMIC_RELAXED);
+                __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
+                continue;
+            }
             if (!(e->flags & FSC_NATIVE_F_STACK)) {
                 apply(n, d, e);
                 continue;
@@ -342,6 +543,12 @@ static void drain_all(fsc_native_t *n, int all, int final)
 {
     for (int i = 0; i < n->ndev; i++)
         drain(n, &n->dev[i], all, final);
+    for (int i = 0; i < n->ndev; i++) {
+        ndev_t *d = &n->dev[i];
+        int rc = skips_sync(n, d);
+        if (rc != 0 && n->err.code == 0)
+            fsc_err_set(&n->err, rc, "%s: %s", d->path, fsc_recorder_last_error(d->rec));
+    }
 }
 
 static void *thread_main(void *arg)
@@ -377,16 +584,57 @@ static void *thread_main(void *arg)
 
 /* ---- the hot path ------------------------------------------------------------ */
 
+static void describe(fsc_trace_skip_t *k, uint32_t kind, const fsc_native_entry_t *e,
+                     uint64_t index)
+{
+    k->kind = kind;
+    k->action = e->action;
+    k->device = e->device;
+    k->index = index;
+    k->addr = e->addr;
+    k->size = e->size;
+}
+
+/* An entry push could not keep (the device's producer only). */
+__attribute__((noinline)) static void lost(fsc_native_t *n, ndev_t *d, const fsc_native_entry_t *e,
+                                           uint32_t kind, uint64_t index)
+{
+    __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(kind == FSC_TRACE_SKIP_NO_MEMORY ? &d->lost_nomem : &d->lost_notbegun, 1,
+                       __ATOMIC_RELAXED);
+    uint32_t k = d->nlost_shown;
+    if (k < FSC_TRACE_SKIP_SHOWN) {
+        describe(&d->lost_shown[k], kind, e, index);
+        __atomic_store_n(&d->nlost_shown, k + 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* An entry of a device out of range (any thread). */
+__attribute__((noinline)) static void lost_far(fsc_native_t *n, const fsc_native_entry_t *e)
+{
+    __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&n->far_lost, 1, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&n->far_claimed, __ATOMIC_RELAXED) >= FSC_TRACE_SKIP_SHOWN)
+        return;
+    uint32_t k = __atomic_fetch_add(&n->far_claimed, 1, __ATOMIC_RELAXED);
+    if (k < FSC_TRACE_SKIP_SHOWN) {
+        describe(&n->far_shown[k], FSC_TRACE_SKIP_NOT_BEGUN, e, UINT64_MAX);
+        __atomic_store_n(&n->far_ready[k], 1, __ATOMIC_RELEASE);
+    }
+}
+
 int fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e)
 {
     if (e->device >= n->ndev) {
-        __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
+        lost_far(n, e);
         return 0;
     }
     ndev_t *d = &n->dev[e->device];
-    if (!__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE) ||
+    uint64_t index = d->pushed++;
+    if (!(__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE) ||
+          __atomic_load_n(&d->keep, __ATOMIC_ACQUIRE)) ||
         __atomic_load_n(&n->closed, __ATOMIC_RELAXED)) {
-        __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
+        lost(n, d, e, FSC_TRACE_SKIP_NOT_BEGUN, index);
         return 0;
     }
     nblock_t *b = d->tail;
@@ -394,7 +642,7 @@ int fsc_native_push(fsc_native_t *n, const fsc_native_entry_t *e)
     if (i == FSC__NB_ENTRIES) {
         nblock_t *nb = spare_pop(d);
         if (nb == NULL && (nb = malloc(sizeof *nb)) == NULL) {
-            __atomic_add_fetch(&n->dropped, 1, __ATOMIC_RELAXED);
+            lost(n, d, e, FSC_TRACE_SKIP_NO_MEMORY, index);
             return 0;
         }
         nb->next = NULL;
@@ -619,20 +867,15 @@ static int emit_start(ndev_t *d, const fsc_native_device_t *dv)
     return rc;
 }
 
-int fsc_native_begin_device(fsc_native_t *n, const fsc_native_device_t *dv, fsc_err_t *err)
+/* Open device d's trace and model; under n->mu, d not begun. On failure
+ * nothing of d is left open (and nothing else was touched). */
+static int begin_locked(fsc_native_t *n, ndev_t *d, const fsc_native_device_t *dv,
+                        fsc_err_t *err)
 {
-    if (n == NULL || dv == NULL || dv->device < 0 || dv->device >= n->ndev)
-        return fsc_err_set(err, FSC_EINVAL, "native recorder: no such device %d",
-                           dv ? dv->device : -1);
-    ndev_t *d = &n->dev[dv->device];
-    pthread_mutex_lock(&n->mu);
     int rc = 0;
-    if (__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE) || n->closed)
-        rc = fsc_err_set(err, FSC_ESTATE, "native recorder: device %d has begun already",
-                         dv->device);
     const char *config = dv->config ? dv->config : "";
     fsc_err_t perr = {0, ""};
-    if (rc == 0 && fsc_alloc_config_parse(config, &d->cfg, &perr) != 0)
+    if (fsc_alloc_config_parse(config, &d->cfg, &perr) != 0)
         rc = fsc_err_set(err, FSC_ECONFIG, "native recorder: the allocator settings \"%s\": %s",
                          config, fsc_err_msg(&perr));
     if (rc == 0)
@@ -667,7 +910,7 @@ int fsc_native_begin_device(fsc_native_t *n, const fsc_native_device_t *dv, fsc_
             rc = fsc_err_set(err, rc, "%s: the state device %d is in: %s", d->path, dv->device,
                              d->merr.msg[0] ? d->merr.msg : fsc_recorder_last_error(d->rec));
     }
-    if (rc == 0 && dv->total != 0) {
+    if (rc == 0 && dv->total != 0 && dv->free != UINT64_MAX) {
         fsc_event_t ev;
         memset(&ev, 0, sizeof ev);
         ev.type = FSC_EV_DEVICE_MEMORY;
@@ -679,9 +922,71 @@ int fsc_native_begin_device(fsc_native_t *n, const fsc_native_device_t *dv, fsc_
         n->any_begun = 1;
         __atomic_store_n(&d->begun, 1, __ATOMIC_RELEASE);
     } else if (d->rec != NULL) {
+        /* only the trace this call opened: d had none before it */
         fsc_recorder_close(d->rec);
         d->rec = NULL;
         fsc__pm_free(&d->m);
+    }
+    return rc;
+}
+
+int fsc_native_begin_device(fsc_native_t *n, const fsc_native_device_t *dv, fsc_err_t *err)
+{
+    if (n == NULL || dv == NULL || dv->device < 0 || dv->device >= n->ndev)
+        return fsc_err_set(err, FSC_EINVAL, "native recorder: no such device %d",
+                           dv ? dv->device : -1);
+    ndev_t *d = &n->dev[dv->device];
+    pthread_mutex_lock(&n->mu);
+    int rc;
+    /* A refused call leaves the device as it was: its live trace goes on. */
+    if (__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE))
+        rc = fsc_err_set(err, FSC_ESTATE, "native recorder: device %d has begun already",
+                         dv->device);
+    else if (n->closed)
+        rc = fsc_err_set(err, FSC_ESTATE, "native recorder: closed");
+    else
+        rc = begin_locked(n, d, dv, err);
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+int fsc_native_declare_device(fsc_native_t *n, const fsc_native_device_t *dv, fsc_err_t *err)
+{
+    if (n == NULL || dv == NULL || dv->device < 0 || dv->device >= n->ndev)
+        return fsc_err_set(err, FSC_EINVAL, "native recorder: no such device %d",
+                           dv ? dv->device : -1);
+    if (dv->nsegments != 0)
+        return fsc_err_set(err, FSC_EINVAL,
+                           "native recorder: device %d is declared with segments (a declared "
+                           "device begins empty)", dv->device);
+    ndev_t *d = &n->dev[dv->device];
+    pthread_mutex_lock(&n->mu);
+    int rc = 0;
+    fsc_alloc_config_t cfg;
+    fsc_err_t perr = {0, ""};
+    if (__atomic_load_n(&d->begun, __ATOMIC_ACQUIRE) || __atomic_load_n(&d->keep, __ATOMIC_ACQUIRE))
+        rc = fsc_err_set(err, FSC_ESTATE, "native recorder: device %d has begun or been "
+                                          "declared already", dv->device);
+    else if (n->closed)
+        rc = fsc_err_set(err, FSC_ESTATE, "native recorder: closed");
+    else if (fsc_alloc_config_parse(dv->config ? dv->config : "", &cfg, &perr) != 0)
+        rc = fsc_err_set(err, FSC_ECONFIG, "native recorder: the allocator settings \"%s\": %s",
+                         dv->config, fsc_err_msg(&perr));
+    if (rc == 0) {
+        free(d->late_name);
+        free(d->late_config);
+        d->late_name = dv->name ? strdup(dv->name) : NULL;
+        d->late_config = strdup(dv->config ? dv->config : "");
+        if ((dv->name != NULL && d->late_name == NULL) || d->late_config == NULL)
+            rc = fsc_err_set(err, FSC_ENOMEM, "native recorder: out of memory");
+    }
+    if (rc == 0) {
+        d->late = *dv;
+        d->late.name = d->late_name;
+        d->late.config = d->late_config;
+        d->late.free = UINT64_MAX; /* not known when it begins: no sample */
+        d->late.segments = NULL;
+        __atomic_store_n(&d->keep, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&n->mu);
     return rc;
@@ -726,6 +1031,14 @@ void fsc_native_get_stats(fsc_native_t *n, fsc_native_stats_t *out)
     out->events = n->events;
     out->unnamed_stacks = n->unnamed;
     snprintf(out->message, sizeof out->message, "%s", n->message);
+    fsc_trace_skips_t x;
+    for (int i = 0; i < n->ndev; i++) {
+        skips_add(&out->skipped, &n->dev[i].sk);
+        lost_of(&n->dev[i], &x);
+        skips_add(&out->skipped, &x);
+    }
+    far_of(n, &x);
+    skips_add(&out->skipped, &x);
     pthread_mutex_unlock(&n->mu);
 }
 
@@ -783,6 +1096,8 @@ void fsc_native_destroy(fsc_native_t *n)
         }
         free(n->dev[i].stk);
         free(n->dev[i].join);
+        free(n->dev[i].late_name);
+        free(n->dev[i].late_config);
     }
     pthread_cond_destroy(&n->cv);
     pthread_mutex_destroy(&n->mu);

@@ -114,3 +114,88 @@ for _ in range(2):
 expect(calls, ["push optimizer.step", "pop", "mark step 1", "push optimizer.step", "pop",
                "mark step 2"])
 print("fragscope_torch: tags and markers ok")
+
+# record() with two devices, the process having used only device 0: device
+# 1 is not begun and not touched (the tracker begins it at its first entry,
+# with the fraction it was told); stop() says which recorded entries were
+# left out, by kind.
+import io  # noqa: E402
+
+
+class Ext:
+    def __init__(self):
+        self.log = []
+
+    def open(self, *a):
+        self.log.append(("open",) + a)
+
+    def begin_device(self, d, name, total, free, cap, conf, segs):
+        self.log.append(("begin", d, name, total, free, cap))
+
+    def late(self, conf):
+        self.log.append(("late", conf))
+
+    def set_fraction(self, d, frac):
+        self.log.append(("fraction", d, frac))
+
+    def oom_sites(self, on):
+        pass
+
+    def start(self):
+        pass
+
+    def stop(self):
+        self.log.append(("stop",))
+
+    def wait_stacks(self, ms):
+        import time
+        time.sleep(ms / 1000.0)
+        return 0
+
+    def stack_node(self, frames):
+        return 0
+
+    def tag_push(self, name):
+        pass
+
+    def tag_pop(self):
+        pass
+
+    def mark(self, text):
+        pass
+
+    def trace_path(self, d):
+        return "run.fstrace"
+
+    def stats(self):
+        return (10, 12, 1, 2, "", 3, {"free_unknown": 2, "not_begun": 1},
+                ["free_completed at 0x51000000, 512 bytes (device 0, entry 2): free of an "
+                 "unknown address"],
+                "3 recorded entries left out of the trace: 2 free of an unknown address, 1 "
+                "lost before its device's recording began")
+
+
+cuda = types.SimpleNamespace(
+    device_count=lambda: 2, is_initialized=lambda: True, is_available=lambda: True,
+    current_device=lambda: 0, memory_reserved=lambda d: 20 << 20 if d == 0 else 0,
+    memory_snapshot=lambda: [], mem_get_info=lambda d: (70 << 30, 80 << 30),
+    get_device_name=lambda d: "GPU%d" % d,
+    get_device_properties=lambda d: types.SimpleNamespace(name="GPU%d" % d,
+                                                          total_memory=40 << 30),
+    get_per_process_memory_fraction=lambda d: 0.5 if d == 1 else 1.0)
+sys.modules["torch"].cuda = cuda
+sys.modules["torch"].__version__ = "0.test"
+sys.modules["torch"]._C = types.SimpleNamespace(
+    _cuda_attach_out_of_memory_observer=lambda f: None)
+ext = Ext()
+ns["_build_native"] = lambda verbose=False: ext
+ns["record"]("run.fstrace", verdict=False)
+expect(ext.log[1:], [("late", ""), ("begin", 0, "GPU0", 80 << 30, 70 << 30, 0),
+                     ("fraction", 1, 0.5)])
+err, sys.stderr = sys.stderr, io.StringIO()
+ns["stop"]()
+said, sys.stderr = sys.stderr.getvalue(), err
+expect(said, "fragscope: warning: 3 recorded entries left out of the trace: 2 free of an unknown "
+             "address, 1 lost before its device's recording began; the first: free_completed "
+             "at 0x51000000, 512 bytes (device 0, entry 2): free of an unknown address\n")
+print("fragscope_torch: late devices left to their first entry, entries left out reported")

@@ -496,6 +496,25 @@ void begin_device(int64_t device, const std::string &name, int64_t total, int64_
     note_trace(static_cast<int>(device));
 }
 
+// Declare a device the process has not used yet: its trace begins, empty,
+// when its first entry arrives (no CUDA context is made on it here).
+void declare_device(int64_t device, const std::string &name, int64_t total, int64_t capacity,
+                    const std::string &config)
+{
+    if (g_native == nullptr)
+        throw std::runtime_error("fragscope: the native recorder is not open");
+    fsc_native_device_t d;
+    std::memset(&d, 0, sizeof d);
+    d.device = static_cast<int>(device);
+    d.name = name.c_str();
+    d.total = static_cast<uint64_t>(total);
+    d.capacity = static_cast<uint64_t>(capacity);
+    d.config = config.c_str();
+    fsc_err_t err;
+    std::memset(&err, 0, sizeof err);
+    check(fsc_native_declare_device(g_native, &d, &err), err, "cannot declare the device");
+}
+
 // Attach the tracker (once per process: PyTorch cannot detach one) and
 // start copying entries.
 void start()
@@ -537,14 +556,29 @@ std::string trace_path(int64_t device)
     return p != nullptr ? std::string(p) : std::string();
 }
 
-// (entries, events, dropped, contradicted, first message)
-std::tuple<int64_t, int64_t, int64_t, int64_t, std::string> stats()
+// (entries, events, dropped, contradicted, first message, entries left
+// out of the traces in all, {kind: count} of those met, [the first ones
+// described], the summary line)
+std::tuple<int64_t, int64_t, int64_t, int64_t, std::string, int64_t, std::map<std::string, int64_t>,
+           std::vector<std::string>, std::string>
+stats()
 {
     fsc_native_stats_t s;
     fsc_native_get_stats(g_native, &s);
+    std::map<std::string, int64_t> kinds;
+    for (uint32_t k = 0; k < FSC_TRACE_SKIP_KINDS; k++)
+        if (s.skipped.by_kind[k] != 0)
+            kinds[fsc_trace_skip_kind_name(k)] = static_cast<int64_t>(s.skipped.by_kind[k]);
+    std::vector<std::string> first;
+    char line[512];
+    for (uint32_t i = 0; i < s.skipped.nshown; i++)
+        first.emplace_back(fsc_trace_skip_describe(&s.skipped.shown[i], line, sizeof line));
+    char text[1024];
+    fsc_trace_skips_text(&s.skipped, text, sizeof text);
     return {static_cast<int64_t>(s.entries), static_cast<int64_t>(s.events),
             static_cast<int64_t>(s.dropped), static_cast<int64_t>(s.contradicted),
-            std::string(s.message)};
+            std::string(s.message), static_cast<int64_t>(s.skipped.total), kinds, first,
+            std::string(text)};
 }
 
 // The cost of an entry, for bench/gpu: n raw_alloc/raw_delete pairs of
@@ -601,6 +635,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
     m.def("mark", &mark);
     m.def("open", &open);
     m.def("begin_device", &begin_device);
+    m.def("declare_device", &declare_device);
     m.def("start", &start);
     m.def("stop", &stop);
     m.def("flush", &flush);

@@ -421,6 +421,32 @@ def _autorecord_attach():
         raise SystemExit(2)
 
 
+def _cap_of(torch, device, total):
+    """The cap the process runs under on device: its per-process memory
+    fraction x total when one below 1 is set, else 0 (none)."""
+    frac = 1.0
+    get_frac = getattr(torch.cuda, "get_per_process_memory_fraction", None)
+    if get_frac is not None:
+        try:
+            frac = float(get_frac(device))
+        except Exception:
+            frac = 1.0
+    return int(frac * total) if frac < 1.0 else 0
+
+
+def _skipped_note(ext):
+    """A line on the recorded entries the recorder left out of the traces
+    (by kind, and the first one), or None when it kept them all."""
+    try:
+        st = ext.stats()
+    except Exception:  # noqa: BLE001 - a note must never hide what comes after it
+        return None
+    if len(st) < 9 or not st[5]:
+        return None
+    first = "; the first: %s" % st[7][0] if st[7] else ""
+    return "fragscope: warning: %s%s\n" % (st[8], first)
+
+
 def _current_device():
     import torch
     return torch.cuda.current_device() if torch.cuda.is_available() else 0
@@ -456,6 +482,9 @@ def stop():
         _stacks = None
     if _native is not None:
         _native.stop()
+        note = _skipped_note(_native)
+        if note:
+            sys.stderr.write(note)
         _native = None
 
 
@@ -603,6 +632,9 @@ def _verdict(device, allowed):
     _native.flush()
     trace = _native.trace_path(int(device))
     exe = _fragscope_bin()
+    note = _skipped_note(_native)
+    if note and (not trace or not exe):
+        sys.stderr.write(note)
     if not trace or not exe:
         sys.stderr.write("fragscope: out of memory recorded in %s (no fragscope command to "
                          "analyze it here)\n" % (trace or "the trace"))
@@ -615,10 +647,13 @@ def _verdict(device, allowed):
                                       timeout=timeout, env=env)
     a = run(["analyze", trace, "-o", db, "--capacity", str(int(allowed))])
     if a.returncode != 0:
+        sys.stderr.write(note or "")
         sys.stderr.write("fragscope: out of memory recorded in %s; the analysis failed: %s\n"
                          % (trace, (a.stderr or a.stdout).strip()[-500:]))
         return
     v = run(["report", db, "--format", "verdict"])
+    if note and "left out of the trace" not in v.stdout:
+        sys.stderr.write(note)  # another device's entries, or the verdict failed
     sys.stderr.write(v.stdout)
     try:
         line = _process_memory_line(int(device))
