@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the CUDA driver places cudaMalloc segments: rules measured on real recordings.
 
-usage: placement_learn.py [--per-run] --learn PATH... [--test PATH...]
+usage: placement_learn.py [--per-run] --group NAME PATH... [--group NAME PATH...]
 
 PATH: a PyTorch snapshot (.pickle, read with python3's pickle: no torch needed) or a folder of
 them (searched recursively). For each device trace, the sequence of segment_alloc and
@@ -24,7 +24,8 @@ Models:
               larger one goes to the start of the most recently freed range that holds it now,
               else below the lowest segment in use at a 32 MiB-aligned start.
 
-Recordings with --learn chose the model; those with --test only measure it. Prints one line per
+Each --group is scored apart (docs/allocator.md: the model was chosen on the group "learn", the
+2026-12-01 recordings and the boundary job, and only measured on the others). Prints one line per
 group and model (and per recording with --per-run), then the facts the rules rest on.
 """
 import argparse
@@ -182,10 +183,15 @@ MODELS = [("first-fit", m_first_fit), ("below", m_below), ("freed-first", m_driv
           ("chunks", m_chunks)]
 
 
+WARM = 25  # segments of a process's start, where the CUDA runtime takes address space too
+
+
 def score(ev, model):
+    """(allocations, exact, order) over all and over those after the first WARM."""
     used, freed, anchor = {}, [], None
     st = Chunks()
     n = exact = order = 0
+    late = [0, 0, 0]
     for act, addr, size in ev:
         if act == "segment_alloc":
             if anchor is None:
@@ -195,8 +201,14 @@ def score(ev, model):
                      else model(used, freed, size, anchor))
                 keys = sorted(used)
                 n += 1
-                exact += p == addr
-                order += bisect.bisect(keys, p) == bisect.bisect(keys, addr)
+                ex = p == addr
+                od = bisect.bisect(keys, p) == bisect.bisect(keys, addr)
+                exact += ex
+                order += od
+                if n >= WARM:
+                    late[0] += 1
+                    late[1] += ex
+                    late[2] += od
             st.placed(used, addr, size)
             used[addr] = size
             if addr in freed:
@@ -207,7 +219,7 @@ def score(ev, model):
             if addr in freed:
                 freed.remove(addr)
             freed.append(addr)
-    return n, exact, order
+    return (n, exact, order), tuple(late)
 
 
 def facts(runs):
@@ -252,31 +264,31 @@ def facts(runs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--learn", nargs="+", required=True)
-    ap.add_argument("--test", nargs="*", default=[])
+    ap.add_argument("--group", nargs="+", action="append", required=True,
+                    metavar=("NAME", "PATH"))
     ap.add_argument("--per-run", action="store_true")
     a = ap.parse_args()
-    for group, paths in (("learn", a.learn), ("test", a.test)):
-        if not paths:
-            continue
+    for g in a.group:
+        group, paths = g[0], g[1:]
         runs = load(paths)
-        tot = {m: [0, 0, 0] for m, _ in MODELS}
+        tot = {m: [0] * 6 for m, _ in MODELS}
         for name, ev in runs:
             row = []
             for mn, m in MODELS:
-                n, ex, od = score(ev, m)
-                t = tot[mn]
-                t[0] += n
-                t[1] += ex
-                t[2] += od
-                row.append("%s %d/%d/%d" % (mn, ex, od, n))
+                every, late = score(ev, m)
+                for i, v in enumerate(every + late):
+                    tot[mn][i] += v
+                row.append("%s %d/%d/%d" % (mn, every[1], every[2], every[0]))
             if a.per_run:
                 print("  %s: %s" % (name, "  ".join(row)))
-        print("%s (%d recordings):" % (group, len(runs)))
+        print("%s (%d recordings): exact address, same order; all / after the first %d segments"
+              % (group, len(runs), WARM))
         for mn, _ in MODELS:
-            n, ex, od = tot[mn]
-            print("  %-9s exact %5d of %5d (%5.1f %%)  order %5d (%5.1f %%)"
-                  % (mn, ex, n, 100.0 * ex / max(n, 1), od, 100.0 * od / max(n, 1)))
+            n, ex, od, ln, lex, lod = tot[mn]
+            print("  %-11s exact %5d of %5d (%5.1f %%)  order %5d (%5.1f %%)  |  exact %5d of %5d "
+                  "(%5.1f %%)  order %5d (%5.1f %%)"
+                  % (mn, ex, n, 100.0 * ex / max(n, 1), od, 100.0 * od / max(n, 1),
+                     lex, ln, 100.0 * lex / max(ln, 1), lod, 100.0 * lod / max(ln, 1)))
         facts(runs)
     return 0
 
