@@ -93,7 +93,8 @@ int fsc_backend_sim_set_taken(fsc_backend_t *b, uint64_t bytes);
 
 /* sim with a script: the first n segment allocations return addrs[i] as long
  * as the requested size equals sizes[i]; from the first mismatch on, the
- * backend invents addresses (avoiding the scripted ranges still in use).
+ * backend gives the addresses the CUDA driver would, around the ranges
+ * still in use (docs/allocator.md, "Where the driver places segments").
  * Used to replay a recorded run with the addresses it really got. Arrays are
  * copied. fsc_backend_sim_script_diverged() tells whether and where the
  * script stopped being followed (-1 = never). */
