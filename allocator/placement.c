@@ -11,7 +11,9 @@
  * highest gap between chunks that holds a chunk given back earlier (the
  * driver reuses the address space it got back), else just below the lowest
  * chunk: the driver grows down. A chunk is given back when its last segment
- * is freed.
+ * is freed. Which gap a new chunk takes once chunks were given back is the
+ * rule the recordings settle least (docs/allocator.md): two variants of it
+ * (the lowest such gap, or none) let a what-if say when it decides.
  *
  * PyTorch's best fit breaks ties between equal-sized free blocks by address,
  * so this order decides which block a request takes in a replay; the exact
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fragscope/allocator.h"
 #include "fragscope/common.h"
 #include "fsc/vec.h"
 #include "placement.h"
@@ -40,6 +43,8 @@ struct fsc__place {
     size_t nfreed, capfreed;
     chunk_t *sorted; /* scratch for predict: chunks by base */
     size_t capsorted;
+    int variant;        /* FSC_SIM_PLACE_* */
+    uint64_t uncertain; /* new chunks placed where a given-back range could hold them */
 };
 
 static uint64_t granule(uint64_t size)
@@ -74,6 +79,19 @@ void fsc__place_destroy(fsc__place_t *p)
     free(p->freed);
     free(p->sorted);
     free(p);
+}
+
+int fsc__place_set_variant(fsc__place_t *p, int variant)
+{
+    if (p == NULL || variant < 0 || variant >= FSC_SIM_PLACE_N)
+        return FSC_EINVAL;
+    p->variant = variant;
+    return 0;
+}
+
+uint64_t fsc__place_uncertain(const fsc__place_t *p)
+{
+    return p != NULL ? p->uncertain : 0;
 }
 
 /* First fit of size inside chunk c, from its bottom, around the ranges in
@@ -113,7 +131,7 @@ static int freed_in(const fsc__place_t *p, uint64_t lo, uint64_t hi)
     return l < p->nfreed && p->freed[l] < hi;
 }
 
-int fsc__place_predict(const fsc__place_t *p, const fsc__place_space_t *sp, uint64_t size,
+int fsc__place_predict(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t size,
                        uint64_t *addr)
 {
     if (p == NULL || sp == NULL || addr == NULL || size == 0)
@@ -127,20 +145,28 @@ int fsc__place_predict(const fsc__place_t *p, const fsc__place_space_t *sp, uint
             return 0;
         }
     }
-    fsc__place_t *mp = (fsc__place_t *)p; /* the scratch array only */
-    if (FSC__VEC_RESERVE(mp->sorted, mp->capsorted, p->n) != 0)
+    if (FSC__VEC_RESERVE(p->sorted, p->capsorted, p->n) != 0)
         return FSC_ENOMEM;
-    memcpy(mp->sorted, p->chunks, p->n * sizeof *p->chunks);
-    qsort(mp->sorted, p->n, sizeof *p->sorted, cmp_chunk);
+    memcpy(p->sorted, p->chunks, p->n * sizeof *p->chunks);
+    qsort(p->sorted, p->n, sizeof *p->sorted, cmp_chunk);
     uint64_t g = granule(size);
-    /* A gap between chunks that held one given back: the highest. */
-    for (size_t i = p->n - 1; i-- > 0;) {
+    /* A gap between chunks that held one given back: the top of the highest
+     * (the model), or of the lowest (a variant); the recordings explain
+     * only part of these choices, so each one is counted. */
+    uint64_t pick = UINT64_MAX;
+    for (size_t i = 0; i + 1 < p->n; i++) {
         uint64_t lo = p->sorted[i].end, hi = p->sorted[i + 1].base;
         if (hi < lo || hi < size)
             continue;
         uint64_t a = down(hi - size, g);
-        if (a >= lo && freed_in(p, lo, hi) && sp->is_free(sp->ctx, a, size)) {
-            *addr = a;
+        if (a >= lo && freed_in(p, lo, hi) && sp->is_free(sp->ctx, a, size) &&
+            (pick == UINT64_MAX || p->variant != FSC_SIM_PLACE_REUSE_LOWEST))
+            pick = a;
+    }
+    if (pick != UINT64_MAX) {
+        p->uncertain++;
+        if (p->variant != FSC_SIM_PLACE_NO_REUSE) {
+            *addr = pick;
             return 0;
         }
     }

@@ -29,11 +29,17 @@ typedef struct fsc__place fsc__place_t;
 
 int fsc__place_create(fsc__place_t **out);
 void fsc__place_destroy(fsc__place_t *p); /* NULL: no-op */
+/* Which gap a new chunk takes after chunks were given back, the rule the
+ * recordings leave least certain: FSC_SIM_PLACE_* of allocator.h. */
+int fsc__place_set_variant(fsc__place_t *p, int variant);
+/* New chunks placed while a given-back chunk's range could have held them:
+ * where the variants may differ. */
+uint64_t fsc__place_uncertain(const fsc__place_t *p);
 
 /* The address for a new segment of `size` bytes: 0 and *addr, free in
  * `sp`; FSC_ENOENT when the model has nothing to go by (no chunk yet, or
  * every rule lands on a range in use): the caller decides. */
-int fsc__place_predict(const fsc__place_t *p, const fsc__place_space_t *sp, uint64_t size,
+int fsc__place_predict(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t size,
                        uint64_t *addr);
 /* A segment now lies at [addr, addr + size) (predicted, scripted or
  * adopted). 0 or FSC_ENOMEM. */

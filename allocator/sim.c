@@ -508,3 +508,18 @@ long fsc_backend_sim_script_diverged(const fsc_backend_t *b)
         return -1;
     return ((const sim_t *)b)->diverged;
 }
+
+int fsc_backend_sim_set_placement(fsc_backend_t *b, int placement)
+{
+    if (b == NULL || b->ops != &k_sim_ops || ((sim_t *)b)->place == NULL)
+        return FSC_EINVAL;
+    return fsc__place_set_variant(((sim_t *)b)->place, placement);
+}
+
+int fsc_backend_sim_placement_uncertain(const fsc_backend_t *b, uint64_t *out)
+{
+    if (b == NULL || b->ops != &k_sim_ops || out == NULL)
+        return FSC_EINVAL;
+    *out = fsc__place_uncertain(((const sim_t *)b)->place);
+    return 0;
+}

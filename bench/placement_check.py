@@ -17,8 +17,10 @@ in DIR, its snapshot not needed):
   JOB_capC_SETTING  against JOB_uncapped
   JOB_nocap_SETTING against JOB_uncapped
 
-A pair is exact when both peaks are equal to the byte and the OUTCOME agrees. Prints a markdown
-table and the count of exact pairs.
+A pair is exact when both peaks are equal to the byte and the OUTCOME agrees. Where the replay
+placed segments by the placement model's least certain rule and the placements tried disagree
+(the JSON's "placement": docs/allocator.md), the range they span is shown and whether the real
+figure lies in it. Prints a markdown table and the counts.
 """
 import argparse
 import glob
@@ -53,9 +55,9 @@ def main():
     ap.add_argument("dirs", nargs="+")
     a = ap.parse_args()
     print("| job | recording | cap (B) | setting | peak reserved predicted / real | "
-          "peak allocated predicted / real | OOM predicted / real | exact |")
-    print("|---|---|---|---|---|---|---|---|")
-    n = m = 0
+          "peak allocated predicted / real | OOM predicted / real | exact | placement decides |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    n = m = nd = inr = 0
     rows = []
     for d in a.dirs:
         for job, name, base, stats in pairs(d):
@@ -74,22 +76,34 @@ def main():
             pr, pa = j["peak_reserved_bytes"], j["peak_allocated_bytes"]
             rr, ra = st["reserved_bytes.all.peak"], st["allocated_bytes.all.peak"]
             ok = pr == rr and pa == ra and bool(j["oom"]) == real_oom
+            pl = j.get("placement") or {}
+            dec = bool(pl.get("decides"))
+            rng = ""
+            if dec:
+                (rlo, rhi), (alo, ahi) = pl["peak_reserved_range"], pl["peak_allocated_range"]
+                inside = rlo <= rr <= rhi and alo <= ra <= ahi
+                nd += 1
+                inr += inside
+                rng = "reserved %d–%d, allocated %d–%d, OOM in %d of %d: real %s" % (
+                    rlo, rhi, alo, ahi, pl["oom_in_variants"], pl["variants"],
+                    "inside" if inside else "outside")
             n += 1
             m += ok
             rows.append(dict(job=job, recording=name, cap=st.get("cap_bytes"), conf=conf,
                              peak_reserved=[pr, rr], peak_allocated=[pa, ra],
-                             oom=[bool(j["oom"]), real_oom], exact=ok))
-            print("| %s | %s | %s | `%s` | %d / %d (%+.2f %%) | %d / %d (%+.2f %%) | %s / %s | %s |" % (
+                             oom=[bool(j["oom"]), real_oom], exact=ok, placement=pl))
+            print("| %s | %s | %s | `%s` | %d / %d (%+.2f %%) | %d / %d (%+.2f %%) | %s / %s | %s | %s |" % (
                 job, name, st.get("cap_bytes") or "none", conf or "(defaults)",
                 pr, rr, 100.0 * (pr - rr) / rr if rr else 0.0,
                 pa, ra, 100.0 * (pa - ra) / ra if ra else 0.0,
                 "yes" if j["oom"] else "no", "yes" if real_oom else "no",
-                "yes" if ok else "no"))
+                "yes" if ok else "no", rng or "no"))
     print()
-    print("%d of %d pairs exact (both peaks to the byte, same OOM outcome)" % (m, n))
+    print("%d of %d pairs exact (both peaks to the byte, same OOM outcome); placement decides in "
+          "%d, the real figures inside the range in %d of them" % (m, n, nd, inr))
     if a.json:
         with open(a.json + ".tmp", "w") as f:
-            json.dump(dict(exact=m, pairs=n, rows=rows), f, indent=1)
+            json.dump(dict(exact=m, pairs=n, decides=nd, inside=inr, rows=rows), f, indent=1)
         os.replace(a.json + ".tmp", a.json)
     return 0
 

@@ -326,6 +326,41 @@ static void test_gc_recorded(void)
     CU_ASSERT_EQUAL(replay(k_b_gc_cap, sizeof k_b_gc_cap / sizeof k_b_gc_cap[0]), 44);
 }
 
+/* Two chunks given back leave two gaps; a new chunk goes to the top of the
+ * highest (the model), of the lowest, or below everything, by variant; each
+ * such choice counts as uncertain. */
+static void test_variants(void)
+{
+    const uint64_t X = 0x7f0000000000ull;
+    for (int v = 0; v < FSC_SIM_PLACE_N; v++) {
+        static space_t s;
+        s.n = 0;
+        fsc__place_space_t sp = {&s, sp_next, sp_is_free};
+        fsc__place_t *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(fsc__place_create(&p), 0);
+        CU_ASSERT_EQUAL(fsc__place_set_variant(p, v), 0);
+        for (uint64_t k = 0; k < 5; k++) {
+            sp_add(&s, X - k * 32 * MiB, 20 * MiB);
+            CU_ASSERT_EQUAL(fsc__place_placed(p, X - k * 32 * MiB, 20 * MiB), 0);
+        }
+        CU_ASSERT_EQUAL(fsc__place_uncertain(p), 0);
+        for (uint64_t k = 1; k <= 3; k += 2) {
+            sp_del(&s, X - k * 32 * MiB);
+            CU_ASSERT_EQUAL(fsc__place_released(p, &sp, X - k * 32 * MiB), 0);
+        }
+        uint64_t a = 0;
+        CU_ASSERT_EQUAL(fsc__place_predict(p, &sp, 20 * MiB, &a), 0);
+        const uint64_t want[FSC_SIM_PLACE_N] = {X - 32 * MiB, X - 96 * MiB, X - 160 * MiB};
+        CU_ASSERT_EQUAL(a, want[v]);
+        CU_ASSERT_EQUAL(fsc__place_uncertain(p), 1);
+        fsc__place_destroy(p);
+    }
+    fsc__place_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc__place_create(&p), 0);
+    CU_ASSERT_EQUAL(fsc__place_set_variant(p, FSC_SIM_PLACE_N), FSC_EINVAL);
+    fsc__place_destroy(p);
+}
+
 /* The scripted sim: recorded addresses while the sizes match, then the
  * model's, anchored on them. */
 static void test_scripted_sim(void)
@@ -400,16 +435,52 @@ static void test_plain_whatif_rp8(void)
     CU_ASSERT_EQUAL(r.peak_allocated, fsc_test_stat_u64(st, "allocated_bytes.all.peak"));
     CU_ASSERT_EQUAL(r.peak_reserved, 5498732544ull);
     CU_ASSERT_FALSE(r.oom);
+    /* nothing was given back: one placement, no range */
+    CU_ASSERT_EQUAL(r.placement_uncertain, 0);
+    CU_ASSERT_EQUAL(r.placement_variants, 1);
+    CU_ASSERT_FALSE(r.placement_decides);
+    CU_ASSERT_EQUAL(r.peak_reserved_lo, r.peak_reserved);
+    CU_ASSERT_EQUAL(r.peak_reserved_hi, r.peak_reserved);
     cJSON_Delete(st);
+    fsc_request_stream_destroy(rs);
+}
+
+/* The same job under max_split_size_mb:128 at the cap: segments given back
+ * by the OOM retry and oversize release, then new chunks placed where they
+ * were. The three placements of such chunks give three peaks allocated; the
+ * model's is one of them. The real run's (3 826 363 904 B) lies 48 640 B
+ * below the range: the range is what the placements tried give, not a
+ * bound. */
+static void test_placement_range(void)
+{
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("boundary/b_defaults");
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = 4211081216ull;
+    fsc_whatif_result_t r;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "max_split_size_mb:128", &o, &r, &err), 0);
+    CU_ASSERT_EQUAL(r.peak_reserved, 4211081216ull);
+    CU_ASSERT_EQUAL(r.peak_allocated, 3827072000ull);
+    CU_ASSERT_EQUAL(r.placement_uncertain, 56);
+    CU_ASSERT_EQUAL(r.placement_variants, 3);
+    CU_ASSERT_TRUE(r.placement_decides);
+    CU_ASSERT_EQUAL(r.peak_reserved_lo, 4208984064ull);
+    CU_ASSERT_EQUAL(r.peak_reserved_hi, 4211081216ull);
+    CU_ASSERT_EQUAL(r.peak_allocated_lo, 3826412544ull);
+    CU_ASSERT_EQUAL(r.peak_allocated_hi, 3829275648ull);
+    CU_ASSERT_EQUAL(r.oom_variants, 0);
+    CU_ASSERT_FALSE(r.oom);
     fsc_request_stream_destroy(rs);
 }
 
 static const fsc_test_case_t k_tests[] = {
     {"GPT-2 under a cap: the recorded addresses", test_gpt2_recorded},
     {"boundary job with GC: given-back chunks reused", test_gc_recorded},
+    {"the variants of the given-back rule", test_variants},
     {"scripted sim: the model after the script", test_scripted_sim},
     {"plain sim: first fit", test_plain_sim_first_fit},
     {"plain what-if: boundary job under divisions 8", test_plain_whatif_rp8},
+    {"placement decides: the range over the placements tried", test_placement_range},
     {NULL, NULL},
 };
 
