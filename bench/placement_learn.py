@@ -18,11 +18,14 @@ Models:
   first-fit   the lowest 2 MiB-aligned gap above the anchor (the sim device before this model)
   below       just below the lowest segment in use, the start aligned down to 32 MiB
               (2 MiB for segments of 2 MiB and less)
-  driver      the model of allocator/placement.c (docs/allocator.md, "Where the driver places
-              segments"): a segment of 2 MiB or less goes to the lowest gap between segments in
-              use that holds it (2 MiB-aligned, at the gap's bottom), else below the lowest; a
-              larger one goes to the start of the most recently freed range that holds it now,
-              else below the lowest segment in use at a 32 MiB-aligned start.
+  freed-first a simpler rule: a segment of 2 MiB or less goes to the lowest gap between
+              segments in use that holds it (2 MiB-aligned, at the gap's bottom), else below the
+              lowest; a larger one to the start of the most recently freed range that holds it
+              now, else below the lowest segment in use at a 32 MiB-aligned start.
+  chunks      the model of allocator/placement.c (docs/allocator.md, "Where the driver places
+              segments"): the driver's address-space chunks, each a segment's size rounded up
+              to 32 MiB (2 MiB for small segments), filled first fit, newest chunk first; a new
+              chunk at the top of the highest gap a given-back chunk left, else below the lowest.
 
 Each --group is scored apart (docs/allocator.md: the model was chosen on the group "learn", the
 2026-12-01 recordings and the boundary job, and only measured on the others). Prints one line per
