@@ -4,9 +4,11 @@
  * Addresses are deterministic: the lowest 2 MiB-aligned gap of the simulated
  * address space that fits (first fit), so runs replay identically. The
  * scripted variant hands out the addresses a recorded run really got, in
- * order, while the requested sizes match the recording; PyTorch's best fit
- * breaks address ties, so a replay needs the real addresses to reproduce
- * every block address.
+ * order, while the requested sizes match the recording, and after that the
+ * addresses the CUDA driver would give (placement.c), anchored on the
+ * recorded ones; PyTorch's best fit breaks address ties, so a replay needs
+ * the real addresses, or the driver's order, to reproduce every block
+ * address.
  */
 #include <bsd/sys/tree.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 
 #include "backend.h"
 #include "fsc/vec.h"
+#include "placement.h"
 
 #define SIM_ALIGN (2ull << 20)
 #define SIM_DEFAULT_TOTAL (80ull << 30)
@@ -101,6 +104,7 @@ typedef struct sim {
     long diverged;
     uint64_t *va_script; /* recorded bases of expandable segments, in order */
     size_t nva, va_next;
+    fsc__place_t *place; /* the driver's placement (scripted sims only) */
 } sim_t;
 
 /* The range with the highest address below `below`, or NULL. */
@@ -195,6 +199,46 @@ static uint64_t first_fit(const sim_t *s, uint64_t size)
     return align_up(root->hi > s->base ? root->hi : s->base);
 }
 
+/* The device's ranges as placement.c asks for them. */
+static int space_next(void *ctx, uint64_t from, uint64_t *start, uint64_t *end)
+{
+    sim_t *s = ctx;
+    const sim_range_t *n = from == UINT64_MAX ? NULL : range_before(s, from + 1);
+    if (n == NULL || n->addr + n->size <= from)
+        n = range_after(s, from);
+    if (n == NULL)
+        return 0;
+    *start = n->addr;
+    *end = n->addr + n->size;
+    return 1;
+}
+
+static int space_is_free(void *ctx, uint64_t addr, uint64_t size)
+{
+    return range_free(ctx, addr, size);
+}
+
+static fsc__place_space_t space_of(sim_t *s)
+{
+    return (fsc__place_space_t){s, space_next, space_is_free};
+}
+
+/* An address for a segment the script does not give: the driver's, when
+ * this sim follows it, anchored on the recording's first address while
+ * nothing is placed; else (or when the model has none) first fit. */
+static uint64_t invent(sim_t *s, uint64_t size)
+{
+    if (s->place != NULL) {
+        fsc__place_space_t sp = space_of(s);
+        uint64_t a;
+        if (fsc__place_predict(s->place, &sp, size, &a) == 0)
+            return a;
+        if (s->nscript > 0 && range_free(s, s->script_addrs[0], size))
+            return s->script_addrs[0];
+    }
+    return first_fit(s, size);
+}
+
 static int sim_place(sim_t *s, uint64_t size, uint64_t *addr, fsc_err_t *err)
 {
     uint64_t a = 0;
@@ -209,9 +253,13 @@ static int sim_place(sim_t *s, uint64_t size, uint64_t *addr, fsc_err_t *err)
         }
     }
     if (!scripted)
-        a = first_fit(s, size);
+        a = invent(s, size);
     if (range_add(s, a, size) != 0)
         return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
+    if (s->place != NULL && fsc__place_placed(s->place, a, size) != 0) {
+        range_del(s, a);
+        return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
+    }
     *addr = a;
     return 0;
 }
@@ -232,6 +280,11 @@ static void sim_seg_free(fsc_backend_t *b, uint64_t addr, uint64_t size)
     sim_t *s = (sim_t *)b;
     range_del(s, addr);
     s->phys_used -= size;
+    if (s->place != NULL) {
+        fsc__place_space_t sp = space_of(s);
+        /* out of host memory here only forgets a given-back chunk */
+        (void)fsc__place_released(s->place, &sp, addr);
+    }
 }
 
 static int sim_va_reserve(fsc_backend_t *b, uint64_t size, uint64_t page, void **vseg,
@@ -307,6 +360,10 @@ static int sim_seg_adopt(fsc_backend_t *b, uint64_t addr, uint64_t size, fsc_err
                            (unsigned long long)addr, (unsigned long long)size);
     if (range_add(s, addr, size) != 0)
         return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
+    if (s->place != NULL && fsc__place_placed(s->place, addr, size) != 0) {
+        range_del(s, addr);
+        return fsc_err_set(err, FSC_ENOMEM, "sim backend: out of host memory");
+    }
     s->phys_used += size;
     return 0;
 }
@@ -361,6 +418,7 @@ static void sim_destroy(fsc_backend_t *b)
     free(s->script_addrs);
     free(s->script_sizes);
     free(s->va_script);
+    fsc__place_destroy(s->place);
     free(s);
 }
 
@@ -413,7 +471,7 @@ int fsc_backend_sim_create_scripted(uint64_t capacity, const uint64_t *addrs,
     sim_t *s = (sim_t *)*out;
     s->script_addrs = malloc((n ? n : 1) * sizeof *addrs);
     s->script_sizes = malloc((n ? n : 1) * sizeof *sizes);
-    if (s->script_addrs == NULL || s->script_sizes == NULL) {
+    if (s->script_addrs == NULL || s->script_sizes == NULL || fsc__place_create(&s->place) != 0) {
         sim_destroy(*out);
         *out = NULL;
         return FSC_ENOMEM;
@@ -449,4 +507,19 @@ long fsc_backend_sim_script_diverged(const fsc_backend_t *b)
     if (b == NULL || b->ops != &k_sim_ops)
         return -1;
     return ((const sim_t *)b)->diverged;
+}
+
+int fsc_backend_sim_set_placement(fsc_backend_t *b, int placement)
+{
+    if (b == NULL || b->ops != &k_sim_ops || ((sim_t *)b)->place == NULL)
+        return FSC_EINVAL;
+    return fsc__place_set_variant(((sim_t *)b)->place, placement);
+}
+
+int fsc_backend_sim_placement_uncertain(const fsc_backend_t *b, uint64_t *out)
+{
+    if (b == NULL || b->ops != &k_sim_ops || out == NULL)
+        return FSC_EINVAL;
+    *out = fsc__place_uncertain(((const sim_t *)b)->place);
+    return 0;
 }

@@ -392,6 +392,14 @@ static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_
             fprintf(f, ", \"requested_bytes\": %" PRIu64 ", \"stream\": %" PRIu64 "}",
                     o->requested, o->stream);
         }
+        fprintf(f,
+                ", \"placement\": {\"uncertain_segments\": %" PRIu64 ", \"variants\": %d"
+                ", \"decides\": %s, \"peak_reserved_range\": [%" PRIu64 ", %" PRIu64 "]"
+                ", \"peak_allocated_range\": [%" PRIu64 ", %" PRIu64 "]"
+                ", \"oom_in_variants\": %d}",
+                x->placement_uncertain, x->placement_variants,
+                x->placement_decides ? "true" : "false", x->peak_reserved_lo, x->peak_reserved_hi,
+                x->peak_allocated_lo, x->peak_allocated_hi, x->oom_variants);
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fputs("]\n", f);
@@ -416,6 +424,24 @@ static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_
                 fsc_size_format(x->peak_allocated, s2, sizeof s2), 100.0 * x->utilization,
                 x->external_frag_at_peak, x->segments, x->num_alloc_retries,
                 x->oom ? "OOM" : x->run_complete ? "ok" : "ok*");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const fsc_whatif_result_t *x = &r[i];
+        if (!x->placement_decides)
+            continue;
+        fprintf(f,
+                "\n%s: where the driver places segments decides it. %" PRIu64 " segment%s went "
+                "where\n  chunks had been given back, a choice the recordings do not settle. "
+                "Over the %d\n  placements tried: peak reserved %" PRIu64 " to %" PRIu64
+                " B, peak allocated\n  %" PRIu64 " to %" PRIu64 " B",
+                cfg_name(x->config), x->placement_uncertain,
+                x->placement_uncertain == 1 ? "" : "s", x->placement_variants,
+                x->peak_reserved_lo, x->peak_reserved_hi, x->peak_allocated_lo,
+                x->peak_allocated_hi);
+        if (x->oom_variants != 0 && x->oom_variants != x->placement_variants)
+            fprintf(f, ", out of memory in %d of them", x->oom_variants);
+        fputs(". The row above is the model's\n  own placement (docs/allocator.md, \"Where the "
+              "driver places segments\").\n", f);
     }
     int partial = 0;
     for (size_t i = 0; i < n; i++)
@@ -543,8 +569,11 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
                         s[i].avoids_at_upper ? "true" : "false");
             else
                 fputs("null", f);
-            fprintf(f, ", \"avoids_oom\": %s, \"run_complete\": %s, \"margin_bytes\": ",
-                    s[i].avoids_oom ? "true" : "false", s[i].run_complete ? "true" : "false");
+            fprintf(f,
+                    ", \"avoids_oom\": %s, \"placement_decides\": %s, \"run_complete\": %s"
+                    ", \"margin_bytes\": ",
+                    s[i].avoids_oom ? "true" : "false", s[i].placement_decides ? "true" : "false",
+                    s[i].run_complete ? "true" : "false");
             if (s[i].has_margin)
                 fprintf(f, "%" PRIu64 ", \"margin_at\": \"%s\"", s[i].margin,
                         !s[i].capacity_upper ? "capacity"

@@ -437,7 +437,7 @@ static int adopt_seeds(const fsc_request_stream_t *rs, fsc_allocator_t *a, uint6
 static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                       const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify, int lean,
                       fsc__wprobe_t *probe, const fsc_request_stream_t *against,
-                      fsc_whatif_result_t *out, fsc_err_t *err)
+                      fsc_whatif_result_t *out, fsc_err_t *err, int placement)
 {
     fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
     if (opts != NULL)
@@ -453,6 +453,8 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
                                              &be);
     if (rc == 0 && dev->nva > 0)
         rc = fsc_backend_sim_script_va(be, dev->va_bases, dev->nva);
+    if (rc == 0 && placement != FSC_SIM_PLACE_DRIVER)
+        rc = fsc_backend_sim_set_placement(be, placement);
     if (rc != 0) {
         fsc_backend_destroy(be);
         return fsc_err_set(err, rc, "what-if: cannot create the sim device");
@@ -528,23 +530,58 @@ static int replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *
     if (against != NULL)
         fsc__wcur_close(&acur);
     fsc_allocator_destroy(a);
+    (void)fsc_backend_sim_placement_uncertain(be, &out->placement_uncertain);
     fsc_backend_destroy(be);
     out->elapsed_ns = fsc_now_ns() - t0;
     return rc;
 }
 
+/* The model's replay, then, where it placed segments by its least certain
+ * rule, one replay per variant of that rule: the range they span. */
 int fsc__whatif_replay_cfg(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                            const fsc_whatif_opts_t *opts, fsc_whatif_verify_t *verify,
                            fsc_whatif_result_t *out, fsc_err_t *err)
 {
-    return replay_cfg(rs, cfg, opts, verify, 0, NULL, NULL, out, err);
+    int rc = replay_cfg(rs, cfg, opts, verify, 0, NULL, NULL, out, err, FSC_SIM_PLACE_DRIVER);
+    out->placement_variants = 1;
+    out->peak_reserved_lo = out->peak_reserved_hi = out->peak_reserved;
+    out->peak_allocated_lo = out->peak_allocated_hi = out->peak_allocated;
+    out->oom_variants = out->oom != 0;
+    if (rc != 0 || verify != NULL || out->placement_uncertain == 0)
+        return rc;
+    for (int v = 1; v < FSC_SIM_PLACE_N; v++) {
+        fsc_whatif_result_t *alt = malloc(sizeof *alt);
+        if (alt == NULL)
+            return fsc_err_set(err, FSC_ENOMEM, "what-if: out of host memory");
+        memset(alt, 0, sizeof *alt);
+        rc = replay_cfg(rs, cfg, opts, NULL, 0, NULL, NULL, alt, err, v);
+        if (rc == 0) {
+            out->placement_variants++;
+            out->oom_variants += alt->oom != 0;
+            if (alt->peak_reserved < out->peak_reserved_lo)
+                out->peak_reserved_lo = alt->peak_reserved;
+            if (alt->peak_reserved > out->peak_reserved_hi)
+                out->peak_reserved_hi = alt->peak_reserved;
+            if (alt->peak_allocated < out->peak_allocated_lo)
+                out->peak_allocated_lo = alt->peak_allocated;
+            if (alt->peak_allocated > out->peak_allocated_hi)
+                out->peak_allocated_hi = alt->peak_allocated;
+        }
+        free(alt);
+        if (rc != 0)
+            return rc;
+    }
+    out->placement_decides = out->peak_reserved_lo != out->peak_reserved_hi ||
+                             out->peak_allocated_lo != out->peak_allocated_hi ||
+                             (out->oom_variants != 0 && out->oom_variants != out->placement_variants);
+    return 0;
 }
 
 int fsc__whatif_replay_lean(const fsc_request_stream_t *rs, const fsc_alloc_config_t *cfg,
                             const fsc_whatif_opts_t *opts, fsc_whatif_result_t *out,
                             fsc_err_t *err)
 {
-    return replay_cfg(rs, cfg, opts, NULL, 1, NULL, NULL, out, err);
+    return replay_cfg(rs, cfg, opts, NULL, 1, NULL, NULL, out, err, FSC_SIM_PLACE_DRIVER);
 }
 
 static void set_config_text(fsc_whatif_result_t *out, const char *config)
@@ -612,7 +649,7 @@ int fsc__whatif_probe(const fsc_request_stream_t *rs, fsc__wprobe_t *probe, fsc_
     v->first_divergence = -1;
     v->first_addr_mismatch = -1;
     memset(probe, 0, sizeof *probe);
-    rc = replay_cfg(rs, &cfg, &o, v, 0, probe, NULL, &v->replay, err);
+    rc = replay_cfg(rs, &cfg, &o, v, 0, probe, NULL, &v->replay, err, FSC_SIM_PLACE_DRIVER);
     free(v);
     return rc;
 }
@@ -702,7 +739,7 @@ int fsc_whatif_verify_against(const fsc_request_stream_t *a, const fsc_request_s
         text = config;
     }
     set_config_text(&out->replay, text);
-    rc = replay_cfg(a, &cfg, &o, out, 0, NULL, b, &out->replay, err);
+    rc = replay_cfg(a, &cfg, &o, out, 0, NULL, b, &out->replay, err, FSC_SIM_PLACE_DRIVER);
     out->replay.rc = rc;
     if (rc != 0)
         return rc;

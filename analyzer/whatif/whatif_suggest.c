@@ -190,7 +190,14 @@ static void run_all(const fsc_request_stream_t *rs, cand_t *c, size_t n,
  * is only known to lie in a range, at its top as well. */
 static int avoids(const cand_t *c, uint64_t upper)
 {
-    return !c->at_cap.oom && (upper == 0 || !c->at_upper.oom);
+    /* in every placement of segments tried, not only the model's */
+    return c->at_cap.oom_variants == 0 && (upper == 0 || c->at_upper.oom_variants == 0);
+}
+
+/* Some placements tried serve the failed request and others do not. */
+static int split_by_placement(const fsc_whatif_result_t *r)
+{
+    return r->oom_variants != 0 && r->oom_variants != r->placement_variants;
 }
 
 static int better(const cand_t *c, const cand_t *base, uint64_t upper)
@@ -203,8 +210,9 @@ static int better(const cand_t *c, const cand_t *base, uint64_t upper)
         return avoids(c, upper);
     if (c->needed != 0 && (base->needed == 0 || c->needed < base->needed))
         return 1;
-    return !base->at_cap.oom && !c->at_cap.oom &&
-           c->at_cap.peak_reserved < base->at_cap.peak_reserved;
+    /* lower over every placement tried, against the baseline's lowest */
+    return !base->at_cap.oom && c->at_cap.oom_variants == 0 &&
+           c->at_cap.peak_reserved_hi < base->at_cap.peak_reserved_lo;
 }
 
 static int cmp_sugg(const void *x, const void *y)
@@ -265,7 +273,14 @@ static void note_for(const cand_t *c, const cand_t *base, uint64_t capacity, uin
         uint64_t e[2] = {capacity, upper != 0 ? upper - 1 : capacity};
         char ends[2][32];
         fmt_set(e, 2, ends);
-        if (upper != 0 && g->avoids_at_lower != g->avoids_at_upper)
+        if (g->placement_decides)
+            w += (size_t)snprintf(buf, cap,
+                                  "depends on where the driver places segments, which the "
+                                  "recordings do not settle: serves the failed request in %d "
+                                  "of the %d placements tried at %s",
+                                  c->at_cap.placement_variants - c->at_cap.oom_variants,
+                                  c->at_cap.placement_variants, ends[0]);
+        else if (upper != 0 && g->avoids_at_lower != g->avoids_at_upper)
             w += (size_t)snprintf(buf, cap,
                                   "depends on the cap, which the recording does not say: serves "
                                   "the failed request at %s but not at %s (the %s cap it "
@@ -421,6 +436,8 @@ int fsc_whatif_suggest_opts(const fsc_request_stream_t *rs, const fsc_whatif_opt
         g->capacity_upper = upper;
         g->avoids_at_lower = !c[i].at_cap.oom;
         g->avoids_at_upper = upper != 0 ? !c[i].at_upper.oom : g->avoids_at_lower;
+        g->placement_decides = split_by_placement(&c[i].at_cap) ||
+                               (upper != 0 && split_by_placement(&c[i].at_upper));
         snprintf(g->config, sizeof g->config, "%s", c[i].config);
         g->capacity = capacity;
         g->avoids_oom = avoids(&c[i], upper);

@@ -12,6 +12,9 @@ writes OUT.pickle (the snapshot, the whole history) and OUT.stats.json
 
 --cap-bytes caps the process (set_per_process_memory_fraction): a run that
 then runs out of memory keeps its snapshot, with "outcome": "oom".
+--empty-cache-every N calls torch.cuda.empty_cache() after every N requests,
+so that segments go back to the driver and new ones are placed again
+(bench/gpu/placement_rec.sh).
 
 `fragscope whatif DEFAULTS.pickle --verify-against OTHER.pickle` then checks
 each setting's rules against the run made under it (bench/gpu/boundary.sh).
@@ -54,6 +57,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--ops", type=int, default=3000)
     ap.add_argument("--cap-bytes", type=int, default=0)
+    ap.add_argument("--empty-cache-every", type=int, default=0)
     a = ap.parse_args()
     out, ops = a.out, a.ops
     rng = random.Random(1234)
@@ -70,6 +74,8 @@ def main():
                 live.pop(rng.randrange(len(live)))
             else:
                 live.append(torch.empty(sizes(rng), dtype=torch.uint8, device="cuda"))
+            if a.empty_cache_every and (done + 1) % a.empty_cache_every == 0:
+                torch.cuda.empty_cache()
     except torch.OutOfMemoryError as e:
         outcome, message = "oom", str(e).split("\n")[0][:1000]
     live.clear()
@@ -86,6 +92,7 @@ def main():
     st["device_total"] = total
     if a.cap_bytes:
         st["cap_bytes"] = a.cap_bytes
+    st["empty_cache_every"] = a.empty_cache_every
     st["torch"] = torch.__version__
     st["device"] = torch.cuda.get_device_name()
     with open(out + ".stats.json", "w") as f:

@@ -93,7 +93,8 @@ int fsc_backend_sim_set_taken(fsc_backend_t *b, uint64_t bytes);
 
 /* sim with a script: the first n segment allocations return addrs[i] as long
  * as the requested size equals sizes[i]; from the first mismatch on, the
- * backend invents addresses (avoiding the scripted ranges still in use).
+ * backend gives the addresses the CUDA driver would, around the ranges
+ * still in use (docs/allocator.md, "Where the driver places segments").
  * Used to replay a recorded run with the addresses it really got. Arrays are
  * copied. fsc_backend_sim_script_diverged() tells whether and where the
  * script stopped being followed (-1 = never). */
@@ -101,6 +102,23 @@ int fsc_backend_sim_create_scripted(uint64_t capacity, const uint64_t *addrs,
                                     const uint64_t *sizes, size_t n,
                                     fsc_backend_t **out);
 long fsc_backend_sim_script_diverged(const fsc_backend_t *b);
+/* How a scripted sim places a new chunk of address space once chunks were
+ * given back (segments released by empty_cache, GC, the OOM retry), the
+ * rule the recordings settle least: at the top of the highest gap that held
+ * one (the model), of the lowest such gap, or never (below the lowest
+ * chunk). docs/allocator.md, "Where the driver places segments". */
+enum {
+    FSC_SIM_PLACE_DRIVER = 0,
+    FSC_SIM_PLACE_REUSE_LOWEST = 1,
+    FSC_SIM_PLACE_NO_REUSE = 2,
+    FSC_SIM_PLACE_N = 3
+};
+/* FSC_EINVAL for a backend that is not a scripted sim or a bad value. */
+int fsc_backend_sim_set_placement(fsc_backend_t *b, int placement);
+/* *out: the new chunks a scripted sim placed where a given-back range could
+ * have held them, i.e. where the FSC_SIM_PLACE_* variants may differ (0 for
+ * a plain sim). FSC_EINVAL for a backend that is not sim. */
+int fsc_backend_sim_placement_uncertain(const fsc_backend_t *b, uint64_t *out);
 /* Bases for the sim's address-space reservations (expandable segments),
  * used in order while each is free; the first that is not ends the script.
  * Copied. FSC_EINVAL for a backend that is not sim. */

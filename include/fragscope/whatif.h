@@ -242,6 +242,21 @@ typedef struct fsc_whatif_result {
      * the failed request was served (capacity - reserved then). */
     int has_margin;
     uint64_t margin;
+    /* Where the CUDA driver would have put a segment is settled by a model
+     * (docs/allocator.md, "Where the driver places segments"); its least
+     * certain rule picks the gap for a new chunk once chunks were given
+     * back. placement_uncertain counts the segments placed by that rule;
+     * when it is not 0 the replay is repeated under each variant of it
+     * (FSC_SIM_PLACE_*), placement_variants replays in all, and the figures
+     * below span them: placement_decides is 1 when they differ (a peak or
+     * the outcome), and the peaks and OOM above are the model's own. With
+     * no uncertain segment, *_lo = *_hi = the peaks above and variants 1. */
+    uint64_t placement_uncertain;
+    int placement_variants;
+    int placement_decides;
+    uint64_t peak_reserved_lo, peak_reserved_hi;
+    uint64_t peak_allocated_lo, peak_allocated_hi;
+    int oom_variants; /* how many of the variants ran out of memory */
 } fsc_whatif_result_t;
 
 /* Progress of a multi-replay call: `done` of `total` settings finished.
@@ -370,6 +385,11 @@ typedef struct fsc_suggestion {
     uint64_t capacity_upper;
     int avoids_at_lower, avoids_at_upper;
     int margin_at_upper;
+    /* Whether it serves the failed request depends on where the driver
+     * places segments (fsc_whatif_result_t.placement_decides): some of the
+     * placements tried run out of memory, others do not. Such a setting is
+     * never claimed to help. */
+    int placement_decides;
 } fsc_suggestion_t;
 
 /* Bisection precision of the needed capacity. */

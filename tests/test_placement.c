@@ -1,0 +1,487 @@
+/*
+ * test_placement.c — the CUDA driver's placement of segments (placement.c)
+ * pinned on real recordings, and the simulated device and a plain what-if
+ * that follow it.
+ *
+ * The tables are the segment_alloc / segment_free entries of two H200
+ * recordings in tests/data/gpu, in order, each allocation with the address
+ * the model gives from the true history before it; bench/placement_learn.py
+ * (its `chunks` model, a second implementation of the same rules, in Python)
+ * made the expected column. Where it differs from the recorded address the
+ * driver did something the model does not know (early in a process: other
+ * users of the address space, such as the CUDA runtime's own allocations).
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fragscope/allocator.h"
+#include "fragscope/whatif.h"
+#include "fsc_test.h"
+#include "fsc_test_gpu.h"
+#include "placement.h"
+
+#define MiB FSC_MiB
+
+typedef struct {
+    char act; /* 'A' segment_alloc, 'F' segment_free */
+    uint64_t addr, size, predicted;
+} rec_ev_t;
+
+/* gpt2_cap0.80_default: events 0..1000000000, 103 allocations, 84 predicted exactly */
+static const rec_ev_t k_gpt2_cap0_80_default[] = {
+    {'A', 0x7fb6ac000000ull, 155189248ull, 0x0ull},
+    {'A', 0x7fb730800000ull, 20971520ull, 0x7fb6aa000000ull},
+    {'A', 0x7fb6b5400000ull, 2097152ull, 0x7fb731c00000ull},
+    {'A', 0x7fb6c6000000ull, 20971520ull, 0x7fb6aa000000ull},
+    {'A', 0x7fb6c4000000ull, 20971520ull, 0x7fb6aa000000ull},
+    {'A', 0x7fb6c2000000ull, 20971520ull, 0x7fb6aa000000ull},
+    {'A', 0x7fb6c0000000ull, 20971520ull, 0x7fb6aa000000ull},
+    {'A', 0x7fb6be000000ull, 20971520ull, 0x7fb6aa000000ull},
+    {'A', 0x7fb6bc000000ull, 20971520ull, 0x7fb6aa000000ull},
+    {'A', 0x7fb6aa000000ull, 20971520ull, 0x7fb6aa000000ull},
+    {'A', 0x7fb6ba000000ull, 20971520ull, 0x7fb6a8000000ull},
+    {'A', 0x7fb6a8000000ull, 20971520ull, 0x7fb6a8000000ull},
+    {'A', 0x7fb6b8000000ull, 25165824ull, 0x7fb6a6000000ull},
+    {'A', 0x7fb72a000000ull, 25165824ull, 0x7fb6a6000000ull},
+    {'A', 0x7fb728000000ull, 25165824ull, 0x7fb6a6000000ull},
+    {'A', 0x7fb722000000ull, 73400320ull, 0x7fb6a2000000ull},
+    {'A', 0x7fb71c000000ull, 33554432ull, 0x7fb6a6000000ull},
+    {'A', 0x7fb726800000ull, 25165824ull, 0x7fb726600000ull},
+    {'A', 0x7fb718000000ull, 25165824ull, 0x7fb6a6000000ull},
+    {'A', 0x7fb714000000ull, 25165824ull, 0x7fb6a6000000ull},
+    {'A', 0x7fb686000000ull, 25165824ull, 0x7fb6a6000000ull},
+    {'A', 0x7fb684000000ull, 25165824ull, 0x7fb684000000ull},
+    {'A', 0x7fb682000000ull, 25165824ull, 0x7fb682000000ull},
+    {'A', 0x7fb67c000000ull, 98566144ull, 0x7fb67c000000ull},
+    {'A', 0x7fb676000000ull, 98566144ull, 0x7fb676000000ull},
+    {'A', 0x7fb670000000ull, 98566144ull, 0x7fb670000000ull},
+    {'A', 0x7fb66a000000ull, 98566144ull, 0x7fb66a000000ull},
+    {'A', 0x7fb664000000ull, 98566144ull, 0x7fb664000000ull},
+    {'A', 0x7fb662000000ull, 25165824ull, 0x7fb662000000ull},
+    {'A', 0x7fb660000000ull, 20971520ull, 0x7fb660000000ull},
+    {'A', 0x7fb65e000000ull, 25165824ull, 0x7fb65e000000ull},
+    {'A', 0x7fb658000000ull, 73400320ull, 0x7fb658000000ull},
+    {'A', 0x7fb65c600000ull, 25165824ull, 0x7fb65c600000ull},
+    {'A', 0x7fb656000000ull, 25165824ull, 0x7fb656000000ull},
+    {'A', 0x7fb657800000ull, 2097152ull, 0x7fb657800000ull},
+    {'A', 0x7fb654000000ull, 25165824ull, 0x7fb654000000ull},
+    {'A', 0x7fb652000000ull, 25165824ull, 0x7fb652000000ull},
+    {'A', 0x7fb650000000ull, 25165824ull, 0x7fb650000000ull},
+    {'A', 0x7fb64a000000ull, 98566144ull, 0x7fb64a000000ull},
+    {'A', 0x7fb644000000ull, 98566144ull, 0x7fb644000000ull},
+    {'A', 0x7fb63e000000ull, 98566144ull, 0x7fb63e000000ull},
+    {'A', 0x7fb638000000ull, 98566144ull, 0x7fb638000000ull},
+    {'A', 0x7fb632000000ull, 98566144ull, 0x7fb632000000ull},
+    {'A', 0x7fb630000000ull, 25165824ull, 0x7fb630000000ull},
+    {'A', 0x7fb62e000000ull, 25165824ull, 0x7fb62e000000ull},
+    {'A', 0x7fb628000000ull, 73400320ull, 0x7fb628000000ull},
+    {'A', 0x7fb62c600000ull, 25165824ull, 0x7fb62c600000ull},
+    {'A', 0x7fb626000000ull, 25165824ull, 0x7fb626000000ull},
+    {'A', 0x7fb624000000ull, 25165824ull, 0x7fb624000000ull},
+    {'A', 0x7fb622000000ull, 20971520ull, 0x7fb622000000ull},
+    {'A', 0x7fb620000000ull, 25165824ull, 0x7fb620000000ull},
+    {'A', 0x7fb61e000000ull, 25165824ull, 0x7fb61e000000ull},
+    {'A', 0x7fb618000000ull, 98566144ull, 0x7fb618000000ull},
+    {'A', 0x7fb612000000ull, 98566144ull, 0x7fb612000000ull},
+    {'A', 0x7fb60c000000ull, 98566144ull, 0x7fb60c000000ull},
+    {'A', 0x7fb606000000ull, 98566144ull, 0x7fb606000000ull},
+    {'A', 0x7fb600000000ull, 98566144ull, 0x7fb600000000ull},
+    {'A', 0x7fb5fe000000ull, 25165824ull, 0x7fb5fe000000ull},
+    {'A', 0x7fb5fc000000ull, 25165824ull, 0x7fb5fc000000ull},
+    {'A', 0x7fb5f6000000ull, 73400320ull, 0x7fb5f6000000ull},
+    {'A', 0x7fb5fa600000ull, 25165824ull, 0x7fb5fa600000ull},
+    {'A', 0x7fb5f4000000ull, 25165824ull, 0x7fb5f4000000ull},
+    {'A', 0x7fb5f2000000ull, 25165824ull, 0x7fb5f2000000ull},
+    {'A', 0x7fb5f0000000ull, 25165824ull, 0x7fb5f0000000ull},
+    {'A', 0x7fb5ee000000ull, 25165824ull, 0x7fb5ee000000ull},
+    {'A', 0x7fb5e8000000ull, 98566144ull, 0x7fb5e8000000ull},
+    {'A', 0x7fb5e2000000ull, 98566144ull, 0x7fb5e2000000ull},
+    {'A', 0x7fb5dc000000ull, 98566144ull, 0x7fb5dc000000ull},
+    {'A', 0x7fb5d6000000ull, 98566144ull, 0x7fb5d6000000ull},
+    {'A', 0x7fb5d0000000ull, 98566144ull, 0x7fb5d0000000ull},
+    {'A', 0x7fb5ce000000ull, 25165824ull, 0x7fb5ce000000ull},
+    {'A', 0x7fb5cc000000ull, 20971520ull, 0x7fb5cc000000ull},
+    {'A', 0x7fb5ca000000ull, 25165824ull, 0x7fb5ca000000ull},
+    {'A', 0x7fb5c4000000ull, 73400320ull, 0x7fb5c4000000ull},
+    {'A', 0x7fb5c8600000ull, 25165824ull, 0x7fb5c8600000ull},
+    {'A', 0x7fb5c2000000ull, 25165824ull, 0x7fb5c2000000ull},
+    {'A', 0x7fb5c0000000ull, 25165824ull, 0x7fb5c0000000ull},
+    {'A', 0x7fb5be000000ull, 25165824ull, 0x7fb5be000000ull},
+    {'A', 0x7fb5bc000000ull, 25165824ull, 0x7fb5bc000000ull},
+    {'A', 0x7fb5b6000000ull, 98566144ull, 0x7fb5b6000000ull},
+    {'A', 0x7fb5b0000000ull, 98566144ull, 0x7fb5b0000000ull},
+    {'A', 0x7fb5aa000000ull, 98566144ull, 0x7fb5aa000000ull},
+    {'A', 0x7fb5a4000000ull, 98566144ull, 0x7fb5a4000000ull},
+    {'A', 0x7fb59e000000ull, 98566144ull, 0x7fb59e000000ull},
+    {'A', 0x7fb59c000000ull, 25165824ull, 0x7fb59c000000ull},
+    {'A', 0x7fb59a000000ull, 25165824ull, 0x7fb59a000000ull},
+    {'A', 0x7fb594000000ull, 73400320ull, 0x7fb594000000ull},
+    {'A', 0x7fb598600000ull, 25165824ull, 0x7fb598600000ull},
+    {'A', 0x7fb592000000ull, 25165824ull, 0x7fb592000000ull},
+    {'A', 0x7fb593800000ull, 2097152ull, 0x7fb593800000ull},
+    {'A', 0x7fb590000000ull, 25165824ull, 0x7fb590000000ull},
+    {'A', 0x7fb58e000000ull, 20971520ull, 0x7fb58e000000ull},
+    {'A', 0x7fb58c000000ull, 25165824ull, 0x7fb58c000000ull},
+    {'A', 0x7fb58a000000ull, 25165824ull, 0x7fb58a000000ull},
+    {'A', 0x7fb584000000ull, 98566144ull, 0x7fb584000000ull},
+    {'A', 0x7fb57e000000ull, 98566144ull, 0x7fb57e000000ull},
+    {'A', 0x7fb578000000ull, 98566144ull, 0x7fb578000000ull},
+    {'A', 0x7fb572000000ull, 98566144ull, 0x7fb572000000ull},
+    {'A', 0x7fb56c000000ull, 98566144ull, 0x7fb56c000000ull},
+    {'A', 0x7fb56a000000ull, 25165824ull, 0x7fb56a000000ull},
+    {'A', 0x7fb568000000ull, 25165824ull, 0x7fb568000000ull},
+    {'A', 0x7fb508000000ull, 1595932672ull, 0x7fb508000000ull},
+    {'A', 0x7fb4a8000000ull, 1595932672ull, 0x7fb4a8000000ull},
+    {'F', 0x7fb58c000000ull, 25165824ull, 0},
+    {'F', 0x7fb6b8000000ull, 25165824ull, 0},
+};
+/* boundary/b_gc_cap: events 0..200, 46 allocations, 44 predicted exactly */
+static const rec_ev_t k_b_gc_cap[] = {
+    {'A', 0x7f4664000000ull, 136314880ull, 0x0ull},
+    {'A', 0x7f465a000000ull, 153092096ull, 0x7f465a000000ull},
+    {'A', 0x7f4650000000ull, 146800640ull, 0x7f4650000000ull},
+    {'A', 0x7f4646000000ull, 153092096ull, 0x7f4646000000ull},
+    {'A', 0x7f463a000000ull, 169869312ull, 0x7f463a000000ull},
+    {'A', 0x7f4634000000ull, 77594624ull, 0x7f4634000000ull},
+    {'A', 0x7f4626000000ull, 224395264ull, 0x7f4626000000ull},
+    {'A', 0x7f4633600000ull, 2097152ull, 0x7f4633600000ull},
+    {'A', 0x7f461a000000ull, 169869312ull, 0x7f461a000000ull},
+    {'A', 0x7f4624200000ull, 2097152ull, 0x7f4624200000ull},
+    {'A', 0x7f4606000000ull, 304087040ull, 0x7f4606000000ull},
+    {'A', 0x7f45ea000000ull, 469762048ull, 0x7f45ea000000ull},
+    {'A', 0x7f45d6000000ull, 304087040ull, 0x7f45d6000000ull},
+    {'A', 0x7f45e8200000ull, 2097152ull, 0x7f45e8200000ull},
+    {'A', 0x7f45e8400000ull, 2097152ull, 0x7f45e8400000ull},
+    {'A', 0x7f45c2000000ull, 310378496ull, 0x7f45c2000000ull},
+    {'F', 0x7f45d6000000ull, 304087040ull, 0},
+    {'A', 0x7f45d4800000ull, 2097152ull, 0x7f45d4800000ull},
+    {'A', 0x7f45d6000000ull, 268435456ull, 0x7f45d6000000ull},
+    {'A', 0x7f45ac000000ull, 337641472ull, 0x7f45ac000000ull},
+    {'A', 0x7f4596000000ull, 337641472ull, 0x7f4596000000ull},
+    {'F', 0x7f45c2000000ull, 310378496ull, 0},
+    {'A', 0x7f4580000000ull, 337641472ull, 0x7f4580000000ull},
+    {'F', 0x7f45ac000000ull, 337641472ull, 0},
+    {'F', 0x7f45d6000000ull, 268435456ull, 0},
+    {'F', 0x7f4650000000ull, 146800640ull, 0},
+    {'A', 0x7f4562000000ull, 492830720ull, 0x7f4562000000ull},
+    {'A', 0x7f45c2000000ull, 153092096ull, 0x7f45c2000000ull},
+    {'A', 0x7f45cb200000ull, 153092096ull, 0x7f45cb200000ull},
+    {'A', 0x7f45d6000000ull, 153092096ull, 0x7f45d6000000ull},
+    {'A', 0x7f45df200000ull, 77594624ull, 0x7f45df200000ull},
+    {'F', 0x7f45df200000ull, 77594624ull, 0},
+    {'F', 0x7f45c2000000ull, 153092096ull, 0},
+    {'F', 0x7f45cb200000ull, 153092096ull, 0},
+    {'F', 0x7f4580000000ull, 337641472ull, 0},
+    {'A', 0x7f4544000000ull, 473956352ull, 0x7f4544000000ull},
+    {'F', 0x7f4626000000ull, 224395264ull, 0},
+    {'A', 0x7f4560400000ull, 2097152ull, 0x7f4560400000ull},
+    {'F', 0x7f4646000000ull, 153092096ull, 0},
+    {'A', 0x7f45c2000000ull, 304087040ull, 0x7f45c2000000ull},
+    {'A', 0x7f4626000000ull, 171966464ull, 0x7f4626000000ull},
+    {'F', 0x7f45c2000000ull, 304087040ull, 0},
+    {'F', 0x7f465a000000ull, 153092096ull, 0},
+    {'A', 0x7f464e000000ull, 337641472ull, 0x7f464e000000ull},
+    {'F', 0x7f464e000000ull, 337641472ull, 0},
+    {'A', 0x7f464e000000ull, 341835776ull, 0x7f464e000000ull},
+    {'A', 0x7f45c2000000ull, 270532608ull, 0x7f45c2000000ull},
+    {'A', 0x7f45df200000ull, 69206016ull, 0x7f45df200000ull},
+    {'A', 0x7f45b8000000ull, 153092096ull, 0x7f45b8000000ull},
+    {'A', 0x7f45e3400000ull, 44040192ull, 0x7f45e3400000ull},
+    {'A', 0x7f45c1200000ull, 2097152ull, 0x7f45c1200000ull},
+    {'A', 0x7f4648000000ull, 77594624ull, 0x7f4648000000ull},
+    {'F', 0x7f45df200000ull, 69206016ull, 0},
+    {'A', 0x7f4584000000ull, 270532608ull, 0x7f4584000000ull},
+    {'F', 0x7f4664000000ull, 136314880ull, 0},
+    {'F', 0x7f463a000000ull, 169869312ull, 0},
+    {'A', 0x7f4532000000ull, 270532608ull, 0x7f4532000000ull},
+    {'F', 0x7f45b8000000ull, 153092096ull, 0},
+    {'F', 0x7f464e000000ull, 341835776ull, 0},
+    {'F', 0x7f4648000000ull, 77594624ull, 0},
+    {'F', 0x7f4606000000ull, 304087040ull, 0},
+    {'F', 0x7f4626000000ull, 171966464ull, 0},
+    {'F', 0x7f4596000000ull, 337641472ull, 0},
+    {'A', 0x7f4658000000ull, 348127232ull, 0x7f45a2000000ull},
+    {'A', 0x7f45b8000000ull, 123731968ull, 0x7f45b8000000ull},
+    {'A', 0x7f4626000000ull, 115343360ull, 0x7f4626000000ull},
+    {'A', 0x7f4646000000ull, 270532608ull, 0x7f4646000000ull},
+    {'A', 0x7f4608000000ull, 289406976ull, 0x7f4608000000ull},
+    {'F', 0x7f461a000000ull, 169869312ull, 0},
+    {'A', 0x7f45a2000000ull, 337641472ull, 0x7f45a2000000ull},
+    {'F', 0x7f45e8400000ull, 2097152ull, 0},
+    {'F', 0x7f4624200000ull, 2097152ull, 0},
+    {'F', 0x7f4633600000ull, 2097152ull, 0},
+};
+
+/* The device's ranges in use: a sorted array, walked in full. */
+typedef struct {
+    uint64_t addr[1024], size[1024];
+    size_t n;
+} space_t;
+
+static int sp_next(void *ctx, uint64_t from, uint64_t *start, uint64_t *end)
+{
+    const space_t *s = ctx;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->addr[i] + s->size[i] > from) {
+            *start = s->addr[i];
+            *end = s->addr[i] + s->size[i];
+            return 1;
+        }
+    return 0;
+}
+
+static int sp_is_free(void *ctx, uint64_t addr, uint64_t size)
+{
+    const space_t *s = ctx;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->addr[i] < addr + size && addr < s->addr[i] + s->size[i])
+            return 0;
+    return 1;
+}
+
+static void sp_add(space_t *s, uint64_t addr, uint64_t size)
+{
+    size_t i = 0;
+    while (i < s->n && s->addr[i] < addr)
+        i++;
+    memmove(&s->addr[i + 1], &s->addr[i], (s->n - i) * sizeof s->addr[0]);
+    memmove(&s->size[i + 1], &s->size[i], (s->n - i) * sizeof s->size[0]);
+    s->addr[i] = addr;
+    s->size[i] = size;
+    s->n++;
+}
+
+static void sp_del(space_t *s, uint64_t addr)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->addr[i] == addr) {
+            memmove(&s->addr[i], &s->addr[i + 1], (s->n - i - 1) * sizeof s->addr[0]);
+            memmove(&s->size[i], &s->size[i + 1], (s->n - i - 1) * sizeof s->size[0]);
+            s->n--;
+            return;
+        }
+}
+
+/* Replays ev through the model: every prediction is the expected one;
+ * returns how many equal the recorded address. */
+static size_t replay(const rec_ev_t *ev, size_t n)
+{
+    static space_t s;
+    s.n = 0;
+    fsc__place_space_t sp = {&s, sp_next, sp_is_free};
+    fsc__place_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc__place_create(&p), 0);
+    size_t exact = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].act == 'F') {
+            sp_del(&s, ev[i].addr);
+            CU_ASSERT_EQUAL(fsc__place_released(p, &sp, ev[i].addr), 0);
+            continue;
+        }
+        uint64_t a = 0;
+        int rc = fsc__place_predict(p, &sp, ev[i].size, &a);
+        if (i == 0) {
+            CU_ASSERT_EQUAL(rc, FSC_ENOENT); /* nothing to go by yet */
+        } else {
+            CU_ASSERT_EQUAL(rc, 0);
+            CU_ASSERT_EQUAL(a, ev[i].predicted);
+            if (a != ev[i].predicted)
+                fprintf(stderr, "    event %zu: 0x%llx, expected 0x%llx\n", i,
+                        (unsigned long long)a, (unsigned long long)ev[i].predicted);
+            exact += a == ev[i].addr;
+        }
+        CU_ASSERT_FATAL(sp_is_free(&s, ev[i].addr, ev[i].size));
+        sp_add(&s, ev[i].addr, ev[i].size);
+        CU_ASSERT_EQUAL(fsc__place_placed(p, ev[i].addr, ev[i].size), 0);
+    }
+    fsc__place_destroy(p);
+    return exact;
+}
+
+/* GPT-2 under a cap, to its OOM: after the first 21 segments (the process's
+ * start, where the runtime takes address space too) every one of the 82
+ * others is where the model says: chunks growing down 32 MiB-aligned, a
+ * 24 MiB segment in the 26 MiB left of a 70 MiB segment's 96 MiB chunk, a
+ * 2 MiB one in a chunk's tail, the 1522 MiB ones below. */
+static void test_gpt2_recorded(void)
+{
+    size_t n = sizeof k_gpt2_cap0_80_default / sizeof k_gpt2_cap0_80_default[0];
+    CU_ASSERT_EQUAL(replay(k_gpt2_cap0_80_default, n), 84);
+    size_t late = 0, nlate = 0, seen = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k_gpt2_cap0_80_default[i].act == 'A' && ++seen > 21) {
+            nlate++;
+            late += k_gpt2_cap0_80_default[i].predicted == k_gpt2_cap0_80_default[i].addr;
+        }
+    CU_ASSERT_EQUAL(nlate, 82);
+    CU_ASSERT_EQUAL(late, 82);
+}
+
+/* The boundary job with garbage collection under a cap: segments freed
+ * by GC and new ones at the top of the gap a given-back chunk left. */
+static void test_gc_recorded(void)
+{
+    CU_ASSERT_EQUAL(replay(k_b_gc_cap, sizeof k_b_gc_cap / sizeof k_b_gc_cap[0]), 44);
+}
+
+/* Two chunks given back leave two gaps; a new chunk goes to the top of the
+ * highest (the model), of the lowest, or below everything, by variant; each
+ * such choice counts as uncertain. */
+static void test_variants(void)
+{
+    const uint64_t X = 0x7f0000000000ull;
+    for (int v = 0; v < FSC_SIM_PLACE_N; v++) {
+        static space_t s;
+        s.n = 0;
+        fsc__place_space_t sp = {&s, sp_next, sp_is_free};
+        fsc__place_t *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(fsc__place_create(&p), 0);
+        CU_ASSERT_EQUAL(fsc__place_set_variant(p, v), 0);
+        for (uint64_t k = 0; k < 5; k++) {
+            sp_add(&s, X - k * 32 * MiB, 20 * MiB);
+            CU_ASSERT_EQUAL(fsc__place_placed(p, X - k * 32 * MiB, 20 * MiB), 0);
+        }
+        CU_ASSERT_EQUAL(fsc__place_uncertain(p), 0);
+        for (uint64_t k = 1; k <= 3; k += 2) {
+            sp_del(&s, X - k * 32 * MiB);
+            CU_ASSERT_EQUAL(fsc__place_released(p, &sp, X - k * 32 * MiB), 0);
+        }
+        uint64_t a = 0;
+        CU_ASSERT_EQUAL(fsc__place_predict(p, &sp, 20 * MiB, &a), 0);
+        const uint64_t want[FSC_SIM_PLACE_N] = {X - 32 * MiB, X - 96 * MiB, X - 160 * MiB};
+        CU_ASSERT_EQUAL(a, want[v]);
+        CU_ASSERT_EQUAL(fsc__place_uncertain(p), 1);
+        fsc__place_destroy(p);
+    }
+    fsc__place_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc__place_create(&p), 0);
+    CU_ASSERT_EQUAL(fsc__place_set_variant(p, FSC_SIM_PLACE_N), FSC_EINVAL);
+    fsc__place_destroy(p);
+}
+
+/* The scripted sim: recorded addresses while the sizes match, then the
+ * model's, anchored on them. */
+static void test_scripted_sim(void)
+{
+    const uint64_t addrs[] = {0x7fb67c000000ull, 0x7fb676000000ull};
+    const uint64_t sizes[] = {94 * MiB, 94 * MiB};
+    fsc_backend_t *be = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_backend_sim_create_scripted(0, addrs, sizes, 2, &be), 0);
+    fsc_allocator_opts_t o = {0};
+    o.backend = be;
+    fsc_allocator_t *a = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&o, &a, NULL), 0);
+    uint64_t x, y, z, w;
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 94 * MiB, 0, &x), 0);
+    CU_ASSERT_EQUAL(x, addrs[0]);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 94 * MiB, 0, &y), 0);
+    CU_ASSERT_EQUAL(y, addrs[1]);
+    /* not in the script: a 96 MiB chunk below the lowest */
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 70 * MiB, 0, &z), 0);
+    CU_ASSERT_EQUAL(z, 0x7fb670000000ull);
+    CU_ASSERT_EQUAL(fsc_backend_sim_script_diverged(be), 2);
+    /* a 24 MiB segment in the 26 MiB left of that chunk, as the driver put
+     * it in the recording (0x7fb65c600000 after a 70 MiB one at 0x7fb658) */
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 24 * MiB, 0, &w), 0);
+    CU_ASSERT_EQUAL(w, 0x7fb670000000ull + 70 * MiB);
+    /* released by empty_cache: their chunks go back, and the next chunk
+     * goes just below the lowest one left, into the range they held */
+    CU_ASSERT_EQUAL(fsc_allocator_free(a, y), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_free(a, z), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_free(a, w), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_empty_cache(a), 0);
+    fsc_alloc_stats_t st;
+    CU_ASSERT_EQUAL(fsc_allocator_get_stats(a, &st), 0);
+    CU_ASSERT_EQUAL(st.segment[FSC_STAT_ALL].current, 1);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 40 * MiB, 0, &z), 0);
+    CU_ASSERT_EQUAL(z, 0x7fb67c000000ull - 64 * MiB);
+    fsc_allocator_destroy(a);
+    fsc_backend_destroy(be);
+}
+
+/* The plain sim stays first fit from its base (tests and the demo rely on
+ * its addresses). */
+static void test_plain_sim_first_fit(void)
+{
+    fsc_backend_t *be = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_backend_sim_create(0, 0, &be), 0);
+    fsc_allocator_opts_t o = {0};
+    o.backend = be;
+    fsc_allocator_t *a = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&o, &a, NULL), 0);
+    uint64_t x, y;
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 70 * MiB, 0, &x), 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(a, 24 * MiB, 0, &y), 0);
+    CU_ASSERT_EQUAL(x, 0x7f0000000000ull);
+    CU_ASSERT_EQUAL(y, 0x7f0000000000ull + 70 * MiB);
+    fsc_allocator_destroy(a);
+    fsc_backend_destroy(be);
+}
+
+/* A plain what-if of the boundary job's defaults run under
+ * roundup_power2_divisions:8 (no --verify-against: the replay never sees
+ * the other run's addresses) gives PyTorch's peaks of that run to the byte
+ * (bottom-up first fit said 5 934 940 160 reserved, +7.9 %). */
+static void test_plain_whatif_rp8(void)
+{
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("boundary/b_defaults");
+    cJSON *st = fsc_test_gpu_stats("boundary/b_rp8");
+    fsc_whatif_result_t r;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "roundup_power2_divisions:8", NULL, &r, &err), 0);
+    CU_ASSERT_EQUAL(r.peak_reserved, fsc_test_stat_u64(st, "reserved_bytes.all.peak"));
+    CU_ASSERT_EQUAL(r.peak_allocated, fsc_test_stat_u64(st, "allocated_bytes.all.peak"));
+    CU_ASSERT_EQUAL(r.peak_reserved, 5498732544ull);
+    CU_ASSERT_FALSE(r.oom);
+    /* nothing was given back: one placement, no range */
+    CU_ASSERT_EQUAL(r.placement_uncertain, 0);
+    CU_ASSERT_EQUAL(r.placement_variants, 1);
+    CU_ASSERT_FALSE(r.placement_decides);
+    CU_ASSERT_EQUAL(r.peak_reserved_lo, r.peak_reserved);
+    CU_ASSERT_EQUAL(r.peak_reserved_hi, r.peak_reserved);
+    cJSON_Delete(st);
+    fsc_request_stream_destroy(rs);
+}
+
+/* The same job under max_split_size_mb:128 at the cap: segments given back
+ * by the OOM retry and oversize release, then new chunks placed where they
+ * were. The three placements of such chunks give three peaks allocated; the
+ * model's is one of them. The real run's (3 826 363 904 B) lies 48 640 B
+ * below the range: the range is what the placements tried give, not a
+ * bound. */
+static void test_placement_range(void)
+{
+    fsc_request_stream_t *rs = fsc_test_gpu_stream("boundary/b_defaults");
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = 4211081216ull;
+    fsc_whatif_result_t r;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "max_split_size_mb:128", &o, &r, &err), 0);
+    CU_ASSERT_EQUAL(r.peak_reserved, 4211081216ull);
+    CU_ASSERT_EQUAL(r.peak_allocated, 3827072000ull);
+    CU_ASSERT_EQUAL(r.placement_uncertain, 56);
+    CU_ASSERT_EQUAL(r.placement_variants, 3);
+    CU_ASSERT_TRUE(r.placement_decides);
+    CU_ASSERT_EQUAL(r.peak_reserved_lo, 4208984064ull);
+    CU_ASSERT_EQUAL(r.peak_reserved_hi, 4211081216ull);
+    CU_ASSERT_EQUAL(r.peak_allocated_lo, 3826412544ull);
+    CU_ASSERT_EQUAL(r.peak_allocated_hi, 3829275648ull);
+    CU_ASSERT_EQUAL(r.oom_variants, 0);
+    CU_ASSERT_FALSE(r.oom);
+    fsc_request_stream_destroy(rs);
+}
+
+static const fsc_test_case_t k_tests[] = {
+    {"GPT-2 under a cap: the recorded addresses", test_gpt2_recorded},
+    {"boundary job with GC: given-back chunks reused", test_gc_recorded},
+    {"the variants of the given-back rule", test_variants},
+    {"scripted sim: the model after the script", test_scripted_sim},
+    {"plain sim: first fit", test_plain_sim_first_fit},
+    {"plain what-if: boundary job under divisions 8", test_plain_whatif_rp8},
+    {"placement decides: the range over the placements tried", test_placement_range},
+    {NULL, NULL},
+};
+
+FSC_TEST_MAIN("placement", k_tests)
