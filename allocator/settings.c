@@ -11,8 +11,8 @@
  * docs/allocator.md holds exactly the table fsc_alloc_settings_doc writes.
  *
  * Versions: keys PyTorch 2.11 (the GPU version here) accepts are marked
- * with the first release known to have them where that is certain, 0
- * otherwise; keys found only in PyTorch's sources of 2026
+ * with the first release that has them where that is certain
+ * (expandable_segments: 2.1), 0 ("at latest 2.11") otherwise; keys found only in PyTorch's sources of 2026
  * (c10/core/AllocatorConfig.cpp, c10/cuda/CUDAAllocatorConfig.cpp) are
  * FSC_TORCH_AFTER_211: no release of them was checked.
  */
@@ -33,7 +33,7 @@ static const fsc_alloc_setting_t k_settings[] = {
     {"max_split_size_mb", NULL, FSC_SETTING_MIB, OFF(max_split_size), 0, 20, HUGE_MIB,
      FSC_SETTING_MODELLED | FSC_SETTING_PRINTED | FSC_SETTING_PLACEMENT | FSC_SETTING_MIN_LSS |
          FSC_SETTING_SNAP_UNSET_M1 | FSC_SETTING_SNAP_ALWAYS,
-     110, 0, "max_split_size", 2, "integer ≥ 20 (≥ `large_segment_size_mb`)",
+     0, 0, "max_split_size", 2, "integer ≥ 20 (≥ `large_segment_size_mb`)",
      "blocks at/above it are never split; default unlimited"},
     {"max_non_split_rounding_mb", NULL, FSC_SETTING_MIB, OFF(max_non_split_rounding), 20, 20,
      HUGE_MIB,
@@ -44,7 +44,7 @@ static const fsc_alloc_setting_t k_settings[] = {
      0,
      FSC_SETTING_MODELLED | FSC_SETTING_PRINTED | FSC_SETTING_PLACEMENT |
          FSC_SETTING_SNAP_ALWAYS,
-     112, 0, "roundup_power2_divisions", 6, "power of two, or `[MiB:d,…,>:d]`",
+     0, 0, "roundup_power2_divisions", 6, "power of two, or `[MiB:d,…,>:d]`",
      "rounding; the first entry also sets every interval below it; `>` sets the intervals "
      "after the previous entry's (all of them when it comes first), as PyTorch 2.9 on reads "
      "it (2.11's snapshot of `[256:1,512:2,1024:4,>:8]` records 1024 → 4, 2048 → 8); the older "
@@ -53,7 +53,7 @@ static const fsc_alloc_setting_t k_settings[] = {
      OFF(garbage_collection_threshold), 0, 0, 1,
      FSC_SETTING_MODELLED | FSC_SETTING_PRINTED | FSC_SETTING_PLACEMENT | FSC_SETTING_OPEN |
          FSC_SETTING_SNAP_ALWAYS,
-     112, 0, "garbage_collection_threshold", 3, "(0, 1)", "GC, with a capacity"},
+     0, 0, "garbage_collection_threshold", 3, "(0, 1)", "GC, with a capacity"},
     {"expandable_segments", NULL, FSC_SETTING_BOOL, OFF(expandable_segments), 0, 0, 1,
      FSC_SETTING_MODELLED | FSC_SETTING_PRINTED | FSC_SETTING_PLACEMENT |
          FSC_SETTING_SNAP_ALWAYS,
@@ -99,7 +99,8 @@ static const fsc_alloc_setting_t k_settings[] = {
     {"pinned_free_catch_all", NULL, FSC_SETTING_BOOL, -1, 0, 0, 1, FSC_SETTING_PRINTED,
      FSC_TORCH_AFTER_211, 0, NULL, 0, "`True`/`False`",
      "pinned host memory: accepted, not modelled (no device memory)"},
-    {"backend", NULL, FSC_SETTING_BACKEND, -1, 0, 0, 0, 0, 200, 0, NULL, 0, "`native`",
+    {"backend", NULL, FSC_SETTING_BACKEND, -1, 0, 0, 0, FSC_SETTING_MODELLED, 0, 0, NULL, 0,
+     "`native`",
      "accepted (`cudaMallocAsync` is refused: not modelled)"},
 #ifdef FSC_SETTINGS_TEST_EXTRA
     /* Built only into tests/settings_extra.c's copy of the table: a key no

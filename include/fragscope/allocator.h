@@ -152,15 +152,15 @@ int fsc_alloc_config_parse_rules(const char *s, int rules, fsc_alloc_config_t *o
 
 /* Parse "max_split_size_mb:128,expandable_segments:True,
  * garbage_collection_threshold:0.6,roundup_power2_divisions:4" or the list
- * form "roundup_power2_divisions:[256:1,512:2,>:4]". "" = defaults. Keys that
- * PyTorch accepts but that do not change placement (e.g.
- * release_lock_on_cudamalloc, pinned_use_cuda_host_register,
- * pinned_num_register_threads, backend:native) are accepted and ignored.
- * The list form follows PyTorch exactly, including that ">" fills from the
- * previous entry's interval on (so "[256:1,512:2,>:4]" gives 4 from 512 MiB
- * up). Keys of the list are MiB (powers of two). Unknown
- * keys and bad values return FSC_ECONFIG with a message in err naming the
- * key and the value. */
+ * form "roundup_power2_divisions:[256:1,512:2,>:4]". "" = defaults. Every key
+ * of the settings table (fsc_alloc_settings) is accepted, whether fragscope
+ * models it or not (fsc_alloc_config_unmodelled names those that matter);
+ * large_segment_size_mb is applied before the minima it sets, wherever it
+ * stands. The list form follows PyTorch 2.9 on (FSC_PARSER_NEW): ">" fills
+ * the intervals after the previous entry's, so "[256:1,512:2,>:4]" keeps 2
+ * for [512 MiB, 1 GiB) and gives 4 from 1 GiB up. Keys of the list are MiB
+ * (powers of two). Unknown keys and bad values return FSC_ECONFIG with a
+ * message in err naming the key and the value; *out is then untouched. */
 int fsc_alloc_config_parse(const char *s, fsc_alloc_config_t *out, fsc_err_t *err);
 
 /* Canonical string form (only non-default keys; "" for defaults). */

@@ -197,34 +197,36 @@ int fsc__imp_frames_tag_cached(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t
 
 /* ---- settings ---------------------------------------------------------- */
 
-int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
+/* One allocator_settings key into im->cfg, as the settings table says; a
+ * value out of range is ignored, as PyTorch's own reader would refuse it. */
+static void read_setting(fsc__imp_t *im, const fsc__pv_t *pv, const fsc_alloc_setting_t *s)
 {
-    fsc_alloc_config_t def = FSC_ALLOC_CONFIG_DEFAULT;
-    im->cfg = def;
-    const fsc__pv_t *s = fsc__pv_get(root, "allocator_settings");
-    const fsc__pv_t *env = fsc__pv_get(s, "PYTORCH_CUDA_ALLOC_CONF");
-    int have_env = env != NULL && env->kind == FSC__PV_STR && env->len > 0;
-    if (s != NULL && !fsc__imp_dict_ok(s))
-        return fsc__imp_bad(im, "'allocator_settings' is not a dict");
-    if (s != NULL) {
-        int64_t v;
-        double d;
-        if (fsc__pv_int(fsc__pv_get(s, "max_split_size"), &v) && v > 0 &&
-            (uint64_t)v < (UINT64_MAX >> 1))
-            im->cfg.max_split_size = (uint64_t)v;
+    char *f = (char *)&im->cfg + s->offset;
+    int64_t v;
+    double d;
+    switch (s->kind) {
+    case FSC_SETTING_MIB:
+        if (fsc__pv_int(pv, &v) && v > 0 && (uint64_t)v < (UINT64_MAX >> 1)) {
+            uint64_t u = (uint64_t)v;
+            memcpy(f, &u, sizeof u);
+        }
+        return;
+    case FSC_SETTING_FRACTION:
         /* Below DBL_MIN (subnormal) the settings string would not parse
          * back, as in PyTorch: such a value is ignored like one out of range. */
-        if (fsc__pv_num(fsc__pv_get(s, "garbage_collection_threshold"), &d) && d >= DBL_MIN &&
-            d < 1)
-            im->cfg.garbage_collection_threshold = d;
-        if (fsc__pv_int(fsc__pv_get(s, "expandable_segments"), &v))
-            im->cfg.expandable_segments = v != 0;
-        if (fsc__pv_int(fsc__pv_get(s, "max_non_split_rounding"), &v) && v > 0)
-            im->cfg.max_non_split_rounding = (uint64_t)v;
-        const fsc__pv_t *rd = fsc__pv_get(s, "roundup_power2_divisions");
-        if (fsc__imp_dict_ok(rd)) {
-            for (uint32_t i = 0; i < rd->len; i++) {
-                const fsc__pv_t *k = rd->u.items[2 * i];
+        if (fsc__pv_num(pv, &d) && d >= DBL_MIN && d < s->max)
+            memcpy(f, &d, sizeof d);
+        return;
+    case FSC_SETTING_BOOL:
+        if (fsc__pv_int(pv, &v)) {
+            int b = v != 0;
+            memcpy(f, &b, sizeof b);
+        }
+        return;
+    case FSC_SETTING_DIVISIONS:
+        if (fsc__imp_dict_ok(pv)) {
+            for (uint32_t i = 0; i < pv->len; i++) {
+                const fsc__pv_t *k = pv->u.items[2 * i];
                 char kb[32];
                 if (k->kind != FSC__PV_STR || k->len == 0 || k->len >= sizeof kb)
                     continue;
@@ -235,11 +237,32 @@ int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
                 if (*end != '\0' || mib == 0 || (mib & (mib - 1)) != 0)
                     continue;
                 int idx = 63 - __builtin_clzll(mib);
-                if (idx < FSC_ROUNDUP_INTERVALS && fsc__pv_int(rd->u.items[2 * i + 1], &v) &&
+                if (idx < FSC_ROUNDUP_INTERVALS && fsc__pv_int(pv->u.items[2 * i + 1], &v) &&
                     v >= 0 && v <= 65536)
                     im->cfg.roundup_power2_divisions[idx] = (uint32_t)v;
             }
         }
+        return;
+    default:
+        return;
+    }
+}
+
+int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
+{
+    fsc_alloc_config_t def = FSC_ALLOC_CONFIG_DEFAULT;
+    im->cfg = def;
+    const fsc__pv_t *s = fsc__pv_get(root, "allocator_settings");
+    const fsc__pv_t *env = fsc__pv_get(s, "PYTORCH_CUDA_ALLOC_CONF");
+    int have_env = env != NULL && env->kind == FSC__PV_STR && env->len > 0;
+    if (s != NULL && !fsc__imp_dict_ok(s))
+        return fsc__imp_bad(im, "'allocator_settings' is not a dict");
+    if (s != NULL) {
+        size_t n;
+        const fsc_alloc_setting_t *t = fsc_alloc_settings(&n);
+        for (size_t i = 0; i < n; i++)
+            if (t[i].snapshot_key != NULL && t[i].offset >= 0)
+                read_setting(im, fsc__pv_get(s, t[i].snapshot_key), &t[i]);
     }
     if (have_env) {
         size_t n = env->len < sizeof im->config - 1 ? env->len : sizeof im->config - 1;
