@@ -161,6 +161,18 @@ int fsc_alloc_config_unmodelled(const fsc_alloc_config_t *c, char *buf, size_t c
     return n;
 }
 
+int fsc_alloc_config_unmodelled_str(const char *config, char *buf, size_t cap)
+{
+    fsc_alloc_config_t c;
+    fsc_err_t e;
+    fsc_err_clear(&e);
+    if (buf != NULL && cap > 0)
+        buf[0] = '\0';
+    if (config == NULL || fsc_alloc_config_parse(config, &c, &e) != 0)
+        return 0;
+    return fsc_alloc_config_unmodelled(&c, buf, cap);
+}
+
 static const char *versions(const fsc_alloc_setting_t *s, char *b, size_t cap)
 {
     if (s->since == FSC_TORCH_AFTER_211)

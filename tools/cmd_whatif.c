@@ -319,6 +319,44 @@ static void site_name(const fsc_request_stream_t *rs, const fsc_whatif_result_t 
         snprintf(buf, cap, "%s", o->tag);
 }
 
+/* The settings a replay's result depends on that fragscope does not model:
+ * the replayed config's, and the recording's own (its run followed them,
+ * the request stream carries their effect). "" = none. */
+static void not_modelled(const char *config, const char *recorded, char *buf, size_t cap)
+{
+    char a[256], b[256];
+    fsc_alloc_config_unmodelled_str(config, a, sizeof a);
+    fsc_alloc_config_unmodelled_str(recorded, b, sizeof b);
+    snprintf(buf, cap, "%s", a);
+    char *save = NULL;
+    for (char *k = strtok_r(b, ",", &save); k != NULL; k = strtok_r(NULL, ",", &save)) {
+        size_t kl = strlen(k), len = strlen(buf);
+        int have = 0;
+        for (const char *p = buf; (p = strstr(p, k)) != NULL; p += kl)
+            if ((p == buf || p[-1] == ',') && (p[kl] == ',' || p[kl] == '\0'))
+                have = 1;
+        if (!have)
+            snprintf(buf + len, cap - len, "%s%s", len ? "," : "", k);
+    }
+}
+
+static void json_not_modelled(const char *list, FILE *f)
+{
+    if (list[0] == '\0')
+        return;
+    fputs(", \"exact\": false, \"not_modelled\": [", f);
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s", list);
+    int first = 1;
+    char *save = NULL;
+    for (char *k = strtok_r(tmp, ",", &save); k != NULL; k = strtok_r(NULL, ",", &save)) {
+        fputs(first ? "" : ", ", f);
+        json_str(f, k);
+        first = 0;
+    }
+    fputc(']', f);
+}
+
 static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_result_t *r,
                                size_t n, int all_frames, const fsc_request_stream_info_t *in,
                                FILE *f)
@@ -369,6 +407,9 @@ static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_
             fprintf(f, ", \"requested_bytes\": %" PRIu64 ", \"stream\": %" PRIu64 "}",
                     o->requested, o->stream);
         }
+        char nm[256];
+        not_modelled(x->config, in->config, nm, sizeof nm);
+        json_not_modelled(nm, f);
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fputs("]\n", f);
@@ -393,6 +434,15 @@ static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_
                 fsc_size_format(x->peak_allocated, s2, sizeof s2), 100.0 * x->utilization,
                 x->external_frag_at_peak, x->segments, x->num_alloc_retries,
                 x->oom ? "OOM" : x->run_complete ? "ok" : "ok*");
+    }
+    for (size_t i = 0; i < n; i++) {
+        char nm[256];
+        not_modelled(r[i].config, in->config, nm, sizeof nm);
+        if (nm[0])
+            fprintf(f, "\nnot exact: %s: settings fragscope does not model: %s; the replay "
+                       "cannot follow them,\n  so it differs from what PyTorch would do "
+                       "wherever they matter.\n",
+                    cfg_name(r[i].config), nm);
     }
     int partial = 0;
     for (size_t i = 0; i < n; i++)

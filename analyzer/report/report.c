@@ -163,6 +163,10 @@ static void print_text(const rep_t *r, FILE *f)
         fprintf(f, "  run         %s\n", r->run_label);
     fprintf(f, "  producer    %s, backend %s\n", r->producer, r->backend);
     fprintf(f, "  config      %s\n", r->config[0] ? r->config : "(defaults)");
+    if (r->settings_not_modelled[0])
+        fprintf(f, "  not modelled  %s: fragscope's replay cannot follow these settings; "
+                   "figures that depend on them (what-if, suggestions) are not exact\n",
+                r->settings_not_modelled);
     fprintf(f, "  capacity    %s\n", cap);
     fprintf(f, "  events      %.0f\n", sv(r, "events"));
     if (r->warnings)
@@ -313,6 +317,12 @@ static void print_markdown(const rep_t *r, FILE *f)
     if (r->import_warnings)
         fprintf(f, "**%lld snapshot entries contradicted the block model and were skipped "
                    "(--lenient).**\n\n", (long long)r->import_warnings);
+    if (r->settings_not_modelled[0]) {
+        fprintf(f, "**Settings not modelled: ");
+        md_escape(f, r->settings_not_modelled);
+        fprintf(f, ".** fragscope's replay cannot follow them; figures that depend on them "
+                   "(what-if, suggestions) are not exact.\n\n");
+    }
     if (r->unknown_actions || r->unknown_keys) {
         fprintf(f, "Not understood (kept): %lld entries with an unknown action, %lld unknown "
                    "keys: ", (long long)r->unknown_actions, (long long)r->unknown_keys);
@@ -439,6 +449,15 @@ static char *build_json(const rep_t *r, const job_t *job)
     cJSON_AddStringToObject(meta, "producer", r->producer);
     cJSON_AddStringToObject(meta, "backend", r->backend);
     cJSON_AddStringToObject(meta, "config", r->config);
+    if (r->settings_not_modelled[0]) {
+        /* only when there are some: reports of other runs stay as they were */
+        cJSON *nm = cJSON_AddArrayToObject(meta, "settings_not_modelled");
+        char tmp[sizeof r->settings_not_modelled];
+        snprintf(tmp, sizeof tmp, "%s", r->settings_not_modelled);
+        for (char *save = NULL, *k = strtok_r(tmp, ",", &save); k != NULL;
+             k = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(nm, cJSON_CreateString(k));
+    }
     cJSON_AddItemToObject(meta, "capacity_bytes", num((double)r->capacity));
     fsc__report_external_run_json(r, meta);
     fsc__report_pools_json(r, root);

@@ -140,6 +140,8 @@ typedef struct rep {
     /* imported snapshots: entries skipped, kept but not understood */
     int64_t import_warnings, unknown_actions, unknown_keys, import_devices;
     char not_understood[512];
+    /* settings of the run fragscope does not model (meta settings.not_modelled) */
+    char settings_not_modelled[256];
     rep_pool_t *pools; /* report_pools.c: none when the run has no private pool */
     int npools;
     rep_window_t window;

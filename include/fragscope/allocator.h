@@ -135,6 +135,9 @@ int fsc_alloc_config_is_set(const fsc_alloc_config_t *c, size_t index);
 /* The settings set in c that can change placement but are not modelled,
  * comma-separated into buf ("" = none). Returns how many. */
 int fsc_alloc_config_unmodelled(const fsc_alloc_config_t *c, char *buf, size_t cap);
+/* The same for a settings string; a string that does not parse names
+ * nothing here (its error is reported where it is parsed). */
+int fsc_alloc_config_unmodelled_str(const char *config, char *buf, size_t cap);
 /* The markdown table of docs/allocator.md's "Configuration keys", from the
  * table. FSC_ELIMIT when cap is too small. */
 int fsc_alloc_settings_doc(char *buf, size_t cap);
