@@ -359,6 +359,70 @@ static void test_unmodelled_named(void)
     CU_ASSERT_STRING_EQUAL(buf, "");
 }
 
+/* A synthetic snapshot of PyTorch after 2.11 (tests/data/make_fixtures.py,
+ * newer_settings): its settings and snapshot keys that fragscope does not
+ * model are named by import, analyze, report and whatif, in text and JSON;
+ * its large_segment_size_mb:12 is replayed exactly (12 MiB segments), and a
+ * what-if under the defaults packs the three 5 MiB blocks in one 20 MiB
+ * segment. */
+static void test_newer_snapshot_named(void)
+{
+    static char out[16384];
+    const char *fs = fsc_test_fragscope();
+    const char *in = fsc_test_data("pytorch/newer_settings.json");
+    const char *tr = fsc_test_path("ns.fstrace");
+    const char *db = fsc_test_path("ns.db");
+    const char *unm = "expandable_segments_reserve,graph_capture_record_stream_reuse";
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' import '%s' -o '%s'", fs, in, tr), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "settings not modelled: "
+                                       "expandable_segments_reserve,graph_capture_record_stream_reuse"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "snapshot keys not modelled: "
+                                       "allocator_settings.trace_alloc_overflowed=False, "
+                                       "trace_alloc_max_entries=100000"));
+    CU_ASSERT_PTR_NULL(strstr(out, "not understood")); /* every key is known */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak reserved 24.00 MiB"));
+
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' analyze '%s' -o '%s'", fs, in, db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "settings not modelled: "
+                                       "expandable_segments_reserve,graph_capture_record_stream_reuse"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "snapshot keys not modelled"));
+
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' report '%s'", fs, db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not modelled  "
+                                       "expandable_segments_reserve,graph_capture_record_stream_reuse"));
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_test_sh(out, sizeof out, "'%s' report '%s' --format json", fs, db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"settings_not_modelled\":"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"graph_capture_record_stream_reuse\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"snapshot_keys_not_modelled\":"));
+
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --config '' --format json",
+                                      fs, in),
+                          0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"peak_reserved_bytes\": 20971520"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"exact\": false, \"not_modelled\": "
+                                       "[\"expandable_segments_reserve\", "
+                                       "\"graph_capture_record_stream_reuse\"]"));
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --config ''", fs, in), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not exact: (defaults): settings fragscope does not model: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, unm));
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --verify", fs, in), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak reserved  25165824 recorded, 25165824 replayed"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "block addresses matching the recording: 3 of 3"));
+
+    /* A --config with a setting fragscope does not model says so too. */
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --config 'expandable_segments_reserve_by_class:[a:0.5]'",
+                    fs, tr),
+        0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "expandable_segments_reserve_by_class"));
+    /* and a bad one is refused with exit code 2, naming the key */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --config 'large_segment_size_mb:8'",
+                                fs, tr),
+                    2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "large_segment_size_mb"));
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"doc_matches_table", test_doc_matches_table},
     {"every_entry_round_trips", test_every_entry_round_trips},
@@ -369,6 +433,7 @@ static const fsc_test_case_t k_tests[] = {
     {"env_precedence", test_env_precedence},
     {"gt_entry_old_and_new", test_gt_entry_old_and_new},
     {"unmodelled_named", test_unmodelled_named},
+    {"newer_snapshot_named", test_newer_snapshot_named},
     {NULL, NULL},
 };
 

@@ -167,6 +167,8 @@ static void print_text(const rep_t *r, FILE *f)
         fprintf(f, "  not modelled  %s: fragscope's replay cannot follow these settings; "
                    "figures that depend on them (what-if, suggestions) are not exact\n",
                 r->settings_not_modelled);
+    if (r->keys_not_modelled[0])
+        fprintf(f, "  not modelled  snapshot keys %s\n", r->keys_not_modelled);
     fprintf(f, "  capacity    %s\n", cap);
     fprintf(f, "  events      %.0f\n", sv(r, "events"));
     if (r->warnings)
@@ -323,6 +325,11 @@ static void print_markdown(const rep_t *r, FILE *f)
         fprintf(f, ".** fragscope's replay cannot follow them; figures that depend on them "
                    "(what-if, suggestions) are not exact.\n\n");
     }
+    if (r->keys_not_modelled[0]) {
+        fprintf(f, "Snapshot keys not modelled: ");
+        md_escape(f, r->keys_not_modelled);
+        fprintf(f, ".\n\n");
+    }
     if (r->unknown_actions || r->unknown_keys) {
         fprintf(f, "Not understood (kept): %lld entries with an unknown action, %lld unknown "
                    "keys: ", (long long)r->unknown_actions, (long long)r->unknown_keys);
@@ -458,6 +465,8 @@ static char *build_json(const rep_t *r, const job_t *job)
              k = strtok_r(NULL, ",", &save))
             cJSON_AddItemToArray(nm, cJSON_CreateString(k));
     }
+    if (r->keys_not_modelled[0])
+        cJSON_AddStringToObject(meta, "snapshot_keys_not_modelled", r->keys_not_modelled);
     cJSON_AddItemToObject(meta, "capacity_bytes", num((double)r->capacity));
     fsc__report_external_run_json(r, meta);
     fsc__report_pools_json(r, root);

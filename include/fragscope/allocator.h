@@ -115,8 +115,8 @@ typedef struct fsc_alloc_setting {
      * FSC_TORCH_AFTER_211: only in PyTorch's sources after 2.11 (2026),
      * no release checked. */
     int since, until;
-    const char *snapshot_key; /* under allocator_settings; NULL = not written */
-    int snapshot_rank;        /* order of writing (1 first); 0 = not written */
+    const char *snapshot_key; /* under allocator_settings; NULL = not there */
+    int snapshot_rank;        /* order of writing (1 first); 0 = read, not written */
     const char *doc_value;    /* docs/allocator.md: the value column */
     const char *doc_effect;   /* docs/allocator.md: the effect column */
 } fsc_alloc_setting_t;

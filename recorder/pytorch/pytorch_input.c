@@ -199,11 +199,21 @@ int fsc__imp_frames_tag_cached(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t
 
 /* One allocator_settings key into im->cfg, as the settings table says; a
  * value out of range is ignored, as PyTorch's own reader would refuse it. */
-static void read_setting(fsc__imp_t *im, const fsc__pv_t *pv, const fsc_alloc_setting_t *s)
+static void read_setting(fsc__imp_t *im, const fsc__pv_t *pv, const fsc_alloc_setting_t *s,
+                         size_t idx)
 {
     char *f = (char *)&im->cfg + s->offset;
     int64_t v;
     double d;
+    if (s->offset < 0) {
+        /* No field: kept as a value the string would have set, only when it
+         * is not the default (so a 2.11 dict of defaults changes nothing). */
+        if (pv != NULL && fsc__pv_num(pv, &d) && d != s->def && idx < 64) {
+            im->cfg.extra[idx] = d;
+            im->cfg.set_mask |= 1ull << idx;
+        }
+        return;
+    }
     switch (s->kind) {
     case FSC_SETTING_MIB:
         if (fsc__pv_int(pv, &v) && v > 0 && (uint64_t)v < (UINT64_MAX >> 1)) {
@@ -248,6 +258,35 @@ static void read_setting(fsc__imp_t *im, const fsc__pv_t *pv, const fsc_alloc_se
     }
 }
 
+/* Keys of allocator_settings that are facts of the snapshot rather than
+ * settings (PyTorch after 2.11): read and named, not acted on. The ring
+ * wrapping shows in the history itself, which is what the importer
+ * follows. */
+/* The settings of the config string the trace gets, and of the dict,
+ * that fragscope cannot replay. */
+static void name_unmodelled(fsc__imp_t *im)
+{
+    char *out = im->st->settings_not_modelled;
+    size_t cap = sizeof im->st->settings_not_modelled;
+    if (fsc_alloc_config_unmodelled_str(im->config, out, cap) == 0)
+        fsc_alloc_config_unmodelled(&im->cfg, out, cap);
+}
+
+static void read_trace_keys(fsc__imp_t *im, const fsc__pv_t *s)
+{
+    int64_t over = 0, max = 0;
+    char *out = im->st->keys_not_modelled;
+    size_t cap = sizeof im->st->keys_not_modelled;
+    out[0] = '\0';
+    int have_over = fsc__pv_int(fsc__pv_get(s, "trace_alloc_overflowed"), &over);
+    int have_max = fsc__pv_int(fsc__pv_get(s, "trace_alloc_max_entries"), &max);
+    if (have_over || have_max)
+        snprintf(out, cap,
+                 "allocator_settings.trace_alloc_overflowed=%s, trace_alloc_max_entries=%lld "
+                 "(read, not used: the history's own entries decide where it starts)",
+                 !have_over ? "absent" : over ? "True" : "False", have_max ? (long long)max : -1);
+}
+
 int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
 {
     fsc_alloc_config_t def = FSC_ALLOC_CONFIG_DEFAULT;
@@ -261,8 +300,9 @@ int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
         size_t n;
         const fsc_alloc_setting_t *t = fsc_alloc_settings(&n);
         for (size_t i = 0; i < n; i++)
-            if (t[i].snapshot_key != NULL && t[i].offset >= 0)
-                read_setting(im, fsc__pv_get(s, t[i].snapshot_key), &t[i]);
+            if (t[i].snapshot_key != NULL)
+                read_setting(im, fsc__pv_get(s, t[i].snapshot_key), &t[i], i);
+        read_trace_keys(im, s);
     }
     if (have_env) {
         size_t n = env->len < sizeof im->config - 1 ? env->len : sizeof im->config - 1;
@@ -277,22 +317,24 @@ int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
                 return fsc_err_set(im->err, FSC_ECONFIG, "%s: PYTORCH_CUDA_ALLOC_CONF: %s",
                                    im->path, fsc_err_msg(&e));
             im->cfg = parsed;
+            name_unmodelled(im);
             return 0;
         }
         /* The dict is PyTorch's own reading of the string: where fragscope
          * reads the divisions differently, the dict's are the run's. */
         if (parses && memcmp(parsed.roundup_power2_divisions, im->cfg.roundup_power2_divisions,
                              sizeof parsed.roundup_power2_divisions) == 0)
-            return 0;
+            return name_unmodelled(im), 0;
         if (parses && fsc__pv_get(s, "roundup_power2_divisions") == NULL)
-            return 0;
+            return name_unmodelled(im), 0;
         /* The dict decides the rules; a string with keys this version does
          * not know (a newer PyTorch) would make the trace's settings
          * unusable for replays, so the dict's settings are written instead. */
     }
-    return fsc_alloc_config_format(&im->cfg, im->config, sizeof im->config) < 0
-               ? fsc__imp_bad(im, "cannot render the allocator settings")
-               : 0;
+    if (fsc_alloc_config_format(&im->cfg, im->config, sizeof im->config) < 0)
+        return fsc__imp_bad(im, "cannot render the allocator settings");
+    name_unmodelled(im);
+    return 0;
 }
 
 /* ---- device and final segments ----------------------------------------- */
