@@ -237,3 +237,91 @@ const char *fsc_alloc_config_env(const char *(*getenv_fn)(const char *), const c
         *name = NULL;
     return NULL;
 }
+
+/* ---- PyTorch versions -------------------------------------------------- */
+
+int fsc_torch_version_parse(const char *s, int *out)
+{
+    if (s == NULL || out == NULL)
+        return FSC_EINVAL;
+    char *end;
+    long major = strtol(s, &end, 10);
+    if (end == s || *end != '.' || major < 1 || major > 9)
+        return FSC_EINVAL;
+    const char *m = end + 1;
+    long minor = strtol(m, &end, 10);
+    if (end == m || minor < 0 || minor > 99 || (*end != '\0' && *end != '.'))
+        return FSC_EINVAL;
+    *out = (int)(major * 100 + minor);
+    return 0;
+}
+
+int fsc_alloc_config_missing_in(const fsc_alloc_config_t *c, int version, char *buf, size_t cap)
+{
+    int n = 0;
+    size_t len = 0;
+    if (buf != NULL && cap > 0)
+        buf[0] = '\0';
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const fsc_alloc_setting_t *s = &k_settings[i];
+        int lacks = (s->since != 0 && version < s->since) ||
+                    (s->until != 0 && version > s->until);
+        if (!fsc_alloc_config_is_set(c, i) || !lacks)
+            continue;
+        n++;
+        if (buf != NULL && len < cap) {
+            int w = snprintf(buf + len, cap - len, "%s%s", len ? "," : "", s->name);
+            if (w > 0)
+                len += (size_t)w;
+        }
+    }
+    return n;
+}
+
+/* Where PyTorch's own rules changed. The release boundaries other than
+ * 2.11 are those of the sources read (commits named), not of releases run. */
+static const struct {
+    int from, to; /* the versions the line applies to */
+    const char *text;
+} k_rule_changes[] = {
+    {0, 208,
+     "roundup_power2_divisions list form: '>' fills from the previous entry's own interval "
+     "on (the CUDA-only parser, read at PyTorch commit 065861fba759; 2.9 is taken as the "
+     "release of the c10/core parser, which fills from the interval after it)"},
+    {0, 211,
+     "no large_segment_size_mb: a 1-10 MiB request gets a 20 MiB segment, expandable "
+     "segments map 20 MiB pages, and max_split_size_mb and max_non_split_rounding_mb are "
+     "at least 20"},
+    {0, 211,
+     "no per_process_memory_fraction nor throw_on_cudamalloc_oom in the string: the cap "
+     "comes only from torch.cuda.set_per_process_memory_fraction, and a miss past it runs "
+     "GC, releases the cache and retries before the OOM"},
+    {209, 211,
+     "environment: PYTORCH_ALLOC_CONF is read before PYTORCH_CUDA_ALLOC_CONF and "
+     "PYTORCH_HIP_ALLOC_CONF (read at commit 0ac716637f32; the 2026 sources read the CUDA "
+     "variable first); the first one set is the only one read"},
+};
+
+int fsc_torch_parser_rules(int version)
+{
+    return version < 209 ? FSC_PARSER_OLD : FSC_PARSER_NEW;
+}
+
+int fsc_torch_rule_differences(int version, char *buf, size_t cap)
+{
+    int n = 0;
+    size_t len = 0;
+    if (buf != NULL && cap > 0)
+        buf[0] = '\0';
+    for (size_t i = 0; i < sizeof k_rule_changes / sizeof k_rule_changes[0]; i++) {
+        if (version < k_rule_changes[i].from || version > k_rule_changes[i].to)
+            continue;
+        n++;
+        if (buf != NULL && len < cap) {
+            int w = snprintf(buf + len, cap - len, "- %s\n", k_rule_changes[i].text);
+            if (w > 0)
+                len += (size_t)w;
+        }
+    }
+    return n;
+}

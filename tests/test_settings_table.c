@@ -381,6 +381,7 @@ static void test_newer_snapshot_named(void)
                                        "trace_alloc_max_entries=100000"));
     CU_ASSERT_PTR_NULL(strstr(out, "not understood")); /* every key is known */
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak reserved 24.00 MiB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "PyTorch version: after 2.11 (inferred from its keys"));
 
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' analyze '%s' -o '%s'", fs, in, db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "settings not modelled: "
@@ -395,6 +396,8 @@ static void test_newer_snapshot_named(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"settings_not_modelled\":"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"graph_capture_record_stream_reuse\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"snapshot_keys_not_modelled\":"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"torch_version_inferred\":"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"after 2.11 (inferred from its keys, not recorded: "));
 
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --config '' --format json",
                                       fs, in),
@@ -410,6 +413,23 @@ static void test_newer_snapshot_named(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak reserved  25165824 recorded, 25165824 replayed"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "block addresses matching the recording: 3 of 3"));
 
+    /* --torch: an older version's rules; what it lacks is refused. */
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_test_sh(out, sizeof out,
+                    "'%s' whatif '%s' --torch 2.8 --config 'roundup_power2_divisions:[256:1,512:2,>:4]'",
+                    fs, tr),
+        0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "PyTorch 2.8 rules: where they differ"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "replayed as \"roundup_power2_divisions:[256:1,>:4]\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the recording's own settings have "
+                                       "large_segment_size_mb,expandable_segments_reserve"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                "'%s' whatif '%s' --torch 2.11 --config 'throw_on_cudamalloc_oom:True'",
+                                fs, tr),
+                    2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "PyTorch 2.11 has no throw_on_cudamalloc_oom"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --torch two --config ''", fs, tr),
+                    2);
     /* A --config with a setting fragscope does not model says so too. */
     CU_ASSERT_EQUAL_FATAL(
         fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --config 'expandable_segments_reserve_by_class:[a:0.5]'",
@@ -423,6 +443,33 @@ static void test_newer_snapshot_named(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "large_segment_size_mb"));
 }
 
+static void test_torch_versions(void)
+{
+    int v = 0;
+    CU_ASSERT_EQUAL(fsc_torch_version_parse("2.11", &v), 0);
+    CU_ASSERT_EQUAL(v, 211);
+    CU_ASSERT_EQUAL(fsc_torch_version_parse("2.8.1", &v), 0);
+    CU_ASSERT_EQUAL(v, 208);
+    CU_ASSERT_EQUAL(fsc_torch_version_parse("2", &v), FSC_EINVAL);
+    CU_ASSERT_EQUAL(fsc_torch_version_parse("2.x", &v), FSC_EINVAL);
+    CU_ASSERT_EQUAL(fsc_torch_parser_rules(208), FSC_PARSER_OLD);
+    CU_ASSERT_EQUAL(fsc_torch_parser_rules(211), FSC_PARSER_NEW);
+    fsc_alloc_config_t c;
+    fsc_err_t e = {0};
+    char buf[2048];
+    CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse("expandable_segments:True,large_segment_size_mb:"
+                                                 "16,per_process_memory_fraction:0.5",
+                                                 &c, &e),
+                          0);
+    CU_ASSERT_EQUAL(fsc_alloc_config_missing_in(&c, 211, buf, sizeof buf), 2);
+    CU_ASSERT_STRING_EQUAL(buf, "large_segment_size_mb,per_process_memory_fraction");
+    CU_ASSERT_EQUAL(fsc_alloc_config_missing_in(&c, 200, buf, sizeof buf), 3);
+    CU_ASSERT_EQUAL(fsc_alloc_config_missing_in(&c, 212, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(fsc_torch_rule_differences(208, buf, sizeof buf), 3);
+    CU_ASSERT_EQUAL(fsc_torch_rule_differences(211, buf, sizeof buf), 3);
+    CU_ASSERT_EQUAL(fsc_torch_rule_differences(212, buf, sizeof buf), 0);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"doc_matches_table", test_doc_matches_table},
     {"every_entry_round_trips", test_every_entry_round_trips},
@@ -434,6 +481,7 @@ static const fsc_test_case_t k_tests[] = {
     {"gt_entry_old_and_new", test_gt_entry_old_and_new},
     {"unmodelled_named", test_unmodelled_named},
     {"newer_snapshot_named", test_newer_snapshot_named},
+    {"torch_versions", test_torch_versions},
     {NULL, NULL},
 };
 

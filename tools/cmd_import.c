@@ -298,6 +298,8 @@ static void print_summary(const char *in, const char *out, const fsc_import_stat
                s->settings_not_modelled);
     if (s->keys_not_modelled[0])
         printf("  snapshot keys not modelled: %s\n", s->keys_not_modelled);
+    if (s->torch_inferred[0])
+        printf("  PyTorch version: %s\n", s->torch_inferred);
     if (s->meta_records)
         printf("  %llu pytorch.* records keep what is not an allocator event "
                "(docs/pytorch.md)\n",

@@ -20,7 +20,7 @@ const char fsc_cmd_whatif_usage[] =
     "                        [--suggest] [--verify] [--verify-against OTHER]\n"
     "                        [--db run.db] [--format text|json]\n"
     "                        [--threads N] [--device N] [--device-memory SIZE]\n"
-    "                        [--lenient] [--all-frames]\n"
+    "                        [--lenient] [--all-frames] [--torch VERSION]\n"
     "\n"
     "Extracts what the program asked of its allocator (allocation sizes, frees,\n"
     "streams, record_stream completions, markers) from a .fstrace or a PyTorch\n"
@@ -66,6 +66,10 @@ const char fsc_cmd_whatif_usage[] =
     "                   object per config (--config), per suggestion (--suggest),\n"
     "                   or one object (--verify, --verify-against); it takes\n"
     "                   one of them.\n"
+    "  --torch VERSION  replay each --config under PyTorch VERSION's rules (e.g.\n"
+    "                   2.8): a setting that version does not have is refused\n"
+    "                   (exit 2, naming it), and the rules that differ from\n"
+    "                   fragscope's (PyTorch's 2026 sources) are listed\n"
     "  --threads N      replays at once (default: one per core)\n"
     "  --device N       the CUDA device of a snapshot with several\n"
     "  --device-memory SIZE\n"
@@ -98,6 +102,10 @@ typedef struct wopts {
     const char *db;
     const char *against; /* --verify-against */
     fsc_job_opts_t job; /* --rank R / --run N */
+    int torch;          /* --torch: major*100+minor; 0 = fragscope's rules */
+    /* --config strings read under an older parser, in the canonical form
+     * that gives the same settings under fragscope's */
+    char canon[MAX_CONFIGS][512];
 } wopts_t;
 
 static int parse_args(int argc, char **argv, wopts_t *o)
@@ -136,7 +144,8 @@ static int parse_args(int argc, char **argv, wopts_t *o)
         int takes = strcmp(a, "--config") == 0 || strcmp(a, "--capacity") == 0 ||
                     strcmp(a, "--format") == 0 || strcmp(a, "--db") == 0 ||
                     strcmp(a, "--threads") == 0 || strcmp(a, "--device") == 0 ||
-                    strcmp(a, "--verify-against") == 0 || strcmp(a, "--device-memory") == 0;
+                    strcmp(a, "--verify-against") == 0 || strcmp(a, "--device-memory") == 0 ||
+                    strcmp(a, "--torch") == 0;
         if (!takes)
             return fsc_cli_usage_error("whatif", "unknown option '%s'", a);
         if (i + 1 >= argc)
@@ -161,6 +170,10 @@ static int parse_args(int argc, char **argv, wopts_t *o)
             o->db = v;
         } else if (strcmp(a, "--verify-against") == 0) {
             o->against = v;
+        } else if (strcmp(a, "--torch") == 0) {
+            if (fsc_torch_version_parse(v, &o->torch) != 0)
+                return fsc_cli_usage_error("whatif", "--torch: '%s' is not a version such as 2.8",
+                                           v);
         } else if (strcmp(a, "--device-memory") == 0) {
             int rc = fsc_cli_size("whatif", a, v, &o->device_memory);
             if (rc != 0)
@@ -189,6 +202,8 @@ static int parse_args(int argc, char **argv, wopts_t *o)
                                                  "and none of --suggest, --verify, --db");
         return 0;
     }
+    if (o->torch && (o->nconfigs == 0 || o->suggest || o->verify || o->db != NULL))
+        return fsc_cli_usage_error("whatif", "--torch applies to --config replays only");
     if (o->nconfigs == 0 && !o->suggest && !o->verify && o->db == NULL)
         return fsc_cli_usage_error("whatif", "nothing to do: give --config, --suggest, "
                                              "--verify, --verify-against or --db");
@@ -960,16 +975,60 @@ static void on_progress(void *ud, uint64_t done, uint64_t total)
     fsc_progress_update(ud, done, total);
 }
 
-static int check_configs(const wopts_t *o)
+/* Every --config parses (under --torch's parser when given), and under
+ * --torch has only settings that version knows. A string the old parser
+ * reads differently is replaced by the canonical form of what it read. */
+static int check_configs(wopts_t *o)
 {
+    int rules = o->torch ? fsc_torch_parser_rules(o->torch) : FSC_PARSER_NEW;
     for (size_t i = 0; i < o->nconfigs; i++) {
         fsc_alloc_config_t c;
         fsc_err_t err = {0, ""};
-        if (fsc_alloc_config_parse(o->configs[i], &c, &err) != 0)
+        if (fsc_alloc_config_parse_rules(o->configs[i], rules, &c, &err) != 0)
             return fsc_cli_error("whatif: bad --config '%s': %s", o->configs[i],
                                  fsc_err_msg(&err));
+        if (!o->torch)
+            continue;
+        char missing[256];
+        if (fsc_alloc_config_missing_in(&c, o->torch, missing, sizeof missing) > 0)
+            return fsc_cli_error("whatif: --config '%s': PyTorch %d.%d has no %s (refused: "
+                                 "fragscope cannot replay that version with it)",
+                                 o->configs[i], o->torch / 100, o->torch % 100, missing);
+        fsc_alloc_config_t mine;
+        if (rules != FSC_PARSER_NEW &&
+            fsc_alloc_config_parse(o->configs[i], &mine, &err) == 0 &&
+            memcmp(mine.roundup_power2_divisions, c.roundup_power2_divisions,
+                   sizeof c.roundup_power2_divisions) != 0) {
+            if (fsc_alloc_config_format(&c, o->canon[i], sizeof o->canon[i]) != 0)
+                return fsc_cli_error("whatif: --config '%s': too long", o->configs[i]);
+            o->configs[i] = o->canon[i];
+        }
     }
     return 0;
+}
+
+/* What --torch changes, before the results. */
+static void print_torch_profile(const wopts_t *o, const fsc_request_stream_info_t *in, FILE *f)
+{
+    char buf[2048];
+    int n = fsc_torch_rule_differences(o->torch, buf, sizeof buf);
+    fprintf(f, "PyTorch %d.%d rules: %s\n%s", o->torch / 100, o->torch % 100,
+            n ? "where they differ from fragscope's (PyTorch's sources of 2026):"
+              : "the same as fragscope's for every setting it models",
+            buf);
+    for (size_t i = 0; i < o->nconfigs; i++)
+        if (o->configs[i] == o->canon[i])
+            fprintf(f, "a --config reads differently there; replayed as \"%s\"\n",
+                    o->canon[i]);
+    fsc_alloc_config_t rec;
+    fsc_err_t err = {0, ""};
+    char missing[256];
+    if (in->config != NULL && fsc_alloc_config_parse(in->config, &rec, &err) == 0 &&
+        fsc_alloc_config_missing_in(&rec, o->torch, missing, sizeof missing) > 0)
+        fprintf(f, "the recording's own settings have %s, which PyTorch %d.%d does not: it was "
+                   "not recorded under that version\n",
+                missing, o->torch / 100, o->torch % 100);
+    fputc('\n', f);
 }
 
 int fsc_cmd_whatif(int argc, char **argv)
@@ -1017,6 +1076,8 @@ int fsc_cmd_whatif(int argc, char **argv)
                     fsc_size_format(info.capacity_upper, hi, sizeof hi), o.json ? "" : "\n");
         }
     }
+    if (o.torch)
+        print_torch_profile(&o, &info, o.json ? stderr : stdout);
     if (o.nconfigs > 0 || o.suggest) {
         print_pools_note(&info, "", o.json ? stderr : stdout);
         if ((info.inferred_pools || info.use_on_oom_pools || info.no_split_pools ||

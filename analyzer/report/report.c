@@ -169,6 +169,8 @@ static void print_text(const rep_t *r, FILE *f)
                 r->settings_not_modelled);
     if (r->keys_not_modelled[0])
         fprintf(f, "  not modelled  snapshot keys %s\n", r->keys_not_modelled);
+    if (r->torch_inferred[0])
+        fprintf(f, "  PyTorch     %s\n", r->torch_inferred);
     fprintf(f, "  capacity    %s\n", cap);
     fprintf(f, "  events      %.0f\n", sv(r, "events"));
     if (r->warnings)
@@ -330,6 +332,11 @@ static void print_markdown(const rep_t *r, FILE *f)
         md_escape(f, r->keys_not_modelled);
         fprintf(f, ".\n\n");
     }
+    if (r->torch_inferred[0]) {
+        fprintf(f, "PyTorch version: ");
+        md_escape(f, r->torch_inferred);
+        fprintf(f, ".\n\n");
+    }
     if (r->unknown_actions || r->unknown_keys) {
         fprintf(f, "Not understood (kept): %lld entries with an unknown action, %lld unknown "
                    "keys: ", (long long)r->unknown_actions, (long long)r->unknown_keys);
@@ -467,6 +474,8 @@ static char *build_json(const rep_t *r, const job_t *job)
     }
     if (r->keys_not_modelled[0])
         cJSON_AddStringToObject(meta, "snapshot_keys_not_modelled", r->keys_not_modelled);
+    if (r->torch_inferred[0])
+        cJSON_AddStringToObject(meta, "torch_version_inferred", r->torch_inferred);
     cJSON_AddItemToObject(meta, "capacity_bytes", num((double)r->capacity));
     fsc__report_external_run_json(r, meta);
     fsc__report_pools_json(r, root);

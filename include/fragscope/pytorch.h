@@ -156,6 +156,9 @@ typedef struct fsc_import_stats {
      * (e.g. "allocator_settings.trace_alloc_overflowed=True"). */
     char settings_not_modelled[256];
     char keys_not_modelled[256];
+    /* The PyTorch version the snapshot's keys point to, said to be
+     * inferred ("" when nothing points past 2.11, the version checked). */
+    char torch_inferred[256];
 } fsc_import_stats_t;
 
 /* Import the snapshot at path into sink. opts and stats may be NULL. On

@@ -270,6 +270,18 @@ static void name_unmodelled(fsc__imp_t *im)
     size_t cap = sizeof im->st->settings_not_modelled;
     if (fsc_alloc_config_unmodelled_str(im->config, out, cap) == 0)
         fsc_alloc_config_unmodelled(&im->cfg, out, cap);
+    /* Keys only PyTorch after 2.11 writes or accepts point to its version. */
+    fsc_alloc_config_t c;
+    fsc_err_t e;
+    fsc_err_clear(&e);
+    char newer[160] = "";
+    if (fsc_alloc_config_parse(im->config, &c, &e) == 0)
+        fsc_alloc_config_missing_in(&c, FSC_TORCH_CHECKED, newer, sizeof newer);
+    const char *ring = im->st->keys_not_modelled[0] ? "allocator_settings.trace_alloc_*" : "";
+    if (newer[0] || ring[0])
+        snprintf(im->st->torch_inferred, sizeof im->st->torch_inferred,
+                 "after 2.11 (inferred from its keys, not recorded: %s%s%s)", newer,
+                 newer[0] && ring[0] ? "," : "", ring);
 }
 
 static void read_trace_keys(fsc__imp_t *im, const fsc__pv_t *s)
