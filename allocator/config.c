@@ -193,9 +193,23 @@ static int parse_reserve(const char *key, const char *val, double *out, fsc_err_
     return 0;
 }
 
+/* The fewest digits (15 to 17) that parse back to the same double: "0.6"
+ * stays short, and no setting changes on a round trip. */
+static void short_double(double d, char *num, size_t cap)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(num, cap, "%.*g", prec, d);
+        if (strtod(num, NULL) == d)
+            break;
+    }
+}
+
+/* A reserve as written: a fraction, or GiB with a G. */
 static void reserve_text(double d, char *b, size_t cap)
 {
-    snprintf(b, cap, d < 0 ? "%gG" : "%g", d < 0 ? -d : d);
+    char num[40];
+    short_double(d < 0 ? -d : d, num, sizeof num);
+    snprintf(b, cap, "%s%s", num, d < 0 ? "G" : "");
 }
 
 /* "[class:reserve,...]" after expandable_segments_reserve_by_class:. */
@@ -452,17 +466,6 @@ static void format_roundup(const uint32_t *d, char *buf, size_t cap, size_t *len
         put(buf, cap, len, "%s%llu:%u", k == start ? "" : ",", 1ull << k, d[k]);
     put(buf, cap, len, ",>:%u", d[tail]);
     put(buf, cap, len, "]");
-}
-
-/* The fewest digits (15 to 17) that parse back to the same double: "0.6"
- * stays short, and no setting changes on a round trip. */
-static void short_double(double d, char *num, size_t cap)
-{
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(num, cap, "%.*g", prec, d);
-        if (strtod(num, NULL) == d)
-            break;
-    }
 }
 
 /* One entry in canonical form, or nothing when it is at its default (the

@@ -470,6 +470,87 @@ static void test_torch_versions(void)
     CU_ASSERT_EQUAL(fsc_torch_rule_differences(212, buf, sizeof buf), 0);
 }
 
+/* Two configurations hold the same settings, as far as the canonical form
+ * carries them (keys it does not print, and False or 0 written out, leave no
+ * trace in it). */
+static int same_settings(const fsc_alloc_config_t *a, const fsc_alloc_config_t *b)
+{
+    size_t n;
+    const fsc_alloc_setting_t *t = fsc_alloc_settings(&n);
+    int ok = a->max_split_size == b->max_split_size &&
+             a->max_non_split_rounding == b->max_non_split_rounding &&
+             memcmp(a->roundup_power2_divisions, b->roundup_power2_divisions,
+                    sizeof a->roundup_power2_divisions) == 0 &&
+             a->garbage_collection_threshold == b->garbage_collection_threshold &&
+             a->expandable_segments == b->expandable_segments &&
+             a->large_segment_size == b->large_segment_size &&
+             a->throw_on_cudamalloc_oom == b->throw_on_cudamalloc_oom;
+    for (size_t i = 0; i < n; i++) {
+        if (!(t[i].flags & FSC_SETTING_PRINTED) || t[i].offset >= 0)
+            continue;
+        ok &= fsc_alloc_config_is_set(a, i) == fsc_alloc_config_is_set(b, i);
+        if (fsc_alloc_config_is_set(a, i))
+            ok &= t[i].kind == FSC_SETTING_RESERVE_LIST
+                      ? strcmp(a->reserve_by_class, b->reserve_by_class) == 0
+                      : a->extra[i] == b->extra[i];
+    }
+    size_t ppmf;
+    fsc_alloc_setting_find("per_process_memory_fraction", &ppmf);
+    ok &= fsc_alloc_config_is_set(a, ppmf) == fsc_alloc_config_is_set(b, ppmf);
+    if (fsc_alloc_config_is_set(a, ppmf))
+        ok &= a->per_process_memory_fraction == b->per_process_memory_fraction;
+    return ok;
+}
+
+/* Random strings of the grammar's pieces and the new keys: 0 or
+ * FSC_ECONFIG, never a crash (ASan too); whatever parses prints to a string
+ * that parses back to the same settings. */
+static void test_round_trip_fuzz(void)
+{
+    static const char *const pieces[] = {
+        "large_segment_size_mb", "max_split_size_mb", "max_non_split_rounding_mb",
+        "per_process_memory_fraction", "throw_on_cudamalloc_oom", "expandable_segments_reserve",
+        "expandable_segments_reserve_by_class", "graph_capture_record_stream_reuse",
+        "pinned_num_register_threads", "pinned_reserve_segment_size_mb", "pinned_free_catch_all",
+        "roundup_power2_divisions", "True", "False", ":", ",", "[", "]", ">", " ", "0", "1", "8",
+        "12", "20", "64", "0.5", "0.123456789", "1.0", "40G", "1.5g", "tiny", "-1", "1e400", "",
+    };
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    char buf[256], out[1024];
+    long accepted = 0;
+    for (int it = 0; it < 50000; it++) {
+        size_t len = 0;
+        int n = 1 + (int)((rng >> 9) % 14);
+        for (int k = 0; k < n; k++) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            const char *p = pieces[rng % (sizeof pieces / sizeof pieces[0])];
+            size_t pl = strlen(p);
+            if (len + pl < sizeof buf) {
+                memcpy(buf + len, p, pl);
+                len += pl;
+            }
+        }
+        buf[len] = '\0';
+        fsc_alloc_config_t c, c2;
+        fsc_err_t e = {0};
+        if (fsc_alloc_config_parse(buf, &c, &e) != 0) {
+            CU_ASSERT_EQUAL(e.code, FSC_ECONFIG);
+            continue;
+        }
+        accepted++;
+        CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_format(&c, out, sizeof out), 0);
+        int rc = fsc_alloc_config_parse(out, &c2, &e);
+        if (rc != 0 || !same_settings(&c, &c2)) {
+            fprintf(stderr, "\n  \"%s\" -> \"%s\": %s\n", buf, out, rc ? e.msg : "differs");
+            CU_FAIL_FATAL("round trip");
+        }
+    }
+    printf(" (%ld of 50000 accepted) ", accepted);
+    CU_ASSERT_TRUE(accepted > 100);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"doc_matches_table", test_doc_matches_table},
     {"every_entry_round_trips", test_every_entry_round_trips},
@@ -482,6 +563,7 @@ static const fsc_test_case_t k_tests[] = {
     {"unmodelled_named", test_unmodelled_named},
     {"newer_snapshot_named", test_newer_snapshot_named},
     {"torch_versions", test_torch_versions},
+    {"round_trip_fuzz", test_round_trip_fuzz},
     {NULL, NULL},
 };
 
