@@ -161,6 +161,14 @@ typedef struct run {
     fsc_allocator_t *a;
 } run_t;
 
+static int g_gc_events;
+
+static void count_gc(void *ud, const fsc_event_t *ev)
+{
+    (void)ud;
+    g_gc_events += ev->type == FSC_EV_GC;
+}
+
 static void run_open(run_t *r, const char *conf, uint64_t total, uint64_t cap)
 {
     fsc_err_t e = {0};
@@ -169,6 +177,8 @@ static void run_open(run_t *r, const char *conf, uint64_t total, uint64_t cap)
     CU_ASSERT_EQUAL_FATAL(fsc_alloc_config_parse(conf, &o.config, &e), 0);
     o.backend = r->be;
     o.capacity = cap;
+    o.sink = count_gc;
+    g_gc_events = 0;
     CU_ASSERT_EQUAL_FATAL(fsc_allocator_create(&o, &r->a, &e), 0);
 }
 
@@ -267,6 +277,31 @@ static void test_fraction_and_throw(void)
     CU_ASSERT_EQUAL(fsc_allocator_malloc(r.a, 20 * MiB, 0, &p), 0);
     fsc_allocator_get_stats(r.a, &st);
     CU_ASSERT_EQUAL(st.reserved_bytes[FSC_STAT_ALL].current, (int64_t)(50 * MiB));
+    run_close(&r);
+
+    /* Garbage collection armed (0.5 of the 50 MiB cap): without the throw,
+     * the miss collects the cached 30 MiB and then fits; with it, nothing
+     * is collected and the request fails. */
+    run_open(&r, "per_process_memory_fraction:0.5,garbage_collection_threshold:0.5", 100 * MiB, 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(r.a, 30 * MiB, 0, &p), 0);
+    fsc_allocator_free(r.a, p);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(r.a, 40 * MiB, 0, &q), 0);
+    fsc_allocator_get_stats(r.a, &st);
+    CU_ASSERT_EQUAL(g_gc_events, 1);
+    CU_ASSERT_EQUAL(st.num_alloc_retries, 0);
+    run_close(&r);
+    run_open(&r,
+             "per_process_memory_fraction:0.5,garbage_collection_threshold:0.5,"
+             "throw_on_cudamalloc_oom:True",
+             100 * MiB, 0);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(r.a, 30 * MiB, 0, &p), 0);
+    fsc_allocator_free(r.a, p);
+    CU_ASSERT_EQUAL(fsc_allocator_malloc(r.a, 40 * MiB, 0, &q), FSC_EOOM);
+    fsc_allocator_get_stats(r.a, &st);
+    CU_ASSERT_EQUAL(g_gc_events, 0);
+    CU_ASSERT_EQUAL(st.num_alloc_retries, 0);
+    CU_ASSERT_EQUAL(st.num_ooms, 1);
+    CU_ASSERT_EQUAL(st.reserved_bytes[FSC_STAT_ALL].current, (int64_t)(30 * MiB));
     run_close(&r);
 
     /* With no cap, throw_on_cudamalloc_oom changes nothing. */

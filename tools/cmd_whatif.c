@@ -1078,6 +1078,20 @@ int fsc_cmd_whatif(int argc, char **argv)
     }
     if (o.torch)
         print_torch_profile(&o, &info, o.json ? stderr : stdout);
+    /* A fraction in a --config caps a replay only where no capacity is in
+     * force: the allocator lets an explicit capacity win. */
+    size_t ppmf;
+    fsc_alloc_setting_find("per_process_memory_fraction", &ppmf);
+    for (size_t i = 0; wo.capacity != 0 && i < o.nconfigs; i++) {
+        fsc_alloc_config_t c;
+        fsc_err_t e2 = {0, ""};
+        char cap[32];
+        if (fsc_alloc_config_parse(o.configs[i], &c, &e2) == 0 && fsc_alloc_config_is_set(&c, ppmf))
+            fprintf(o.json ? stderr : stdout,
+                    "--config '%s': its per_process_memory_fraction gives way to the capacity in "
+                    "force, %s (--capacity or the recording's)\n",
+                    o.configs[i], fsc_size_format(wo.capacity, cap, sizeof cap));
+    }
     if (o.nconfigs > 0 || o.suggest) {
         print_pools_note(&info, "", o.json ? stderr : stdout);
         if ((info.inferred_pools || info.use_on_oom_pools || info.no_split_pools ||
