@@ -12,9 +12,10 @@
  *
  * Versions: keys PyTorch 2.11 (the GPU version here) accepts are marked
  * with the first release that has them where that is certain
- * (expandable_segments: 2.1), 0 ("at latest 2.11") otherwise; keys found only in PyTorch's sources of 2026
- * (c10/core/AllocatorConfig.cpp, c10/cuda/CUDAAllocatorConfig.cpp) are
- * FSC_TORCH_AFTER_211: no release of them was checked.
+ * (expandable_segments: 2.1), 0 ("at latest 2.11") otherwise; keys found
+ * only in PyTorch's sources of 2026 (c10/core/AllocatorConfig.cpp,
+ * c10/cuda/CUDAAllocatorConfig.cpp) are FSC_TORCH_AFTER_211: no release of
+ * them was checked.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -83,7 +84,8 @@ static const fsc_alloc_setting_t k_settings[] = {
      "`True`/`False`",
      "reuse of record_stream blocks during graph capture: not modelled"},
     {"release_lock_on_cudamalloc", "release_lock_on_hipmalloc", FSC_SETTING_ACCEPTED, -1, 0, 0,
-     0, 0, 0, 0, "release_lock_on_cudamalloc", 0, "as PyTorch", "accepted and ignored (a lock, not placement)"},
+     0, 0, 0, 0, "release_lock_on_cudamalloc", 0, "as PyTorch",
+     "accepted and ignored (a lock, not placement)"},
     {"pinned_use_cuda_host_register", "pinned_use_hip_host_register", FSC_SETTING_BOOL, -1, 0, 0,
      1, FSC_SETTING_PRINTED, 0, 0, "pinned_use_cuda_host_register", 0, "`True`/`False`",
      "pinned host memory: accepted, not modelled (no device memory)"},

@@ -36,8 +36,8 @@ static void test_doc_matches_table(void)
     CU_ASSERT_EQUAL_FATAL(fsc_alloc_settings_doc(want, sizeof want), 0);
     size_t n = (size_t)(e - b);
     if (n != strlen(want) || memcmp(b, want, n) != 0) {
-        fprintf(stderr, "\ndocs/allocator.md's settings list differs from the table; it should be:\n"
-                        "%s\n",
+        fprintf(stderr, "\ndocs/allocator.md's settings list differs from the table "
+                        "(scripts/gen-settings-doc.sh rewrites it); it should be:\n%s\n",
                 want);
         CU_FAIL("docs/allocator.md settings list");
     }
@@ -101,7 +101,8 @@ static void test_new_key_errors(void)
     static const struct { const char *s, *needle; } bad[] = {
         {"large_segment_size_mb:10", "'10' for large_segment_size_mb: must be > 10"},
         {"max_split_size_mb:12", "'12' for max_split_size_mb: must be >= 20"},
-        {"large_segment_size_mb:32,max_split_size_mb:30", "'30' for max_split_size_mb: must be >= 32"},
+        {"large_segment_size_mb:32,max_split_size_mb:30",
+         "'30' for max_split_size_mb: must be >= 32"},
         /* read first, wherever it stands */
         {"max_non_split_rounding_mb:30,large_segment_size_mb:32", "must be >= 32"},
         {"per_process_memory_fraction:1.5", "must be in [0.0, 1.0]"},
@@ -409,8 +410,8 @@ static void test_newer_snapshot_named(void)
     const char *db = fsc_test_path("ns.db");
     const char *unm = "expandable_segments_reserve,graph_capture_record_stream_reuse";
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' import '%s' -o '%s'", fs, in, tr), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "settings not modelled: "
-                                       "expandable_segments_reserve,graph_capture_record_stream_reuse"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "settings not modelled: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, unm));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "snapshot keys not modelled: "
                                        "allocator_settings.trace_alloc_overflowed=False, "
                                        "trace_alloc_max_entries=100000"));
@@ -419,13 +420,12 @@ static void test_newer_snapshot_named(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "PyTorch version: after 2.11 (inferred from its keys"));
 
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' analyze '%s' -o '%s'", fs, in, db), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "settings not modelled: "
-                                       "expandable_segments_reserve,graph_capture_record_stream_reuse"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "settings not modelled: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, unm));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "snapshot keys not modelled"));
 
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' report '%s'", fs, db), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not modelled  "
-                                       "expandable_segments_reserve,graph_capture_record_stream_reuse"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not modelled  expandable_segments_reserve,"));
     CU_ASSERT_EQUAL_FATAL(
         fsc_test_sh(out, sizeof out, "'%s' report '%s' --format json", fs, db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"settings_not_modelled\":"));
@@ -442,7 +442,8 @@ static void test_newer_snapshot_named(void)
                                        "[\"expandable_segments_reserve\", "
                                        "\"graph_capture_record_stream_reuse\"]"));
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --config ''", fs, in), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not exact: (defaults): settings fragscope does not model: "));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(out, "not exact: (defaults): settings fragscope does not model: "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, unm));
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --verify", fs, in), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak reserved  25165824 recorded, 25165824 replayed"));
@@ -451,7 +452,8 @@ static void test_newer_snapshot_named(void)
     /* --torch: an older version's rules; what it lacks is refused. */
     CU_ASSERT_EQUAL_FATAL(
         fsc_test_sh(out, sizeof out,
-                    "'%s' whatif '%s' --torch 2.8 --config 'roundup_power2_divisions:[256:1,512:2,>:4]'",
+                    "'%s' whatif '%s' --torch 2.8 --config "
+                    "'roundup_power2_divisions:[256:1,512:2,>:4]'",
                     fs, tr),
         0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "PyTorch 2.8 rules: where they differ"));
@@ -459,21 +461,23 @@ static void test_newer_snapshot_named(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "the recording's own settings have "
                                        "large_segment_size_mb,expandable_segments_reserve"));
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
-                                "'%s' whatif '%s' --torch 2.11 --config 'throw_on_cudamalloc_oom:True'",
+                                "'%s' whatif '%s' --torch 2.11 --config "
+                                "'throw_on_cudamalloc_oom:True'",
                                 fs, tr),
                     2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "PyTorch 2.11 has no throw_on_cudamalloc_oom"));
-    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --torch two --config ''", fs, tr),
-                    2);
+    CU_ASSERT_EQUAL(
+        fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --torch two --config ''", fs, tr), 2);
     /* A --config with a setting fragscope does not model says so too. */
     CU_ASSERT_EQUAL_FATAL(
-        fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --config 'expandable_segments_reserve_by_class:[a:0.5]'",
-                    fs, tr),
+        fsc_test_sh(out, sizeof out,
+                    "'%s' whatif '%s' --config 'expandable_segments_reserve_by_class:[a:0.5]'", fs,
+                    tr),
         0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "expandable_segments_reserve_by_class"));
     /* and a bad one is refused with exit code 2, naming the key */
-    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --config 'large_segment_size_mb:8'",
-                                fs, tr),
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                "'%s' whatif '%s' --config 'large_segment_size_mb:8'", fs, tr),
                     2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "large_segment_size_mb"));
 }
