@@ -207,9 +207,12 @@ static void short_double(double d, char *num, size_t cap)
 /* A reserve as written: a fraction, or GiB with a G. */
 static void reserve_text(double d, char *b, size_t cap)
 {
-    char num[40];
-    short_double(d < 0 ? -d : d, num, sizeof num);
-    snprintf(b, cap, "%s%s", num, d < 0 ? "G" : "");
+    short_double(d < 0 ? -d : d, b, cap - 1);
+    size_t n = strlen(b);
+    if (d < 0) {
+        b[n] = 'G';
+        b[n + 1] = '\0';
+    }
 }
 
 /* "[class:reserve,...]" after expandable_segments_reserve_by_class:. */
