@@ -242,7 +242,7 @@ const char *fsc_alloc_config_env(const char *(*getenv_fn)(const char *), const c
 
 /* ---- PyTorch versions -------------------------------------------------- */
 
-int fsc_torch_version_parse(const char *s, int *out)
+int fsc_alloc_torch_version_parse(const char *s, int *out)
 {
     if (s == NULL || out == NULL)
         return FSC_EINVAL;
@@ -304,12 +304,12 @@ static const struct {
      "variable first); the first one set is the only one read"},
 };
 
-int fsc_torch_parser_rules(int version)
+int fsc_alloc_torch_parser_rules(int version)
 {
     return version < 209 ? FSC_PARSER_OLD : FSC_PARSER_NEW;
 }
 
-int fsc_torch_rule_differences(int version, char *buf, size_t cap)
+int fsc_alloc_torch_rule_differences(int version, char *buf, size_t cap)
 {
     int n = 0;
     size_t len = 0;

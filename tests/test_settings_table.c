@@ -485,14 +485,14 @@ static void test_newer_snapshot_named(void)
 static void test_torch_versions(void)
 {
     int v = 0;
-    CU_ASSERT_EQUAL(fsc_torch_version_parse("2.11", &v), 0);
+    CU_ASSERT_EQUAL(fsc_alloc_torch_version_parse("2.11", &v), 0);
     CU_ASSERT_EQUAL(v, 211);
-    CU_ASSERT_EQUAL(fsc_torch_version_parse("2.8.1", &v), 0);
+    CU_ASSERT_EQUAL(fsc_alloc_torch_version_parse("2.8.1", &v), 0);
     CU_ASSERT_EQUAL(v, 208);
-    CU_ASSERT_EQUAL(fsc_torch_version_parse("2", &v), FSC_EINVAL);
-    CU_ASSERT_EQUAL(fsc_torch_version_parse("2.x", &v), FSC_EINVAL);
-    CU_ASSERT_EQUAL(fsc_torch_parser_rules(208), FSC_PARSER_OLD);
-    CU_ASSERT_EQUAL(fsc_torch_parser_rules(211), FSC_PARSER_NEW);
+    CU_ASSERT_EQUAL(fsc_alloc_torch_version_parse("2", &v), FSC_EINVAL);
+    CU_ASSERT_EQUAL(fsc_alloc_torch_version_parse("2.x", &v), FSC_EINVAL);
+    CU_ASSERT_EQUAL(fsc_alloc_torch_parser_rules(208), FSC_PARSER_OLD);
+    CU_ASSERT_EQUAL(fsc_alloc_torch_parser_rules(211), FSC_PARSER_NEW);
     fsc_alloc_config_t c;
     fsc_err_t e = {0};
     char buf[2048];
@@ -504,9 +504,9 @@ static void test_torch_versions(void)
     CU_ASSERT_STRING_EQUAL(buf, "large_segment_size_mb,per_process_memory_fraction");
     CU_ASSERT_EQUAL(fsc_alloc_config_missing_in(&c, 200, buf, sizeof buf), 3);
     CU_ASSERT_EQUAL(fsc_alloc_config_missing_in(&c, 212, buf, sizeof buf), 0);
-    CU_ASSERT_EQUAL(fsc_torch_rule_differences(208, buf, sizeof buf), 3);
-    CU_ASSERT_EQUAL(fsc_torch_rule_differences(211, buf, sizeof buf), 3);
-    CU_ASSERT_EQUAL(fsc_torch_rule_differences(212, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(fsc_alloc_torch_rule_differences(208, buf, sizeof buf), 3);
+    CU_ASSERT_EQUAL(fsc_alloc_torch_rule_differences(211, buf, sizeof buf), 3);
+    CU_ASSERT_EQUAL(fsc_alloc_torch_rule_differences(212, buf, sizeof buf), 0);
 }
 
 /* Two configurations hold the same settings, as far as the canonical form

@@ -171,7 +171,7 @@ static int parse_args(int argc, char **argv, wopts_t *o)
         } else if (strcmp(a, "--verify-against") == 0) {
             o->against = v;
         } else if (strcmp(a, "--torch") == 0) {
-            if (fsc_torch_version_parse(v, &o->torch) != 0)
+            if (fsc_alloc_torch_version_parse(v, &o->torch) != 0)
                 return fsc_cli_usage_error("whatif", "--torch: '%s' is not a version such as 2.8",
                                            v);
         } else if (strcmp(a, "--device-memory") == 0) {
@@ -980,7 +980,7 @@ static void on_progress(void *ud, uint64_t done, uint64_t total)
  * reads differently is replaced by the canonical form of what it read. */
 static int check_configs(wopts_t *o)
 {
-    int rules = o->torch ? fsc_torch_parser_rules(o->torch) : FSC_PARSER_NEW;
+    int rules = o->torch ? fsc_alloc_torch_parser_rules(o->torch) : FSC_PARSER_NEW;
     for (size_t i = 0; i < o->nconfigs; i++) {
         fsc_alloc_config_t c;
         fsc_err_t err = {0, ""};
@@ -1011,7 +1011,7 @@ static int check_configs(wopts_t *o)
 static void print_torch_profile(const wopts_t *o, const fsc_request_stream_info_t *in, FILE *f)
 {
     char buf[2048];
-    int n = fsc_torch_rule_differences(o->torch, buf, sizeof buf);
+    int n = fsc_alloc_torch_rule_differences(o->torch, buf, sizeof buf);
     fprintf(f, "PyTorch %d.%d rules: %s\n%s", o->torch / 100, o->torch % 100,
             n ? "where they differ from fragscope's (PyTorch's sources of 2026):"
               : "the same as fragscope's for every setting it models",

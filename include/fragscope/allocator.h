@@ -172,17 +172,17 @@ int fsc_alloc_config_format(const fsc_alloc_config_t *c, char *buf, size_t cap);
 /* ---- PyTorch versions ------------------------------------------------- */
 
 /* "2.11" or "2.8.1" -> 211, 208 (major*100+minor). FSC_EINVAL otherwise. */
-int fsc_torch_version_parse(const char *s, int *out);
+int fsc_alloc_torch_version_parse(const char *s, int *out);
 /* The set keys of c that PyTorch `version` does not have, comma-separated
  * into buf; returns how many. Keys whose first release fragscope does not
  * know (since 0) count as present in every version. */
 int fsc_alloc_config_missing_in(const fsc_alloc_config_t *c, int version, char *buf, size_t cap);
 /* The rule a settings string follows under PyTorch `version` (FSC_PARSER_*). */
-int fsc_torch_parser_rules(int version);
+int fsc_alloc_torch_parser_rules(int version);
 /* The rules of PyTorch `version` that differ from fragscope's (which follow
  * PyTorch's sources of 2026, a superset of 2.11), one line each ("- ...\n")
  * into buf; returns how many. */
-int fsc_torch_rule_differences(int version, char *buf, size_t cap);
+int fsc_alloc_torch_rule_differences(int version, char *buf, size_t cap);
 
 /* ---- the rules, exposed for the importer, the analyzer and tests ------ */
 
