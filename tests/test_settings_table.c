@@ -448,6 +448,13 @@ static void test_newer_snapshot_named(void)
     CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --verify", fs, in), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak reserved  25165824 recorded, 25165824 replayed"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "block addresses matching the recording: 3 of 3"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not exact      settings fragscope does not model: "));
+    CU_ASSERT_EQUAL_FATAL(
+        fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --verify --format json", fs, in), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"exact\": false, \"not_modelled\": "));
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' whatif '%s' --suggest", fs, in), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not exact: the recording's settings include "
+                                       "expandable_segments_reserve,"));
 
     /* --torch: an older version's rules; what it lacks is refused. */
     CU_ASSERT_EQUAL_FATAL(

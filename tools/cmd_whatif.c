@@ -607,6 +607,9 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
                     s[i].baseline_peak_reserved);
             json_str(f, s[i].note);
             json_window(in, f);
+            char nm[256];
+            not_modelled(s[i].config, in->config, nm, sizeof nm);
+            json_not_modelled(nm, f);
             fprintf(f, "}%s\n", i + 1 < n ? "," : "");
         }
         fputs("]\n", f);
@@ -657,6 +660,12 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
             fputc('\n', f);
         }
     }
+    char nm[256];
+    not_modelled("", in->config, nm, sizeof nm);
+    if (nm[0])
+        fprintf(f, "\nnot exact: the recording's settings include %s, which fragscope does not "
+                   "model:\n  every figure above comes from a replay that cannot follow them.\n",
+                nm);
     if (n == 0)
         return;
     if (!s[0].run_complete && in->window && !in->ends_at_oom)
@@ -797,8 +806,12 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                     ", \"got_addr\": %" PRIu64 "}",
                     v->first_addr_mismatch, v->mismatch_event, v->mismatch_expected_addr,
                     v->mismatch_got_addr);
-        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s}\n",
+        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s",
                 v->oom_expected ? "true" : "false", v->oom_got ? "true" : "false");
+        char nm[256];
+        not_modelled(v->replay.config, info->config, nm, sizeof nm);
+        json_not_modelled(nm, f);
+        fputs("}\n", f);
         return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
     }
     print_window(info, 0, f);
@@ -827,6 +840,11 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
     }
     fprintf(f, "  OOM            %s recorded, %s replayed\n", v->oom_expected ? "yes" : "no",
             v->oom_got ? "yes" : "no");
+    char nm[256];
+    not_modelled(v->replay.config, info->config, nm, sizeof nm);
+    if (nm[0])
+        fprintf(f, "  not exact      settings fragscope does not model: %s; the replay cannot "
+                   "follow them\n", nm);
     return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
 }
 
@@ -867,10 +885,19 @@ static int print_against(const fsc_whatif_verify_t *v, const char *other,
                     ", \"got_addr\": %" PRIu64 "}",
                     v->first_addr_mismatch, v->mismatch_event, v->mismatch_requested,
                     v->mismatch_rounded, v->mismatch_expected_addr, v->mismatch_got_addr);
-        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s}\n",
+        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s",
                 v->oom_expected ? "true" : "false", v->oom_got ? "true" : "false");
+        char nm[256];
+        not_modelled(v->replay.config, binfo->config, nm, sizeof nm);
+        json_not_modelled(nm, f);
+        fputs("}\n", f);
         return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
     }
+    char nm[256];
+    not_modelled(v->replay.config, binfo->config, nm, sizeof nm);
+    if (nm[0])
+        fprintf(f, "not exact: settings fragscope does not model: %s; the replay cannot follow "
+                   "them\n", nm);
     fprintf(f, "verify against %s (settings \"%s\"): %s\n", other, v->replay.config,
             v->match ? "the replay reproduces it" : "the replay DIFFERS");
     char cap[32];
