@@ -456,6 +456,25 @@ static void test_newer_snapshot_named(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "not exact: the recording's settings include "
                                        "expandable_segments_reserve,"));
 
+    /* A string this version cannot read (a key of a still newer PyTorch):
+     * the dict's settings replay, and the string is named as not read. */
+    size_t len = 0;
+    char *js = fsc_test_slurp(in, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(js);
+    const char *old = "\"large_segment_size_mb:12,";
+    char *at = strstr(js, old);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    const char *unk = fsc_test_path("unknown_conf.json");
+    FILE *f = fopen(unk, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%.*s\"page_size:1g,%s", (int)(at - js), js, at + 1);
+    fclose(f);
+    free(js);
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(out, sizeof out, "'%s' import '%s' -o '%s'", fs, unk,
+                                      fsc_test_path("unknown_conf.fstrace")),
+                          0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "allocator_settings.PYTORCH_CUDA_ALLOC_CONF not read "
+                                       "(allocator config: unknown key 'page_size')"));
     /* --torch: an older version's rules; what it lacks is refused. */
     CU_ASSERT_EQUAL_FATAL(
         fsc_test_sh(out, sizeof out,

@@ -142,7 +142,7 @@ typedef struct rep {
     char not_understood[512];
     /* settings of the run fragscope does not model (meta settings.not_modelled) */
     char settings_not_modelled[256];
-    char keys_not_modelled[256]; /* meta import.keys_not_modelled */
+    char keys_not_modelled[512]; /* meta import.keys_not_modelled */
     char torch_inferred[256];    /* meta import.torch_inferred */
     rep_pool_t *pools; /* report_pools.c: none when the run has no private pool */
     int npools;

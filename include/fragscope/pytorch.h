@@ -155,7 +155,7 @@ typedef struct fsc_import_stats {
      * (fsc_alloc_config_unmodelled), and snapshot keys read but not acted on
      * (e.g. "allocator_settings.trace_alloc_overflowed=True"). */
     char settings_not_modelled[256];
-    char keys_not_modelled[256];
+    char keys_not_modelled[512];
     /* The PyTorch version the snapshot's keys point to, said to be
      * inferred ("" when nothing points past 2.11, the version checked). */
     char torch_inferred[256];

@@ -341,7 +341,16 @@ int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
             return name_unmodelled(im), 0;
         /* The dict decides the rules; a string with keys this version does
          * not know (a newer PyTorch) would make the trace's settings
-         * unusable for replays, so the dict's settings are written instead. */
+         * unusable for replays, so the dict's settings are written instead.
+         * What the string held beyond them is not assumed away: named. */
+        if (!parses) {
+            char *k = im->st->keys_not_modelled;
+            size_t len = strlen(k), cap = sizeof im->st->keys_not_modelled;
+            snprintf(k + len, cap - len,
+                     "%sallocator_settings.PYTORCH_CUDA_ALLOC_CONF not read (%s): the dict's "
+                     "settings replay, without what the string adds",
+                     len ? "; " : "", fsc_err_msg(&e));
+        }
     }
     if (fsc_alloc_config_format(&im->cfg, im->config, sizeof im->config) < 0)
         return fsc__imp_bad(im, "cannot render the allocator settings");
