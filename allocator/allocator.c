@@ -79,6 +79,14 @@ int fsc_allocator_create(const fsc_allocator_opts_t *opts, fsc_allocator_t **out
     a->be = opts->backend;
     a->set_fraction = opts->capacity != 0;
     a->capacity = opts->capacity ? opts->capacity : fsc_backend_total(opts->backend);
+    size_t ppmf;
+    if (!a->set_fraction && fsc_alloc_setting_find("per_process_memory_fraction", &ppmf) &&
+        fsc_alloc_config_is_set(c, ppmf)) {
+        /* The fraction in the settings string caps the allocator as
+         * set_per_process_memory_fraction does; an explicit capacity wins. */
+        a->set_fraction = 1;
+        a->capacity = (uint64_t)(c->per_process_memory_fraction * (double)a->capacity);
+    }
     a->gc_armed = a->set_fraction && c->garbage_collection_threshold > 0.0;
     a->sink = opts->sink;
     a->sink_ud = opts->sink_ud;
@@ -197,14 +205,20 @@ static fsc__block_t *use_on_oom_block(fsc_allocator_t *a, fsc__pool_t *p, uint64
     return NULL;
 }
 
-/* lookup → GC → device alloc → a use_on_oom pool's cached block → free
- * oversize cached blocks → release every cached unsplit block and retry.
+/* lookup → (throw_on_cudamalloc_oom: refuse past the cap) → GC → device
+ * alloc → a use_on_oom pool's cached block → free oversize cached blocks →
+ * release every cached unsplit block and retry.
  * *out NULL with 0: out of memory. */
 static int find_or_create(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, uint64_t rounded,
                           uint64_t alloc_size, fsc__block_t **out)
 {
     *out = fsc__get_free_block(a, p, stream, rounded);
     if (*out != NULL)
+        return 0;
+    /* throw_on_cudamalloc_oom: a miss that would pass the cap is refused
+     * before the driver is asked, with no GC, no release and no retry. */
+    if (a->cfg.throw_on_cudamalloc_oom && a->set_fraction &&
+        a->reserved + alloc_size > a->capacity)
         return 0;
     if (a->gc_armed)
         fsc__garbage_collect(a);
@@ -259,7 +273,7 @@ int fsc_allocator_malloc_pool(fsc_allocator_t *a, uint64_t size, uint64_t stream
         goto out;
     }
     fsc__pool_t *p = a->pools[2 * pslot + (int)fsc_alloc_pool_of(rounded)];
-    uint64_t alloc_size = fsc_alloc_segment_size(rounded);
+    uint64_t alloc_size = fsc_alloc_segment_size_cfg(&a->cfg, rounded);
     fsc__block_t *b;
     rc = find_or_create(a, p, stream, rounded, alloc_size, &b);
     if (rc != 0)

@@ -1,6 +1,8 @@
 /*
  * config.c — the allocator configuration string (PYTORCH_CUDA_ALLOC_CONF
- * syntax) parsed into fsc_alloc_config_t and formatted back.
+ * syntax) parsed into fsc_alloc_config_t and formatted back, key by key as
+ * the settings table (settings.c) says: the table names the key, its kind
+ * and its field; this file holds one reader and one writer per kind.
  *
  * The lexer splits on ',', ':', '[' and ']' and drops spaces, as PyTorch's
  * does, so every string PyTorch accepts parses to the same settings. Values
@@ -135,10 +137,15 @@ static int parse_roundup(const fsc__lex_t *lx, size_t *pi, fsc_alloc_config_t *c
         if (parse_u64(dv, &v) != 0 || (v != 0 && !is_pow2(v)) || v > 1u << 30)
             return bad_value(err, key, dv, "divisions must be a power of two or 0");
         if (strcmp(iv, ">") == 0) {
-            /* PyTorch fills the intervals after the previous entry's (all of
-             * them when '>' comes first): the snapshot of a run with
-             * [256:1,512:2,1024:4,>:8] records 1024 -> 4 and 2048 -> 8. */
-            for (size_t k = first ? 0 : last_index + 1; k < FSC_ROUNDUP_INTERVALS; k++)
+            /* PyTorch 2.9 on fills the intervals after the previous
+             * entry's (all of them when '>' comes first): the snapshot of
+             * a 2.11 run with [256:1,512:2,1024:4,>:8] records 1024 -> 4
+             * and 2048 -> 8. The older CUDA parser filled from the
+             * previous entry's own interval on, overwriting it. */
+            size_t from = first ? 0
+                          : c->parser_rules == FSC_PARSER_OLD ? last_index
+                                                              : last_index + 1;
+            for (size_t k = from; k < FSC_ROUNDUP_INTERVALS; k++)
                 c->roundup_power2_divisions[k] = (uint32_t)v;
         } else {
             uint64_t mb;
@@ -167,80 +174,228 @@ static int parse_roundup(const fsc__lex_t *lx, size_t *pi, fsc_alloc_config_t *c
     return 0;
 }
 
-static int parse_mb_at_least_20(const char *key, const char *val, uint64_t *out, fsc_err_t *err)
+/* A reserve: a positive fraction of the device, or NG for N GiB (stored
+ * negative). */
+static int parse_reserve(const char *key, const char *val, double *out, fsc_err_t *err)
 {
-    uint64_t mb;
-    if (parse_u64(val, &mb) != 0)
-        return bad_value(err, key, val, "expected a whole number of MiB");
-    if (mb < 20)
-        return bad_value(err, key, val, "must be >= 20");
-    if (mb > UINT64_MAX / FSC_MiB)
-        mb = UINT64_MAX / FSC_MiB;
-    *out = mb * FSC_MiB;
+    size_t n = strlen(val);
+    int gib = n > 0 && (val[n - 1] == 'G' || val[n - 1] == 'g');
+    char num[FSC__TOK_LEN];
+    memcpy(num, val, n + 1);
+    if (gib)
+        num[n - 1] = '\0';
+    char *end;
+    errno = 0;
+    double d = strtod(num, &end);
+    if (num[0] == '\0' || errno != 0 || *end != '\0' || !(d > 0.0) || d > 1e15)
+        return bad_value(err, key, val, "expected a positive fraction (0.5) or GiB (40G)");
+    *out = gib ? -d : d;
     return 0;
 }
 
-/* Keys PyTorch accepts that do not change where blocks go. */
-static int is_ignored_key(const char *k)
+/* The fewest digits (15 to 17) that parse back to the same double: "0.6"
+ * stays short, and no setting changes on a round trip. */
+static void short_double(double d, char *num, size_t cap)
 {
-    static const char *const keys[] = {
-        "release_lock_on_cudamalloc", "release_lock_on_hipmalloc",
-        "pinned_use_cuda_host_register", "pinned_use_hip_host_register",
-        "pinned_num_register_threads", "pinned_use_background_threads",
-        "pinned_reserve_segment_size_mb", "graph_capture_record_stream_reuse",
-    };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (strcmp(k, keys[i]) == 0)
-            return 1;
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(num, cap, "%.*g", prec, d);
+        if (strtod(num, NULL) == d)
+            break;
+    }
+}
+
+/* A reserve as written: a fraction, or GiB with a G. */
+static void reserve_text(double d, char *b, size_t cap)
+{
+    short_double(d < 0 ? -d : d, b, cap - 1);
+    size_t n = strlen(b);
+    if (d < 0) {
+        b[n] = 'G';
+        b[n + 1] = '\0';
+    }
+}
+
+/* "[class:reserve,...]" after expandable_segments_reserve_by_class:. */
+static int parse_reserve_list(const fsc__lex_t *lx, size_t *pi, fsc_alloc_config_t *c,
+                              fsc_err_t *err)
+{
+    static const char key[] = "expandable_segments_reserve_by_class";
+    size_t i = *pi;
+    int r = expect(lx, i, '[', key, err);
+    if (r)
+        return r;
+    char out[sizeof c->reserve_by_class];
+    size_t len = 0;
+    out[len++] = '[';
+    for (i++; i < lx->n && strcmp(lx->tok[i], "]") != 0; i++) {
+        const char *name = lx->tok[i];
+        if (strchr(",:[]", name[0]) != NULL && name[1] == '\0')
+            return fsc_err_set(err, FSC_ECONFIG, "allocator config: %s: expected a class name, "
+                               "got '%s'", key, name);
+        if ((r = expect(lx, ++i, ':', name, err)) != 0)
+            return r;
+        double d;
+        if ((r = parse_reserve(key, tok_at(lx, ++i), &d, err)) != 0)
+            return r;
+        char num[40];
+        reserve_text(d, num, sizeof num);
+        int w = snprintf(out + len, sizeof out - len, "%s%s:%s", len > 1 ? "," : "", name, num);
+        if (w < 0 || (size_t)w >= sizeof out - len - 1)
+            return fsc_err_set(err, FSC_ECONFIG, "allocator config: %s too long", key);
+        len += (size_t)w;
+        if (strcmp(tok_at(lx, i + 1), "]") != 0 && (r = expect(lx, ++i, ',', key, err)) != 0)
+            return r;
+    }
+    if (i >= lx->n)
+        return fsc_err_set(err, FSC_ECONFIG, "allocator config: missing ']' in %s", key);
+    out[len++] = ']';
+    out[len] = '\0';
+    memcpy(c->reserve_by_class, out, len + 1);
+    *pi = i;
     return 0;
+}
+
+static void *field(fsc_alloc_config_t *c, const fsc_alloc_setting_t *s)
+{
+    return (char *)c + s->offset;
+}
+
+static const void *cfield(const fsc_alloc_config_t *c, const fsc_alloc_setting_t *s)
+{
+    return (const char *)c + s->offset;
+}
+
+/* One value of the table's kind; *pi at the value, left at its last token. */
+static int parse_value(const fsc__lex_t *lx, size_t *pi, const fsc_alloc_setting_t *s,
+                       size_t idx, fsc_alloc_config_t *c, fsc_err_t *err)
+{
+    const char *key = s->name;
+    const char *val = tok_at(lx, *pi);
+    uint64_t u;
+    int b;
+    switch (s->kind) {
+    case FSC_SETTING_MIB:
+        if (parse_u64(val, &u) != 0)
+            return bad_value(err, key, val, "expected a whole number of MiB");
+        /* The large-segment minimum is checked once every key is read
+         * (PyTorch reads large_segment_size_mb first, wherever it is). */
+        if (!(s->flags & FSC_SETTING_MIN_LSS) && (double)u < s->min) {
+            char why[48];
+            snprintf(why, sizeof why, "must be > %.0f", s->min - 1);
+            return bad_value(err, key, val, why);
+        }
+        if ((double)u > s->max)
+            u = (uint64_t)s->max;
+        if (s->offset >= 0)
+            *(uint64_t *)field(c, s) = u * FSC_MiB;
+        else
+            c->extra[idx] = (double)u;
+        return 0;
+    case FSC_SETTING_BOOL:
+        if (parse_bool(val, &b) != 0)
+            return bad_value(err, key, val, "expected True or False");
+        if (s->offset >= 0)
+            *(int *)field(c, s) = b;
+        else
+            c->extra[idx] = b;
+        return 0;
+    case FSC_SETTING_FRACTION: {
+        char *end;
+        errno = 0;
+        double d = strtod(val, &end);
+        int open = (s->flags & FSC_SETTING_OPEN) != 0;
+        int ok = errno == 0 && *end == '\0' && end != val;
+        if (ok)
+            ok = open ? (d > s->min && d < s->max) : (d >= s->min && d <= s->max);
+        if (!ok) {
+            char why[48];
+            snprintf(why, sizeof why, "must be in %c%.1f, %.1f%c", open ? '(' : '[', s->min,
+                     s->max, open ? ')' : ']');
+            return bad_value(err, key, val, why);
+        }
+        if (s->offset >= 0)
+            *(double *)field(c, s) = d;
+        else
+            c->extra[idx] = d;
+        return 0;
+    }
+    case FSC_SETTING_DIVISIONS:
+        return parse_roundup(lx, pi, c, err);
+    case FSC_SETTING_BACKEND:
+        if (strcmp(val, "native") != 0)
+            return bad_value(err, key, val, "only the native caching allocator is modelled");
+        return 0;
+    case FSC_SETTING_RESERVE:
+        return parse_reserve(key, val, &c->extra[idx], err);
+    case FSC_SETTING_RESERVE_LIST:
+        return parse_reserve_list(lx, pi, c, err);
+    case FSC_SETTING_ACCEPTED:
+        if (parse_bool(val, &b) != 0 && parse_u64(val, &u) != 0)
+            return bad_value(err, key, val, "expected True, False or a number");
+        return 0;
+    case FSC_SETTING_COUNT:
+        if (parse_u64(val, &u) != 0 || (double)u < s->min || (double)u > s->max ||
+            ((s->flags & FSC_SETTING_POW2) && !is_pow2(u))) {
+            char why[64];
+            snprintf(why, sizeof why, "expected a whole number%s in %.0f..%.0f",
+                     (s->flags & FSC_SETTING_POW2) ? " (a power of two)" : "", s->min, s->max);
+            return bad_value(err, key, val, why);
+        }
+        c->extra[idx] = (double)u;
+        return 0;
+    }
+    return fsc_err_set(err, FSC_ECONFIG, "allocator config: %s: no rule for its kind", key);
 }
 
 static int parse_key(const fsc__lex_t *lx, size_t *pi, fsc_alloc_config_t *c, fsc_err_t *err)
 {
     size_t i = *pi;
     const char *key = lx->tok[i];
+    size_t idx;
+    const fsc_alloc_setting_t *s = fsc_alloc_setting_find(key, &idx);
+    if (s == NULL)
+        return fsc_err_set(err, FSC_ECONFIG, "allocator config: unknown key '%s'", key);
     int r = expect(lx, ++i, ':', key, err);
     if (r)
         return r;
-    const char *val = tok_at(lx, ++i);
+    ++i;
     if (i >= lx->n)
         return fsc_err_set(err, FSC_ECONFIG, "allocator config: missing value for %s", key);
-    if (strcmp(key, "max_split_size_mb") == 0) {
-        r = parse_mb_at_least_20(key, val, &c->max_split_size, err);
-    } else if (strcmp(key, "max_non_split_rounding_mb") == 0) {
-        r = parse_mb_at_least_20(key, val, &c->max_non_split_rounding, err);
-    } else if (strcmp(key, "garbage_collection_threshold") == 0) {
-        char *end;
-        errno = 0;
-        double d = strtod(val, &end);
-        if (errno != 0 || *end != '\0' || end == val || !(d > 0.0 && d < 1.0))
-            return bad_value(err, key, val, "must be in (0.0, 1.0)");
-        c->garbage_collection_threshold = d;
-    } else if (strcmp(key, "expandable_segments") == 0) {
-        if (parse_bool(val, &c->expandable_segments) != 0)
-            return bad_value(err, key, val, "expected True or False");
-    } else if (strcmp(key, "roundup_power2_divisions") == 0) {
-        r = parse_roundup(lx, &i, c, err);
-    } else if (strcmp(key, "backend") == 0) {
-        if (strcmp(val, "native") != 0)
-            return bad_value(err, key, val, "only the native caching allocator is modelled");
-    } else if (is_ignored_key(key)) {
-        uint64_t u;
-        int b;
-        if (parse_bool(val, &b) != 0 && parse_u64(val, &u) != 0)
-            return bad_value(err, key, val, "expected True, False or a number");
-    } else {
-        return fsc_err_set(err, FSC_ECONFIG, "allocator config: unknown key '%s'", key);
-    }
+    r = parse_value(lx, &i, s, idx, c, err);
+    if (r == 0 && idx < 64)
+        c->set_mask |= 1ull << idx;
     *pi = i;
     return r;
 }
 
-int fsc_alloc_config_parse(const char *s, fsc_alloc_config_t *out, fsc_err_t *err)
+/* The minima that depend on large_segment_size_mb (20 MiB unless set). */
+static int check_minima(const fsc_alloc_config_t *c, fsc_err_t *err)
+{
+    size_t n;
+    const fsc_alloc_setting_t *t = fsc_alloc_settings(&n);
+    uint64_t lss_mb = c->large_segment_size ? c->large_segment_size / FSC_MiB : 20;
+    for (size_t i = 0; i < n; i++) {
+        if (!(t[i].flags & FSC_SETTING_MIN_LSS) || !fsc_alloc_config_is_set(c, i))
+            continue;
+        uint64_t mb = t[i].offset >= 0 ? *(const uint64_t *)cfield(c, &t[i]) / FSC_MiB
+                                       : (uint64_t)c->extra[i];
+        if (mb < lss_mb) {
+            char val[24], why[48];
+            snprintf(val, sizeof val, "%llu", (unsigned long long)mb);
+            snprintf(why, sizeof why, "must be >= %llu", (unsigned long long)lss_mb);
+            return bad_value(err, t[i].name, val, why);
+        }
+    }
+    return 0;
+}
+
+int fsc_alloc_config_parse_rules(const char *s, int rules, fsc_alloc_config_t *out,
+                                 fsc_err_t *err)
 {
     if (out == NULL)
         return fsc_err_set(err, FSC_EINVAL, "allocator config: no output");
     fsc_alloc_config_t c = FSC_ALLOC_CONFIG_DEFAULT;
+    c.parser_rules = rules;
     if (s == NULL) {
         *out = c;
         return 0;
@@ -264,8 +419,15 @@ int fsc_alloc_config_parse(const char *s, fsc_alloc_config_t *out, fsc_err_t *er
     }
     free(lx);
     if (r == 0)
+        r = check_minima(&c, err);
+    if (r == 0)
         *out = c;
     return r;
+}
+
+int fsc_alloc_config_parse(const char *s, fsc_alloc_config_t *out, fsc_err_t *err)
+{
+    return fsc_alloc_config_parse_rules(s, FSC_PARSER_NEW, out, err);
 }
 
 /* Appends to buf at *len; overflow is reported at the end. */
@@ -309,46 +471,83 @@ static void format_roundup(const uint32_t *d, char *buf, size_t cap, size_t *len
     put(buf, cap, len, "]");
 }
 
+/* One entry in canonical form, or nothing when it is at its default (the
+ * fields) or unset (values without a field). */
+static void format_one(const fsc_alloc_config_t *c, const fsc_alloc_setting_t *s, size_t idx,
+                       char *buf, size_t cap, size_t *len, const char **sep)
+{
+    int set = fsc_alloc_config_is_set(c, idx);
+    int own = s->offset >= 0;
+    char num[48];
+    switch (s->kind) {
+    case FSC_SETTING_MIB: {
+        uint64_t mb = own ? *(const uint64_t *)cfield(c, s) / FSC_MiB : (uint64_t)c->extra[idx];
+        if (own ? mb == 0 : !set)
+            return;
+        put(buf, cap, len, "%s%s:%llu", *sep, s->name, (unsigned long long)mb);
+        break;
+    }
+    case FSC_SETTING_BOOL: {
+        int b = own ? *(const int *)cfield(c, s) : c->extra[idx] != 0.0;
+        if (own ? !b : !set)
+            return;
+        put(buf, cap, len, "%s%s:%s", *sep, s->name, b ? "True" : "False");
+        break;
+    }
+    case FSC_SETTING_FRACTION: {
+        double d = own ? *(const double *)cfield(c, s) : c->extra[idx];
+        /* A field that is 0 by default prints when above it; one whose 0 is
+         * a value (per_process_memory_fraction) when the string set it. */
+        if ((s->flags & FSC_SETTING_OPEN) ? !(d > 0.0) : !set)
+            return;
+        short_double(d, num, sizeof num);
+        put(buf, cap, len, "%s%s:%s", *sep, s->name, num);
+        break;
+    }
+    case FSC_SETTING_DIVISIONS: {
+        int any = 0;
+        for (int k = 0; k < FSC_ROUNDUP_INTERVALS; k++)
+            any |= c->roundup_power2_divisions[k] != 0;
+        if (!any)
+            return;
+        put(buf, cap, len, "%s", *sep);
+        format_roundup(c->roundup_power2_divisions, buf, cap, len);
+        break;
+    }
+    case FSC_SETTING_RESERVE:
+        if (!set)
+            return;
+        reserve_text(c->extra[idx], num, sizeof num);
+        put(buf, cap, len, "%s%s:%s", *sep, s->name, num);
+        break;
+    case FSC_SETTING_RESERVE_LIST:
+        if (!set)
+            return;
+        put(buf, cap, len, "%s%s:%s", *sep, s->name, c->reserve_by_class);
+        break;
+    case FSC_SETTING_COUNT:
+        if (!set)
+            return;
+        put(buf, cap, len, "%s%s:%.0f", *sep, s->name, c->extra[idx]);
+        break;
+    case FSC_SETTING_BACKEND:
+    case FSC_SETTING_ACCEPTED:
+        return;
+    }
+    *sep = ",";
+}
+
 int fsc_alloc_config_format(const fsc_alloc_config_t *c, char *buf, size_t cap)
 {
     if (c == NULL || buf == NULL || cap == 0)
         return FSC_EINVAL;
-    size_t len = 0;
+    size_t len = 0, n;
     buf[0] = '\0';
     const char *sep = "";
-    if (c->max_split_size != 0) {
-        put(buf, cap, &len, "max_split_size_mb:%llu", (unsigned long long)(c->max_split_size / FSC_MiB));
-        sep = ",";
-    }
-    if (c->max_non_split_rounding != 0) {
-        put(buf, cap, &len, "%smax_non_split_rounding_mb:%llu", sep,
-            (unsigned long long)(c->max_non_split_rounding / FSC_MiB));
-        sep = ",";
-    }
-    int any_roundup = 0;
-    for (int k = 0; k < FSC_ROUNDUP_INTERVALS; k++)
-        if (c->roundup_power2_divisions[k] != 0)
-            any_roundup = 1;
-    if (any_roundup) {
-        put(buf, cap, &len, "%s", sep);
-        format_roundup(c->roundup_power2_divisions, buf, cap, &len);
-        sep = ",";
-    }
-    if (c->garbage_collection_threshold > 0.0) {
-        /* The fewest digits (15 to 17) that parse back to the same double:
-         * "0.6" stays short, and no setting changes on a round trip. */
-        double d = c->garbage_collection_threshold;
-        char num[40];
-        for (int prec = 15; prec <= 17; prec++) {
-            snprintf(num, sizeof num, "%.*g", prec, d);
-            if (strtod(num, NULL) == d)
-                break;
-        }
-        put(buf, cap, &len, "%sgarbage_collection_threshold:%s", sep, num);
-        sep = ",";
-    }
-    if (c->expandable_segments)
-        put(buf, cap, &len, "%sexpandable_segments:True", sep);
+    const fsc_alloc_setting_t *t = fsc_alloc_settings(&n);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].flags & FSC_SETTING_PRINTED)
+            format_one(c, &t[i], i, buf, cap, &len, &sep);
     if (len >= cap) {
         buf[cap - 1] = '\0';
         return FSC_ELIMIT;

@@ -28,7 +28,7 @@ static int has_space(const fsc__block_t *b, uint64_t size)
 int fsc__expandable_segment(fsc_allocator_t *a, fsc__pool_t *p, uint64_t stream, int adopt,
                             uint64_t base, fsc__block_t **out)
 {
-    uint64_t page = p->id == FSC_POOL_SMALL ? FSC__SMALL_BUFFER : FSC__LARGE_BUFFER;
+    uint64_t page = p->id == FSC_POOL_SMALL ? FSC__SMALL_BUFFER : fsc__large_segment(&a->cfg);
     uint64_t total = a->be->total;
     uint64_t va = (total + total / 8 + page - 1) / page * page;
     fsc__segment_t *s = calloc(1, sizeof *s);

@@ -54,13 +54,18 @@ fsc_pool_t fsc_alloc_pool_of(uint64_t rounded_size)
     return rounded_size <= FSC__SMALL_SIZE ? FSC_POOL_SMALL : FSC_POOL_LARGE;
 }
 
-uint64_t fsc_alloc_segment_size(uint64_t rounded_size)
+uint64_t fsc_alloc_segment_size_cfg(const fsc_alloc_config_t *c, uint64_t rounded_size)
 {
     if (rounded_size <= FSC__SMALL_SIZE)
         return FSC__SMALL_BUFFER;
     if (rounded_size < FSC__MIN_LARGE_ALLOC)
-        return FSC__LARGE_BUFFER;
+        return fsc__large_segment(c);
     return (rounded_size + FSC__ROUND_LARGE - 1) / FSC__ROUND_LARGE * FSC__ROUND_LARGE;
+}
+
+uint64_t fsc_alloc_segment_size(uint64_t rounded_size)
+{
+    return fsc_alloc_segment_size_cfg(NULL, rounded_size);
 }
 
 int fsc_alloc_should_split(const fsc_alloc_config_t *c, fsc_pool_t pool, uint64_t block_size,

@@ -23,10 +23,17 @@ static inline uint64_t fsc__max_split(const fsc_alloc_config_t *c)
     return (c == NULL || c->max_split_size == 0) ? UINT64_MAX : c->max_split_size;
 }
 
-/* max_non_split_rounding with 0 meaning PyTorch's 20 MiB. */
+/* large_segment_size with 0 meaning PyTorch's kLargeBuffer, 20 MiB. */
+static inline uint64_t fsc__large_segment(const fsc_alloc_config_t *c)
+{
+    return (c == NULL || c->large_segment_size == 0) ? FSC__LARGE_BUFFER : c->large_segment_size;
+}
+
+/* max_non_split_rounding with 0 meaning its default, the large segment
+ * size (20 MiB unless large_segment_size_mb says otherwise). */
 static inline uint64_t fsc__max_non_split_rounding(const fsc_alloc_config_t *c)
 {
-    return (c == NULL || c->max_non_split_rounding == 0) ? FSC__LARGE_BUFFER
+    return (c == NULL || c->max_non_split_rounding == 0) ? fsc__large_segment(c)
                                                           : c->max_non_split_rounding;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "fragscope/allocator.h"
 #include "pymeta.h"
 #include "report/run_facts.h"
 #include "fsc/vec.h"
@@ -431,6 +432,9 @@ static int write_meta(fsc_analysis_t *a)
     MT("fragscope_version", FSC_VERSION_STRING);
     MT("producer", a->producer);
     MT("config", a->config);
+    char unmodelled[256];
+    if (fsc_alloc_config_unmodelled_str(a->config, unmodelled, sizeof unmodelled) > 0)
+        MT("settings.not_modelled", unmodelled);
     MT("backend", a->backend);
     MI("capacity", a->run.capacity_unknown ? 0 : h->capacity);
     MI("capacity_inferred", a->run.capacity_unknown);
@@ -586,6 +590,8 @@ int fsc_analysis_finish(fsc_analysis_t *a, fsc_analysis_summary_t *out)
         rc = from_store(a, fsc__store_end_bulk(a->store));
     if (rc == 0)
         rc = finish_tables(a, &sum);
+    fsc_alloc_config_unmodelled_str(a->config, sum.settings_not_modelled,
+                                    sizeof sum.settings_not_modelled);
     if (rc == 0)
         rc = from_store(a, fsc__store_commit(a->store));
     fsc__store_destroy(a->store);

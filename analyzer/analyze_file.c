@@ -101,6 +101,10 @@ static void put_meta(fsc_analysis_t *a, const fsc_source_info_t *in)
         fsc_analysis_set_meta_int(a, "import.records", (int64_t)st->meta_records);
         if (st->unknown_actions || st->unknown_keys)
             fsc_analysis_set_meta_text(a, "import.not_understood", st->not_understood);
+        if (st->keys_not_modelled[0])
+            fsc_analysis_set_meta_text(a, "import.keys_not_modelled", st->keys_not_modelled);
+        if (st->torch_inferred[0])
+            fsc_analysis_set_meta_text(a, "import.torch_inferred", st->torch_inferred);
     }
 }
 

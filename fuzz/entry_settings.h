@@ -31,6 +31,9 @@ static inline int fsc_fuzz_config(const uint8_t *data, size_t len)
         FSC_FUZZ_ASSERT(back.garbage_collection_threshold == c.garbage_collection_threshold);
         FSC_FUZZ_ASSERT(back.expandable_segments == c.expandable_segments);
         FSC_FUZZ_ASSERT(back.max_non_split_rounding == c.max_non_split_rounding);
+        FSC_FUZZ_ASSERT(back.large_segment_size == c.large_segment_size);
+        FSC_FUZZ_ASSERT(back.throw_on_cudamalloc_oom == c.throw_on_cudamalloc_oom);
+        FSC_FUZZ_ASSERT(strcmp(back.reserve_by_class, c.reserve_by_class) == 0);
         /* The rules never fail on a parsed config. */
         uint64_t r = fsc_alloc_round_size(&c, 3 * FSC_MiB + 1);
         FSC_FUZZ_ASSERT(r >= 3 * FSC_MiB + 1);

@@ -273,6 +273,12 @@ static int analyze(int argc, char **argv, const char **inputs)
            sum.num_ooms ? ")" : "");
     if (info.kind == FSC_SOURCE_SNAPSHOT)
         fsc__analyze_window_note("", &info.import);
+    if (info.kind == FSC_SOURCE_SNAPSHOT && info.import.keys_not_modelled[0] != '\0')
+        printf("snapshot keys not modelled: %s\n", info.import.keys_not_modelled);
+    if (sum.settings_not_modelled[0] != '\0')
+        printf("settings not modelled: %s (the replay cannot follow them: figures that depend on "
+               "them, what-if suggestions included, are not exact)\n",
+               sum.settings_not_modelled);
     if (sum.warnings > 0)
         printf("%llu events contradicted the replay and were skipped (see table warnings)\n",
                (unsigned long long)sum.warnings);

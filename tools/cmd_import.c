@@ -292,6 +292,14 @@ static void print_summary(const char *in, const char *out, const fsc_import_stat
                "keys (%s)\n",
                (unsigned long long)s->unknown_actions, (unsigned long long)s->unknown_keys,
                s->not_understood);
+    if (s->settings_not_modelled[0])
+        printf("  settings not modelled: %s (replays cannot follow them: what-if results that "
+               "depend on them are not exact)\n",
+               s->settings_not_modelled);
+    if (s->keys_not_modelled[0])
+        printf("  snapshot keys not modelled: %s\n", s->keys_not_modelled);
+    if (s->torch_inferred[0])
+        printf("  PyTorch version: %s\n", s->torch_inferred);
     if (s->meta_records)
         printf("  %llu pytorch.* records keep what is not an allocator event "
                "(docs/pytorch.md)\n",

@@ -20,7 +20,7 @@ const char fsc_cmd_whatif_usage[] =
     "                        [--suggest] [--verify] [--verify-against OTHER]\n"
     "                        [--db run.db] [--format text|json]\n"
     "                        [--threads N] [--device N] [--device-memory SIZE]\n"
-    "                        [--lenient] [--all-frames]\n"
+    "                        [--lenient] [--all-frames] [--torch VERSION]\n"
     "\n"
     "Extracts what the program asked of its allocator (allocation sizes, frees,\n"
     "streams, record_stream completions, markers) from a .fstrace or a PyTorch\n"
@@ -66,6 +66,10 @@ const char fsc_cmd_whatif_usage[] =
     "                   object per config (--config), per suggestion (--suggest),\n"
     "                   or one object (--verify, --verify-against); it takes\n"
     "                   one of them.\n"
+    "  --torch VERSION  replay each --config under PyTorch VERSION's rules (e.g.\n"
+    "                   2.8): a setting that version does not have is refused\n"
+    "                   (exit 2, naming it), and the rules that differ from\n"
+    "                   fragscope's (PyTorch's 2026 sources) are listed\n"
     "  --threads N      replays at once (default: one per core)\n"
     "  --device N       the CUDA device of a snapshot with several\n"
     "  --device-memory SIZE\n"
@@ -99,6 +103,10 @@ typedef struct wopts {
     const char *db;
     const char *against; /* --verify-against */
     fsc_job_opts_t job; /* --rank R / --run N */
+    int torch;          /* --torch: major*100+minor; 0 = fragscope's rules */
+    /* --config strings read under an older parser, in the canonical form
+     * that gives the same settings under fragscope's */
+    char canon[MAX_CONFIGS][512];
 } wopts_t;
 
 static int parse_args(int argc, char **argv, wopts_t *o)
@@ -137,7 +145,8 @@ static int parse_args(int argc, char **argv, wopts_t *o)
         int takes = strcmp(a, "--config") == 0 || strcmp(a, "--capacity") == 0 ||
                     strcmp(a, "--format") == 0 || strcmp(a, "--db") == 0 ||
                     strcmp(a, "--threads") == 0 || strcmp(a, "--device") == 0 ||
-                    strcmp(a, "--verify-against") == 0 || strcmp(a, "--device-memory") == 0;
+                    strcmp(a, "--verify-against") == 0 || strcmp(a, "--device-memory") == 0 ||
+                    strcmp(a, "--torch") == 0;
         if (!takes)
             return fsc_cli_usage_error("whatif", "unknown option '%s'", a);
         if (i + 1 >= argc)
@@ -162,6 +171,10 @@ static int parse_args(int argc, char **argv, wopts_t *o)
             o->db = v;
         } else if (strcmp(a, "--verify-against") == 0) {
             o->against = v;
+        } else if (strcmp(a, "--torch") == 0) {
+            if (fsc_alloc_torch_version_parse(v, &o->torch) != 0)
+                return fsc_cli_usage_error("whatif", "--torch: '%s' is not a version such as 2.8",
+                                           v);
         } else if (strcmp(a, "--device-memory") == 0) {
             int rc = fsc_cli_size("whatif", a, v, &o->device_memory);
             if (rc != 0)
@@ -190,6 +203,8 @@ static int parse_args(int argc, char **argv, wopts_t *o)
                                                  "and none of --suggest, --verify, --db");
         return 0;
     }
+    if (o->torch && (o->nconfigs == 0 || o->suggest || o->verify || o->db != NULL))
+        return fsc_cli_usage_error("whatif", "--torch applies to --config replays only");
     if (o->nconfigs == 0 && !o->suggest && !o->verify && o->db == NULL)
         return fsc_cli_usage_error("whatif", "nothing to do: give --config, --suggest, "
                                              "--verify, --verify-against or --db");
@@ -342,6 +357,44 @@ static void site_name(const fsc_request_stream_t *rs, const fsc_whatif_result_t 
         snprintf(buf, cap, "%s", o->tag);
 }
 
+/* The settings a replay's result depends on that fragscope does not model:
+ * the replayed config's, and the recording's own (its run followed them,
+ * the request stream carries their effect). "" = none. */
+static void not_modelled(const char *config, const char *recorded, char *buf, size_t cap)
+{
+    char a[256], b[256];
+    fsc_alloc_config_unmodelled_str(config, a, sizeof a);
+    fsc_alloc_config_unmodelled_str(recorded, b, sizeof b);
+    snprintf(buf, cap, "%s", a);
+    char *save = NULL;
+    for (char *k = strtok_r(b, ",", &save); k != NULL; k = strtok_r(NULL, ",", &save)) {
+        size_t kl = strlen(k), len = strlen(buf);
+        int have = 0;
+        for (const char *p = buf; (p = strstr(p, k)) != NULL; p += kl)
+            if ((p == buf || p[-1] == ',') && (p[kl] == ',' || p[kl] == '\0'))
+                have = 1;
+        if (!have)
+            snprintf(buf + len, cap - len, "%s%s", len ? "," : "", k);
+    }
+}
+
+static void json_not_modelled(const char *list, FILE *f)
+{
+    if (list[0] == '\0')
+        return;
+    fputs(", \"exact\": false, \"not_modelled\": [", f);
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s", list);
+    int first = 1;
+    char *save = NULL;
+    for (char *k = strtok_r(tmp, ",", &save); k != NULL; k = strtok_r(NULL, ",", &save)) {
+        fputs(first ? "" : ", ", f);
+        json_str(f, k);
+        first = 0;
+    }
+    fputc(']', f);
+}
+
 static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_result_t *r,
                                size_t n, int all_frames, const fsc_request_stream_info_t *in,
                                FILE *f)
@@ -400,6 +453,9 @@ static void print_results_json(const fsc_request_stream_t *rs, const fsc_whatif_
                 x->placement_uncertain, x->placement_variants,
                 x->placement_decides ? "true" : "false", x->peak_reserved_lo, x->peak_reserved_hi,
                 x->peak_allocated_lo, x->peak_allocated_hi, x->oom_variants);
+        char nm[256];
+        not_modelled(x->config, in->config, nm, sizeof nm);
+        json_not_modelled(nm, f);
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fputs("]\n", f);
@@ -426,6 +482,13 @@ static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_
                 x->oom ? "OOM" : x->run_complete ? "ok" : "ok*");
     }
     for (size_t i = 0; i < n; i++) {
+        char nm[256];
+        not_modelled(r[i].config, in->config, nm, sizeof nm);
+        if (nm[0])
+            fprintf(f, "\nnot exact: %s: settings fragscope does not model: %s; the replay "
+                       "cannot follow them,\n  so it differs from what PyTorch would do "
+                       "wherever they matter.\n",
+                    cfg_name(r[i].config), nm);
         const fsc_whatif_result_t *x = &r[i];
         if (!x->placement_decides)
             continue;
@@ -594,6 +657,9 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
                     s[i].baseline_peak_reserved);
             json_str(f, s[i].note);
             json_window(in, f);
+            char nm[256];
+            not_modelled(s[i].config, in->config, nm, sizeof nm);
+            json_not_modelled(nm, f);
             fprintf(f, "}%s\n", i + 1 < n ? "," : "");
         }
         fputs("]\n", f);
@@ -644,6 +710,12 @@ static void print_suggestions(const fsc_suggestion_t *s, size_t n, int json,
             fputc('\n', f);
         }
     }
+    char nm[256];
+    not_modelled("", in->config, nm, sizeof nm);
+    if (nm[0])
+        fprintf(f, "\nnot exact: the recording's settings include %s, which fragscope does not "
+                   "model:\n  every figure above comes from a replay that cannot follow them.\n",
+                nm);
     if (n == 0)
         return;
     if (!s[0].run_complete && in->window && !in->ends_at_oom)
@@ -788,8 +860,12 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
                     ", \"got_addr\": %" PRIu64 "}",
                     v->first_addr_mismatch, v->mismatch_event, v->mismatch_expected_addr,
                     v->mismatch_got_addr);
-        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s}\n",
+        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s",
                 v->oom_expected ? "true" : "false", v->oom_got ? "true" : "false");
+        char nm[256];
+        not_modelled(v->replay.config, info->config, nm, sizeof nm);
+        json_not_modelled(nm, f);
+        fputs("}\n", f);
         return faithful ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
     }
     print_window(info, 0, f);
@@ -824,6 +900,11 @@ static int print_verify(const fsc_whatif_verify_t *v, const fsc_request_stream_i
     }
     fprintf(f, "  OOM            %s recorded, %s replayed\n", v->oom_expected ? "yes" : "no",
             v->oom_got ? "yes" : "no");
+    char nm[256];
+    not_modelled(v->replay.config, info->config, nm, sizeof nm);
+    if (nm[0])
+        fprintf(f, "  not exact      settings fragscope does not model: %s; the replay cannot "
+                   "follow them\n", nm);
     return faithful ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
 }
 
@@ -864,10 +945,19 @@ static int print_against(const fsc_whatif_verify_t *v, const char *other,
                     ", \"got_addr\": %" PRIu64 "}",
                     v->first_addr_mismatch, v->mismatch_event, v->mismatch_requested,
                     v->mismatch_rounded, v->mismatch_expected_addr, v->mismatch_got_addr);
-        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s}\n",
+        fprintf(f, ", \"oom_expected\": %s, \"oom_got\": %s",
                 v->oom_expected ? "true" : "false", v->oom_got ? "true" : "false");
+        char nm[256];
+        not_modelled(v->replay.config, binfo->config, nm, sizeof nm);
+        json_not_modelled(nm, f);
+        fputs("}\n", f);
         return v->match ? FSC_EXIT_OK : FSC_EXIT_CHECK_FAILED;
     }
+    char nm[256];
+    not_modelled(v->replay.config, binfo->config, nm, sizeof nm);
+    if (nm[0])
+        fprintf(f, "not exact: settings fragscope does not model: %s; the replay cannot follow "
+                   "them\n", nm);
     fprintf(f, "verify against %s (settings \"%s\"): %s\n", other, v->replay.config,
             v->match ? "the replay reproduces it" : "the replay DIFFERS");
     char cap[32];
@@ -972,16 +1062,60 @@ static void on_progress(void *ud, uint64_t done, uint64_t total)
     fsc_progress_update(ud, done, total);
 }
 
-static int check_configs(const wopts_t *o)
+/* Every --config parses (under --torch's parser when given), and under
+ * --torch has only settings that version knows. A string the old parser
+ * reads differently is replaced by the canonical form of what it read. */
+static int check_configs(wopts_t *o)
 {
+    int rules = o->torch ? fsc_alloc_torch_parser_rules(o->torch) : FSC_PARSER_NEW;
     for (size_t i = 0; i < o->nconfigs; i++) {
         fsc_alloc_config_t c;
         fsc_err_t err = {0, ""};
-        if (fsc_alloc_config_parse(o->configs[i], &c, &err) != 0)
+        if (fsc_alloc_config_parse_rules(o->configs[i], rules, &c, &err) != 0)
             return fsc_cli_error("whatif: bad --config '%s': %s", o->configs[i],
                                  fsc_err_msg(&err));
+        if (!o->torch)
+            continue;
+        char missing[256];
+        if (fsc_alloc_config_missing_in(&c, o->torch, missing, sizeof missing) > 0)
+            return fsc_cli_error("whatif: --config '%s': PyTorch %d.%d has no %s (refused: "
+                                 "fragscope cannot replay that version with it)",
+                                 o->configs[i], o->torch / 100, o->torch % 100, missing);
+        fsc_alloc_config_t mine;
+        if (rules != FSC_PARSER_NEW &&
+            fsc_alloc_config_parse(o->configs[i], &mine, &err) == 0 &&
+            memcmp(mine.roundup_power2_divisions, c.roundup_power2_divisions,
+                   sizeof c.roundup_power2_divisions) != 0) {
+            if (fsc_alloc_config_format(&c, o->canon[i], sizeof o->canon[i]) != 0)
+                return fsc_cli_error("whatif: --config '%s': too long", o->configs[i]);
+            o->configs[i] = o->canon[i];
+        }
     }
     return 0;
+}
+
+/* What --torch changes, before the results. */
+static void print_torch_profile(const wopts_t *o, const fsc_request_stream_info_t *in, FILE *f)
+{
+    char buf[2048];
+    int n = fsc_alloc_torch_rule_differences(o->torch, buf, sizeof buf);
+    fprintf(f, "PyTorch %d.%d rules: %s\n%s", o->torch / 100, o->torch % 100,
+            n ? "where they differ from fragscope's (PyTorch's sources of 2026):"
+              : "the same as fragscope's for every setting it models",
+            buf);
+    for (size_t i = 0; i < o->nconfigs; i++)
+        if (o->configs[i] == o->canon[i])
+            fprintf(f, "a --config reads differently there; replayed as \"%s\"\n",
+                    o->canon[i]);
+    fsc_alloc_config_t rec;
+    fsc_err_t err = {0, ""};
+    char missing[256];
+    if (in->config != NULL && fsc_alloc_config_parse(in->config, &rec, &err) == 0 &&
+        fsc_alloc_config_missing_in(&rec, o->torch, missing, sizeof missing) > 0)
+        fprintf(f, "the recording's own settings have %s, which PyTorch %d.%d does not: it was "
+                   "not recorded under that version\n",
+                missing, o->torch / 100, o->torch % 100);
+    fputc('\n', f);
 }
 
 int fsc_cmd_whatif(int argc, char **argv)
@@ -1028,6 +1162,22 @@ int fsc_cmd_whatif(int argc, char **argv)
                     fsc_size_format(info.capacity_lower, lo, sizeof lo), lo,
                     fsc_size_format(info.capacity_upper, hi, sizeof hi), o.json ? "" : "\n");
         }
+    }
+    if (o.torch)
+        print_torch_profile(&o, &info, o.json ? stderr : stdout);
+    /* A fraction in a --config caps a replay only where no capacity is in
+     * force: the allocator lets an explicit capacity win. */
+    size_t ppmf;
+    fsc_alloc_setting_find("per_process_memory_fraction", &ppmf);
+    for (size_t i = 0; wo.capacity != 0 && i < o.nconfigs; i++) {
+        fsc_alloc_config_t c;
+        fsc_err_t e2 = {0, ""};
+        char cap[32];
+        if (fsc_alloc_config_parse(o.configs[i], &c, &e2) == 0 && fsc_alloc_config_is_set(&c, ppmf))
+            fprintf(o.json ? stderr : stdout,
+                    "--config '%s': its per_process_memory_fraction gives way to the capacity in "
+                    "force, %s (--capacity or the recording's)\n",
+                    o.configs[i], fsc_size_format(wo.capacity, cap, sizeof cap));
     }
     if (o.nconfigs > 0 || o.suggest) {
         print_pools_note(&info, "", o.json ? stderr : stdout);

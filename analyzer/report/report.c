@@ -177,6 +177,14 @@ static void print_text(const rep_t *r, FILE *f)
         fprintf(f, "  run         %s\n", r->run_label);
     fprintf(f, "  producer    %s, backend %s\n", r->producer, r->backend);
     fprintf(f, "  config      %s\n", r->config[0] ? r->config : "(defaults)");
+    if (r->settings_not_modelled[0])
+        fprintf(f, "  not modelled  %s: fragscope's replay cannot follow these settings; "
+                   "figures that depend on them (what-if, suggestions) are not exact\n",
+                r->settings_not_modelled);
+    if (r->keys_not_modelled[0])
+        fprintf(f, "  not modelled  snapshot keys %s\n", r->keys_not_modelled);
+    if (r->torch_inferred[0])
+        fprintf(f, "  PyTorch     %s\n", r->torch_inferred);
     fprintf(f, "  capacity    %s\n", cap);
     fprintf(f, "  events      %.0f\n", sv(r, "events"));
     if (r->warnings)
@@ -340,6 +348,22 @@ static void print_markdown(const rep_t *r, FILE *f)
         md_escape(f, r->rec_skipped_text);
         fprintf(f, ". Every figure covers only the entries it kept.**\n\n");
     }
+    if (r->settings_not_modelled[0]) {
+        fprintf(f, "**Settings not modelled: ");
+        md_escape(f, r->settings_not_modelled);
+        fprintf(f, ".** fragscope's replay cannot follow them; figures that depend on them "
+                   "(what-if, suggestions) are not exact.\n\n");
+    }
+    if (r->keys_not_modelled[0]) {
+        fprintf(f, "Snapshot keys not modelled: ");
+        md_escape(f, r->keys_not_modelled);
+        fprintf(f, ".\n\n");
+    }
+    if (r->torch_inferred[0]) {
+        fprintf(f, "PyTorch version: ");
+        md_escape(f, r->torch_inferred);
+        fprintf(f, ".\n\n");
+    }
     if (r->unknown_actions || r->unknown_keys) {
         fprintf(f, "Not understood (kept): %lld entries with an unknown action, %lld unknown "
                    "keys: ", (long long)r->unknown_actions, (long long)r->unknown_keys);
@@ -466,6 +490,19 @@ static char *build_json(const rep_t *r, const job_t *job)
     cJSON_AddStringToObject(meta, "producer", r->producer);
     cJSON_AddStringToObject(meta, "backend", r->backend);
     cJSON_AddStringToObject(meta, "config", r->config);
+    if (r->settings_not_modelled[0]) {
+        /* only when there are some: reports of other runs stay as they were */
+        cJSON *nm = cJSON_AddArrayToObject(meta, "settings_not_modelled");
+        char tmp[sizeof r->settings_not_modelled];
+        snprintf(tmp, sizeof tmp, "%s", r->settings_not_modelled);
+        for (char *save = NULL, *k = strtok_r(tmp, ",", &save); k != NULL;
+             k = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(nm, cJSON_CreateString(k));
+    }
+    if (r->keys_not_modelled[0])
+        cJSON_AddStringToObject(meta, "snapshot_keys_not_modelled", r->keys_not_modelled);
+    if (r->torch_inferred[0])
+        cJSON_AddStringToObject(meta, "torch_version_inferred", r->torch_inferred);
     cJSON_AddItemToObject(meta, "capacity_bytes", num((double)r->capacity));
     fsc__report_external_run_json(r, meta);
     fsc__report_pools_json(r, root);

@@ -261,7 +261,13 @@ static int load(ld_t *L)
                                   sizeof r->rec_skipped_text)) != 0 ||
         (rc = fsc_rundb_meta_text(db, "recorder.skipped_first", r->rec_skipped_first,
                                   sizeof r->rec_skipped_first)) != 0 ||
-        (r->rec_skipped > 0 && (rc = fsc_rundb_meta(db, skipped_kind_row, r)) != 0))
+        (r->rec_skipped > 0 && (rc = fsc_rundb_meta(db, skipped_kind_row, r)) != 0) ||
+        (rc = fsc_rundb_meta_text(db, "settings.not_modelled", r->settings_not_modelled,
+                                  sizeof r->settings_not_modelled)) != 0 ||
+        (rc = fsc_rundb_meta_text(db, "import.keys_not_modelled", r->keys_not_modelled,
+                                  sizeof r->keys_not_modelled)) != 0 ||
+        (rc = fsc_rundb_meta_text(db, "import.torch_inferred", r->torch_inferred,
+                                  sizeof r->torch_inferred)) != 0)
         return rc;
     r->capacity_inferred = (int)inferred;
     if ((rc = fsc_rundb_summary(db, sum_row, r)) != 0 || (rc = fsc_rundb_ooms(db, oom_row, L)) != 0)

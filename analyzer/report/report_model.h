@@ -149,6 +149,10 @@ typedef struct rep {
         int64_t n;
     } rec_skipped_kind[16];
     int nrec_skipped_kind;
+    /* settings of the run fragscope does not model (meta settings.not_modelled) */
+    char settings_not_modelled[256];
+    char keys_not_modelled[512]; /* meta import.keys_not_modelled */
+    char torch_inferred[256];    /* meta import.torch_inferred */
     rep_pool_t *pools; /* report_pools.c: none when the run has no private pool */
     int npools;
     rep_window_t window;

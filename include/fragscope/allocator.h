@@ -27,6 +27,7 @@ extern "C" {
 /* ---- configuration (PYTORCH_CUDA_ALLOC_CONF syntax) ------------------- */
 
 #define FSC_ROUNDUP_INTERVALS 16 /* 1 MiB, 2 MiB, ... 32 GiB (powers of two) */
+#define FSC_ALLOC_SETTINGS_MAX 40 /* room in the settings table (set_mask is 64 bits) */
 
 typedef struct fsc_alloc_config {
     /* Blocks at/above this are never split, and requests below it never take
@@ -45,25 +46,143 @@ typedef struct fsc_alloc_config {
      * the block is smaller than request + this (max_non_split_rounding_mb).
      * 0 = PyTorch's default, 20 MiB. */
     uint64_t max_non_split_rounding;
+    /* large_segment_size_mb (PyTorch after 2.11): the segment of a 1..10 MiB
+     * request and the large pool's expandable page; also the minimum of
+     * max_split_size_mb and max_non_split_rounding_mb and the latter's
+     * default. 0 = 20 MiB. */
+    uint64_t large_segment_size;
+    /* per_process_memory_fraction inside the settings string: the share of
+     * the device the allocator may reserve (valid when its bit is set in
+     * set_mask; the caller turns it into a capacity). */
+    double per_process_memory_fraction;
+    /* throw_on_cudamalloc_oom: with a fraction, a miss that would pass the
+     * cap fails at once: no garbage collection, no cache release, no retry. */
+    int throw_on_cudamalloc_oom;
+    /* The rule the list form of roundup_power2_divisions was read with
+     * (FSC_PARSER_*): where ">" starts filling. */
+    int parser_rules;
+    /* Values of settings that have no field of their own (accepted, printed,
+     * not modelled), indexed by their place in the settings table. */
+    double extra[FSC_ALLOC_SETTINGS_MAX];
+    /* expandable_segments_reserve_by_class, as written canonically. */
+    char reserve_by_class[96];
+    /* Bit i: the string set setting i of the table (fsc_alloc_settings). */
+    uint64_t set_mask;
 } fsc_alloc_config_t;
 
-#define FSC_ALLOC_CONFIG_DEFAULT {0, {0}, 0.0, 0, 0}
+#define FSC_ALLOC_CONFIG_DEFAULT {0, {0}, 0.0, 0, 0, 0, 0.0, 0, 0, {0}, "", 0}
+
+/* Which PyTorch parser's rule the list form of roundup_power2_divisions
+ * follows. NEW (PyTorch 2.9 on, 2.11 checked on a GPU): ">" fills the
+ * intervals after the previous entry's. OLD (the CUDA-only parser before
+ * it): ">" fills from the previous entry's own interval on. */
+enum { FSC_PARSER_NEW = 0, FSC_PARSER_OLD = 1 };
+
+/* ---- the settings table ------------------------------------------------ */
+
+/* How a setting's value is read and written. */
+typedef enum fsc_alloc_setting_kind {
+    FSC_SETTING_MIB,       /* whole MiB in the string, bytes in the field (uint64_t) */
+    FSC_SETTING_BOOL,      /* True/False (int) */
+    FSC_SETTING_FRACTION,  /* a decimal within [min, max] (double) */
+    FSC_SETTING_DIVISIONS, /* roundup_power2_divisions: a count or [MiB:d,...,>:d] */
+    FSC_SETTING_BACKEND,   /* backend: only native is modelled */
+    FSC_SETTING_RESERVE,   /* a fraction of the device, or NG for GiB (double; < 0 = GiB) */
+    FSC_SETTING_RESERVE_LIST, /* [class:reserve,...] */
+    FSC_SETTING_ACCEPTED,  /* True/False or a number; no effect on device memory */
+    FSC_SETTING_COUNT      /* a whole number within [min, max] (in extra[]) */
+} fsc_alloc_setting_kind_t;
+
+#define FSC_SETTING_MODELLED 0x01u  /* the allocator follows it */
+#define FSC_SETTING_PRINTED 0x02u   /* part of fsc_alloc_config_format's form */
+#define FSC_SETTING_PLACEMENT 0x04u /* can change segments, addresses or OOMs */
+#define FSC_SETTING_MIN_LSS 0x08u   /* minimum = large_segment_size (default 20 MiB) */
+#define FSC_SETTING_OPEN 0x10u      /* FRACTION: the bounds themselves are refused */
+#define FSC_SETTING_SNAP_UNSET_M1 0x20u /* snapshot writes -1 when unset (else omits) */
+#define FSC_SETTING_SNAP_ALWAYS 0x40u   /* snapshot writes it even when unset */
+#define FSC_SETTING_POW2 0x80u          /* COUNT: a power of two */
+
+typedef struct fsc_alloc_setting {
+    const char *name;  /* the key in the string */
+    const char *alias; /* the ROCm spelling, or NULL */
+    fsc_alloc_setting_kind_t kind;
+    int offset;        /* offsetof its field in fsc_alloc_config_t; -1: extra[] */
+    double def;        /* default, in the string's unit (MiB, fraction, 0/1) */
+    double min, max;   /* accepted range in the string's unit (MIB/FRACTION/COUNT) */
+    unsigned flags;    /* FSC_SETTING_* */
+    /* PyTorch versions (major*100+minor) that know it: since (0 = before
+     * any release fragscope checked, at latest 2.11) up to until (0 = still).
+     * FSC_TORCH_AFTER_211: only in PyTorch's sources after 2.11 (2026),
+     * no release checked. */
+    int since, until;
+    const char *snapshot_key; /* under allocator_settings; NULL = not there */
+    int snapshot_rank;        /* order of writing (1 first); 0 = read, not written */
+    const char *doc_value;    /* docs/allocator.md: the value column */
+    const char *doc_effect;   /* docs/allocator.md: the effect column */
+} fsc_alloc_setting_t;
+
+#define FSC_TORCH_AFTER_211 212
+#define FSC_TORCH_CHECKED 211 /* the version on the GPU the rules were checked on */
+
+/* The table every reader and writer of settings follows: the parser, the
+ * printer, the snapshot reader and writer, what-if's validation and the
+ * list in docs/allocator.md. *n gets the number of entries. */
+const fsc_alloc_setting_t *fsc_alloc_settings(size_t *n);
+/* The entry named key (or its alias); NULL if none. *index gets its place. */
+const fsc_alloc_setting_t *fsc_alloc_setting_find(const char *key, size_t *index);
+/* Whether the configuration's string set entry `index`. */
+int fsc_alloc_config_is_set(const fsc_alloc_config_t *c, size_t index);
+/* The settings set in c that can change placement but are not modelled,
+ * comma-separated into buf ("" = none). Returns how many. */
+int fsc_alloc_config_unmodelled(const fsc_alloc_config_t *c, char *buf, size_t cap);
+/* The same for a settings string; a string that does not parse names
+ * nothing here (its error is reported where it is parsed). */
+int fsc_alloc_config_unmodelled_str(const char *config, char *buf, size_t cap);
+/* The markdown table of docs/allocator.md's "Configuration keys", from the
+ * table. FSC_ELIMIT when cap is too small. */
+int fsc_alloc_settings_doc(char *buf, size_t cap);
+/* PyTorch's environment: only the first variable that is set among
+ * PYTORCH_CUDA_ALLOC_CONF, PYTORCH_HIP_ALLOC_CONF and PYTORCH_ALLOC_CONF is
+ * read (set but empty counts: it means the defaults), no merging. getenv_fn
+ * NULL = getenv. Returns the value (NULL: none set) and *name the variable. */
+const char *fsc_alloc_config_env(const char *(*getenv_fn)(const char *), const char **name);
+/* The segment a miss of this rounded size creates under c (large_segment_size
+ * honoured); fsc_alloc_segment_size is this under the defaults. */
+uint64_t fsc_alloc_segment_size_cfg(const fsc_alloc_config_t *c, uint64_t rounded_size);
+/* Parse under the old parser's rule for the ">" list entry (FSC_PARSER_OLD). */
+int fsc_alloc_config_parse_rules(const char *s, int rules, fsc_alloc_config_t *out,
+                                 fsc_err_t *err);
 
 /* Parse "max_split_size_mb:128,expandable_segments:True,
  * garbage_collection_threshold:0.6,roundup_power2_divisions:4" or the list
- * form "roundup_power2_divisions:[256:1,512:2,>:4]". "" = defaults. Keys that
- * PyTorch accepts but that do not change placement (e.g.
- * release_lock_on_cudamalloc, pinned_use_cuda_host_register,
- * pinned_num_register_threads, backend:native) are accepted and ignored.
- * The list form follows PyTorch exactly, including that ">" fills from the
- * previous entry's interval on (so "[256:1,512:2,>:4]" gives 4 from 512 MiB
- * up). Keys of the list are MiB (powers of two). Unknown
- * keys and bad values return FSC_ECONFIG with a message in err naming the
- * key and the value. */
+ * form "roundup_power2_divisions:[256:1,512:2,>:4]". "" = defaults. Every key
+ * of the settings table (fsc_alloc_settings) is accepted, whether fragscope
+ * models it or not (fsc_alloc_config_unmodelled names those that matter);
+ * large_segment_size_mb is applied before the minima it sets, wherever it
+ * stands. The list form follows PyTorch 2.9 on (FSC_PARSER_NEW): ">" fills
+ * the intervals after the previous entry's, so "[256:1,512:2,>:4]" keeps 2
+ * for [512 MiB, 1 GiB) and gives 4 from 1 GiB up. Keys of the list are MiB
+ * (powers of two). Unknown keys and bad values return FSC_ECONFIG with a
+ * message in err naming the key and the value; *out is then untouched. */
 int fsc_alloc_config_parse(const char *s, fsc_alloc_config_t *out, fsc_err_t *err);
 
 /* Canonical string form (only non-default keys; "" for defaults). */
 int fsc_alloc_config_format(const fsc_alloc_config_t *c, char *buf, size_t cap);
+
+/* ---- PyTorch versions ------------------------------------------------- */
+
+/* "2.11" or "2.8.1" -> 211, 208 (major*100+minor). FSC_EINVAL otherwise. */
+int fsc_alloc_torch_version_parse(const char *s, int *out);
+/* The set keys of c that PyTorch `version` does not have, comma-separated
+ * into buf; returns how many. Keys whose first release fragscope does not
+ * know (since 0) count as present in every version. */
+int fsc_alloc_config_missing_in(const fsc_alloc_config_t *c, int version, char *buf, size_t cap);
+/* The rule a settings string follows under PyTorch `version` (FSC_PARSER_*). */
+int fsc_alloc_torch_parser_rules(int version);
+/* The rules of PyTorch `version` that differ from fragscope's (which follow
+ * PyTorch's sources of 2026, a superset of 2.11), one line each ("- ...\n")
+ * into buf; returns how many. */
+int fsc_alloc_torch_rule_differences(int version, char *buf, size_t cap);
 
 /* ---- the rules, exposed for the importer, the analyzer and tests ------ */
 

@@ -135,6 +135,10 @@ typedef struct fsc_analysis_summary {
     int first_oom_cause;                 /* fsc_oom_cause_t; -1 when no OOM */
     uint64_t warnings;                   /* lenient runs */
     uint64_t leaked_blocks, leaked_bytes;
+    /* Settings of the run that can change placement and that fragscope
+     * does not model, comma-separated ("" = none): the replay cannot follow
+     * them (meta key settings.not_modelled). */
+    char settings_not_modelled[256];
 } fsc_analysis_summary_t;
 
 /* Start an analysis writing db_path (through a temporary file). hdr gives

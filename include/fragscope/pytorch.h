@@ -150,6 +150,15 @@ typedef struct fsc_import_stats {
     uint64_t meta_records; /* pytorch.* records emitted */
     char not_understood[FSC_ERR_MSG_MAX]; /* e.g. "action 'workspace_snapshot' x2; entry
                                              key 'foo' x3" ("" when none) */
+    /* Known but not modelled ("" when none): the run's settings that can
+     * change placement and fragscope's replay cannot follow
+     * (fsc_alloc_config_unmodelled), and snapshot keys read but not acted on
+     * (e.g. "allocator_settings.trace_alloc_overflowed=True"). */
+    char settings_not_modelled[256];
+    char keys_not_modelled[512];
+    /* The PyTorch version the snapshot's keys point to, said to be
+     * inferred ("" when nothing points past 2.11, the version checked). */
+    char torch_inferred[256];
 } fsc_import_stats_t;
 
 /* Import the snapshot at path into sink. opts and stats may be NULL. On

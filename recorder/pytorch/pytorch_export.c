@@ -347,6 +347,52 @@ static int write_segments(exp_t *x)
     return 0;
 }
 
+/* One allocator_settings key: bytes as an int (-1 or nothing when unset,
+ * as the entry says), a fraction as a float, a flag as a bool, the
+ * divisions as PyTorch's {"MiB": divisions} dict. */
+static void write_setting(exp_t *x, const fsc_alloc_config_t *c, const fsc_alloc_setting_t *s)
+{
+    const char *f = (const char *)c + s->offset;
+    switch (s->kind) {
+    case FSC_SETTING_MIB: {
+        uint64_t v;
+        memcpy(&v, f, sizeof v);
+        if (v == 0 && !(s->flags & FSC_SETTING_SNAP_UNSET_M1))
+            return;
+        fsc__pw_cstr(x->w, s->snapshot_key);
+        fsc__pw_int(x->w, v ? (int64_t)v : -1);
+        return;
+    }
+    case FSC_SETTING_FRACTION: {
+        double d;
+        memcpy(&d, f, sizeof d);
+        fsc__pw_cstr(x->w, s->snapshot_key);
+        fsc__pw_float(x->w, d);
+        return;
+    }
+    case FSC_SETTING_BOOL: {
+        int b;
+        memcpy(&b, f, sizeof b);
+        fsc__pw_cstr(x->w, s->snapshot_key);
+        fsc__pw_bool(x->w, b);
+        return;
+    }
+    case FSC_SETTING_DIVISIONS:
+        fsc__pw_cstr(x->w, s->snapshot_key);
+        fsc__pw_dict_open(x->w);
+        for (int i = 0; i < FSC_ROUNDUP_INTERVALS; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "%u", 1u << i);
+            fsc__pw_cstr(x->w, k);
+            fsc__pw_int(x->w, c->roundup_power2_divisions[i]);
+        }
+        fsc__pw_dict_close(x->w);
+        return;
+    default:
+        return;
+    }
+}
+
 static void write_settings(exp_t *x, const char *config)
 {
     /* The snapshot's own dict, when the trace kept it: it holds keys the
@@ -365,23 +411,13 @@ static void write_settings(exp_t *x, const char *config)
     fsc__pw_cstr(x->w, "allocator_settings");
     fsc__pw_dict_open(x->w);
     kv_str(x, "PYTORCH_CUDA_ALLOC_CONF", config ? config : "");
-    fsc__pw_cstr(x->w, "max_split_size");
-    fsc__pw_int(x->w, c.max_split_size ? (int64_t)c.max_split_size : -1);
-    fsc__pw_cstr(x->w, "garbage_collection_threshold");
-    fsc__pw_float(x->w, c.garbage_collection_threshold);
-    fsc__pw_cstr(x->w, "expandable_segments");
-    fsc__pw_bool(x->w, c.expandable_segments);
-    if (c.max_non_split_rounding)
-        kv_u64(x, "max_non_split_rounding", c.max_non_split_rounding);
-    fsc__pw_cstr(x->w, "roundup_power2_divisions");
-    fsc__pw_dict_open(x->w);
-    for (int i = 0; i < FSC_ROUNDUP_INTERVALS; i++) {
-        char k[16];
-        snprintf(k, sizeof k, "%u", 1u << i);
-        fsc__pw_cstr(x->w, k);
-        fsc__pw_int(x->w, c.roundup_power2_divisions[i]);
-    }
-    fsc__pw_dict_close(x->w);
+    /* The other keys as the settings table says, in its snapshot order. */
+    size_t n;
+    const fsc_alloc_setting_t *t = fsc_alloc_settings(&n);
+    for (int rank = 2; rank <= (int)n + 1; rank++)
+        for (size_t i = 0; i < n; i++)
+            if (t[i].snapshot_rank == rank && t[i].offset >= 0)
+                write_setting(x, &c, &t[i]);
     fsc__pw_dict_close(x->w);
 }
 

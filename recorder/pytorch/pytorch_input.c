@@ -197,34 +197,46 @@ int fsc__imp_frames_tag_cached(fsc__imp_t *im, const fsc__pv_t *frames, uint32_t
 
 /* ---- settings ---------------------------------------------------------- */
 
-int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
+/* One allocator_settings key into im->cfg, as the settings table says; a
+ * value out of range is ignored, as PyTorch's own reader would refuse it. */
+static void read_setting(fsc__imp_t *im, const fsc__pv_t *pv, const fsc_alloc_setting_t *s,
+                         size_t idx)
 {
-    fsc_alloc_config_t def = FSC_ALLOC_CONFIG_DEFAULT;
-    im->cfg = def;
-    const fsc__pv_t *s = fsc__pv_get(root, "allocator_settings");
-    const fsc__pv_t *env = fsc__pv_get(s, "PYTORCH_CUDA_ALLOC_CONF");
-    int have_env = env != NULL && env->kind == FSC__PV_STR && env->len > 0;
-    if (s != NULL && !fsc__imp_dict_ok(s))
-        return fsc__imp_bad(im, "'allocator_settings' is not a dict");
-    if (s != NULL) {
-        int64_t v;
-        double d;
-        if (fsc__pv_int(fsc__pv_get(s, "max_split_size"), &v) && v > 0 &&
-            (uint64_t)v < (UINT64_MAX >> 1))
-            im->cfg.max_split_size = (uint64_t)v;
+    char *f = (char *)&im->cfg + s->offset;
+    int64_t v;
+    double d;
+    if (s->offset < 0) {
+        /* No field: kept as a value the string would have set, only when it
+         * is not the default (so a 2.11 dict of defaults changes nothing). */
+        if (pv != NULL && fsc__pv_num(pv, &d) && d != s->def && idx < 64) {
+            im->cfg.extra[idx] = d;
+            im->cfg.set_mask |= 1ull << idx;
+        }
+        return;
+    }
+    switch (s->kind) {
+    case FSC_SETTING_MIB:
+        if (fsc__pv_int(pv, &v) && v > 0 && (uint64_t)v < (UINT64_MAX >> 1)) {
+            uint64_t u = (uint64_t)v;
+            memcpy(f, &u, sizeof u);
+        }
+        return;
+    case FSC_SETTING_FRACTION:
         /* Below DBL_MIN (subnormal) the settings string would not parse
          * back, as in PyTorch: such a value is ignored like one out of range. */
-        if (fsc__pv_num(fsc__pv_get(s, "garbage_collection_threshold"), &d) && d >= DBL_MIN &&
-            d < 1)
-            im->cfg.garbage_collection_threshold = d;
-        if (fsc__pv_int(fsc__pv_get(s, "expandable_segments"), &v))
-            im->cfg.expandable_segments = v != 0;
-        if (fsc__pv_int(fsc__pv_get(s, "max_non_split_rounding"), &v) && v > 0)
-            im->cfg.max_non_split_rounding = (uint64_t)v;
-        const fsc__pv_t *rd = fsc__pv_get(s, "roundup_power2_divisions");
-        if (fsc__imp_dict_ok(rd)) {
-            for (uint32_t i = 0; i < rd->len; i++) {
-                const fsc__pv_t *k = rd->u.items[2 * i];
+        if (fsc__pv_num(pv, &d) && d >= DBL_MIN && d < s->max)
+            memcpy(f, &d, sizeof d);
+        return;
+    case FSC_SETTING_BOOL:
+        if (fsc__pv_int(pv, &v)) {
+            int b = v != 0;
+            memcpy(f, &b, sizeof b);
+        }
+        return;
+    case FSC_SETTING_DIVISIONS:
+        if (fsc__imp_dict_ok(pv)) {
+            for (uint32_t i = 0; i < pv->len; i++) {
+                const fsc__pv_t *k = pv->u.items[2 * i];
                 char kb[32];
                 if (k->kind != FSC__PV_STR || k->len == 0 || k->len >= sizeof kb)
                     continue;
@@ -235,11 +247,74 @@ int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
                 if (*end != '\0' || mib == 0 || (mib & (mib - 1)) != 0)
                     continue;
                 int idx = 63 - __builtin_clzll(mib);
-                if (idx < FSC_ROUNDUP_INTERVALS && fsc__pv_int(rd->u.items[2 * i + 1], &v) &&
+                if (idx < FSC_ROUNDUP_INTERVALS && fsc__pv_int(pv->u.items[2 * i + 1], &v) &&
                     v >= 0 && v <= 65536)
                     im->cfg.roundup_power2_divisions[idx] = (uint32_t)v;
             }
         }
+        return;
+    default:
+        return;
+    }
+}
+
+/* Keys of allocator_settings that are facts of the snapshot rather than
+ * settings (PyTorch after 2.11): read and named, not acted on. The ring
+ * wrapping shows in the history itself, which is what the importer
+ * follows. */
+/* The settings of the config string the trace gets, and of the dict,
+ * that fragscope cannot replay. */
+static void name_unmodelled(fsc__imp_t *im)
+{
+    char *out = im->st->settings_not_modelled;
+    size_t cap = sizeof im->st->settings_not_modelled;
+    if (fsc_alloc_config_unmodelled_str(im->config, out, cap) == 0)
+        fsc_alloc_config_unmodelled(&im->cfg, out, cap);
+    /* Keys only PyTorch after 2.11 writes or accepts point to its version. */
+    fsc_alloc_config_t c;
+    fsc_err_t e;
+    fsc_err_clear(&e);
+    char newer[160] = "";
+    if (fsc_alloc_config_parse(im->config, &c, &e) == 0)
+        fsc_alloc_config_missing_in(&c, FSC_TORCH_CHECKED, newer, sizeof newer);
+    const char *ring = im->st->keys_not_modelled[0] ? "allocator_settings.trace_alloc_*" : "";
+    if (newer[0] || ring[0])
+        snprintf(im->st->torch_inferred, sizeof im->st->torch_inferred,
+                 "after 2.11 (inferred from its keys, not recorded: %s%s%s)", newer,
+                 newer[0] && ring[0] ? "," : "", ring);
+}
+
+static void read_trace_keys(fsc__imp_t *im, const fsc__pv_t *s)
+{
+    int64_t over = 0, max = 0;
+    char *out = im->st->keys_not_modelled;
+    size_t cap = sizeof im->st->keys_not_modelled;
+    out[0] = '\0';
+    int have_over = fsc__pv_int(fsc__pv_get(s, "trace_alloc_overflowed"), &over);
+    int have_max = fsc__pv_int(fsc__pv_get(s, "trace_alloc_max_entries"), &max);
+    if (have_over || have_max)
+        snprintf(out, cap,
+                 "allocator_settings.trace_alloc_overflowed=%s, trace_alloc_max_entries=%lld "
+                 "(read, not used: the history's own entries decide where it starts)",
+                 !have_over ? "absent" : over ? "True" : "False", have_max ? (long long)max : -1);
+}
+
+int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
+{
+    fsc_alloc_config_t def = FSC_ALLOC_CONFIG_DEFAULT;
+    im->cfg = def;
+    const fsc__pv_t *s = fsc__pv_get(root, "allocator_settings");
+    const fsc__pv_t *env = fsc__pv_get(s, "PYTORCH_CUDA_ALLOC_CONF");
+    int have_env = env != NULL && env->kind == FSC__PV_STR && env->len > 0;
+    if (s != NULL && !fsc__imp_dict_ok(s))
+        return fsc__imp_bad(im, "'allocator_settings' is not a dict");
+    if (s != NULL) {
+        size_t n;
+        const fsc_alloc_setting_t *t = fsc_alloc_settings(&n);
+        for (size_t i = 0; i < n; i++)
+            if (t[i].snapshot_key != NULL)
+                read_setting(im, fsc__pv_get(s, t[i].snapshot_key), &t[i], i);
+        read_trace_keys(im, s);
     }
     if (have_env) {
         size_t n = env->len < sizeof im->config - 1 ? env->len : sizeof im->config - 1;
@@ -254,22 +329,33 @@ int fsc__imp_read_settings(fsc__imp_t *im, const fsc__pv_t *root)
                 return fsc_err_set(im->err, FSC_ECONFIG, "%s: PYTORCH_CUDA_ALLOC_CONF: %s",
                                    im->path, fsc_err_msg(&e));
             im->cfg = parsed;
+            name_unmodelled(im);
             return 0;
         }
         /* The dict is PyTorch's own reading of the string: where fragscope
          * reads the divisions differently, the dict's are the run's. */
         if (parses && memcmp(parsed.roundup_power2_divisions, im->cfg.roundup_power2_divisions,
                              sizeof parsed.roundup_power2_divisions) == 0)
-            return 0;
+            return name_unmodelled(im), 0;
         if (parses && fsc__pv_get(s, "roundup_power2_divisions") == NULL)
-            return 0;
+            return name_unmodelled(im), 0;
         /* The dict decides the rules; a string with keys this version does
          * not know (a newer PyTorch) would make the trace's settings
-         * unusable for replays, so the dict's settings are written instead. */
+         * unusable for replays, so the dict's settings are written instead.
+         * What the string held beyond them is not assumed away: named. */
+        if (!parses) {
+            char *k = im->st->keys_not_modelled;
+            size_t len = strlen(k), cap = sizeof im->st->keys_not_modelled;
+            snprintf(k + len, cap - len,
+                     "%sallocator_settings.PYTORCH_CUDA_ALLOC_CONF not read (%s): the dict's "
+                     "settings replay, without what the string adds",
+                     len ? "; " : "", fsc_err_msg(&e));
+        }
     }
-    return fsc_alloc_config_format(&im->cfg, im->config, sizeof im->config) < 0
-               ? fsc__imp_bad(im, "cannot render the allocator settings")
-               : 0;
+    if (fsc_alloc_config_format(&im->cfg, im->config, sizeof im->config) < 0)
+        return fsc__imp_bad(im, "cannot render the allocator settings");
+    name_unmodelled(im);
+    return 0;
 }
 
 /* ---- device and final segments ----------------------------------------- */

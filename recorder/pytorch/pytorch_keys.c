@@ -249,11 +249,11 @@ static void put_ckey(sbuf_t *b, int *first, const char *k)
 static const char *const k_top[] = {"segments",       "device_traces", "allocator_settings",
                                     "external_annotations", "host_segments", "host_traces",
                                     NULL};
-static const char *const k_settings[] = {
-    "PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold",
-    "expandable_segments", "max_non_split_rounding", "roundup_power2_divisions",
-    "pinned_num_register_threads", "release_lock_on_cudamalloc",
-    "pinned_use_cuda_host_register", "graph_capture_record_stream_reuse", NULL};
+/* allocator_settings keys beyond the settings table's snapshot keys
+ * (fsc_alloc_settings): the string, and the ring's facts of PyTorch after
+ * 2.11 (read in pytorch_input.c, named as not modelled). */
+static const char *const k_settings[] = {"PYTORCH_CUDA_ALLOC_CONF", "trace_alloc_overflowed",
+                                         "trace_alloc_max_entries", NULL};
 static const char *const k_segment[] = {
     "address",        "total_size",    "stream",      "segment_type", "segment_pool_id",
     "allocated_size", "active_size",   "requested_size", "blocks",    "device",
@@ -311,13 +311,28 @@ static void note(fsc__imp_t *im, const char *where, const fsc__pv_t *name, int a
     }
 }
 
+/* A snapshot key of the settings table. */
+static int table_key(const fsc__pv_t *k)
+{
+    if (k == NULL || k->kind != FSC__PV_STR)
+        return 0;
+    size_t n;
+    const fsc_alloc_setting_t *t = fsc_alloc_settings(&n);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].snapshot_key != NULL && strlen(t[i].snapshot_key) == k->len &&
+            memcmp(t[i].snapshot_key, k->u.s, k->len) == 0)
+            return 1;
+    return 0;
+}
+
 static void count_unknown(fsc__imp_t *im, const fsc__pv_t *d, const char *const *known,
                           const char *where)
 {
     if (!fsc__imp_dict_ok(d))
         return;
+    int settings = known == k_settings;
     for (uint32_t i = 0; i < d->len; i++)
-        if (!in_list(d->u.items[2 * i], known))
+        if (!in_list(d->u.items[2 * i], known) && !(settings && table_key(d->u.items[2 * i])))
             note(im, where, d->u.items[2 * i], 0);
 }
 

@@ -207,14 +207,14 @@ static void settle_size(fsc__imp_t *im, fsc__prelive_t *p, uint64_t limit)
                                          f->expandable))
         return; /* every remainder is split off: small pool, expandable */
     /* The most PyTorch leaves unsplit in a block of the large pool: 1 MiB
-     * (kSmallSize), or below max_non_split_rounding for an oversize one;
+     * (kSmallSize), or below max_non_split_rounding (default: the large
+     * segment size) for an oversize one;
      * in a no_split pool, anything. */
     int oversize = im->cfg.max_split_size != 0 && p->size >= im->cfg.max_split_size;
-    uint64_t unsplit = whole       ? gap
-                       : !oversize ? FSC_MiB
-                                   : (im->cfg.max_non_split_rounding
-                                          ? im->cfg.max_non_split_rounding
-                                          : 20 * FSC_MiB) - 1;
+    uint64_t tol = im->cfg.max_non_split_rounding ? im->cfg.max_non_split_rounding
+                   : im->cfg.large_segment_size   ? im->cfg.large_segment_size
+                                                  : 20 * FSC_MiB;
+    uint64_t unsplit = whole ? gap : !oversize ? FSC_MiB : tol - 1;
     /* A free block of the large pool outside expandable segments always
      * holds more than 1 MiB (new segments, split remainders and freed
      * blocks all do), so a gap of at most 1 MiB is the block's own. */

@@ -209,6 +209,44 @@ def memo_bomb():
     return bytes(b)
 
 
+def newer_settings():
+    """A snapshot as PyTorch after 2.11 would write it (synthetic: no such
+    PyTorch ran here), built from its sources of 2026: large_segment_size_mb
+    makes 12 MiB segments for 5 MiB requests; two settings fragscope does
+    not model; the ring's facts in allocator_settings; user_metadata as a
+    dict; a frame with fx_node_target. tests/test_settings_table.c."""
+    A, B = 0x10000000, 0x20000000
+    conf = ("large_segment_size_mb:12,expandable_segments_reserve:0.5,"
+            "graph_capture_record_stream_reuse:True")
+    fx = dict(frame("fx_graph.py", 7, "forward"), fx_node_op="call_function",
+              fx_node_name="mm", fx_node_target="aten.mm.default")
+    f1 = [frame("model.py", 10, "forward"), MAIN]
+    trace = [
+        entry("segment_alloc", A, 12 * MiB, 1000, f1),
+        entry("alloc", A, 5 * MiB, 1001, f1),
+        entry("alloc", A + 5 * MiB, 5 * MiB, 1002, f1, user_metadata={"step": 3}),
+        entry("segment_alloc", B, 12 * MiB, 1003, [fx, MAIN]),
+        entry("alloc", B, 5 * MiB, 1004, [fx, MAIN]),
+        entry("free_requested", A + 5 * MiB, 5 * MiB, 1005, [MAIN]),
+        entry("free_completed", A + 5 * MiB, 5 * MiB, 1006, [MAIN]),
+    ]
+    segs = [segment(A, 12 * MiB, "large", [
+                block(A, 5 * MiB, 5 * MiB, "active_allocated", f1),
+                block(A + 5 * MiB, 7 * MiB, 0, "inactive")]),
+            segment(B, 12 * MiB, "large", [
+                block(B, 5 * MiB, 5 * MiB, "active_allocated", [fx, MAIN]),
+                block(B + 5 * MiB, 7 * MiB, 0, "inactive")])]
+    st = settings(conf)
+    st.update({"graph_capture_record_stream_reuse": True, "trace_alloc_overflowed": False,
+               "trace_alloc_max_entries": 100000})
+    return {"segments": segs, "device_traces": [trace], "allocator_settings": st}
+
+
+def write_newer_settings():
+    with open(out("newer_settings.json"), "w") as f:
+        json.dump(newer_settings(), f)
+
+
 def main():
     os.makedirs(os.path.join(HERE, "hostile"), exist_ok=True)
     t = tiny()
@@ -217,6 +255,7 @@ def main():
             pickle.dump(t, f, protocol=proto)
     with open(out("tiny.json"), "w") as f:
         json.dump(t, f)
+    write_newer_settings()
     with open(out("midrun.pickle"), "wb") as f:
         pickle.dump(midrun(), f, protocol=4)
     with open(out("expandable.pickle"), "wb") as f:

@@ -15,7 +15,9 @@
  *
  * Environment (read once, at the first allocation):
  *   FRAGSCOPE_TRACE=path, FRAGSCOPE_TRACE_MODE=ring:N   record (see recorder.h)
- *   FRAGSCOPE_ALLOC_CONF  allocator settings; PYTORCH_CUDA_ALLOC_CONF when unset
+ *   FRAGSCOPE_ALLOC_CONF  allocator settings; when unset, the first set of
+ *                         PYTORCH_CUDA_ALLOC_CONF, PYTORCH_HIP_ALLOC_CONF and
+ *                         PYTORCH_ALLOC_CONF, as PyTorch reads them (no merging)
  *   FRAGSCOPE_CAPACITY    bytes the process may reserve (e.g. 12GiB); default:
  *                         the whole device
  */
@@ -57,7 +59,7 @@ static fsc_allocator_t *create_device(int device)
 
     const char *conf = getenv("FRAGSCOPE_ALLOC_CONF");
     if (conf == NULL)
-        conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+        conf = fsc_alloc_config_env(NULL, NULL);
     fsc_allocator_opts_t opts;
     memset(&opts, 0, sizeof opts);
     fsc_alloc_config_t defaults = FSC_ALLOC_CONFIG_DEFAULT;

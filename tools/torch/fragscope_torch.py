@@ -151,9 +151,11 @@ def _build_native(verbose=False):
 
 
 def _alloc_conf():
-    for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+    # As PyTorch reads them (c10/core/AllocatorConfig.cpp): only the first
+    # variable that is set counts, even when empty; nothing is merged.
+    for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
         v = os.environ.get(k)
-        if v:
+        if v is not None:
             return v
     return ""
 
