@@ -5,7 +5,9 @@
  * read exactly as the single-input analyze of its input; merging twice
  * must add nothing; runs are renumbered after those already there; a bad
  * input fails the command with one line naming it and leaves no file;
- * export --table writes any table of them as CSV.
+ * export --table writes any table of them as CSV, with formula-like text
+ * cells neutralised; names that are not UTF-8 reach every JSON and CSV
+ * writer as U+FFFD.
  */
 #include <dirent.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "fragscope/rundb.h"
+#include "fsc/utf8.h"
 #include "fsc_test.h"
 
 #define NRANKS 4
@@ -291,12 +294,113 @@ static void test_export_csv(void)
     CU_ASSERT_EQUAL(leftovers("bad.csv"), 0);
 }
 
+/* Text cells a spreadsheet would run as a formula (= + - @ tab CR at the
+ * start) are written behind a single quote inside a quoted field; numbers,
+ * negative ones included, stay numbers; bytes that are not UTF-8 become
+ * U+FFFD. */
+static void test_export_csv_neutral(void)
+{
+    const char *bin = fsc_test_fragscope();
+    char db[1024];
+    snprintf(db, sizeof db, "%s", fsc_test_path("neutral.db"));
+    sqlite3 *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, fsc_rundb_schema(), NULL, NULL, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, "INSERT INTO runs(run, kind) VALUES(0, 'trace');"
+                                    "INSERT INTO meta(key, value) VALUES('schema_version', 2);"
+                                    "INSERT INTO markers VALUES"
+                                    " (0, 1, -5, '=HYPERLINK(\"x\")'), (0, 2, -7, '-2+3'),"
+                                    " (0, 3, 4, '@SUM(1)'), (0, 4, 5, '+1'),"
+                                    " (0, 5, 6, char(9) || 'tab'), (0, 6, 7, char(13) || 'cr'),"
+                                    " (0, 7, 8, CAST(X'6261FF64' AS TEXT)), (0, 8, 9, 'a=b'),"
+                                    " (0, 9, -1, '');"
+                                    "INSERT INTO bins(run, bin, hit_rate) VALUES(0, 3, -0.5);",
+                                 NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table markers '%s'", bin, db),
+                    0);
+    CU_ASSERT_STRING_EQUAL(g_out, "run,seq,time_ns,text\r\n"
+                                  "0,1,-5,\"'=HYPERLINK(\"\"x\"\")\"\r\n"
+                                  "0,2,-7,\"'-2+3\"\r\n"
+                                  "0,3,4,\"'@SUM(1)\"\r\n"
+                                  "0,4,5,\"'+1\"\r\n"
+                                  "0,5,6,\"'\ttab\"\r\n"
+                                  "0,6,7,\"'\rcr\"\r\n"
+                                  "0,7,8,ba\xef\xbf\xbd" "d\r\n"
+                                  "0,8,9,a=b\r\n"
+                                  "0,9,-1,\r\n");
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table bins '%s' | cut -d, -f1,2,11",
+                                bin, db), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "run,bin,hit_rate\n0,3,-0.5\n");
+}
+
+/* Frame and file names of a pickle that are not UTF-8 (lone surrogates as
+ * pickle writes them, protocol 0's \ud800 escapes, a stray byte): every
+ * JSON and CSV writer gives valid UTF-8 with U+FFFD in their place, and a
+ * frame name that reads as a formula is neutralised in the CSV. */
+static void test_names_not_utf8(void)
+{
+#define R "\xef\xbf\xbd"
+    const char *bin = fsc_test_fragscope();
+    static const char *const k_in[] = {"names.pickle", "names.p0.pickle", "names_raw.pickle"};
+    for (size_t i = 0; i < sizeof k_in / sizeof k_in[0]; i++) {
+        char in[1024], db[1024], tr[1024], rel[64];
+        snprintf(rel, sizeof rel, "pytorch/%s", k_in[i]);
+        /* a file name that is not UTF-8 either: check's run labels name it */
+        snprintf(in, sizeof in, "%s", fsc_test_path(k_in[i]));
+        memcpy(strrchr(in, '/') + 1, "n\xff-", 3); /* n?-es.pickle ... */
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(NULL, 0, "cp '%s' '%s'", fsc_test_data(rel), in), 0);
+        snprintf(db, sizeof db, "%s.db", fsc_test_path(k_in[i]));
+        snprintf(tr, sizeof tr, "%s.fstrace", fsc_test_path(k_in[i]));
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' -o '%s'"
+                                          " --no-suggest", bin, in, db), 0);
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' import '%s' -o '%s'", bin,
+                                          in, tr), 0);
+        const char *const cmds[] = {"'%s' report '%s' --format json", "'%s' export --table tag_frames '%s'",
+                                    "'%s' export --table tag_paths '%s'",
+                                    "'%s' check '%s' --format json --max-peak-reserved 1KiB",
+                                    "'%s' info '%s' --format json",
+                                    "'%s' whatif '%s' --config '' --format json"};
+        for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+            const char *arg = k < 4 ? db : tr;
+            int st = fsc_test_sh(g_out, sizeof g_out, cmds[k], bin, arg);
+            CU_ASSERT_EQUAL(st, k == 3 ? 1 : 0);
+            size_t bad = fsc__utf8_invalid(g_out, strlen(g_out));
+            const char *want = k == 3 ? "/n" R "-es" : "bad" R R R "name.py";
+            if (bad != 0 || strstr(g_out, want) == NULL)
+                fprintf(stderr, "\n  %s / command %zu: %zu ill-formed, output: %.300s\n",
+                        k_in[i], k, bad, g_out);
+            CU_ASSERT_EQUAL(bad, 0);
+            CU_ASSERT_PTR_NOT_NULL(strstr(g_out, want));
+            if (k == 1) {
+                CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"'=HYPERLINK(\"\"http://x.invalid/\"\","));
+                CU_ASSERT_PTR_NOT_NULL(strstr(g_out, ",\"'@SUM(1+1)\","));
+                CU_ASSERT_PTR_NOT_NULL(strstr(g_out, ",\"'-2+3\","));
+                CU_ASSERT_PTR_NOT_NULL(strstr(g_out, i == 2 ? ",lone" R R "(nd," : ",lone" R R R "end,"));
+            }
+        }
+        /* the page's embedded JSON and its HTML */
+        char html[1100];
+        snprintf(html, sizeof html, "%s.html", db);
+        CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' view '%s' -o '%s'", bin, db, html), 0);
+        size_t n = 0;
+        char *page = fsc_test_slurp(html, &n);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+        CU_ASSERT_EQUAL(fsc__utf8_invalid(page, n), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(page, "bad\\ufffd\\ufffd\\ufffdname.py"));
+        free(page);
+    }
+#undef R
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"analyze of four ranks: each run as its own analysis", test_analyze_many},
     {"merge: the same job, and idempotent", test_merge_idempotent},
     {"runs renumbered; one run per device", test_renumber_and_devices},
     {"a bad input fails the command, nothing written", test_bad_input},
     {"export --table as CSV", test_export_csv},
+    {"export --table: formula cells neutralised, numbers kept", test_export_csv_neutral},
+    {"names that are not UTF-8: JSON, CSV and the page get U+FFFD", test_names_not_utf8},
     {NULL, NULL},
 };
 

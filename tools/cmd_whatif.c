@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "fsc/utf8.h"
 #include "fragscope/rundb.h"
 #include "fragscope/whatif.h"
 
@@ -203,8 +204,12 @@ static int parse_args(int argc, char **argv, wopts_t *o)
 
 /* ---- output ------------------------------------------------------------------ */
 
-static void json_str(FILE *f, const char *s)
+static void json_str(FILE *f, const char *text)
 {
+    /* names from user files as UTF-8 (fsc/utf8.h); out of memory: as is */
+    char *clean = NULL;
+    fsc__utf8_sanitize(text, strlen(text), &clean, NULL, NULL);
+    const char *s = clean != NULL ? clean : text;
     fputc('"', f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -220,6 +225,7 @@ static void json_str(FILE *f, const char *s)
             fputc(c, f);
     }
     fputc('"', f);
+    free(clean);
 }
 
 static const char *cfg_name(const char *c)

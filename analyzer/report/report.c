@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsc/utf8.h"
 #include "report_job.h"
 #include "report_model.h"
 
@@ -590,7 +591,15 @@ static char *build_json(const rep_t *r, const job_t *job)
     }
     char *out = cJSON_Print(root);
     cJSON_Delete(root);
-    return out;
+    if (out == NULL)
+        return NULL;
+    /* Frame and file names come from pickles as bytes: a JSON consumer
+     * needs them as UTF-8 (fsc/utf8.h). The structure is ASCII, so the
+     * whole text is sanitised at once. */
+    char *clean = NULL;
+    fsc__utf8_sanitize(out, strlen(out), &clean, NULL, NULL);
+    cJSON_free(out);
+    return clean;
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -661,7 +670,7 @@ int fsc_report_write_job(const char *db_path, fsc_report_format_t fmt, const fsc
                 rc = fsc_err_set(err, FSC_ENOMEM, "out of memory");
             else
                 fprintf(out, "%s\n", js);
-            cJSON_free(js);
+            free(js);
         } else if (fmt == FSC_REPORT_MARKDOWN) {
             if (j.n > 1)
                 fsc__report_job_markdown(&j, all_ranks, out);
