@@ -259,6 +259,39 @@ static void test_utf8_sanitize(void)
     CU_ASSERT_EQUAL(fsc__utf8_seq((const unsigned char *)"", 0), 0);
 }
 
+/* Paths that cannot be read or written are bad input (FSC_ENOENT,
+ * FSC_EINVAL, FSC_EUSAGE: exit 2), each with a message naming the path. */
+static void test_path_checks(void)
+{
+    fsc_err_t e = {0};
+    const char *dir = fsc_test_tmpdir();
+    const char *file = fsc_test_path("exists.txt");
+    FILE *f = fopen(file, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fclose(f);
+    CU_ASSERT_EQUAL(fsc_infile_check(file, &e), 0);
+    CU_ASSERT_EQUAL(fsc_infile_check("/dev/null", &e), 0); /* a device: read as a stream */
+    CU_ASSERT_EQUAL(fsc_infile_check(fsc_test_path("nope.txt"), &e), FSC_ENOENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "nope.txt: no such file"));
+    CU_ASSERT_EQUAL(fsc_infile_check(dir, &e), FSC_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "is a directory, not a file"));
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(fsc_test_path("new.db"), &e), 0);
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(file, &e), 0); /* replaced when written */
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest("plain-name-here.db", &e), 0); /* in "." */
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(dir, &e), FSC_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "is a directory; name a file to write"));
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(fsc_test_path("nodir/x.db"), &e), FSC_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "/nodir does not exist"));
+    char under_file[1200];
+    snprintf(under_file, sizeof under_file, "%s/x.db", file);
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(under_file, &e), FSC_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "exists.txt is not a folder"));
+    /* fsc_outfile_init refuses them too, creating nothing */
+    fsc_outfile_t o;
+    CU_ASSERT_EQUAL(fsc_outfile_init(&o, dir, &e), FSC_EUSAGE);
+    CU_ASSERT_EQUAL(fsc_outfile_remove_all(), NULL);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"size_parse_units", test_size_parse_units},
     {"size_parse_rejects", test_size_parse_rejects},
@@ -270,6 +303,7 @@ static const fsc_test_case_t k_tests[] = {
     {"outfile_remove_all", test_outfile_remove_all},
     {"outfile_claim", test_outfile_claim},
     {"utf8_sanitize", test_utf8_sanitize},
+    {"path_checks", test_path_checks},
     {NULL, NULL},
 };
 

@@ -341,10 +341,12 @@ int fsc_cmd_import(int argc, char **argv)
         return fsc_cli_usage_error("import", "no output given (-o run.fstrace)");
 
     fsc_err_t err = {0};
+    if (fsc_infile_check(in, &err) != 0)
+        return fsc_cli_error("%s", fsc_err_msg(&err));
     fsc_outfile_t of;
     fsc_outfile_guard_input(in);
     if (fsc_outfile_init(&of, out, &err) != 0)
-        return fsc_cli_usage_error("import", "%s", fsc_err_msg(&err));
+        return fsc_cli_error("%s", fsc_err_msg(&err));
     import_ctx_t c;
     memset(&c, 0, sizeof c);
     c.tmp_path = of.tmp_path;
