@@ -184,9 +184,17 @@ int fsc__analyze_settled(const char *in, const char *out, const fsc_analyze_opts
 
 void fsc__analyze_window_note(const char *prefix, const fsc_import_stats_t *st)
 {
+    char r[32];
+    if (st->entries == 0) { /* no history at all: the snapshot's state is the run */
+        printf("%sno history: the snapshot's device_traces are empty (or it is a list of "
+               "segments): the\n%s  database holds the state at the moment of the snapshot "
+               "only (%s reserved);\n%s  record a history with "
+               "torch.cuda.memory._record_memory_history() before the run\n",
+               prefix, prefix, fsc_size_format(st->reconstructed_reserved, r, sizeof r), prefix);
+        return;
+    }
     if (!st->reconstructed || st->segments_only)
         return;
-    char r[32];
     printf("%swindow: the snapshot's history starts mid-run (PyTorch kept the last %llu "
            "entries):\n%s  the peaks are the window's; the run reserved at least %s before it",
            prefix, (unsigned long long)st->entries, prefix,

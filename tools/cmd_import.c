@@ -260,7 +260,16 @@ static void print_summary(const char *in, const char *out, const fsc_import_stat
     if (s->devices > 1)
         printf("  the snapshot has history for %u devices; imported device %d\n", s->devices,
                s->device);
-    if (s->reconstructed) {
+    if (s->entries == 0) {
+        char rv[32];
+        printf("  no history: the snapshot's device_traces are empty (or it is a list of "
+               "segments): the\n  trace holds the state at the moment of the snapshot only: "
+               "%llu segments or mapped ranges\n  (%s reserved), %llu live blocks; record a "
+               "history with\n  torch.cuda.memory._record_memory_history() before the run\n",
+               (unsigned long long)s->reconstructed_segments,
+               fsc_size_format(s->reconstructed_reserved, rv, sizeof rv),
+               (unsigned long long)s->reconstructed_blocks);
+    } else if (s->reconstructed) {
         char rv[32];
         printf("  the history starts mid-run (its ring had wrapped): the state before it was "
                "rebuilt from\n  the final segments: %llu segments or mapped ranges (%s "

@@ -177,7 +177,9 @@ static void print_text(const rep_t *r, FILE *f)
                    "(kept in table pytorch_meta): %s\n", (long long)r->unknown_actions,
                 (long long)r->unknown_keys, r->not_understood);
     fsc__report_window_text(r, f);
-    fprintf(f, "\nmemory%s\n", r->window.on ? " (in the window)" : "");
+    fprintf(f, "\nmemory%s\n", r->window.no_history ? " (at the snapshot)"
+                                 : r->window.on        ? " (in the window)"
+                                                       : "");
     fprintf(f, "  peak allocated          %12s  (event %.0f)\n",
             SZ(0, su(r, "peak_allocated_bytes")), sv(r, "peak_allocated_seq"));
     fprintf(f, "  peak reserved           %12s  (event %.0f)\n",
@@ -322,9 +324,10 @@ static void print_markdown(const rep_t *r, FILE *f)
     }
     fsc__report_window_markdown(r, f);
     fprintf(f, "| metric | value |\n|---|---|\n");
-    fprintf(f, "| peak allocated%s | %s |\n", r->window.on ? " (window)" : "",
+    const char *wl = r->window.no_history ? " (at the snapshot)" : r->window.on ? " (window)" : "";
+    fprintf(f, "| peak allocated%s | %s |\n", wl,
             SZ(0, su(r, "peak_allocated_bytes")));
-    fprintf(f, "| peak reserved%s | %s |\n", r->window.on ? " (window)" : "",
+    fprintf(f, "| peak reserved%s | %s |\n", wl,
             SZ(0, su(r, "peak_reserved_bytes")));
     fprintf(f, "| utilization (peak allocated / peak reserved) | %.1f%% |\n",
             100.0 * sv(r, "utilization"));
