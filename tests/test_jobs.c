@@ -4,11 +4,13 @@
  * and the two-device snapshot of tests/data/gpu/. Each run of a job must
  * read exactly as the single-input analyze of its input; merging twice
  * must add nothing; runs are renumbered after those already there; a bad
- * input fails the command with one line naming it and leaves no file;
+ * input fails the command with one line naming it and leaves no file; two
+ * runs claiming one rank and device are kept and flagged;
  * export --table writes any table of them as CSV, with formula-like text
  * cells neutralised; names that are not UTF-8 reach every JSON and CSV
  * writer as U+FFFD.
  */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <sqlite3.h>
@@ -393,11 +395,73 @@ static void test_names_not_utf8(void)
 #undef R
 }
 
+/* Two runs that both claim rank 0 on device 0 are merged (both kept) with a
+ * warning on stderr naming both input files, meta merge.duplicate_rank on
+ * the second, and the job report's duplicate_ranks; distinct ranks merge
+ * silently. */
+static void test_merge_duplicate_rank(void)
+{
+    const char *bin = fsc_test_fragscope();
+    char a[1024], b[1024], c[1024], job[1024], job2[1024];
+    snprintf(a, sizeof a, "%s", fsc_test_path("dup_a.db"));
+    snprintf(b, sizeof b, "%s", fsc_test_path("dup_b.db"));
+    snprintf(c, sizeof c, "%s", fsc_test_path("dup_c.db"));
+    snprintf(job, sizeof job, "%s", fsc_test_path("dup_job.db"));
+    snprintf(job2, sizeof job2, "%s", fsc_test_path("nodup_job.db"));
+    static const char *const k_snap[] = {"pytorch/tiny.p4.pickle", "pytorch/tiny.p2.pickle",
+                                         "pytorch/tiny.p5.pickle"};
+    const char *dbs[] = {a, b, c};
+    const char *ranks[] = {"0", "0", "1"};
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' --rank %s -o '%s'"
+                                          " --no-suggest", bin, fsc_test_data(k_snap[i]),
+                                          ranks[i], dbs[i]), 0);
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' merge '%s' '%s' -o '%s' 2>&1 >/dev/null",
+                                bin, a, b, job), 0);
+    char want[4096];
+    snprintf(want, sizeof want, "fragscope: warning: rank 0 on device 0 twice: run 0 from %s (%s)"
+             " and run 1 from %s (%s); both kept", a, fsc_test_data(k_snap[0]), b,
+             fsc_test_data(k_snap[1]));
+    if (strstr(g_out, want) == NULL)
+        fprintf(stderr, "\n  got: %s\n  want: %s\n", g_out, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, want));
+    CU_ASSERT_EQUAL(fsc_test_count(g_out, "\n"), 1);
+    CU_ASSERT_EQUAL(q_int(job, "SELECT count(*) FROM runs"), 2);
+    CU_ASSERT_EQUAL(q_int(job, "SELECT run FROM meta WHERE key = 'merge.duplicate_rank'"), 1);
+    CU_ASSERT_EQUAL(q_int(job, "SELECT count(*) FROM meta WHERE key = 'merge.duplicate_rank'"), 1);
+    /* the job report says it too, in JSON and in text */
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' report '%s' --format json", bin, job), 0);
+    cJSON *j = cJSON_Parse(g_out);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(j, "job"), "duplicate_ranks");
+    CU_ASSERT_TRUE_FATAL(cJSON_IsArray(d) && cJSON_GetArraySize(d) == 1);
+    const cJSON *d0 = cJSON_GetArrayItem(d, 0);
+    CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(d0, "rank")->valuedouble, 0);
+    CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(d0, "device")->valuedouble, 0);
+    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(d0, "runs");
+    CU_ASSERT_EQUAL(cJSON_GetArrayItem(rr, 0)->valuedouble, 0);
+    CU_ASSERT_EQUAL(cJSON_GetArrayItem(rr, 1)->valuedouble, 1);
+    cJSON_Delete(j);
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' report '%s'", bin, job), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "warning: rank 0 on device 0 twice: run 0 ("));
+    /* merging again adds nothing and warns of nothing new */
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' merge '%s' '%s' -o '%s' 2>&1 >/dev/null",
+                                bin, a, b, job), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "");
+    /* distinct ranks: silent, and none listed */
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' merge '%s' '%s' -o '%s' 2>&1 >/dev/null",
+                                bin, a, c, job2), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "");
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' report '%s' --format json", bin, job2), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"duplicate_ranks\":\t[]"));
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"analyze of four ranks: each run as its own analysis", test_analyze_many},
     {"merge: the same job, and idempotent", test_merge_idempotent},
     {"runs renumbered; one run per device", test_renumber_and_devices},
     {"a bad input fails the command, nothing written", test_bad_input},
+    {"merge: two runs of rank 0 on device 0 are flagged", test_merge_duplicate_rank},
     {"export --table as CSV", test_export_csv},
     {"export --table: formula cells neutralised, numbers kept", test_export_csv_neutral},
     {"names that are not UTF-8: JSON, CSV and the page get U+FFFD", test_names_not_utf8},

@@ -337,6 +337,12 @@ int fsc__analyze_many(const char *const *inputs, size_t n, const char *out,
         fsc_cli_error("%s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);
     }
+    for (uint64_t k = 0; k < st.duplicate_ranks && k < FSC_RUNDB_MERGE_WARNINGS; k++)
+        fprintf(stderr, "fragscope: warning: %s\n", st.warnings[k]);
+    if (st.duplicate_ranks > FSC_RUNDB_MERGE_WARNINGS)
+        fprintf(stderr, "fragscope: warning: %llu runs in all claim another's rank and device "
+                        "(meta merge.duplicate_rank of each)\n",
+                (unsigned long long)st.duplicate_ranks);
     printf("%s: %llu run%s from %zu input%s", out, (unsigned long long)st.runs,
            st.runs == 1 ? "" : "s", n, n == 1 ? "" : "s");
     if (st.runs_skipped > 0)
