@@ -333,10 +333,8 @@ int fsc__analyze_many(const char *const *inputs, size_t n, const char *out,
     free(p.in);
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.cv);
-    if (rc != 0) {
-        fsc_cli_error("%s", fsc_err_msg(&err));
-        return fsc_cli_exit_code(rc);
-    }
+    if (rc != 0)
+        return fsc_cli_input_error("", rc, &err, tmpl->lenient);
     for (uint64_t k = 0; k < st.duplicate_ranks && k < FSC_RUNDB_MERGE_WARNINGS; k++)
         fprintf(stderr, "fragscope: warning: %s\n", st.warnings[k]);
     if (st.duplicate_ranks > FSC_RUNDB_MERGE_WARNINGS)

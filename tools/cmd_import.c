@@ -387,8 +387,7 @@ int fsc_cmd_import(int argc, char **argv)
                 fsc_cli_error("%s: %s", out, m);
             return FSC_EXIT_FAILURE;
         }
-        fsc_cli_error("%s", fsc_err_msg(&err));
-        return fsc_cli_exit_code(rc);
+        return fsc_cli_input_error("", rc, &err, opts.lenient);
     }
     if (fsc_outfile_commit(&of, &err) != 0) {
         fsc_outfile_abort(&of);

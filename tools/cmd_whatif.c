@@ -885,10 +885,8 @@ static int run_against(const wopts_t *o, const fsc_request_stream_t *rs)
     fsc_err_t err = {0, ""};
     fsc_request_stream_t *b = NULL;
     int rc = load_input(o, o->against, &b, &err);
-    if (rc != 0) {
-        fsc_cli_error("whatif: %s", fsc_err_msg(&err));
-        return fsc_cli_exit_code(rc);
-    }
+    if (rc != 0)
+        return fsc_cli_input_error("whatif: ", rc, &err, o->lenient);
     fsc_request_stream_info_t binfo;
     fsc_request_stream_info(b, &binfo);
     fsc_whatif_opts_t wo = FSC_WHATIF_OPTS_DEFAULT;
@@ -944,10 +942,8 @@ int fsc_cmd_whatif(int argc, char **argv)
     fsc_err_t err = {0, ""};
     fsc_request_stream_t *rs = NULL;
     rc = load_input(&o, o.input, &rs, &err);
-    if (rc != 0) {
-        fsc_cli_error("whatif: %s", fsc_err_msg(&err));
-        return fsc_cli_exit_code(rc);
-    }
+    if (rc != 0)
+        return fsc_cli_input_error("whatif: ", rc, &err, o.lenient);
     fsc_request_stream_info_t info;
     fsc_request_stream_info(rs, &info);
     /* A snapshot without history holds its final state and no request:
