@@ -187,28 +187,28 @@ int fsc_infile_check(const char *path, fsc_err_t *err)
 int fsc_outfile_check_dest(const char *path, fsc_err_t *err)
 {
     if (path == NULL || path[0] == '\0')
-        return fsc_err_set(err, FSC_EUSAGE, "no output file given");
+        return fsc_err_set(err, FSC_EINVAL, "no output file given");
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return fsc_err_set(err, FSC_EUSAGE, "%s: is a directory; name a file to write", path);
+        return fsc_err_set(err, FSC_EINVAL, "%s: is a directory; name a file to write", path);
     /* The temporary is created beside the output: its folder must exist
      * and take a new file. */
     char dir[sizeof ((fsc_outfile_t *)0)->path];
     if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
-        return fsc_err_set(err, FSC_EUSAGE, "%s: path too long", path);
+        return fsc_err_set(err, FSC_EINVAL, "%s: path too long", path);
     const char *d = dirname(dir);
     if (stat(d, &st) != 0) {
         int e = errno;
         if (e == ENOENT || e == ENOTDIR)
-            return fsc_err_set(err, FSC_EUSAGE, "%s: the folder %s does not exist", path, d);
-        return fsc_err_set(err, FSC_EUSAGE, "%s: cannot reach the folder %s: %s", path, d,
+            return fsc_err_set(err, FSC_ENOENT, "%s: the folder %s does not exist", path, d);
+        return fsc_err_set(err, FSC_EINVAL, "%s: cannot reach the folder %s: %s", path, d,
                            strerror(e));
     }
     if (!S_ISDIR(st.st_mode))
-        return fsc_err_set(err, FSC_EUSAGE, "%s: %s is not a folder", path, d);
+        return fsc_err_set(err, FSC_EINVAL, "%s: %s is not a folder", path, d);
     if (access(d, W_OK | X_OK) != 0) {
         int e = errno;
-        return fsc_err_set(err, FSC_EUSAGE, "%s: cannot write in the folder %s: %s", path, d,
+        return fsc_err_set(err, FSC_EINVAL, "%s: cannot write in the folder %s: %s", path, d,
                            strerror(e));
     }
     return 0;

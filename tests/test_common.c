@@ -260,7 +260,7 @@ static void test_utf8_sanitize(void)
 }
 
 /* Paths that cannot be read or written are bad input (FSC_ENOENT,
- * FSC_EINVAL, FSC_EUSAGE: exit 2), each with a message naming the path. */
+ * FSC_EINVAL: exit 2), each with a message naming the path. */
 static void test_path_checks(void)
 {
     fsc_err_t e = {0};
@@ -278,17 +278,17 @@ static void test_path_checks(void)
     CU_ASSERT_EQUAL(fsc_outfile_check_dest(fsc_test_path("new.db"), &e), 0);
     CU_ASSERT_EQUAL(fsc_outfile_check_dest(file, &e), 0); /* replaced when written */
     CU_ASSERT_EQUAL(fsc_outfile_check_dest("plain-name-here.db", &e), 0); /* in "." */
-    CU_ASSERT_EQUAL(fsc_outfile_check_dest(dir, &e), FSC_EUSAGE);
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(dir, &e), FSC_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "is a directory; name a file to write"));
-    CU_ASSERT_EQUAL(fsc_outfile_check_dest(fsc_test_path("nodir/x.db"), &e), FSC_EUSAGE);
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(fsc_test_path("nodir/x.db"), &e), FSC_ENOENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "/nodir does not exist"));
     char under_file[1200];
     snprintf(under_file, sizeof under_file, "%s/x.db", file);
-    CU_ASSERT_EQUAL(fsc_outfile_check_dest(under_file, &e), FSC_EUSAGE);
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(under_file, &e), FSC_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "exists.txt is not a folder"));
     /* fsc_outfile_init refuses them too, creating nothing */
     fsc_outfile_t o;
-    CU_ASSERT_EQUAL(fsc_outfile_init(&o, dir, &e), FSC_EUSAGE);
+    CU_ASSERT_EQUAL(fsc_outfile_init(&o, dir, &e), FSC_EINVAL);
     CU_ASSERT_EQUAL(fsc_outfile_remove_all(), NULL);
 }
 

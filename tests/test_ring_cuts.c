@@ -374,6 +374,17 @@ static void test_empty_history(void)
         CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(w, "start_allocated_bytes")->valuedouble,
                         3.0 * 1048576 + (i < 2 ? 1024 : 0));
         cJSON_Delete(j);
+        /* the page too */
+        char html[1100];
+        snprintf(html, sizeof html, "%s.html", db);
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s view %s -o %s", bin, db, html), 0);
+        char *page = fsc_test_slurp(html, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+        CU_ASSERT_PTR_NOT_NULL(strstr(page, "none recorded (the snapshot&#39;s device_traces are "
+                                            "empty): every figure is the state at the moment of "
+                                            "the snapshot"));
+        CU_ASSERT_PTR_NULL(strstr(page, "mid-run"));
+        free(page);
         CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s import %s -o %s", bin, in,
                                     fsc_test_path("empty.fstrace")), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "no history: the snapshot's device_traces are empty"));

@@ -112,9 +112,9 @@ typedef struct fsc_outfile {
  * list the temporary for fsc_outfile_remove_all. FSC_EUSAGE when path is the
  * same file as an input given to fsc_outfile_guard_input. */
 int fsc_outfile_init(fsc_outfile_t *o, const char *path, fsc_err_t *err);
-/* FSC_EUSAGE, with a one-line message naming path, when no file can be
- * written there: path is a directory, its folder does not exist or is not a
- * folder, or the folder cannot be written to. fsc_outfile_init checks it; a
+/* When no file can be written at path: FSC_ENOENT (its folder does not
+ * exist) or FSC_EINVAL (path is a directory, its folder is not a folder or
+ * cannot be written to), with a one-line message naming path. fsc_outfile_init checks it; a
  * command may call it first, to refuse such an output before any work. */
 int fsc_outfile_check_dest(const char *path, fsc_err_t *err);
 /* When path cannot be read as an input file: FSC_ENOENT ("no such file")
