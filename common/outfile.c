@@ -154,7 +154,65 @@ int fsc_outfile_check(const char *path, fsc_err_t *err)
     return 0;
 }
 
+int fsc_infile_check(const char *path, fsc_err_t *err)
+{
+    if (path == NULL || path[0] == '\0')
+        return fsc_err_set(err, FSC_EINVAL, "no input file given");
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        if (e == ENOENT || e == ENOTDIR)
+            return fsc_err_set(err, FSC_ENOENT, "%s: no such file", path);
+        return fsc_err_set(err, FSC_EINVAL, "%s: cannot read: %s", path, strerror(e));
+    }
+    if (S_ISDIR(st.st_mode))
+        return fsc_err_set(err, FSC_EINVAL, "%s: is a directory, not a file", path);
+    /* A FIFO is not opened here: that would wait for its writer. */
+    if (S_ISREG(st.st_mode)) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            return fsc_err_set(err, FSC_EINVAL, "%s: cannot read: %s", path, strerror(e));
+        }
+        close(fd);
+    } else if (access(path, R_OK) != 0) {
+        int e = errno;
+        return fsc_err_set(err, FSC_EINVAL, "%s: cannot read: %s", path, strerror(e));
+    }
+    return 0;
+}
+
 /* ---- converted outputs ------------------------------------------------- */
+
+int fsc_outfile_check_dest(const char *path, fsc_err_t *err)
+{
+    if (path == NULL || path[0] == '\0')
+        return fsc_err_set(err, FSC_EINVAL, "no output file given");
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return fsc_err_set(err, FSC_EINVAL, "%s: is a directory; name a file to write", path);
+    /* The temporary is created beside the output: its folder must exist
+     * and take a new file. */
+    char dir[sizeof ((fsc_outfile_t *)0)->path];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return fsc_err_set(err, FSC_EINVAL, "%s: path too long", path);
+    const char *d = dirname(dir);
+    if (stat(d, &st) != 0) {
+        int e = errno;
+        if (e == ENOENT || e == ENOTDIR)
+            return fsc_err_set(err, FSC_ENOENT, "%s: the folder %s does not exist", path, d);
+        return fsc_err_set(err, FSC_EINVAL, "%s: cannot reach the folder %s: %s", path, d,
+                           strerror(e));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return fsc_err_set(err, FSC_EINVAL, "%s: %s is not a folder", path, d);
+    if (access(d, W_OK | X_OK) != 0) {
+        int e = errno;
+        return fsc_err_set(err, FSC_EINVAL, "%s: cannot write in the folder %s: %s", path, d,
+                           strerror(e));
+    }
+    return 0;
+}
 
 int fsc_outfile_init(fsc_outfile_t *o, const char *path, fsc_err_t *err)
 {
@@ -167,6 +225,8 @@ int fsc_outfile_init(fsc_outfile_t *o, const char *path, fsc_err_t *err)
     if (n1 < 0 || (size_t)n1 >= sizeof o->path || n2 < 0 || (size_t)n2 >= sizeof o->tmp_path)
         return fsc_err_set(err, FSC_EINVAL, "%s: path too long", path);
     int rc = fsc_outfile_check(path, err);
+    if (rc == 0)
+        rc = fsc_outfile_check_dest(path, err);
     if (rc != 0)
         return rc;
     live_add(o);

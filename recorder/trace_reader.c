@@ -79,8 +79,12 @@ int fsc_trace_open(const char *path, fsc_trace_reader_t **out, fsc_err_t *err)
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r->fd < 0) {
         int e = errno;
-        rc = fsc_err_set(err, e == ENOENT ? FSC_ENOENT : FSC_EIO, "%s: cannot open: %s", path,
-                         strerror(e));
+        /* missing or not ours to read: bad input (exit 2), not an I/O error */
+        rc = fsc_err_set(err,
+                         e == ENOENT || e == ENOTDIR ? FSC_ENOENT
+                         : e == EACCES || e == EPERM ? FSC_EINVAL
+                                                     : FSC_EIO,
+                         "%s: cannot open: %s", path, strerror(e));
         goto fail;
     }
     struct stat st;

@@ -63,6 +63,10 @@ int fsc_source_open(const char *path, const fsc_source_opts_t *opts, fsc_source_
     if (path == NULL || out == NULL)
         return fsc_err_set(err, FSC_EINVAL, "no input path");
     *out = NULL;
+    /* a directory, a missing or unreadable file: bad input, said as such */
+    int irc = fsc_infile_check(path, err);
+    if (irc != 0)
+        return irc;
     int kind = fsc_source_detect(path);
     if (kind < 0) {
         fsc_err_set(err, kind, "%s: %s", path,

@@ -1,6 +1,6 @@
 /*
  * test_common.c — the common base: size parsing and formatting, the error
- * model, output files.
+ * model, output files, the UTF-8 sanitiser.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 
 #include "fragscope/common.h"
 #include "fragscope/events.h"
+#include "fsc/utf8.h"
 #include "fsc_test.h"
 
 static void test_size_parse_units(void)
@@ -206,6 +207,91 @@ static void test_outfile_claim(void)
     free(txt);
 }
 
+/* The sanitiser against Python's bytes.decode("utf-8", "replace") (the
+ * expected outputs and counts were taken from it): maximal subparts, so a
+ * cut sequence is one U+FFFD, a surrogate or an overlong form one per
+ * byte. */
+static void test_utf8_sanitize(void)
+{
+#define R "\xef\xbf\xbd"
+    static const struct {
+        const char *in;
+        size_t n;
+        const char *out;
+        size_t replaced;
+    } cases[] = {
+        {"plain ascii", 11, "plain ascii", 0},
+        {"h\xc3\xa9llo \xf0\x9f\x99\x82", 11, "h\xc3\xa9llo \xf0\x9f\x99\x82", 0},
+        {"bad \xff byte", 10, "bad " R " byte", 1},
+        {"cut \xe2\x82", 6, "cut " R, 1},
+        {"cut \xe2\x82(x", 8, "cut " R "(x", 1},
+        {"\xed\xa0\x80", 3, R R R, 3},         /* a lone surrogate, U+D800 */
+        {"\xed\x9f\xbf", 3, "\xed\x9f\xbf", 0}, /* U+D7FF, just below */
+        {"\xc0\xaf", 2, R R, 2},                /* overlong '/' */
+        {"\xe0\x80\xaf", 3, R R R, 3},
+        {"\xf0\x8f\xbf\xbf", 4, R R R R, 4},
+        {"\xf4\x90\x80\x80", 4, R R R R, 4},    /* above U+10FFFF */
+        {"\xf4\x8f\xbf\xbf", 4, "\xf4\x8f\xbf\xbf", 0},
+        {"\xf0\x9f\x99", 3, R, 1},
+        {"\x80\xbf", 2, R R, 2},
+        {"\xf5", 1, R, 1},
+        {"a\0b", 3, "a\0b", 0},                 /* NUL is a character */
+        {"", 0, "", 0},
+    };
+#undef R
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL;
+        size_t n = 99, replaced = 99;
+        CU_ASSERT_EQUAL_FATAL(
+            fsc__utf8_sanitize(cases[i].in, cases[i].n, &out, &n, &replaced), 0);
+        /* the lengths: strlen, except past the NUL of "a\0b" */
+        size_t want = cases[i].replaced == 0 ? cases[i].n : strlen(cases[i].out);
+        CU_ASSERT_EQUAL(n, want);
+        CU_ASSERT_TRUE(n == want && memcmp(out, cases[i].out, want) == 0 && out[n] == '\0');
+        CU_ASSERT_EQUAL(replaced, cases[i].replaced);
+        CU_ASSERT_EQUAL(fsc__utf8_invalid(cases[i].in, cases[i].n), cases[i].replaced);
+        CU_ASSERT_EQUAL(fsc__utf8_invalid(out, n), 0);
+        free(out);
+    }
+    /* a sequence cut by the length given, not by a NUL */
+    CU_ASSERT_EQUAL(fsc__utf8_seq((const unsigned char *)"\xc3\xa9", 1), -1);
+    CU_ASSERT_EQUAL(fsc__utf8_seq((const unsigned char *)"\xc3\xa9", 2), 2);
+    CU_ASSERT_EQUAL(fsc__utf8_seq((const unsigned char *)"", 0), 0);
+}
+
+/* Paths that cannot be read or written are bad input (FSC_ENOENT,
+ * FSC_EINVAL: exit 2), each with a message naming the path. */
+static void test_path_checks(void)
+{
+    fsc_err_t e = {0};
+    const char *dir = fsc_test_tmpdir();
+    const char *file = fsc_test_path("exists.txt");
+    FILE *f = fopen(file, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fclose(f);
+    CU_ASSERT_EQUAL(fsc_infile_check(file, &e), 0);
+    CU_ASSERT_EQUAL(fsc_infile_check("/dev/null", &e), 0); /* a device: read as a stream */
+    CU_ASSERT_EQUAL(fsc_infile_check(fsc_test_path("nope.txt"), &e), FSC_ENOENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "nope.txt: no such file"));
+    CU_ASSERT_EQUAL(fsc_infile_check(dir, &e), FSC_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "is a directory, not a file"));
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(fsc_test_path("new.db"), &e), 0);
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(file, &e), 0); /* replaced when written */
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest("plain-name-here.db", &e), 0); /* in "." */
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(dir, &e), FSC_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "is a directory; name a file to write"));
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(fsc_test_path("nodir/x.db"), &e), FSC_ENOENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "/nodir does not exist"));
+    char under_file[1200];
+    snprintf(under_file, sizeof under_file, "%s/x.db", file);
+    CU_ASSERT_EQUAL(fsc_outfile_check_dest(under_file, &e), FSC_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fsc_err_msg(&e), "exists.txt is not a folder"));
+    /* fsc_outfile_init refuses them too, creating nothing */
+    fsc_outfile_t o;
+    CU_ASSERT_EQUAL(fsc_outfile_init(&o, dir, &e), FSC_EINVAL);
+    CU_ASSERT_EQUAL(fsc_outfile_remove_all(), NULL);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"size_parse_units", test_size_parse_units},
     {"size_parse_rejects", test_size_parse_rejects},
@@ -216,6 +302,8 @@ static const fsc_test_case_t k_tests[] = {
     {"outfile_guards_inputs", test_outfile_guards_inputs},
     {"outfile_remove_all", test_outfile_remove_all},
     {"outfile_claim", test_outfile_claim},
+    {"utf8_sanitize", test_utf8_sanitize},
+    {"path_checks", test_path_checks},
     {NULL, NULL},
 };
 

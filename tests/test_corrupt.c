@@ -15,6 +15,8 @@
  * older output file in its place is left as it was). The mutations are drawn from a fixed seed
  * (FSC_CORRUPT_SEED overrides it, FSC_CORRUPT_N the number of mutations);
  * a failing input is kept in the scratch directory and named on stderr.
+ * An entry that contradicts the block model says, in every command that
+ * imports, that --lenient skips such entries.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -583,6 +585,36 @@ static void test_snapshot_settings_replay(void)
     }
 }
 
+/* An entry that contradicts the block model fails every command that
+ * imports, with one line saying that --lenient skips such entries; with
+ * --lenient each command goes past it. An input that --lenient would not
+ * help (not a snapshot at all) does not say so. */
+static void test_lenient_hint(void)
+{
+    static char out[8192];
+    const char *bin = fsc_test_fragscope();
+    const char *bad = fsc_test_data("pytorch/unknown_free.pickle");
+    const char *garbage = fsc_test_data("pytorch/hostile/garbage.bin");
+    static const char *const k_cmds[] = {"analyze %s -o %s/lh.db", "import %s -o %s/lh.fstrace",
+                                         "whatif %s --config ''", "view %s -o %s/lh.html"};
+    for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++) {
+        char fmt[256], args[2048];
+        snprintf(fmt, sizeof fmt, "'%%s' %s 2>&1 >/dev/null", k_cmds[i]);
+        snprintf(args, sizeof args, fmt, bin, bad, fsc_test_tmpdir());
+        int st = fsc_test_sh(out, sizeof out, "%s", args);
+        if (st != 2 || strstr(out, "(rerun with --lenient to skip such entries)\n") == NULL)
+            fprintf(stderr, "\n  %s -> %d: %s", args, st, out);
+        CU_ASSERT_EQUAL(st, 2);
+        CU_ASSERT_EQUAL(fsc_test_count(out, "\n"), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown_free.pickle: device_traces[0][1]"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "(rerun with --lenient to skip such entries)\n"));
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s --lenient", args), 0);
+        snprintf(args, sizeof args, fmt, bin, garbage, fsc_test_tmpdir());
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s", args), 2);
+        CU_ASSERT_PTR_NULL(strstr(out, "--lenient"));
+    }
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"undamaged inputs pass", test_base_inputs_are_valid},
     {"damaged traces: info, analyze, export, whatif", test_damaged_traces},
@@ -590,6 +622,8 @@ static const fsc_test_case_t k_tests[] = {
     {"damaged databases: report, check, diff, view", test_damaged_databases},
     {"odd values in databases: report, check, diff, view", test_odd_values_in_databases},
     {"snapshots with odd allocator settings still replay", test_snapshot_settings_replay},
+    {"a contradiction says --lenient skips it, in every command that imports",
+     test_lenient_hint},
     {NULL, NULL},
 };
 

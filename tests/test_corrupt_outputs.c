@@ -5,6 +5,9 @@
  * - output paths: an output that is one of the inputs (same name, another
  *   name, a symlink, a hard link) is refused with status 2 and one line, and
  *   the input is left byte for byte as it was;
+ * - unusable paths: an input that is a directory, missing or unreadable, an
+ *   output that is a directory or in a folder that does not exist: status
+ *   2, one line naming the file, nothing written;
  * - signals: SIGINT and SIGTERM while a database is being written give
  *   status 130 and 143, one line, no temporary file, the older output
  *   untouched; a SIGKILLed `simulate -o` leaves a readable trace under its
@@ -675,8 +678,101 @@ static void test_export_ring_trace(void)
     CU_ASSERT_EQUAL(run(out, sizeof out, "import --lenient r.pickle -o back.fstrace"), 0);
 }
 
+/* ---- unusable paths --------------------------------------------------------- */
+
+/* `fragscope ARGS` with %s replaced by path: exit 2, one line naming the
+ * path, nothing written in g_dir (no output, no temporary). As root a file
+ * without read permission is still readable: that case runs the command as
+ * nobody (setpriv), when prefix is given. */
+static void refuse_path(const char *fmt, const char *path, const char *prefix)
+{
+    char args[512], err[4096];
+    snprintf(args, sizeof args, fmt, path, path);
+    int st = prefix ? fsc_test_sh(err, sizeof err, "cd %s && %s %s %s 2>&1 >/dev/null", g_dir,
+                                  prefix, fsc_test_fragscope(), args)
+                    : run(err, sizeof err, args);
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int ok = st == 2 && lines_of(err) == 1 && strstr(err, name) != NULL;
+    if (!ok)
+        fprintf(stderr, "\n  fragscope %s -> %d: %s", args, st, err);
+    CU_ASSERT_TRUE(ok);
+    CU_ASSERT_STRING_EQUAL(leftovers(), "");
+    static const char *const k_outs[] = {"o.db", "o.fstrace", "o.html", "o.pickle", "o.csv",
+                                         "nodir"};
+    for (size_t i = 0; i < sizeof k_outs / sizeof k_outs[0]; i++) {
+        if (fsc_test_file_exists(in_dir(k_outs[i])))
+            fprintf(stderr, "\n  fragscope %s left %s\n", args, k_outs[i]);
+        CU_ASSERT_FALSE(fsc_test_file_exists(in_dir(k_outs[i])));
+    }
+}
+
+/* Every command's inputs and outputs: an input that is a directory, missing
+ * or unreadable, and an output that is a directory or lies in a folder that
+ * does not exist, are bad input: exit 2, one line naming the file, nothing
+ * written, and no work done before the output is refused. */
+static void test_unusable_paths(void)
+{
+    fresh_dir("unusable");
+    CU_ASSERT_EQUAL_FATAL(copy(k_trace, in_dir("a.fstrace")), 0);
+    CU_ASSERT_EQUAL_FATAL(copy(fsc_test_data("pytorch/tiny.p4.pickle"), in_dir("s.pickle")), 0);
+    make_db("d.db");
+    CU_ASSERT_EQUAL_FATAL(mkdir(in_dir("adir"), 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(copy(in_dir("d.db"), in_dir("locked")), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(in_dir("locked"), 0), 0);
+    static const char *const k_inputs[] = {
+        "analyze %s -o o.db",
+        "analyze a.fstrace %s -o o.db",
+        "import %s -o o.fstrace",
+        "info %s",
+        "report %s",
+        "check %s --no-oom",
+        "diff %s d.db",
+        "diff d.db %s",
+        "whatif %s --config ''",
+        "whatif a.fstrace --config '' --verify-against %s",
+        "view %s -o o.html",
+        "export %s --pytorch-snapshot o.pickle",
+        "export --table blocks --format csv %s -o o.csv",
+        "merge %s -o o.db",
+    };
+    /* as root, read permission is not checked: run those as nobody, who may
+     * enter the scratch folders but not read the file */
+    const char *prefix = NULL;
+    if (geteuid() == 0 && fsc_test_sh(NULL, 0, "command -v setpriv >/dev/null") == 0) {
+        prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+        chmod(fsc_test_tmpdir(), 0755);
+        chmod(g_dir, 0777); /* where nobody may write the outputs */
+    }
+    for (size_t i = 0; i < sizeof k_inputs / sizeof k_inputs[0]; i++) {
+        refuse_path(k_inputs[i], "adir", NULL);
+        refuse_path(k_inputs[i], "missing.fstrace", NULL);
+        if (geteuid() != 0 || prefix != NULL)
+            refuse_path(k_inputs[i], "locked", prefix);
+    }
+    static const char *const k_outputs[] = {
+        "analyze a.fstrace -o %s",
+        "analyze s.pickle -o %s",
+        "import s.pickle -o %s",
+        "report d.db -o %s",
+        "view d.db -o %s",
+        "export a.fstrace --pytorch-snapshot %s",
+        "export --table blocks --format csv d.db -o %s",
+        "merge d.db -o %s",
+        "simulate --workload gpt2 --steps 1 -o %s",
+        "record -o %s -- true",
+    };
+    for (size_t i = 0; i < sizeof k_outputs / sizeof k_outputs[0]; i++) {
+        refuse_path(k_outputs[i], "adir", NULL);
+        refuse_path(k_outputs[i], "nodir/o.x", NULL);
+    }
+    /* the directory named as the output is left as it was: empty */
+    CU_ASSERT_EQUAL(rmdir(in_dir("adir")), 0);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"output paths: an input named again as the output is refused", test_output_is_input},
+    {"unusable paths: directories, missing and unreadable files, missing folders",
+     test_unusable_paths},
     {"signals: SIGINT/SIGTERM clean up and exit 130/143", test_signals},
     {"signals: a killed simulate -o leaves a readable trace", test_killed_simulate_leaves_trace},
     {"size limits: EFBIG is exit 3, one line, nothing left", test_size_limits},

@@ -4,9 +4,13 @@
  * and the two-device snapshot of tests/data/gpu/. Each run of a job must
  * read exactly as the single-input analyze of its input; merging twice
  * must add nothing; runs are renumbered after those already there; a bad
- * input fails the command with one line naming it and leaves no file;
- * export --table writes any table of them as CSV.
+ * input fails the command with one line naming it and leaves no file; two
+ * runs claiming one rank and device are kept and flagged;
+ * export --table writes any table of them as CSV, with formula-like text
+ * cells neutralised; names that are not UTF-8 reach every JSON and CSV
+ * writer as U+FFFD.
  */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <sqlite3.h>
@@ -15,6 +19,7 @@
 #include <string.h>
 
 #include "fragscope/rundb.h"
+#include "fsc/utf8.h"
 #include "fsc_test.h"
 
 #define NRANKS 4
@@ -291,12 +296,175 @@ static void test_export_csv(void)
     CU_ASSERT_EQUAL(leftovers("bad.csv"), 0);
 }
 
+/* Text cells a spreadsheet would run as a formula (= + - @ tab CR at the
+ * start) are written behind a single quote inside a quoted field; numbers,
+ * negative ones included, stay numbers; bytes that are not UTF-8 become
+ * U+FFFD. */
+static void test_export_csv_neutral(void)
+{
+    const char *bin = fsc_test_fragscope();
+    char db[1024];
+    snprintf(db, sizeof db, "%s", fsc_test_path("neutral.db"));
+    sqlite3 *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, fsc_rundb_schema(), NULL, NULL, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, "INSERT INTO runs(run, kind) VALUES(0, 'trace');"
+                                    "INSERT INTO meta(key, value) VALUES('schema_version', 2);"
+                                    "INSERT INTO markers VALUES"
+                                    " (0, 1, -5, '=HYPERLINK(\"x\")'), (0, 2, -7, '-2+3'),"
+                                    " (0, 3, 4, '@SUM(1)'), (0, 4, 5, '+1'),"
+                                    " (0, 5, 6, char(9) || 'tab'), (0, 6, 7, char(13) || 'cr'),"
+                                    " (0, 7, 8, CAST(X'6261FF64' AS TEXT)), (0, 8, 9, 'a=b'),"
+                                    " (0, 9, -1, '');"
+                                    "INSERT INTO bins(run, bin, hit_rate) VALUES(0, 3, -0.5);",
+                                 NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table markers '%s'", bin, db),
+                    0);
+    CU_ASSERT_STRING_EQUAL(g_out, "run,seq,time_ns,text\r\n"
+                                  "0,1,-5,\"'=HYPERLINK(\"\"x\"\")\"\r\n"
+                                  "0,2,-7,\"'-2+3\"\r\n"
+                                  "0,3,4,\"'@SUM(1)\"\r\n"
+                                  "0,4,5,\"'+1\"\r\n"
+                                  "0,5,6,\"'\ttab\"\r\n"
+                                  "0,6,7,\"'\rcr\"\r\n"
+                                  "0,7,8,ba\xef\xbf\xbd" "d\r\n"
+                                  "0,8,9,a=b\r\n"
+                                  "0,9,-1,\r\n");
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' export --table bins '%s' | cut -d, -f1,2,11",
+                                bin, db), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "run,bin,hit_rate\n0,3,-0.5\n");
+}
+
+/* Frame and file names of a pickle that are not UTF-8 (lone surrogates as
+ * pickle writes them, protocol 0's \ud800 escapes, a stray byte): every
+ * JSON and CSV writer gives valid UTF-8 with U+FFFD in their place, and a
+ * frame name that reads as a formula is neutralised in the CSV. */
+static void test_names_not_utf8(void)
+{
+#define R "\xef\xbf\xbd"
+    const char *bin = fsc_test_fragscope();
+    static const char *const k_in[] = {"names.pickle", "names.p0.pickle", "names_raw.pickle"};
+    for (size_t i = 0; i < sizeof k_in / sizeof k_in[0]; i++) {
+        char in[1024], db[1024], tr[1024], rel[64];
+        snprintf(rel, sizeof rel, "pytorch/%s", k_in[i]);
+        /* a file name that is not UTF-8 either: check's run labels name it */
+        snprintf(in, sizeof in, "%s", fsc_test_path(k_in[i]));
+        memcpy(strrchr(in, '/') + 1, "n\xff-", 3); /* n?-es.pickle ... */
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(NULL, 0, "cp '%s' '%s'", fsc_test_data(rel), in), 0);
+        snprintf(db, sizeof db, "%s.db", fsc_test_path(k_in[i]));
+        snprintf(tr, sizeof tr, "%s.fstrace", fsc_test_path(k_in[i]));
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' -o '%s'"
+                                          " --no-suggest", bin, in, db), 0);
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' import '%s' -o '%s'", bin,
+                                          in, tr), 0);
+        const char *const cmds[] = {"'%s' report '%s' --format json", "'%s' export --table tag_frames '%s'",
+                                    "'%s' export --table tag_paths '%s'",
+                                    "'%s' check '%s' --format json --max-peak-reserved 1KiB",
+                                    "'%s' info '%s' --format json",
+                                    "'%s' whatif '%s' --config '' --format json"};
+        for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+            const char *arg = k < 4 ? db : tr;
+            int st = fsc_test_sh(g_out, sizeof g_out, cmds[k], bin, arg);
+            CU_ASSERT_EQUAL(st, k == 3 ? 1 : 0);
+            size_t bad = fsc__utf8_invalid(g_out, strlen(g_out));
+            const char *want = k == 3 ? "/n" R "-es" : "bad" R R R "name.py";
+            if (bad != 0 || strstr(g_out, want) == NULL)
+                fprintf(stderr, "\n  %s / command %zu: %zu ill-formed, output: %.300s\n",
+                        k_in[i], k, bad, g_out);
+            CU_ASSERT_EQUAL(bad, 0);
+            CU_ASSERT_PTR_NOT_NULL(strstr(g_out, want));
+            if (k == 1) {
+                CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"'=HYPERLINK(\"\"http://x.invalid/\"\","));
+                CU_ASSERT_PTR_NOT_NULL(strstr(g_out, ",\"'@SUM(1+1)\","));
+                CU_ASSERT_PTR_NOT_NULL(strstr(g_out, ",\"'-2+3\","));
+                CU_ASSERT_PTR_NOT_NULL(strstr(g_out, i == 2 ? ",lone" R R "(nd," : ",lone" R R R "end,"));
+            }
+        }
+        /* the page's embedded JSON and its HTML */
+        char html[1100];
+        snprintf(html, sizeof html, "%s.html", db);
+        CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' view '%s' -o '%s'", bin, db, html), 0);
+        size_t n = 0;
+        char *page = fsc_test_slurp(html, &n);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+        CU_ASSERT_EQUAL(fsc__utf8_invalid(page, n), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(page, "bad\\ufffd\\ufffd\\ufffdname.py"));
+        free(page);
+    }
+#undef R
+}
+
+/* Two runs that both claim rank 0 on device 0 are merged (both kept) with a
+ * warning on stderr naming both input files, meta merge.duplicate_rank on
+ * the second, and the job report's duplicate_ranks; distinct ranks merge
+ * silently. */
+static void test_merge_duplicate_rank(void)
+{
+    const char *bin = fsc_test_fragscope();
+    char a[1024], b[1024], c[1024], job[1024], job2[1024];
+    snprintf(a, sizeof a, "%s", fsc_test_path("dup_a.db"));
+    snprintf(b, sizeof b, "%s", fsc_test_path("dup_b.db"));
+    snprintf(c, sizeof c, "%s", fsc_test_path("dup_c.db"));
+    snprintf(job, sizeof job, "%s", fsc_test_path("dup_job.db"));
+    snprintf(job2, sizeof job2, "%s", fsc_test_path("nodup_job.db"));
+    static const char *const k_snap[] = {"pytorch/tiny.p4.pickle", "pytorch/tiny.p2.pickle",
+                                         "pytorch/tiny.p5.pickle"};
+    const char *dbs[] = {a, b, c};
+    const char *ranks[] = {"0", "0", "1"};
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(fsc_test_sh(g_out, sizeof g_out, "'%s' analyze '%s' --rank %s -o '%s'"
+                                          " --no-suggest", bin, fsc_test_data(k_snap[i]),
+                                          ranks[i], dbs[i]), 0);
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' merge '%s' '%s' -o '%s' 2>&1 >/dev/null",
+                                bin, a, b, job), 0);
+    char want[4096];
+    snprintf(want, sizeof want, "fragscope: warning: rank 0 on device 0 twice: run 0 from %s (%s)"
+             " and run 1 from %s (%s); both kept", a, fsc_test_data(k_snap[0]), b,
+             fsc_test_data(k_snap[1]));
+    if (strstr(g_out, want) == NULL)
+        fprintf(stderr, "\n  got: %s\n  want: %s\n", g_out, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, want));
+    CU_ASSERT_EQUAL(fsc_test_count(g_out, "\n"), 1);
+    CU_ASSERT_EQUAL(q_int(job, "SELECT count(*) FROM runs"), 2);
+    CU_ASSERT_EQUAL(q_int(job, "SELECT run FROM meta WHERE key = 'merge.duplicate_rank'"), 1);
+    CU_ASSERT_EQUAL(q_int(job, "SELECT count(*) FROM meta WHERE key = 'merge.duplicate_rank'"), 1);
+    /* the job report says it too, in JSON and in text */
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' report '%s' --format json", bin, job), 0);
+    cJSON *j = cJSON_Parse(g_out);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(j, "job"), "duplicate_ranks");
+    CU_ASSERT_TRUE_FATAL(cJSON_IsArray(d) && cJSON_GetArraySize(d) == 1);
+    const cJSON *d0 = cJSON_GetArrayItem(d, 0);
+    CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(d0, "rank")->valuedouble, 0);
+    CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(d0, "device")->valuedouble, 0);
+    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(d0, "runs");
+    CU_ASSERT_EQUAL(cJSON_GetArrayItem(rr, 0)->valuedouble, 0);
+    CU_ASSERT_EQUAL(cJSON_GetArrayItem(rr, 1)->valuedouble, 1);
+    cJSON_Delete(j);
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' report '%s'", bin, job), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "warning: rank 0 on device 0 twice: run 0 ("));
+    /* merging again adds nothing and warns of nothing new */
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' merge '%s' '%s' -o '%s' 2>&1 >/dev/null",
+                                bin, a, b, job), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "");
+    /* distinct ranks: silent, and none listed */
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' merge '%s' '%s' -o '%s' 2>&1 >/dev/null",
+                                bin, a, c, job2), 0);
+    CU_ASSERT_STRING_EQUAL(g_out, "");
+    CU_ASSERT_EQUAL(fsc_test_sh(g_out, sizeof g_out, "'%s' report '%s' --format json", bin, job2), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_out, "\"duplicate_ranks\":\t[]"));
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"analyze of four ranks: each run as its own analysis", test_analyze_many},
     {"merge: the same job, and idempotent", test_merge_idempotent},
     {"runs renumbered; one run per device", test_renumber_and_devices},
     {"a bad input fails the command, nothing written", test_bad_input},
+    {"merge: two runs of rank 0 on device 0 are flagged", test_merge_duplicate_rank},
     {"export --table as CSV", test_export_csv},
+    {"export --table: formula cells neutralised, numbers kept", test_export_csv_neutral},
+    {"names that are not UTF-8: JSON, CSV and the page get U+FFFD", test_names_not_utf8},
     {NULL, NULL},
 };
 

@@ -537,8 +537,9 @@ static void test_writer_rejects_bad_input(void)
     CU_ASSERT_EQUAL(fsc_recorder_open(p, NULL, &o, &w, &err), FSC_EINVAL);
     CU_ASSERT_FALSE(fsc_test_file_exists(p));
     o.chunk_bytes = 0;
+    /* a folder that does not exist: not found (the command's exit 2) */
     CU_ASSERT_EQUAL(fsc_recorder_open(fsc_test_path("no/such/dir/x.fstrace"), NULL, &o, &w, &err),
-                    FSC_EIO);
+                    FSC_ENOENT);
     CU_ASSERT_EQUAL_FATAL(fsc_recorder_open(p, NULL, &o, &w, &err), 0);
     fsc_event_t e = {.type = 0};
     CU_ASSERT_EQUAL(fsc_recorder_write(w, &e), FSC_EINVAL);

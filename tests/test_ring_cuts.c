@@ -11,7 +11,8 @@
  * replay with the recording's own settings, from the starting state the
  * importer rebuilt, must reproduce every block address of the window and
  * both of its peaks. Some cuts are also analyzed, and the report must say
- * that its figures cover a window.
+ * that its figures cover a window. A snapshot with no history at all is
+ * the state at its moment, and is reported as that.
  *
  * Two crafted fixtures are left out: frames_bomb.pickle (its final
  * segments contradict its own history: a segment the history never frees
@@ -290,6 +291,7 @@ static void test_analyze_window(void)
     CU_ASSERT_TRUE_FATAL(cJSON_IsObject(w));
     CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(w, "entries")->valuedouble, 30000);
     CU_ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "peaks_cover_window_only")));
+    CU_ASSERT_TRUE(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(w, "no_history")));
     /* gpt2_varlen reserves its 20.51 GiB early and keeps it: the window
      * begins with all of it */
     CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(w, "start_reserved_bytes")->valuedouble,
@@ -332,6 +334,68 @@ static void test_whatif_window_output(void)
     fsc_request_stream_destroy(rs);
 }
 
+/* A snapshot with no history (device_traces of empty lists, as _snapshot()
+ * gives without _record_memory_history) is what it is: analyze and report
+ * show the state at the moment of the snapshot and say so, never "mid-run";
+ * import says so; what-if, with no request to replay, refuses with how to
+ * record one. */
+static void test_empty_history(void)
+{
+    static char out[1 << 16];
+    const char *bin = fsc_test_fragscope();
+    static const char *const k_in[] = {"pytorch/empty_history.pickle",
+                                       "pytorch/empty_history.json", "pytorch/segments_only.json"};
+    for (size_t i = 0; i < sizeof k_in / sizeof k_in[0]; i++) {
+        char in[1024], db[1024];
+        snprintf(in, sizeof in, "%s", fsc_test_data(k_in[i]));
+        snprintf(db, sizeof db, "%s", fsc_test_path("empty.db"));
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze %s -o %s", bin, in, db), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "no history: the snapshot's device_traces are empty"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "_record_memory_history() before the run"));
+        CU_ASSERT_PTR_NULL(strstr(out, "mid-run"));
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s", bin, db), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nno history\n  the snapshot holds no recorded "
+                                           "history"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "every figure is the state at the moment of the "
+                                           "snapshot"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "memory (at the snapshot)"));
+        CU_ASSERT_PTR_NULL(strstr(out, "mid-run"));
+        CU_ASSERT_PTR_NULL(strstr(out, "window"));
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s report %s --format json", bin, db), 0);
+        cJSON *j = cJSON_Parse(out);
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "window");
+        CU_ASSERT_TRUE_FATAL(cJSON_IsObject(w));
+        CU_ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "no_history")));
+        /* each: a 2 MiB segment holding a 1 KiB block, a 20 MiB one
+         * holding a 3 MiB block; segments_only's 1 KiB block is freed but
+         * pending (active, not allocated) */
+        CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(w, "start_reserved_bytes")->valuedouble,
+                        22.0 * 1048576);
+        CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(w, "start_allocated_bytes")->valuedouble,
+                        3.0 * 1048576 + (i < 2 ? 1024 : 0));
+        cJSON_Delete(j);
+        /* the page too */
+        char html[1100];
+        snprintf(html, sizeof html, "%s.html", db);
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s view %s -o %s", bin, db, html), 0);
+        char *page = fsc_test_slurp(html, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+        CU_ASSERT_PTR_NOT_NULL(strstr(page, "none recorded (the snapshot&#39;s device_traces are "
+                                            "empty): every figure is the state at the moment of "
+                                            "the snapshot"));
+        CU_ASSERT_PTR_NULL(strstr(page, "mid-run"));
+        free(page);
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s import %s -o %s", bin, in,
+                                    fsc_test_path("empty.fstrace")), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "no history: the snapshot's device_traces are empty"));
+        CU_ASSERT_PTR_NULL(strstr(out, "mid-run"));
+        CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s whatif %s --config '' 2>&1", bin, in), 2);
+        CU_ASSERT_EQUAL(fsc_test_count(out, "\n"), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "the snapshot holds no recorded history"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "_record_memory_history() before the run"));
+    }
+}
+
 static const fsc_test_case_t tests[] = {
     {"shared runs (tests/data/pytorch) cut at 50 points: every window reproduced",
      test_shared_runs},
@@ -343,6 +407,7 @@ static const fsc_test_case_t tests[] = {
     {"gpt2_varlen cut at every step boundary", test_step_boundaries},
     {"a window analyzed: the report says its figures cover the window", test_analyze_window},
     {"what-if on a window: its starting state and scope", test_whatif_window_output},
+    {"no history at all: the snapshot's state, said so; what-if refuses", test_empty_history},
     {NULL, NULL},
 };
 

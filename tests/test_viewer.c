@@ -2,8 +2,9 @@
  * test_viewer.c — the HTML report: escaping, what the page contains for a
  * hand-built database (tests/viewer/small.sql, numbers worked out in its
  * comments), the size bound on a database far larger than a page may embed
- * (tests/viewer/large.sql), layout aggregation, and bad input through the
- * library and the command line.
+ * (tests/viewer/large.sql), layout aggregation, bad input through the
+ * library and the command line, and view of a snapshot or trace in one
+ * command.
  */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -122,7 +123,7 @@ static void test_json_escaping(void)
     } cases[] = {
         {HOSTILE, 0, "\"\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e\""},
         {"a\"b\\c\n\t\x01&", 0, "\"a\\\"b\\\\c\\n\\t\\u0001\\u0026\""},
-        {"bad \xff byte, cut \xe2\x82", 0, "\"bad \\ufffd byte, cut \\ufffd\\ufffd\""},
+        {"bad \xff byte, cut \xe2\x82", 0, "\"bad \\ufffd byte, cut \\ufffd\""}, /* a cut sequence: one U+FFFD */
         {"line\xe2\x80\xa8sep", 0, "\"line\\u2028sep\""},
         {"h\xc3\xa9llo", 3, "\"h\xc3\xa9l\xe2\x80\xa6\""},
         {"\xf0\x9f\x99\x82 ok", 0, "\"\xf0\x9f\x99\x82 ok\""},
@@ -685,11 +686,92 @@ static void test_cli(void)
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' view", bin), 2);
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' view '%s' --bogus", bin, db), 2);
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' view '%s' --max-size lots", bin, db), 2);
+    /* an output in a folder that does not exist: bad input, one line */
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' view '%s' -o '%s/no/such/dir/x.html'", bin, db,
-                                fsc_test_tmpdir()), 3);
+                                fsc_test_tmpdir()), 2);
+    CU_ASSERT_EQUAL(fsc_test_count(out, "\n"), 1);
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "'%s' help view", bin), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fragscope view RUN.db"));
     CU_ASSERT_FALSE(tmp_left(fsc_test_tmpdir()));
+}
+
+/* Entries of a folder but "." and "..": their names, space-separated. */
+static const char *entries(const char *dir)
+{
+    static char buf[4096];
+    buf[0] = '\0';
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s ", e->d_name);
+    if (d != NULL)
+        closedir(d);
+    return buf;
+}
+
+/* `fragscope view` of a snapshot or a trace: analyzed and drawn in one
+ * command, the page the same as analyze then view make (but for the file
+ * name it shows), the database kept in a temporary folder and removed; an
+ * entry that contradicts the block model says --lenient gets past it. */
+static void test_cli_any_input(void)
+{
+    static char out[1 << 16];
+    const char *bin = fsc_test_fragscope();
+    char dir[1024], tmp[1100];
+    snprintf(dir, sizeof dir, "%s/anyinput", fsc_test_tmpdir());
+    snprintf(tmp, sizeof tmp, "%s/tmp", dir);
+    CU_ASSERT_EQUAL_FATAL(fsc_test_sh(NULL, 0, "mkdir -p '%s' && cp '%s' '%s/s.pickle' && cp '%s' "
+                                      "'%s/t.fstrace' && cp '%s' '%s/bad.pickle'", tmp,
+                                      fsc_test_data("pytorch/gpt2m_oom_12g.pickle"), dir,
+                                      FSC_SOURCE_DIR "/sample_traces/resnet_sim.fstrace", dir,
+                                      fsc_test_data("pytorch/unknown_free.pickle"), dir), 0);
+    /* one command, default output s.html */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "cd '%s' && TMPDIR='%s' '%s' view s.pickle", dir,
+                                tmp, bin), 0);
+    CU_ASSERT_STRING_EQUAL(out, "");
+    CU_ASSERT_STRING_EQUAL(entries(tmp), "");
+    /* the same page as analyze + view */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "cd '%s' && '%s' analyze s.pickle -o s.pickle.db"
+                                " && '%s' view s.pickle.db -o two.html && sed 's/s\\.pickle\\.db/"
+                                "s.pickle/g' two.html | cmp - s.html", dir, bin, bin), 0);
+    char html[1200];
+    snprintf(html, sizeof html, "%s/s.html", dir);
+    char *page = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "<title>Memory report &mdash; s.pickle (pytorch snapshot "
+                                        "import)</title>"));
+    free(page);
+    /* a trace */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "cd '%s' && TMPDIR='%s' '%s' view t.fstrace -o "
+                                "t.html", dir, tmp, bin), 0);
+    snprintf(html, sizeof html, "%s/t.html", dir);
+    CU_ASSERT_TRUE(fsc_test_file_exists(html));
+    CU_ASSERT_STRING_EQUAL(entries(tmp), "");
+    /* strict import error: one line, the --lenient hint, nothing written;
+     * with --lenient the page */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "cd '%s' && TMPDIR='%s' '%s' view bad.pickle "
+                                "2>&1", dir, tmp, bin), 2);
+    CU_ASSERT_EQUAL(fsc_test_count(out, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "bad.pickle: device_traces[0][1]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "(rerun with --lenient to skip such entries)\n"));
+    snprintf(html, sizeof html, "%s/bad.html", dir);
+    CU_ASSERT_FALSE(fsc_test_file_exists(html));
+    CU_ASSERT_STRING_EQUAL(entries(tmp), "");
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "cd '%s' && TMPDIR='%s' '%s' view bad.pickle "
+                                "--lenient 2>&1", dir, tmp, bin), 0);
+    CU_ASSERT_TRUE(fsc_test_file_exists(html));
+    CU_ASSERT_STRING_EQUAL(entries(tmp), "");
+    /* an output that cannot be written: refused before the analysis */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "cd '%s' && TMPDIR='%s' '%s' view s.pickle -o "
+                                "nodir/x.html 2>&1", dir, tmp, bin), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "nodir does not exist"));
+    CU_ASSERT_STRING_EQUAL(entries(tmp), "");
+    /* analyze's options are for a trace or snapshot only */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "cd '%s' && '%s' view s.pickle.db --lenient "
+                                "2>&1", dir, bin), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--lenient is for a trace or snapshot"));
+    CU_ASSERT_FALSE(tmp_left(dir));
 }
 
 static const fsc_test_case_t k_tests[] = {
@@ -704,6 +786,7 @@ static const fsc_test_case_t k_tests[] = {
     {"a database with only meta and summary", test_minimal_database},
     {"damaged values still render, escaped", test_odd_values},
     {"fragscope view command line", test_cli},
+    {"fragscope view of a snapshot or trace: analyzed in one command", test_cli_any_input},
     {NULL, NULL},
 };
 

@@ -184,9 +184,17 @@ int fsc__analyze_settled(const char *in, const char *out, const fsc_analyze_opts
 
 void fsc__analyze_window_note(const char *prefix, const fsc_import_stats_t *st)
 {
+    char r[32];
+    if (st->entries == 0) { /* no history at all: the snapshot's state is the run */
+        printf("%sno history: the snapshot's device_traces are empty (or it is a list of "
+               "segments): the\n%s  database holds the state at the moment of the snapshot "
+               "only (%s reserved);\n%s  record a history with "
+               "torch.cuda.memory._record_memory_history() before the run\n",
+               prefix, prefix, fsc_size_format(st->reconstructed_reserved, r, sizeof r), prefix);
+        return;
+    }
     if (!st->reconstructed || st->segments_only)
         return;
-    char r[32];
     printf("%swindow: the snapshot's history starts mid-run (PyTorch kept the last %llu "
            "entries):\n%s  the peaks are the window's; the run reserved at least %s before it",
            prefix, (unsigned long long)st->entries, prefix,
@@ -331,10 +339,14 @@ int fsc__analyze_many(const char *const *inputs, size_t n, const char *out,
     free(p.in);
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.cv);
-    if (rc != 0) {
-        fsc_cli_error("%s", fsc_err_msg(&err));
-        return fsc_cli_exit_code(rc);
-    }
+    if (rc != 0)
+        return fsc_cli_input_error("", rc, &err, tmpl->lenient);
+    for (uint64_t k = 0; k < st.duplicate_ranks && k < FSC_RUNDB_MERGE_WARNINGS; k++)
+        fprintf(stderr, "fragscope: warning: %s\n", st.warnings[k]);
+    if (st.duplicate_ranks > FSC_RUNDB_MERGE_WARNINGS)
+        fprintf(stderr, "fragscope: warning: %llu runs in all claim another's rank and device "
+                        "(meta merge.duplicate_rank of each)\n",
+                (unsigned long long)st.duplicate_ranks);
     printf("%s: %llu run%s from %zu input%s", out, (unsigned long long)st.runs,
            st.runs == 1 ? "" : "s", n, n == 1 ? "" : "s");
     if (st.runs_skipped > 0)

@@ -30,6 +30,16 @@ int fsc_cli_usage_error(const char *cmd, const char *fmt, ...)
     return FSC_EXIT_BAD_INPUT;
 }
 
+int fsc_cli_input_error(const char *prefix, int rc, const fsc_err_t *err, int lenient)
+{
+    /* FSC_ESTATE is the one error --lenient gets past: an entry or event
+     * that contradicts the state, skipped and counted instead */
+    fsc_cli_error("%s%s%s", prefix, fsc_err_msg(err),
+                  rc == FSC_ESTATE && !lenient ? " (rerun with --lenient to skip such entries)"
+                                                : "");
+    return fsc_cli_exit_code(rc);
+}
+
 int fsc_cli_exit_code(int rc)
 {
     switch (rc) {

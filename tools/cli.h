@@ -28,6 +28,12 @@ int fsc_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "fragscope CMD: <message>\n(see fragscope help CMD)" and return 2. */
 int fsc_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Print the one-line error of an import or analysis that failed with rc
+ * (prefix "CMD: " or ""); when the input contradicted the block model or
+ * the replay (FSC_ESTATE) and --lenient was not given (lenient 0), the line
+ * ends by saying that --lenient skips such entries. Returns the exit code
+ * (fsc_cli_exit_code). */
+int fsc_cli_input_error(const char *prefix, int rc, const fsc_err_t *err, int lenient);
 /* Exit code for an error code from the libraries: bad input (format,
  * truncation, config, state, not found, usage) → 2, else 3. */
 int fsc_cli_exit_code(int rc);

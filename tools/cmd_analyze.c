@@ -258,10 +258,8 @@ static int analyze(int argc, char **argv, const char **inputs)
         const char *one[1] = {j.in_path};
         return fsc__analyze_many(one, 1, j.out_path, &o, &j, (int)workers);
     }
-    if (rc != 0) {
-        fsc_cli_error("%s", fsc_err_msg(&err)); /* it names info.error_file */
-        return fsc_cli_exit_code(rc);
-    }
+    if (rc != 0) /* the message names info.error_file */
+        return fsc_cli_input_error("", rc, &err, j.lenient);
     char b[2][32];
     printf("%s: %llu events, peak allocated %s, peak reserved %s, %llu OOM%s%s%s%s\n",
            j.out_path, (unsigned long long)sum.events,

@@ -260,7 +260,16 @@ static void print_summary(const char *in, const char *out, const fsc_import_stat
     if (s->devices > 1)
         printf("  the snapshot has history for %u devices; imported device %d\n", s->devices,
                s->device);
-    if (s->reconstructed) {
+    if (s->entries == 0) {
+        char rv[32];
+        printf("  no history: the snapshot's device_traces are empty (or it is a list of "
+               "segments): the\n  trace holds the state at the moment of the snapshot only: "
+               "%llu segments or mapped ranges\n  (%s reserved), %llu live blocks; record a "
+               "history with\n  torch.cuda.memory._record_memory_history() before the run\n",
+               (unsigned long long)s->reconstructed_segments,
+               fsc_size_format(s->reconstructed_reserved, rv, sizeof rv),
+               (unsigned long long)s->reconstructed_blocks);
+    } else if (s->reconstructed) {
         char rv[32];
         printf("  the history starts mid-run (its ring had wrapped): the state before it was "
                "rebuilt from\n  the final segments: %llu segments or mapped ranges (%s "
@@ -349,10 +358,12 @@ int fsc_cmd_import(int argc, char **argv)
         return fsc_cli_usage_error("import", "no output given (-o run.fstrace)");
 
     fsc_err_t err = {0};
+    if (fsc_infile_check(in, &err) != 0)
+        return fsc_cli_error("%s", fsc_err_msg(&err));
     fsc_outfile_t of;
     fsc_outfile_guard_input(in);
     if (fsc_outfile_init(&of, out, &err) != 0)
-        return fsc_cli_usage_error("import", "%s", fsc_err_msg(&err));
+        return fsc_cli_error("%s", fsc_err_msg(&err));
     import_ctx_t c;
     memset(&c, 0, sizeof c);
     c.tmp_path = of.tmp_path;
@@ -384,8 +395,7 @@ int fsc_cmd_import(int argc, char **argv)
                 fsc_cli_error("%s: %s", out, m);
             return FSC_EXIT_FAILURE;
         }
-        fsc_cli_error("%s", fsc_err_msg(&err));
-        return fsc_cli_exit_code(rc);
+        return fsc_cli_input_error("", rc, &err, opts.lenient);
     }
     if (fsc_outfile_commit(&of, &err) != 0) {
         fsc_outfile_abort(&of);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "fsc/utf8.h"
 #include "fragscope/recorder.h"
 
 const char fsc_cmd_info_summary[] = "describe a trace: header, events, tags, integrity";
@@ -334,10 +335,14 @@ static int print_json(const info_t *s)
     }
     char *txt = cJSON_Print(o);
     cJSON_Delete(o);
-    if (txt == NULL)
+    char *clean = NULL; /* names from the trace as UTF-8 (fsc/utf8.h) */
+    if (txt != NULL)
+        fsc__utf8_sanitize(txt, strlen(txt), &clean, NULL, NULL);
+    cJSON_free(txt);
+    if (clean == NULL)
         return fsc_cli_error("out of memory");
-    printf("%s\n", txt);
-    free(txt);
+    printf("%s\n", clean);
+    free(clean);
     return 0;
 }
 

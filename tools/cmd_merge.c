@@ -24,6 +24,10 @@ const char fsc_cmd_merge_usage[] =
     "JOB.db is written under a temporary name beside it and renamed when complete\n"
     "(an existing JOB.db is copied in first), so it is never half-written.\n"
     "Databases of schema 1 (older fragscope) are read as one run each.\n"
+    "Two runs claiming one rank on one device (RANK unset in the launcher, or\n"
+    "one run under two names) are both kept, with a warning on stderr naming\n"
+    "both input files, meta merge.duplicate_rank on the second, and the job\n"
+    "report's duplicate_ranks (docs/jobs.md).\n"
     "\n"
     "options:\n"
     "  -o, --output FILE   the job database to write or extend (required)\n"
@@ -73,6 +77,12 @@ int fsc_cmd_merge(int argc, char **argv)
         fsc_cli_error("%s", fsc_err_msg(&err));
         return fsc_cli_exit_code(r);
     }
+    for (uint64_t k = 0; k < st.duplicate_ranks && k < FSC_RUNDB_MERGE_WARNINGS; k++)
+        fprintf(stderr, "fragscope: warning: %s\n", st.warnings[k]);
+    if (st.duplicate_ranks > FSC_RUNDB_MERGE_WARNINGS)
+        fprintf(stderr, "fragscope: warning: %llu runs in all claim another's rank and device "
+                        "(meta merge.duplicate_rank of each)\n",
+                (unsigned long long)st.duplicate_ranks);
     printf("%s: %llu run%s (%llu there before, %llu added, %llu skipped as already there);"
            " %llu rows from %llu database%s\n",
            out, (unsigned long long)st.runs, st.runs == 1 ? "" : "s",

@@ -542,6 +542,12 @@ int fsc_cmd_record(int argc, char **argv)
     }
     if (out == NULL)
         return fsc_cli_usage_error("record", "-o TRACE.fstrace is required");
+    /* A trace that cannot be written is said before the program runs, not
+     * by the program's recorder after it (%p and %r name files in the same
+     * folder, which is what this checks). */
+    fsc_err_t derr = {0};
+    if (fsc_outfile_check_dest(out, &derr) != 0)
+        return fsc_cli_error("%s", fsc_err_msg(&derr));
     if (i >= argc)
         return fsc_cli_usage_error("record", "no command given after --");
     char **cmd = argv + i;

@@ -1,19 +1,27 @@
 /*
- * cmd_view.c — `fragscope view run.db -o report.html`: the HTML report.
+ * cmd_view.c — `fragscope view run.db -o report.html`: the HTML report; and
+ * `fragscope view run.pickle -o report.html`, any input analyze takes (a
+ * trace, a snapshot), analyzed first into a database in a temporary folder
+ * that is removed afterwards.
  */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "fragscope/source.h"
 #include "fragscope/viewer.h"
 
 const char fsc_cmd_view_summary[] = "write a self-contained HTML report of a run database";
 const char fsc_cmd_view_usage[] =
-    "usage: fragscope view RUN.db [-o REPORT.html] [--title TEXT] [--max-size SIZE]\n"
-    "                      [--bands N] [--runs LIST] [--run N | --rank R]\n"
-    "                      [--detail-limit N] [--overview-limit N]\n"
+    "usage: fragscope view RUN.db|TRACE|SNAPSHOT [-o REPORT.html] [--title TEXT]\n"
+    "                      [--max-size SIZE] [--bands N] [--runs LIST]\n"
+    "                      [--run N | --rank R] [--detail-limit N]\n"
+    "                      [--overview-limit N] [--lenient] [--device N]\n"
+    "                      [--capacity SIZE] [--device-memory SIZE]\n"
     "\n"
     "Write one self-contained HTML file (no network access of any kind; opens from\n"
     "file:// in any current browser) showing the run analyzed into RUN.db by\n"
@@ -25,8 +33,20 @@ const char fsc_cmd_view_usage[] =
     "the end (leaks). The summary numbers are plain HTML and readable without\n"
     "JavaScript.\n"
     "\n"
+    "Given a trace (.fstrace) or a PyTorch snapshot (pickle or JSON) instead of\n"
+    "a database, view analyzes it first, as 'fragscope analyze' does (what-if\n"
+    "suggestions included), into a database in a temporary folder ($TMPDIR, else\n"
+    "/tmp) that is removed once the page is written: one command from snapshot\n"
+    "to page. Keep the database with 'fragscope analyze IN -o RUN.db' and view\n"
+    "that. analyze's options for such an input:\n"
+    "  --lenient           skip entries that contradict the block model\n"
+    "  --device N          the CUDA device of a snapshot to show\n"
+    "  --capacity SIZE     the bytes the process was allowed to reserve\n"
+    "  --device-memory SIZE  the device's memory (see 'fragscope help analyze')\n"
+    "\n"
     "options:\n"
-    "  -o, --output FILE   report path (default: RUN.db with .html in place of .db)\n"
+    "  -o, --output FILE   report path (default: the input with .html in place\n"
+    "                      of .db, .fstrace, .pickle, .pkl or .json)\n"
     "  --title TEXT        page title (default: from the database)\n"
     "  --max-size SIZE     upper bound of the file size (default 3MB); the embedded\n"
     "                      tables are thinned until the page fits\n"
@@ -51,6 +71,7 @@ const char fsc_cmd_view_usage[] =
     "\n"
     "The file is written under a temporary name and renamed when complete.\n"
     "Exit codes: 0 written, 2 bad input (missing file, not a fragscope database,\n"
+    "trace or snapshot, an entry that contradicts the replay without --lenient,\n"
     "bad option), 3 other failure (e.g. the output cannot be written).\n";
 
 /* "3,17,40-47" appended to *runs; 0 or a usage error. */
@@ -99,6 +120,94 @@ static int number_opt(const char *opt, const char *val, long long lo, long long 
     return 0;
 }
 
+/* analyze's options for an input that is not a database (NULL: not given). */
+typedef struct view_analyze {
+    int lenient;
+    const char *device, *capacity, *device_memory;
+} view_analyze_t;
+
+/* A trace or snapshot analyzed as `fragscope analyze` would, into a folder
+ * made for it: *dir gets the folder, hold the database. The database's
+ * path is hold->tmp_path, so that an interrupting signal removes it with
+ * every other temporary (common/outfile.c); analyze writes it under a
+ * temporary name of its own first. analyze's summary line names that
+ * path, which is not the user's: its standard output is discarded (its
+ * errors and warnings, on stderr, name the input). The page is made from
+ * *shown, a link in the folder named as the input, because the page names
+ * the file it was made from. Returns an exit status. */
+static int analyze_into_temp(const char *in, const view_analyze_t *an, char *dir, size_t dcap,
+                             fsc_outfile_t *hold, char *shown, size_t scap)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || tmp[0] == '\0')
+        tmp = "/tmp";
+    if (snprintf(dir, dcap, "%s/fragscope-view.XXXXXX", tmp) >= (int)dcap || mkdtemp(dir) == NULL) {
+        dir[0] = '\0';
+        return fsc_cli_error("view: cannot make a temporary folder in %s for the analysis of %s",
+                             tmp, in);
+    }
+    char db[4200];
+    snprintf(db, sizeof db, "%s/run.db", dir);
+    fsc_err_t err = {0};
+    if (fsc_outfile_init(hold, db, &err) != 0) {
+        rmdir(dir);
+        dir[0] = '\0';
+        return fsc_cli_error("view: %s", fsc_err_msg(&err));
+    }
+    char *argv[16];
+    int argc = 0;
+    argv[argc++] = (char *)"analyze";
+    argv[argc++] = (char *)in;
+    argv[argc++] = (char *)"-o";
+    argv[argc++] = hold->tmp_path;
+    if (an->lenient)
+        argv[argc++] = (char *)"--lenient";
+    if (an->device != NULL) {
+        argv[argc++] = (char *)"--device";
+        argv[argc++] = (char *)an->device;
+    }
+    if (an->capacity != NULL) {
+        argv[argc++] = (char *)"--capacity";
+        argv[argc++] = (char *)an->capacity;
+    }
+    if (an->device_memory != NULL) {
+        argv[argc++] = (char *)"--device-memory";
+        argv[argc++] = (char *)an->device_memory;
+    }
+    argv[argc] = NULL;
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved >= 0 && null >= 0)
+        dup2(null, STDOUT_FILENO);
+    int rc = fsc_cmd_analyze(argc, argv);
+    fflush(stdout);
+    if (saved >= 0) {
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+    }
+    if (null >= 0)
+        close(null);
+    const char *base = strrchr(in, '/') ? strrchr(in, '/') + 1 : in;
+    snprintf(shown, scap, "%s", hold->tmp_path);
+    char link[4400];
+    if (rc == FSC_EXIT_OK && snprintf(link, sizeof link, "%s/%s", dir, base) < (int)sizeof link &&
+        symlink(hold->tmp_path, link) == 0)
+        snprintf(shown, scap, "%s", link);
+    return rc;
+}
+
+/* The folder of analyze_into_temp and what is in it, removed. */
+static void remove_temp(char *dir, fsc_outfile_t *hold, const char *shown)
+{
+    if (dir[0] == '\0')
+        return;
+    if (strcmp(shown, hold->tmp_path) != 0)
+        unlink(shown);
+    fsc_outfile_abort(hold);
+    rmdir(dir);
+    dir[0] = '\0';
+}
+
 static int view_main(int argc, char **argv, int64_t **runs, size_t *cap);
 
 int fsc_cmd_view(int argc, char **argv)
@@ -113,6 +222,8 @@ int fsc_cmd_view(int argc, char **argv)
 static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
 {
     const char *db = NULL, *out = NULL;
+    const char *analyze_opts = NULL; /* the last of analyze's options given */
+    view_analyze_t an = {0, NULL, NULL, NULL};
     fsc_view_opts_t opts = FSC_VIEW_OPTS_DEFAULT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -177,6 +288,29 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
             if (rc != 0)
                 return rc;
             opts.overview_limit = (size_t)v;
+        } else if (strcmp(a, "--lenient") == 0) {
+            an.lenient = 1;
+            analyze_opts = a;
+        } else if (strcmp(a, "--device") == 0 || strcmp(a, "--capacity") == 0 ||
+                   strcmp(a, "--device-memory") == 0) {
+            if (++i >= argc)
+                return fsc_cli_usage_error("view", "%s needs a value", a);
+            if (strcmp(a, "--device") == 0) {
+                long long v = 0;
+                int rc = number_opt(a, argv[i], 0, 4095, &v);
+                if (rc != 0)
+                    return rc;
+                an.device = argv[i];
+            } else {
+                uint64_t v = 0;
+                int rc = fsc_cli_size("view", a, argv[i], &v);
+                if (rc != 0)
+                    return rc;
+                if (v == 0)
+                    return fsc_cli_usage_error("view", "%s must be more than 0", a);
+                *(strcmp(a, "--capacity") == 0 ? &an.capacity : &an.device_memory) = argv[i];
+            }
+            analyze_opts = a;
         } else if (strcmp(a, "--") == 0) {
             if (i + 1 < argc && db == NULL)
                 db = argv[++i];
@@ -192,20 +326,46 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
         }
     }
     if (db == NULL)
-        return fsc_cli_usage_error("view", "no database given");
+        return fsc_cli_usage_error("view", "no database, trace or snapshot given");
 
     char def[4096];
     if (out == NULL) {
+        static const char *const k_ext[] = {".db", ".fstrace", ".pickle", ".pkl", ".json"};
         size_t n = strlen(db);
-        if (n > 3 && strcmp(db + n - 3, ".db") == 0)
-            n -= 3;
+        for (size_t k = 0; k < sizeof k_ext / sizeof k_ext[0]; k++) {
+            size_t e = strlen(k_ext[k]);
+            if (n > e && strcmp(db + n - e, k_ext[k]) == 0) {
+                n -= e;
+                break;
+            }
+        }
         if (snprintf(def, sizeof def, "%.*s.html", (int)n, db) >= (int)sizeof def)
-            return fsc_cli_usage_error("view", "database path too long");
+            return fsc_cli_usage_error("view", "input path too long");
         out = def;
     }
     fsc_err_t err = {0};
     fsc_outfile_guard_input(db);
-    int rc = fsc_view_write_opts(db, out, &opts, &err);
+    int kind = fsc_source_detect(db);
+    int analyze_first = kind == FSC_SOURCE_TRACE || kind == FSC_SOURCE_SNAPSHOT;
+    if (!analyze_first && analyze_opts != NULL)
+        return fsc_cli_usage_error("view", "%s is for a trace or snapshot, which view analyzes "
+                                   "first; %s is not one", analyze_opts, db);
+    char dir[4096] = "", shown[4400] = "";
+    fsc_outfile_t hold;
+    const char *src = db;
+    if (analyze_first) {
+        /* an output that cannot be written is said before the analysis */
+        if (fsc_outfile_check(out, &err) != 0 || fsc_outfile_check_dest(out, &err) != 0)
+            return fsc_cli_error("view: %s", fsc_err_msg(&err));
+        int arc = analyze_into_temp(db, &an, dir, sizeof dir, &hold, shown, sizeof shown);
+        if (arc != FSC_EXIT_OK) {
+            remove_temp(dir, &hold, shown);
+            return arc;
+        }
+        src = shown;
+    }
+    int rc = fsc_view_write_opts(src, out, &opts, &err);
+    remove_temp(dir, &hold, shown);
     if (rc != 0) {
         fsc_cli_error("view: %s", fsc_err_msg(&err));
         return fsc_cli_exit_code(rc);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "fsc/utf8.h"
 #include "fragscope/rundb.h"
 #include "fragscope/whatif.h"
 
@@ -29,6 +30,9 @@ const char fsc_cmd_whatif_usage[] =
     "allocation it was: a setting that serves it survives. A recording that\n"
     "ends at an OOM is a prefix of the run: its results say run_complete false\n"
     "(\"ok*\" in text), covering the failed request and what came before it only.\n"
+    "A snapshot with no history (its device_traces empty: taken without\n"
+    "_record_memory_history) holds no request to replay and is refused (exit 2);\n"
+    "'fragscope analyze' shows its state at the moment of the snapshot.\n"
     "\n"
     "options:\n"
     "  --config STR     allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax; \"\"\n"
@@ -219,8 +223,12 @@ static int parse_args(int argc, char **argv, wopts_t *o)
 
 /* ---- output ------------------------------------------------------------------ */
 
-static void json_str(FILE *f, const char *s)
+static void json_str(FILE *f, const char *text)
 {
+    /* names from user files as UTF-8 (fsc/utf8.h); out of memory: as is */
+    char *clean = NULL;
+    fsc__utf8_sanitize(text, strlen(text), &clean, NULL, NULL);
+    const char *s = clean != NULL ? clean : text;
     fputc('"', f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -236,6 +244,7 @@ static void json_str(FILE *f, const char *s)
             fputc(c, f);
     }
     fputc('"', f);
+    free(clean);
 }
 
 static const char *cfg_name(const char *c)
@@ -1028,10 +1037,8 @@ static int run_against(const wopts_t *o, const fsc_request_stream_t *rs)
     fsc_err_t err = {0, ""};
     fsc_request_stream_t *b = NULL;
     int rc = load_input(o, o->against, &b, &err);
-    if (rc != 0) {
-        fsc_cli_error("whatif: %s", fsc_err_msg(&err));
-        return fsc_cli_exit_code(rc);
-    }
+    if (rc != 0)
+        return fsc_cli_input_error("whatif: ", rc, &err, o->lenient);
     fsc_request_stream_info_t binfo;
     fsc_request_stream_info(b, &binfo);
     fsc_whatif_opts_t wo = FSC_WHATIF_OPTS_DEFAULT;
@@ -1131,17 +1138,25 @@ int fsc_cmd_whatif(int argc, char **argv)
     fsc_err_t err = {0, ""};
     fsc_request_stream_t *rs = NULL;
     rc = load_input(&o, o.input, &rs, &err);
-    if (rc != 0) {
-        fsc_cli_error("whatif: %s", fsc_err_msg(&err));
-        return fsc_cli_exit_code(rc);
+    if (rc != 0)
+        return fsc_cli_input_error("whatif: ", rc, &err, o.lenient);
+    fsc_request_stream_info_t info;
+    fsc_request_stream_info(rs, &info);
+    /* A snapshot without history holds its final state and no request:
+     * there is nothing to replay under other settings. */
+    if (info.window && info.window_first_event >= info.events) {
+        fsc_request_stream_destroy(rs);
+        return fsc_cli_error("whatif: %s: the snapshot holds no recorded history (its "
+                             "device_traces are empty): no request to replay; record one with "
+                             "torch.cuda.memory._record_memory_history() before the run "
+                             "('fragscope analyze' shows the state at the snapshot)",
+                             o.input);
     }
     if (o.against != NULL) {
         rc = run_against(&o, rs);
         fsc_request_stream_destroy(rs);
         return rc;
     }
-    fsc_request_stream_info_t info;
-    fsc_request_stream_info(rs, &info);
     const char *about = o.input; /* the file a failing step is about */
     fsc_whatif_opts_t wo = FSC_WHATIF_OPTS_DEFAULT;
     wo.capacity = o.capacity ? o.capacity : info.capacity;

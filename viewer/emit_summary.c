@@ -202,7 +202,18 @@ static void facts(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps
                      fsc__model_meta_i(m, "integrity.bytes_lost", 0));
         kv_row(sb, "trace", line, 0);
     }
-    if (fsc__model_meta(m, "window.first_seq") != NULL) {
+    int64_t wfirst = fsc__model_meta_i(m, "window.first_seq", -1);
+    if (wfirst >= 0 && wfirst >= fsc__model_meta_i(m, "events_total", INT64_MAX)) {
+        /* no history at all: the rebuilt state is the whole run */
+        fsc_size_format((uint64_t)fsc__model_meta_i(m, "window.start_reserved", 0), a, sizeof a);
+        char wl[320];
+        snprintf(wl, sizeof wl,
+                 "none recorded (the snapshot's device_traces are empty): every figure is the "
+                 "state at the moment of the snapshot (%s reserved); record a history with "
+                 "torch.cuda.memory._record_memory_history() before the run",
+                 a);
+        kv_row(sb, "history", wl, 0);
+    } else if (fsc__model_meta(m, "window.first_seq") != NULL) {
         /* a ring snapshot: its figures are the window's (docs/whatif.md) */
         fsc_size_format((uint64_t)fsc__model_meta_i(m, "window.start_reserved", 0), a, sizeof a);
         char wl[320];

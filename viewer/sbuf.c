@@ -2,7 +2,8 @@
  * sbuf.c — growable output buffer, HTML and JSON escaping, JSON writer.
  *
  * Escaping walks the input as UTF-8: well-formed sequences are copied (so
- * tags in any script survive), anything else becomes U+FFFD. Truncation
+ * tags in any script survive), anything else becomes U+FFFD (the common
+ * sanitiser's rule, fsc/utf8.h). Truncation
  * counts characters, never cutting a sequence in half.
  */
 #include "sbuf.h"
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "fragscope/common.h"
+#include "fsc/utf8.h"
 
 void fsc__sb_free(fsc__sb_t *sb)
 {
@@ -102,38 +104,14 @@ void fsc__sb_printf(fsc__sb_t *sb, const char *fmt, ...)
     sb->len += (size_t)n;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (1..4), or 0 when the bytes
- * there are not one (overlong forms, surrogates and > U+10FFFF included). */
-static size_t utf8_seq(const unsigned char *s)
-{
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        return (s[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-        if (s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80)
-            return 0;
-        return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        if (s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
-            return 0;
-        return 4;
-    }
-    return 0;
-}
-
 static const char k_ellipsis[] = "\xe2\x80\xa6";
-static const char k_replacement[] = "\xef\xbf\xbd";
+static const char k_replacement[] = FSC__UTF8_REPLACEMENT;
 
 void fsc__sb_html(fsc__sb_t *sb, const char *s, size_t max_chars)
 {
     if (s == NULL)
         return;
-    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
     size_t chars = 0;
     while (*p != '\0') {
         if (max_chars > 0 && chars == max_chars) {
@@ -141,14 +119,14 @@ void fsc__sb_html(fsc__sb_t *sb, const char *s, size_t max_chars)
             return;
         }
         chars++;
-        size_t n = utf8_seq(p);
-        if (n == 0) {
+        int n = fsc__utf8_seq(p, (size_t)(end - p));
+        if (n < 0) {
             fsc__sb_puts(sb, k_replacement);
-            p++;
+            p += -n;
             continue;
         }
         if (n > 1) {
-            fsc__sb_put(sb, p, n);
+            fsc__sb_put(sb, p, (size_t)n);
             p += n;
             continue;
         }
@@ -180,7 +158,7 @@ void fsc__sb_json_str(fsc__sb_t *sb, const char *s, size_t max_chars)
         fsc__sb_puts(sb, "null");
         return;
     }
-    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
     size_t chars = 0;
     fsc__sb_put(sb, "\"", 1);
     while (*p != '\0') {
@@ -189,10 +167,10 @@ void fsc__sb_json_str(fsc__sb_t *sb, const char *s, size_t max_chars)
             break;
         }
         chars++;
-        size_t n = utf8_seq(p);
-        if (n == 0) {
+        int n = fsc__utf8_seq(p, (size_t)(end - p));
+        if (n < 0) {
             fsc__sb_puts(sb, "\\ufffd");
-            p++;
+            p += -n;
             continue;
         }
         if (n > 1) {
@@ -201,7 +179,7 @@ void fsc__sb_json_str(fsc__sb_t *sb, const char *s, size_t max_chars)
             if (n == 3 && p[0] == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9))
                 fsc__sb_printf(sb, "\\u%04x", 0x2000u | (p[2] == 0xA8 ? 0x28u : 0x29u));
             else
-                fsc__sb_put(sb, p, n);
+                fsc__sb_put(sb, p, (size_t)n);
             p += n;
             continue;
         }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsc/utf8.h"
 #include "report_job.h"
 
 /* One violated threshold of one run. */
@@ -256,10 +257,14 @@ static int write_json(const job_t *j, const fails_t *F, int nruns, FILE *out, fs
     }
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
-    if (s == NULL)
-        return fsc_err_set(err, FSC_ENOMEM, "out of memory");
-    fprintf(out, "%s\n", s);
+    char *clean = NULL; /* names from user files as UTF-8 (fsc/utf8.h) */
+    if (s != NULL)
+        fsc__utf8_sanitize(s, strlen(s), &clean, NULL, NULL);
     cJSON_free(s);
+    if (clean == NULL)
+        return fsc_err_set(err, FSC_ENOMEM, "out of memory");
+    fprintf(out, "%s\n", clean);
+    free(clean);
     return 0;
 }
 

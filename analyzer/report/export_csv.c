@@ -13,12 +13,18 @@
  * RFC 4180: a header line of column names, CRLF line ends, a field quoted
  * when it holds a comma, a double quote, CR or LF, its quotes doubled.
  * NULL is an empty field; integers in decimal; reals with 17 significant
- * digits (exact round trip); text and blobs as their bytes.
+ * digits (exact round trip); text and blobs as their bytes, as UTF-8.
+ *
+ * Names in the tables come from the user's files (frame names, file names,
+ * markers): a text cell that a spreadsheet would take for a formula is
+ * neutralised (write_text_cell says how).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsc/utf8.h"
 #include "rundb_internal.h"
 
 static int write_field(FILE *f, const char *s, int n)
@@ -37,6 +43,42 @@ static int write_field(FILE *f, const char *s, int n)
             return -1;
     }
     return fputc('"', f) == EOF ? -1 : 0;
+}
+
+/* A spreadsheet takes a cell that starts with one of these for a formula
+ * (=HYPERLINK(...), @SUM(...), +cmd|...): OWASP's CSV-injection advice and
+ * ASVS 1.2.10 name = + - @, tab, carriage return and NUL. */
+static int formula_start(const char *s, int n)
+{
+    return n > 0 && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' ||
+                     s[0] == '\t' || s[0] == '\r' || s[0] == '\0');
+}
+
+/* A text (or blob) cell: its bytes as UTF-8 (ill-formed sequences become
+ * U+FFFD, fsc/utf8.h), and, when it would start a formula, behind a single
+ * quote inside a quoted field, as OWASP advises: a spreadsheet then shows
+ * the text and evaluates nothing. Numbers never come here: a negative
+ * integer or real cell stays a number. */
+static int write_text_cell(FILE *f, const char *s, int n)
+{
+    char *clean = NULL;
+    size_t len = 0;
+    if (fsc__utf8_sanitize(s, (size_t)n, &clean, &len, NULL) != 0 || len > INT32_MAX) {
+        free(clean);
+        return -1;
+    }
+    int rc;
+    if (formula_start(clean, (int)len)) {
+        rc = fputs("\"'", f) == EOF ? -1 : 0;
+        for (size_t i = 0; rc == 0 && i < len; i++)
+            if ((clean[i] == '"' && fputc('"', f) == EOF) || fputc(clean[i], f) == EOF)
+                rc = -1;
+        if (rc == 0 && fputc('"', f) == EOF)
+            rc = -1;
+    } else
+        rc = write_field(f, clean, (int)len);
+    free(clean);
+    return rc;
 }
 
 /* The tables and views of the file, ", "-joined, for the message that
@@ -134,7 +176,7 @@ int fsc_rundb_export_csv(const char *db_path, const char *table, FILE *out, uint
                 break;
             default: {
                 const char *t = (const char *)sqlite3_column_blob(st, c);
-                werr |= write_field(out, t ? t : "", sqlite3_column_bytes(st, c));
+                werr |= write_text_cell(out, t ? t : "", sqlite3_column_bytes(st, c));
             }
             }
         }

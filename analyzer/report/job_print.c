@@ -329,6 +329,35 @@ static void one_line(char *s, size_t cap)
     snprintf(s, cap, "%s", t);
 }
 
+/* The first run before i claiming run i's rank and device, or -1. Ranks
+ * of one job are distinct per device: two runs "rank 0 on device 0" are a
+ * launcher's mistake or one run under two names (merge warns of them). */
+static int same_rank_before(const job_t *j, int i)
+{
+    const job_run_t *r = &j->runs[i];
+    if (r->rank == FSC_RUNDB_NULL)
+        return -1;
+    for (int k = 0; k < i; k++)
+        if (j->runs[k].rank == r->rank && j->runs[k].device == r->device)
+            return k;
+    return -1;
+}
+
+static void duplicate_lines(const job_t *j, FILE *f)
+{
+    for (int i = 0; i < j->n; i++) {
+        int k = same_rank_before(j, i);
+        if (k < 0)
+            continue;
+        char dev[32] = "unknown device";
+        if (j->runs[i].device != FSC_RUNDB_NULL)
+            snprintf(dev, sizeof dev, "device %lld", (long long)j->runs[i].device);
+        fprintf(f, "  warning: rank %lld on %s twice: run %lld (%s) and run %lld (%s)\n",
+                (long long)j->runs[i].rank, dev, (long long)j->runs[k].run, j->runs[k].source,
+                (long long)j->runs[i].run, j->runs[i].source);
+    }
+}
+
 void fsc__report_job_text(const job_t *j, int all, FILE *f)
 {
     marks_t m;
@@ -338,7 +367,9 @@ void fsc__report_job_text(const job_t *j, int all, FILE *f)
     }
     char line[1024], b[4][32], t[3][32];
     job_summary_line(j, line, sizeof line);
-    fprintf(f, "fragscope job report: %s\n  %s\n\n", j->db_path, line);
+    fprintf(f, "fragscope job report: %s\n  %s\n", j->db_path, line);
+    duplicate_lines(j, f);
+    fputc('\n', f);
     fprintf(f, "  %5s %5s %6s %-12s %14s %14s %12s %12s %5s  %-24s %s\n", "run", "rank", "device",
             "host", "peak allocated", "peak reserved", "capacity", "headroom", "OOMs", "note",
             "source");
@@ -573,6 +604,23 @@ void fsc__report_job_json(const job_t *j, cJSON *root)
     static const char *const order[] = {"none", "only", "wall_clock", "since_start"};
     cJSON_AddStringToObject(job, "first_oom_order", order[j->order]);
     cJSON_AddStringToObject(job, "first_oom_order_note", j->order_note);
+    /* runs claiming a rank and device another run holds (see merge) */
+    cJSON *dup = cJSON_AddArrayToObject(job, "duplicate_ranks");
+    for (int i = 0; i < j->n; i++) {
+        int k = same_rank_before(j, i);
+        if (k < 0)
+            continue;
+        cJSON *d = cJSON_CreateObject();
+        add_i64(d, "rank", j->runs[i].rank);
+        add_i64(d, "device", j->runs[i].device);
+        cJSON *rr = cJSON_AddArrayToObject(d, "runs");
+        cJSON_AddItemToArray(rr, cJSON_CreateNumber((double)j->runs[k].run));
+        cJSON_AddItemToArray(rr, cJSON_CreateNumber((double)j->runs[i].run));
+        cJSON *ss = cJSON_AddArrayToObject(d, "sources");
+        cJSON_AddItemToArray(ss, cJSON_CreateString(j->runs[k].source));
+        cJSON_AddItemToArray(ss, cJSON_CreateString(j->runs[i].source));
+        cJSON_AddItemToArray(dup, d);
+    }
     cJSON *oo = cJSON_AddArrayToObject(job, "oom_runs_in_order");
     for (int i = 0; i < j->noom; i++)
         cJSON_AddItemToArray(oo, cJSON_CreateNumber((double)j->runs[j->oom_order[i]].run));

@@ -14,7 +14,8 @@
  * Idempotent: a run whose description (source, kind, rank, device, host)
  * and summary table equal those of a run already in the output is skipped,
  * so merging the same databases twice, or one per node and then all of
- * them, gives each run once.
+ * them, gives each run once. A run that claims the rank and device of
+ * another is kept and flagged (check_duplicate).
  *
  * Atomic: the output is written under a temporary name beside it and
  * renamed when complete (common/outfile.c); an existing output is copied in
@@ -41,6 +42,9 @@ struct fsc_rundb_merger {
     int64_t next_run;
     int failed;
     fsc_rundb_merge_stats_t st;
+    char **files; /* files[run]: the input database run came from */
+    size_t nfiles;
+    int temporaries; /* the inputs are analyze's own temporaries: name sources only */
 };
 
 typedef struct src_run {
@@ -184,6 +188,7 @@ int fsc_rundb_merger_open(const char *out_path, int keep_existing, fsc_rundb_mer
     fsc_rundb_merger_t *m = calloc(1, sizeof *m);
     if (m == NULL)
         return fsc_err_set(err, FSC_ENOMEM, "out of memory");
+    m->temporaries = !keep_existing;
     int rc = fsc_outfile_init(&m->out, out_path, err);
     if (rc != 0) {
         free(m);
@@ -230,6 +235,7 @@ void fsc_rundb_merger_abort(fsc_rundb_merger_t *m)
         sqlite3_close(m->db);
     fsc_outfile_abort(&m->out);
     names_free(m->tables, m->ntables);
+    names_free(m->files, m->nfiles);
     free(m);
 }
 
@@ -301,6 +307,90 @@ static int already_there(fsc_rundb_merger_t *m, const fsc_rundb_run_t *r, int64_
     free(want);
     sqlite3_finalize(st);
     return found;
+}
+
+/* The input database each output run came from, for the messages. */
+static int note_file(fsc_rundb_merger_t *m, int64_t run, const char *path)
+{
+    if (run < 0)
+        return 0;
+    if ((size_t)run >= m->nfiles) {
+        size_t n = (size_t)run + 16;
+        char **v = realloc(m->files, n * sizeof *v);
+        if (v == NULL)
+            return FSC_ENOMEM;
+        memset(v + m->nfiles, 0, (n - m->nfiles) * sizeof *v);
+        m->files = v;
+        m->nfiles = n;
+    }
+    free(m->files[run]);
+    m->files[run] = strdup(path);
+    return m->files[run] ? 0 : FSC_ENOMEM;
+}
+
+/* A run of a job is one process on one device: a second run claiming the
+ * rank and device of one already in the output is a launcher's mistake
+ * (RANK unset, every process rank 0) or the same run under two names.
+ * Both are kept, the new one flagged in meta (merge.duplicate_rank) and
+ * counted, with a message naming both input files. */
+static int check_duplicate(fsc_rundb_merger_t *m, const char *in, const src_run_t *s,
+                           int64_t new_run, fsc_err_t *err)
+{
+    if (s->r.rank == FSC_RUNDB_NULL)
+        return 0; /* unknown ranks are told apart by run number */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(m->db, "SELECT run, source FROM main.runs WHERE rank = ?1"
+                                  " AND device IS ?2 AND run != ?3 ORDER BY run LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return out_fail(m, err, "runs");
+    sqlite3_bind_int64(st, 1, s->r.rank);
+    bind_opt_int(st, 2, s->r.device);
+    sqlite3_bind_int64(st, 3, new_run);
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t other = sqlite3_column_int64(st, 0);
+        const char *osrc = (const char *)sqlite3_column_text(st, 1);
+        const char *ofile = other >= 0 && (size_t)other < m->nfiles && m->files[other]
+                                ? m->files[other]
+                                : m->out.path;
+        char dev[32] = "unknown device";
+        if (s->r.device != FSC_RUNDB_NULL)
+            snprintf(dev, sizeof dev, "device %lld", (long long)s->r.device);
+        const char *nsrc = s->r.source ? s->r.source : "source unknown";
+        if (osrc == NULL)
+            osrc = "source unknown";
+        char *msg = m->temporaries
+                        ? sqlite3_mprintf("rank %lld on %s twice: run %lld (%s) and run %lld "
+                                          "(%s); both kept (give each process its own RANK, "
+                                          "or each input its --rank)",
+                                          (long long)s->r.rank, dev, (long long)other, osrc,
+                                          (long long)new_run, nsrc)
+                        : sqlite3_mprintf("rank %lld on %s twice: run %lld from %s (%s) and run "
+                                          "%lld from %s (%s); both kept (give each process its "
+                                          "own RANK, or each input its --rank to analyze)",
+                                          (long long)s->r.rank, dev, (long long)other, ofile,
+                                          osrc, (long long)new_run, in, nsrc);
+        sqlite3_finalize(st);
+        st = NULL;
+        if (msg == NULL)
+            return fsc_err_set(err, FSC_ENOMEM, "out of memory");
+        if (m->st.duplicate_ranks < FSC_RUNDB_MERGE_WARNINGS)
+            snprintf(m->st.warnings[m->st.duplicate_ranks], sizeof m->st.warnings[0], "%s", msg);
+        m->st.duplicate_ranks++;
+        if (sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO main.meta(run, key, value)"
+                                      " VALUES(?1, 'merge.duplicate_rank', ?2)",
+                               -1, &st, NULL) != SQLITE_OK)
+            rc = out_fail(m, err, "meta");
+        else {
+            sqlite3_bind_int64(st, 1, new_run);
+            sqlite3_bind_text(st, 2, msg, -1, SQLITE_TRANSIENT);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                rc = out_fail(m, err, "meta");
+        }
+        sqlite3_free(msg);
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* INSERT INTO main.T(<its columns>) SELECT ... FROM src.T for one run. */
@@ -398,6 +488,10 @@ static int copy_run(fsc_rundb_merger_t *m, const char *in, const src_run_t *s, i
              "INSERT OR REPLACE INTO main.meta(run, key, value) VALUES(%lld, 'schema_version', %d)",
              (long long)new_run, FSC_RUNDB_SCHEMA_VERSION);
     int rc = exec(m, sql, err, "meta");
+    if (rc == 0)
+        rc = check_duplicate(m, in, s, new_run, err);
+    if (rc == 0 && note_file(m, new_run, in) != 0)
+        rc = fsc_err_set(err, FSC_ENOMEM, "out of memory");
     if (rc == 0) {
         m->next_run++;
         m->st.runs_added++;
@@ -474,6 +568,7 @@ int fsc_rundb_merger_commit(fsc_rundb_merger_t *m, fsc_rundb_merge_stats_t *st, 
         *st = m->st;
     if (rc == 0) {
         names_free(m->tables, m->ntables);
+        names_free(m->files, m->nfiles);
         free(m);
         return 0;
     }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsc/utf8.h"
 #include "report_job.h"
 #include "report_model.h"
 
@@ -206,7 +207,9 @@ static void print_text(const rep_t *r, FILE *f)
                    "(kept in table pytorch_meta): %s\n", (long long)r->unknown_actions,
                 (long long)r->unknown_keys, r->not_understood);
     fsc__report_window_text(r, f);
-    fprintf(f, "\nmemory%s\n", r->window.on ? " (in the window)" : "");
+    fprintf(f, "\nmemory%s\n", r->window.no_history ? " (at the snapshot)"
+                                 : r->window.on        ? " (in the window)"
+                                                       : "");
     fprintf(f, "  peak allocated          %12s  (event %.0f)\n",
             SZ(0, su(r, "peak_allocated_bytes")), sv(r, "peak_allocated_seq"));
     fprintf(f, "  peak reserved           %12s  (event %.0f)\n",
@@ -372,9 +375,10 @@ static void print_markdown(const rep_t *r, FILE *f)
     }
     fsc__report_window_markdown(r, f);
     fprintf(f, "| metric | value |\n|---|---|\n");
-    fprintf(f, "| peak allocated%s | %s |\n", r->window.on ? " (window)" : "",
+    const char *wl = r->window.no_history ? " (at the snapshot)" : r->window.on ? " (window)" : "";
+    fprintf(f, "| peak allocated%s | %s |\n", wl,
             SZ(0, su(r, "peak_allocated_bytes")));
-    fprintf(f, "| peak reserved%s | %s |\n", r->window.on ? " (window)" : "",
+    fprintf(f, "| peak reserved%s | %s |\n", wl,
             SZ(0, su(r, "peak_reserved_bytes")));
     fprintf(f, "| utilization (peak allocated / peak reserved) | %.1f%% |\n",
             100.0 * sv(r, "utilization"));
@@ -669,7 +673,15 @@ static char *build_json(const rep_t *r, const job_t *job)
     }
     char *out = cJSON_Print(root);
     cJSON_Delete(root);
-    return out;
+    if (out == NULL)
+        return NULL;
+    /* Frame and file names come from pickles as bytes: a JSON consumer
+     * needs them as UTF-8 (fsc/utf8.h). The structure is ASCII, so the
+     * whole text is sanitised at once. */
+    char *clean = NULL;
+    fsc__utf8_sanitize(out, strlen(out), &clean, NULL, NULL);
+    cJSON_free(out);
+    return clean;
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -740,7 +752,7 @@ int fsc_report_write_job(const char *db_path, fsc_report_format_t fmt, const fsc
                 rc = fsc_err_set(err, FSC_ENOMEM, "out of memory");
             else
                 fprintf(out, "%s\n", js);
-            cJSON_free(js);
+            free(js);
         } else if (fmt == FSC_REPORT_MARKDOWN) {
             if (j.n > 1)
                 fsc__report_job_markdown(&j, all_ranks, out);

@@ -113,6 +113,10 @@ typedef struct rep_pool {
 #define REP_WINDOW_LISTED 8
 typedef struct rep_window {
     int on, have_record;
+    /* No recorded history at all (a snapshot whose device_traces are empty,
+     * or a list of segments): the rebuilt state is the whole run, and every
+     * figure is the state at the moment of the snapshot. */
+    int no_history;
     int64_t first_seq, start_reserved, start_allocated;
     uint64_t entries, first_time_us, segments, blocks, guessed, settled, uncertain;
     uint64_t listed[REP_WINDOW_LISTED];

@@ -5,6 +5,9 @@
  * the importer's "pytorch.rebuild" record says what was rebuilt and which
  * block sizes were guessed (docs/pytorch.md). Every peak of such a run is
  * the window's: what PyTorch's memory_stats() saw before it is unknown.
+ * A snapshot with no history at all (device_traces empty, or a list of
+ * segments) is the limit case: the rebuilt state is all there is, and the
+ * report says the figures are the state at the moment of the snapshot.
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -32,6 +35,11 @@ int fsc__report_window_load(fsc_rundb_t *db, rep_t *r)
         return rc;
     w->on = 1;
     w->first_seq = seq;
+    /* nothing after the rebuilt state: no history was recorded */
+    int64_t total = -1;
+    if ((rc = fsc_rundb_meta_int(db, "events_total", -1, &total)) != 0)
+        return rc;
+    w->no_history = total >= 0 && seq >= total;
     if ((rc = fsc_rundb_meta_int(db, "window.start_reserved", 0, &w->start_reserved)) != 0 ||
         (rc = fsc_rundb_meta_int(db, "window.start_allocated", 0, &w->start_allocated)) != 0)
         return rc;
@@ -78,10 +86,36 @@ static void when(const rep_window_t *w, char *out, size_t cap)
         strftime(out, cap, ", the first at %Y-%m-%d %H:%M:%S UTC", &tm);
 }
 
+/* A snapshot without history: what the figures are, and how to get more. */
+static void no_history(const rep_window_t *w, const char *indent, FILE *f)
+{
+    char r[32], a[32];
+    fprintf(f,
+            "%sthe snapshot holds no recorded history (its device_traces are empty, or it is a "
+            "list of\n%ssegments): every figure is the state at the moment of the snapshot, "
+            "rebuilt from its\n%ssegments",
+            indent, indent, indent);
+    if (w->have_record)
+        fprintf(f, " (%" PRIu64 " segments or mapped ranges, %" PRIu64 " live blocks)",
+                w->segments, w->blocks);
+    fprintf(f, ": %s reserved, %s allocated.\n",
+            fsc_size_format((uint64_t)w->start_reserved, r, sizeof r),
+            fsc_size_format((uint64_t)w->start_allocated, a, sizeof a));
+    fprintf(f, "%sPeaks over the run, OOMs, the timeline and cache hits were not recorded "
+               "(memory_stats()\n%shas the run's peaks). To record them, call "
+               "torch.cuda.memory._record_memory_history()\n%sbefore the run and take the "
+               "snapshot after it.\n",
+            indent, indent, indent);
+}
+
 /* One paragraph, each line starting with `indent` (text) or none (Markdown). */
 static void paragraph(const rep_window_t *w, const char *indent, FILE *f)
 {
     char t[64], r[32], a[32], u[32];
+    if (w->no_history) {
+        no_history(w, indent, f);
+        return;
+    }
     when(w, t, sizeof t);
     if (w->entries > 0)
         fprintf(f, "%sthe recording began mid-run: the snapshot kept the last %" PRIu64
@@ -119,7 +153,7 @@ void fsc__report_window_text(const rep_t *r, FILE *f)
 {
     if (!r->window.on)
         return;
-    fputs("\nwindow\n", f);
+    fputs(r->window.no_history ? "\nno history\n" : "\nwindow\n", f);
     paragraph(&r->window, "  ", f);
 }
 
@@ -127,7 +161,7 @@ void fsc__report_window_markdown(const rep_t *r, FILE *f)
 {
     if (!r->window.on)
         return;
-    fputs("**A window of the run.** ", f);
+    fputs(r->window.no_history ? "**No recorded history.** " : "**A window of the run.** ", f);
     paragraph(&r->window, "", f);
     fputc('\n', f);
 }
@@ -141,6 +175,8 @@ void fsc__report_window_json(const rep_t *r, cJSON *root)
     }
     cJSON *o = cJSON_AddObjectToObject(root, "window");
     cJSON_AddNumberToObject(o, "first_seq", (double)w->first_seq);
+    /* true: no history at all; every figure is the snapshot's state */
+    cJSON_AddBoolToObject(o, "no_history", w->no_history);
     if (w->have_record) {
         cJSON_AddNumberToObject(o, "entries", (double)w->entries);
         cJSON_AddNumberToObject(o, "first_time_us", (double)w->first_time_us);

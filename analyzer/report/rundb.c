@@ -113,6 +113,9 @@ int fsc_rundb_open(const char *path, fsc_rundb_t **out, fsc_err_t *err)
                            "%s: %s", path, strerror(errno));
     if (!S_ISREG(sb.st_mode))
         return fsc_err_set(err, FSC_EFORMAT, "%s: not a regular file", path);
+    int irc = fsc_infile_check(path, err); /* no permission: bad input, not an I/O error */
+    if (irc != 0)
+        return irc;
     if (sb.st_size == 0)
         return not_rundb(err, path, "empty file");
     fsc_rundb_t *db = calloc(1, sizeof *db);

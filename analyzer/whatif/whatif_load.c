@@ -126,6 +126,10 @@ int fsc_request_stream_load_source(const char *path, const fsc_source_opts_t *op
     if (path == NULL || out == NULL)
         return fsc_err_set(err, FSC_EINVAL, "what-if: no path");
     *out = NULL;
+    /* a directory, a missing or unreadable file: bad input, said as such */
+    int irc = fsc_infile_check(path, err);
+    if (irc != 0)
+        return irc;
     int kind = fsc_source_detect(path);
     if (kind < 0)
         return fsc_err_set(err, kind, "%s: cannot read the file", path);

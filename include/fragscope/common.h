@@ -112,6 +112,16 @@ typedef struct fsc_outfile {
  * list the temporary for fsc_outfile_remove_all. FSC_EUSAGE when path is the
  * same file as an input given to fsc_outfile_guard_input. */
 int fsc_outfile_init(fsc_outfile_t *o, const char *path, fsc_err_t *err);
+/* When no file can be written at path: FSC_ENOENT (its folder does not
+ * exist) or FSC_EINVAL (path is a directory, its folder is not a folder or
+ * cannot be written to), with a one-line message naming path. fsc_outfile_init checks it; a
+ * command may call it first, to refuse such an output before any work. */
+int fsc_outfile_check_dest(const char *path, fsc_err_t *err);
+/* When path cannot be read as an input file: FSC_ENOENT ("no such file")
+ * or FSC_EINVAL (a directory; no permission to read), with a one-line
+ * message naming it. 0 for a readable file, pipe or device (read as a
+ * stream by the readers that take one). */
+int fsc_infile_check(const char *path, fsc_err_t *err);
 /* fsync the temporary file, rename it over the final path, fsync the
  * directory. On failure the temporary is removed. */
 int fsc_outfile_commit(fsc_outfile_t *o, fsc_err_t *err);

@@ -420,6 +420,14 @@ typedef struct fsc_rundb_merge_stats {
     uint64_t runs_skipped; /* already in the output */
     uint64_t rows;         /* rows copied from the inputs (all tables) */
     uint64_t bytes_in;     /* size of the inputs */
+    /* Runs added that claim the rank and device of a run already in the
+     * output (two files of "rank 0 on device 0": a launcher's mistake, or
+     * the same run under two names). Both are kept; each such run gets
+     * meta merge.duplicate_rank, the message naming both input files; the
+     * first FSC_RUNDB_MERGE_WARNINGS messages are here too. */
+    uint64_t duplicate_ranks;
+#define FSC_RUNDB_MERGE_WARNINGS 4
+    char warnings[FSC_RUNDB_MERGE_WARNINGS][512];
 } fsc_rundb_merge_stats_t;
 
 /* Start a merge into out_path. keep_existing = 1: an existing out_path is

@@ -607,7 +607,13 @@ int fsc__imp_emit_start_state(fsc__imp_t *im)
         if (rc != 0) {
             char what[96];
             snprintf(what, sizeof what, "rebuilding segment 0x%llx", (unsigned long long)f->base);
-            return fsc__imp_model_error(im, what);
+            /* final segments that contradict each other: a malformed
+             * snapshot, which --lenient (it skips history entries) does
+             * not get past, so not FSC_ESTATE */
+            rc = fsc__imp_model_error(im, what);
+            if (rc == FSC_ESTATE && im->err != NULL)
+                im->err->code = rc = FSC_EFORMAT;
+            return rc;
         }
         im->st->reconstructed_segments++;
         im->st->reconstructed_reserved += f->size;

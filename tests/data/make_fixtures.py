@@ -247,6 +247,55 @@ def write_newer_settings():
         json.dump(newer_settings(), f)
 
 
+def names():
+    """Frame and file names a spreadsheet would run as formulas, and lone
+    surrogates (a Python str may hold them; pickle writes them as bytes
+    that are not UTF-8; protocol 0 writes them as \\ud800 escapes)."""
+    A = 0x10000000
+    f1 = [frame("=HYPERLINK(\"http://x.invalid/\",\"c\")", 1, "@SUM(1+1)"),
+          frame("bad\ud800name.py", 2, "-2+3"), frame("+cmd|x", 3, "lone\udcffend")]
+    trace = [
+        entry("segment_alloc", A, 2 * MiB, 1, f1),
+        entry("alloc", A, 1000, 2, f1),
+        {"action": "oom", "device_free": 123456, "size": 30000000, "stream": 0,
+         "time_us": 3, "compile_context": "N/A", "user_metadata": "", "frames": f1},
+    ]
+    segs = [segment(A, 2 * MiB, "small", [
+        block(A, 1024, 1000, "active_allocated", f1),
+        block(A + 1024, 2 * MiB - 1024, 0, "inactive")])]
+    return {"segments": segs, "device_traces": [trace], "allocator_settings": settings()}
+
+
+def empty_history():
+    """_snapshot() without _record_memory_history: segments and blocks at
+    the moment of the snapshot, device_traces an empty list per device."""
+    A, B = 0x10000000, 0x20000000
+    segs = [segment(A, 2 * MiB, "small", [
+        block(A, 1024, 1000, "active_allocated"),
+        block(A + 1024, 2 * MiB - 1024, 0, "inactive")]),
+        segment(B, 20 * MiB, "large", [
+            block(B, 3 * MiB, 3000000, "active_allocated"),
+            block(B + 3 * MiB, 17 * MiB, 0, "inactive")])]
+    return {"segments": segs, "device_traces": [[]], "allocator_settings": settings()}
+
+
+def write_names_and_empty():
+    with open(out("names.pickle"), "wb") as f:
+        pickle.dump(names(), f, protocol=4)
+    with open(out("names.p0.pickle"), "wb") as f:
+        pickle.dump(names(), f, protocol=0)
+    # bytes no Python str encodes to: a stray 0xFF and a cut sequence
+    raw = pickle.dumps(names(), protocol=4)
+    bad = "lone\udcffend".encode("utf-8", "surrogatepass")
+    assert raw.count(bad) == 1
+    with open(out("names_raw.pickle"), "wb") as f:
+        f.write(raw.replace(bad, b"lone\xff\xe2\x82(nd"))
+    with open(out("empty_history.pickle"), "wb") as f:
+        pickle.dump(empty_history(), f, protocol=4)
+    with open(out("empty_history.json"), "w") as f:
+        json.dump(empty_history(), f)
+
+
 def main():
     os.makedirs(os.path.join(HERE, "hostile"), exist_ok=True)
     t = tiny()
@@ -290,6 +339,7 @@ def main():
         f.write(b"PK\x03\x04" + b"\x00" * 26)
     with open(os.path.join(HERE, "hostile", "garbage.bin"), "wb") as f:
         f.write(b"GIF89a not a snapshot")
+    write_names_and_empty()
 
 
 if __name__ == "__main__":
