@@ -247,14 +247,27 @@ def record(trace=None, ring=None, verdict=True, verbose=False):
         ext.begin_device(d, torch.cuda.get_device_name(d), int(total), int(free), cap, conf,
                          _segments_of(snap or [], d, ext.stack_node))
     ext.oom_sites(True)
-    ext.start()
     _native = ext
     _start_stacks(ext)
     _tags = _TagLib(lambda b: ext.tag_push(b.decode()), ext.tag_pop,
                     lambda b: ext.mark(b.decode()))
     global _verdict_on
     _verdict_on = bool(verdict)
-    torch._C._cuda_attach_out_of_memory_observer(_on_oom)
+
+    def attach():
+        ext.start()
+        torch._C._cuda_attach_out_of_memory_observer(_on_oom)
+
+    # PyTorch's allocator has no devices before CUDA's lazy init: a tracker
+    # or an OOM observer attached earlier reaches none of them. _lazy_call
+    # runs attach() at once when CUDA is initialized, else right after the
+    # lazy init (before the first allocation), so that recording never
+    # initializes CUDA itself.
+    lazy = getattr(torch.cuda, "_lazy_call", None)
+    if torch.cuda.is_initialized() or lazy is None:
+        attach()
+    else:
+        lazy(attach)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forked)
     atexit.register(stop)
@@ -441,12 +454,12 @@ def _skipped_note(ext):
     (by kind, and the first one), or None when it kept them all."""
     try:
         st = ext.stats()
+        if len(st) < 9 or not st[5]:
+            return None
+        first = "; the first: %s" % st[7][0] if st[7] else ""
+        return "fragscope: warning: %s%s\n" % (st[8], first)
     except Exception:  # noqa: BLE001 - a note must never hide what comes after it
         return None
-    if len(st) < 9 or not st[5]:
-        return None
-    first = "; the first: %s" % st[7][0] if st[7] else ""
-    return "fragscope: warning: %s%s\n" % (st[8], first)
 
 
 def _current_device():

@@ -5,12 +5,25 @@ import torch
 from torch.cuda import memory  # noqa: F401
 
 _initialized = False
+_queued = []
 
 
 def _init(what):
+    """CUDA's lazy init: the first call that needs CUDA runs the calls
+    _lazy_call queued, once, as torch.cuda._lazy_init does."""
     global _initialized
     torch._log("CUDA " + what)
-    _initialized = True
+    if not _initialized:
+        _initialized = True
+        while _queued:
+            _queued.pop(0)()
+
+
+def _lazy_call(fn):
+    if _initialized:
+        fn()
+    else:
+        _queued.append(fn)
 
 
 def device_count():

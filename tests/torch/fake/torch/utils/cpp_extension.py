@@ -1,7 +1,9 @@
 """torch.utils.cpp_extension.load: hands back a stand-in of fragscope's
 extension that logs its calls; FAKE_TORCH_BUILD_FAIL=1 makes the build fail
 as a missing compiler would. Its late begin writes a real trace (fragscope
-simulate) and notes it in the manifest, as the extension's tracker does."""
+simulate) and notes it in the manifest, as the extension's tracker does.
+As in PyTorch, whose allocator has no devices before CUDA's lazy init, a
+tracker attached (start) before that init never sees an entry."""
 import os
 import subprocess
 import time
@@ -15,6 +17,14 @@ class FakeExt:
     def __init__(self):
         self.path = None
         self.late_on = False
+        self.attached = False
+
+    def start(self):
+        torch._log("ext.start ")
+        if torch.cuda.is_initialized():
+            self.attached = True
+        else:
+            torch._log("ext.start before CUDA init: the tracker reaches no device")
 
     def __getattr__(self, name):
         def call(*args):
@@ -46,7 +56,7 @@ class FakeExt:
             "%s:%d:%s" % (os.path.basename(f), line, fn) for f, line, fn in frames[:3])))
 
     def _first_entry(self, device):
-        if not self.late_on or self.path is None:
+        if not self.late_on or self.path is None or not self.attached:
             return
         torch._log("ext.begin_late %d" % device)
         subprocess.run([os.environ["FRAGSCOPE_BIN"], "simulate", "--workload", "gpt2",
