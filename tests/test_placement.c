@@ -32,7 +32,7 @@ typedef struct {
 /* gpt2_cap0.80_default: events 0..1000000000, 103 allocations, 84 predicted exactly */
 static const rec_ev_t k_gpt2_cap0_80_default[] = {
     {'A', 0x7fb6ac000000ull, 155189248ull, 0x0ull},
-    {'A', 0x7fb730800000ull, 20971520ull, 0x7fb6aa000000ull},
+    {'A', 0x7fb730800000ull, 20971520ull, 0x7fb6b6000000ull},
     {'A', 0x7fb6b5400000ull, 2097152ull, 0x7fb731c00000ull},
     {'A', 0x7fb6c6000000ull, 20971520ull, 0x7fb6aa000000ull},
     {'A', 0x7fb6c4000000ull, 20971520ull, 0x7fb6aa000000ull},
@@ -326,9 +326,9 @@ static void test_gc_recorded(void)
     CU_ASSERT_EQUAL(replay(k_b_gc_cap, sizeof k_b_gc_cap / sizeof k_b_gc_cap[0]), 44);
 }
 
-/* Two chunks given back leave two gaps; a new chunk goes to the top of the
- * highest (the model), of the lowest, or below everything, by variant; each
- * such choice counts as uncertain. */
+/* Three chunks given back leave three gaps; a new chunk goes to the top of
+ * the highest (the model), of the lowest, below everything, or to the gap
+ * given back last, by variant; each such choice counts as uncertain. */
 static void test_variants(void)
 {
     const uint64_t X = 0x7f0000000000ull;
@@ -339,18 +339,21 @@ static void test_variants(void)
         fsc__place_t *p = NULL;
         CU_ASSERT_EQUAL_FATAL(fsc__place_create(&p), 0);
         CU_ASSERT_EQUAL(fsc__place_set_variant(p, v), 0);
-        for (uint64_t k = 0; k < 5; k++) {
-            sp_add(&s, X - k * 32 * MiB, 20 * MiB);
-            CU_ASSERT_EQUAL(fsc__place_placed(p, X - k * 32 * MiB, 20 * MiB), 0);
+        /* 40 MiB segments, one 64 MiB chunk each, growing down */
+        for (uint64_t k = 0; k < 7; k++) {
+            sp_add(&s, X - k * 64 * MiB, 40 * MiB);
+            CU_ASSERT_EQUAL(fsc__place_placed(p, X - k * 64 * MiB, 40 * MiB), 0);
         }
         CU_ASSERT_EQUAL(fsc__place_uncertain(p), 0);
-        for (uint64_t k = 1; k <= 3; k += 2) {
-            sp_del(&s, X - k * 32 * MiB);
-            CU_ASSERT_EQUAL(fsc__place_released(p, &sp, X - k * 32 * MiB), 0);
+        const uint64_t back[] = {1, 5, 3}; /* the order they are given back */
+        for (size_t k = 0; k < 3; k++) {
+            sp_del(&s, X - back[k] * 64 * MiB);
+            CU_ASSERT_EQUAL(fsc__place_released(p, &sp, X - back[k] * 64 * MiB), 0);
         }
         uint64_t a = 0;
-        CU_ASSERT_EQUAL(fsc__place_predict(p, &sp, 20 * MiB, &a), 0);
-        const uint64_t want[FSC_SIM_PLACE_N] = {X - 32 * MiB, X - 96 * MiB, X - 160 * MiB};
+        CU_ASSERT_EQUAL(fsc__place_predict(p, &sp, 40 * MiB, &a), 0);
+        const uint64_t want[FSC_SIM_PLACE_N] = {X - 64 * MiB, X - 320 * MiB, X - 448 * MiB,
+                                                X - 192 * MiB};
         CU_ASSERT_EQUAL(a, want[v]);
         CU_ASSERT_EQUAL(fsc__place_uncertain(p), 1);
         fsc__place_destroy(p);
@@ -358,6 +361,50 @@ static void test_variants(void)
     fsc__place_t *p = NULL;
     CU_ASSERT_EQUAL_FATAL(fsc__place_create(&p), 0);
     CU_ASSERT_EQUAL(fsc__place_set_variant(p, FSC_SIM_PLACE_N), FSC_EINVAL);
+    fsc__place_destroy(p);
+}
+
+/* boundary/b_ms128_cap, its first nine segments: the 16 MiB one fits in no
+ * chunk and is the process's first segment under 32 MiB to open one; the
+ * driver put it 498 MiB above every segment in use (in b_ms128 and
+ * b_gc_ms128_cap too, and a 20 MiB one likewise in b_rp4). The model puts
+ * it just above the highest chunk: the address is wrong, the order (all a
+ * replay's ties see) right. The next ones go below again. */
+static const rec_ev_t k_b_ms128_cap_start[] = {
+    {'A', 0x7f4aa8000000ull, 136314880ull, 0x0ull},
+    {'A', 0x7f4ab0200000ull, 20971520ull, 0x7f4ab0200000ull},
+    {'A', 0x7f4a9e000000ull, 153092096ull, 0x7f4a9e000000ull},
+    {'A', 0x7f4a9a000000ull, 56623104ull, 0x7f4a9a000000ull},
+    {'A', 0x7f4a90000000ull, 153092096ull, 0x7f4a90000000ull},
+    {'A', 0x7f4ad0800000ull, 16777216ull, 0x7f4ab2000000ull},
+    {'A', 0x7f4a8e000000ull, 23068672ull, 0x7f4a8e000000ull},
+    {'A', 0x7f4a8a000000ull, 39845888ull, 0x7f4a8a000000ull},
+    {'A', 0x7f4a84000000ull, 85983232ull, 0x7f4a84000000ull},
+};
+
+static void test_first_medium_above(void)
+{
+    size_t n = sizeof k_b_ms128_cap_start / sizeof k_b_ms128_cap_start[0];
+    CU_ASSERT_EQUAL(replay(k_b_ms128_cap_start, n), 7);
+    /* above every segment in use, as recorded */
+    for (size_t i = 0; i < 5; i++)
+        CU_ASSERT(k_b_ms128_cap_start[5].predicted >=
+                  k_b_ms128_cap_start[i].addr + k_b_ms128_cap_start[i].size);
+    /* only the first such chunk: once one lies above, a 30 MiB segment that
+     * fits in no chunk goes below the lowest */
+    static space_t s;
+    s.n = 0;
+    fsc__place_space_t sp = {&s, sp_next, sp_is_free};
+    fsc__place_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(fsc__place_create(&p), 0);
+    for (size_t i = 0; i < n; i++) {
+        sp_add(&s, k_b_ms128_cap_start[i].addr, k_b_ms128_cap_start[i].size);
+        CU_ASSERT_EQUAL(fsc__place_placed(p, k_b_ms128_cap_start[i].addr,
+                                          k_b_ms128_cap_start[i].size), 0);
+    }
+    uint64_t a = 0;
+    CU_ASSERT_EQUAL(fsc__place_predict(p, &sp, 30 * MiB, &a), 0);
+    CU_ASSERT_EQUAL(a, 0x7f4a82000000ull);
     fsc__place_destroy(p);
 }
 
@@ -447,10 +494,10 @@ static void test_plain_whatif_rp8(void)
 
 /* The same job under max_split_size_mb:128 at the cap: segments given back
  * by the OOM retry and oversize release, then new chunks placed where they
- * were. The three placements of such chunks give three peaks allocated; the
- * model's is one of them. The real run's (3 826 363 904 B) lies 48 640 B
- * below the range: the range is what the placements tried give, not a
- * bound. */
+ * were. The four placements of such chunks give three peaks allocated; the
+ * model's (3 827 072 000 B) is one of them, the real run's (3 826 363 904 B,
+ * the range's low end) another: its 82 MiB segment after the first chunks
+ * went back took the gap given back last, not the highest. */
 static void test_placement_range(void)
 {
     fsc_request_stream_t *rs = fsc_test_gpu_stream("boundary/b_defaults");
@@ -462,11 +509,15 @@ static void test_placement_range(void)
     CU_ASSERT_EQUAL(r.peak_reserved, 4211081216ull);
     CU_ASSERT_EQUAL(r.peak_allocated, 3827072000ull);
     CU_ASSERT_EQUAL(r.placement_uncertain, 56);
-    CU_ASSERT_EQUAL(r.placement_variants, 3);
+    CU_ASSERT_EQUAL(r.placement_variants, 4);
     CU_ASSERT_TRUE(r.placement_decides);
     CU_ASSERT_EQUAL(r.peak_reserved_lo, 4208984064ull);
     CU_ASSERT_EQUAL(r.peak_reserved_hi, 4211081216ull);
-    CU_ASSERT_EQUAL(r.peak_allocated_lo, 3826412544ull);
+    cJSON *st = fsc_test_gpu_stats("boundary/b_ms128_cap");
+    CU_ASSERT_EQUAL(r.peak_allocated_lo, fsc_test_stat_u64(st, "allocated_bytes.all.peak"));
+    CU_ASSERT_EQUAL(r.peak_reserved_hi, fsc_test_stat_u64(st, "reserved_bytes.all.peak"));
+    cJSON_Delete(st);
+    CU_ASSERT_EQUAL(r.peak_allocated_lo, 3826363904ull);
     CU_ASSERT_EQUAL(r.peak_allocated_hi, 3829275648ull);
     CU_ASSERT_EQUAL(r.oom_variants, 0);
     CU_ASSERT_FALSE(r.oom);
@@ -477,6 +528,7 @@ static const fsc_test_case_t k_tests[] = {
     {"GPT-2 under a cap: the recorded addresses", test_gpt2_recorded},
     {"boundary job with GC: given-back chunks reused", test_gc_recorded},
     {"the variants of the given-back rule", test_variants},
+    {"the first chunk under 32 MiB goes above", test_first_medium_above},
     {"scripted sim: the model after the script", test_scripted_sim},
     {"plain sim: first fit", test_plain_sim_first_fit},
     {"plain what-if: boundary job under divisions 8", test_plain_whatif_rp8},
