@@ -7,7 +7,9 @@
  * takes a new one. A segment that fits in no chunk opens one at its own
  * address, of its size rounded up to 32 MiB (2 MiB for segments of 2 MiB
  * and less); the rest of the chunk takes later segments, first fit from the
- * chunk's bottom, the newest chunk first. The first chunk a segment over
+ * chunk's bottom, the newest chunk first; a chunk whose room the driver
+ * passed over in the recording takes no more (something the recording does
+ * not show holds it). The first chunk a segment over
  * 2 MiB and under 32 MiB opens lies above every other (a region of its own;
  * how far above, the recordings do not tell). A new chunk goes at the top of
  * the highest gap between chunks that holds a chunk given back earlier (the
@@ -37,6 +39,7 @@
 
 typedef struct chunk {
     uint64_t base, end;
+    int passed; /* the driver put a segment elsewhere although it had room */
 } chunk_t;
 
 struct fsc__place {
@@ -141,6 +144,23 @@ static uint64_t fit_in_chunk(const fsc__place_space_t *sp, const chunk_t *c, uin
     return a < c->end && c->end - a >= size ? a : UINT64_MAX;
 }
 
+/* The chunk whose room takes a segment of size: the newest one with room
+ * that the driver has not passed over; its index and *addr, or -1. */
+static size_t room_in(const fsc__place_t *p, const fsc__place_space_t *sp, uint64_t size,
+                      uint64_t *addr)
+{
+    for (size_t i = p->n; i-- > 0;) {
+        if (p->chunks[i].passed)
+            continue;
+        uint64_t a = fit_in_chunk(sp, &p->chunks[i], size);
+        if (a != UINT64_MAX) {
+            *addr = a;
+            return i;
+        }
+    }
+    return (size_t)-1;
+}
+
 static int cmp_chunk(const void *x, const void *y)
 {
     const chunk_t *a = x, *b = y;
@@ -178,13 +198,9 @@ int fsc__place_predict(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t s
         return FSC_EINVAL;
     if (p->n == 0)
         return FSC_ENOENT;
-    for (size_t i = p->n; i-- > 0;) {
-        uint64_t a = fit_in_chunk(sp, &p->chunks[i], size);
-        if (a != UINT64_MAX) {
-            *addr = a;
-            return 0;
-        }
-    }
+    size_t i = room_in(p, sp, size, addr);
+    if (i != (size_t)-1)
+        return 0;
     if (FSC__VEC_RESERVE(p->sorted, p->capsorted, p->n) != 0)
         return FSC_ENOMEM;
     memcpy(p->sorted, p->chunks, p->n * sizeof *p->chunks);
@@ -257,6 +273,21 @@ static void chunk_remove(fsc__place_t *p, size_t i)
     p->n--;
 }
 
+int fsc__place_observed(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t addr,
+                        uint64_t size)
+{
+    if (p == NULL || sp == NULL || size == 0)
+        return FSC_EINVAL;
+    uint64_t a;
+    size_t i = room_in(p, sp, size, &a);
+    /* Room the driver did not use is taken by what the recording does not
+     * show (libraries' own cudaMalloc calls, the runtime): later segments
+     * will not get it either. */
+    if (i != (size_t)-1 && (addr < p->chunks[i].base || addr >= p->chunks[i].end))
+        p->chunks[i].passed = 1;
+    return 0;
+}
+
 int fsc__place_placed(fsc__place_t *p, uint64_t addr, uint64_t size)
 {
     if (p == NULL || size == 0)
@@ -277,7 +308,7 @@ int fsc__place_placed(fsc__place_t *p, uint64_t addr, uint64_t size)
             highest &= p->chunks[k].end <= addr;
         p->above |= highest;
     }
-    p->chunks[p->n++] = (chunk_t){addr, end};
+    p->chunks[p->n++] = (chunk_t){addr, end, 0};
     return 0;
 }
 

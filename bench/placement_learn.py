@@ -24,7 +24,8 @@ Models:
               now, else below the lowest segment in use at a 32 MiB-aligned start.
   chunks      the model of allocator/placement.c (docs/allocator.md, "Where the driver places
               segments"): the driver's address-space chunks, each a segment's size rounded up
-              to 32 MiB (2 MiB for small segments), filled first fit, newest chunk first; the
+              to 32 MiB (2 MiB for small segments), filled first fit, newest chunk first (one
+              whose room the driver passed over in the history takes no more); the
               first chunk for a segment over 2 MiB and under 32 MiB above every chunk (its
               distance unknown: just above the highest, the order right, the address not); a new
               chunk at the top of the highest gap a given-back chunk left, else below the lowest.
@@ -133,7 +134,7 @@ class Chunks:
     recent = False  # chunks-recent: the gap given back last, not the highest
 
     def __init__(self):
-        self.chunks = []  # [base, size], oldest first
+        self.chunks = []  # [base, size, passed over], oldest first
         self.freed = []  # bases of chunks given back, the latest last
         self.above = False  # the chunk above every other was opened
 
@@ -151,27 +152,38 @@ class Chunks:
                 return c
         return None
 
-    def predict(self, used, size):
-        for base, cs in reversed(self.chunks):  # the newest chunk first
+    def room(self, used, size):
+        """The newest chunk with room for size that the driver has not passed over, and the
+        address in it: (chunk, address) or (None, None)."""
+        for ch in reversed(self.chunks):  # the newest chunk first
+            base, cs = ch[0], ch[1]
+            if ch[2]:
+                continue
             cur = base
             for a, s in sorted(used.items()):
                 if a + s <= cur or a >= base + cs:
                     continue
                 c = aup(cur, SMALL)
                 if a >= c and a - c >= size:
-                    return c
+                    return ch, c
                 cur = max(cur, a + s)
             c = aup(cur, SMALL)
             if c + size <= base + cs:
-                return c
+                return ch, c
+        return None, None
+
+    def predict(self, used, size):
+        ch, p = self.room(used, size)
+        if ch is not None:
+            return p
         if not self.above and self.medium(size):
             # a region of its own above every chunk, at a distance the recordings do not tell
-            return aup(max([b + s for b, s in self.chunks] + [a + s for a, s in used.items()]),
-                       COARSE)
+            return aup(max([c[0] + c[1] for c in self.chunks] +
+                           [a + s for a, s in used.items()]), COARSE)
         g = self.gran(size)
         cs = sorted(self.chunks)
         best, age = None, -1
-        for (a1, s1), (a2, _) in zip(cs, cs[1:]):
+        for (a1, s1, _), (a2, _, _) in zip(cs, cs[1:]):
             p = adown(a2 - size, g)
             ages = [i for i, f in enumerate(self.freed) if a1 + s1 <= f < a2]
             if p >= a1 + s1 and ages and not overlaps(used, p, size):
@@ -182,13 +194,17 @@ class Chunks:
         return adown(cs[0][0] - aup(size, g), g)
 
     def placed(self, used, addr, size):
+        # room the driver passed over is held by what the recording does not show
+        ch, _ = self.room(used, size)
+        if ch is not None and not ch[0] <= addr < ch[0] + ch[1]:
+            ch[2] = True
         c = self.containing(addr)
         if c is None or addr + size > c[0] + c[1]:
             if c is not None:
                 self.chunks.remove(c)
-            if self.medium(size) and self.chunks and all(b + s <= addr for b, s in self.chunks):
+            if self.medium(size) and self.chunks and all(b + s <= addr for b, s, _ in self.chunks):
                 self.above = True
-            self.chunks.append([addr, aup(size, self.gran(size))])
+            self.chunks.append([addr, aup(size, self.gran(size)), False])
 
     def released(self, used, addr):
         c = self.containing(addr)
