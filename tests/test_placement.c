@@ -613,12 +613,126 @@ static void test_placement_range(void)
     fsc_request_stream_destroy(rs);
 }
 
+/* A hand-made tie. Five 40 MiB segments (chunks growing down from the
+ * sim's base X: X, X-64, X-128, X-192, X-256 MiB); the second and fourth
+ * freed and given back by empty_cache, which leaves two gaps. F (40 MiB) and
+ * G (60 MiB) then open new chunks: the model puts F in the highest gap and G
+ * in the other (X-64, X-192), the "lowest" variant the other way round,
+ * "no reuse" both below everything (X-320, X-384). G is freed, P (20 MiB)
+ * splits G's segment, F is freed: two free 40 MiB blocks, G's upper part
+ * and F. H (40 MiB) takes the lower one. Where that is G's (the model, no
+ * reuse), freeing P leaves 20 MiB free there and the last request (60 MiB)
+ * needs a new segment; where it is F (lowest gap), G's 60 MiB segment is
+ * whole again and serves it: peak reserved 280 or 220 MiB, peak allocated
+ * 220 MiB either way. */
+static void tie_ev(fsc_request_stream_t *rs, int type, uint64_t addr, uint64_t size)
+{
+    fsc_event_t ev = {0};
+    fsc_err_t err = {0, ""};
+    ev.type = (uint8_t)type;
+    ev.addr = addr;
+    ev.size = size;
+    ev.requested = size;
+    CU_ASSERT_FATAL(fsc_request_stream_add(rs, &ev, &err) == 0);
+}
+
+static void tie_free(fsc_request_stream_t *rs, uint64_t addr, uint64_t size)
+{
+    tie_ev(rs, FSC_EV_FREE_REQUESTED, addr, size);
+    tie_ev(rs, FSC_EV_FREE_COMPLETED, addr, size);
+}
+
+static fsc_request_stream_t *tie_stream(void)
+{
+    fsc_request_stream_t *rs = NULL;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_FATAL(fsc_request_stream_create(&rs, &err) == 0);
+    /* recorded addresses only name the requests */
+    const uint64_t A = 1ull << 40, F = A + 5 * (1ull << 32), G = F + (1ull << 32),
+                   P = G + (1ull << 32), H = P + (1ull << 32), L = H + (1ull << 32);
+    for (uint64_t k = 0; k < 5; k++)
+        tie_ev(rs, FSC_EV_ALLOC, A + k * (1ull << 32), 40 * MiB);
+    tie_free(rs, A + 1 * (1ull << 32), 40 * MiB);
+    tie_free(rs, A + 3 * (1ull << 32), 40 * MiB);
+    tie_ev(rs, FSC_EV_EMPTY_CACHE, 0, 0);
+    tie_ev(rs, FSC_EV_ALLOC, F, 40 * MiB);
+    tie_ev(rs, FSC_EV_ALLOC, G, 60 * MiB);
+    tie_free(rs, G, 60 * MiB);
+    tie_ev(rs, FSC_EV_ALLOC, P, 20 * MiB);
+    tie_free(rs, F, 40 * MiB);
+    tie_ev(rs, FSC_EV_ALLOC, H, 40 * MiB);
+    tie_free(rs, P, 20 * MiB);
+    tie_ev(rs, FSC_EV_ALLOC, L, 60 * MiB);
+    return rs;
+}
+
+static void test_synthetic_tie(void)
+{
+    fsc_request_stream_t *rs = tie_stream();
+    fsc_whatif_result_t r;
+    fsc_err_t err = {0, ""};
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "", NULL, &r, &err), 0);
+    CU_ASSERT_EQUAL(r.peak_reserved, 280 * MiB);
+    CU_ASSERT_EQUAL(r.peak_allocated, 220 * MiB);
+    CU_ASSERT_EQUAL(r.placement_uncertain, 2);
+    CU_ASSERT_EQUAL(r.placement_variants, FSC_SIM_PLACE_N);
+    CU_ASSERT_TRUE(r.placement_decides);
+    CU_ASSERT_EQUAL(r.peak_reserved_lo, 220 * MiB);
+    CU_ASSERT_EQUAL(r.peak_reserved_hi, 280 * MiB);
+    CU_ASSERT_EQUAL(r.peak_allocated_lo, 220 * MiB);
+    CU_ASSERT_EQUAL(r.peak_allocated_hi, 220 * MiB);
+    CU_ASSERT_EQUAL(r.oom_variants, 0);
+    /* Under a 230 MiB cap the model's placement runs out of memory at the
+     * last request (220 + 60 MiB; releasing F's free segment leaves 240),
+     * the lowest-gap one does not. */
+    fsc_whatif_opts_t o = FSC_WHATIF_OPTS_DEFAULT;
+    o.capacity = 230 * MiB;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_replay(rs, "", &o, &r, &err), 0);
+    CU_ASSERT_TRUE(r.oom);
+    CU_ASSERT_TRUE(r.placement_decides);
+    CU_ASSERT_EQUAL(r.placement_variants, FSC_SIM_PLACE_N);
+    CU_ASSERT_EQUAL(r.oom_variants, 3);
+    /* --suggest: a setting is said to avoid the OOM only where it does in
+     * every placement tried; max_split_size_mb:128 avoids it in the model's
+     * placement but not in all, so it is reported as placement deciding,
+     * not as a fix. Expandable segments take no new chunk after the
+     * empty_cache and avoid it in every placement. */
+    fsc_suggestion_t *sg = NULL;
+    size_t n = 0, helps = 0, decides = 0;
+    int saw_ms128 = 0, saw_exp = 0;
+    CU_ASSERT_EQUAL_FATAL(fsc_whatif_suggest(rs, 230 * MiB, &sg, &n, &err), 0);
+    for (size_t i = 0; i < n; i++) {
+        helps += sg[i].helps != 0;
+        decides += sg[i].placement_decides != 0;
+        if (sg[i].helps)
+            CU_ASSERT(sg[i].avoids_oom && !sg[i].placement_decides);
+        if (sg[i].placement_decides)
+            CU_ASSERT(!sg[i].helps && !sg[i].avoids_oom);
+        if (strcmp(sg[i].config, "max_split_size_mb:128") == 0) {
+            saw_ms128 = 1;
+            CU_ASSERT_TRUE(sg[i].placement_decides);
+            CU_ASSERT_EQUAL(sg[i].peak_reserved, 220 * MiB);
+        }
+        if (strcmp(sg[i].config, "expandable_segments:True") == 0) {
+            saw_exp = 1;
+            CU_ASSERT(sg[i].helps && sg[i].avoids_oom && !sg[i].placement_decides);
+        }
+    }
+    CU_ASSERT_EQUAL(helps, 4);
+    CU_ASSERT_EQUAL(decides, 9);
+    CU_ASSERT_TRUE(saw_ms128);
+    CU_ASSERT_TRUE(saw_exp);
+    fsc_suggestions_free(sg);
+    fsc_request_stream_destroy(rs);
+}
+
 static const fsc_test_case_t k_tests[] = {
     {"GPT-2 under a cap: the recorded addresses", test_gpt2_recorded},
     {"boundary job with GC: given-back chunks reused", test_gc_recorded},
     {"the variants of the given-back rule", test_variants},
     {"the first chunk under 32 MiB goes above", test_first_medium_above},
     {"a chunk's room the driver passed over", test_passed_over},
+    {"placement decides: a hand-made tie", test_synthetic_tie},
     {"scripted sim: the model after the script", test_scripted_sim},
     {"plain sim: first fit", test_plain_sim_first_fit},
     {"plain what-if: boundary job under divisions 8", test_plain_whatif_rp8},
