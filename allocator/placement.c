@@ -7,13 +7,18 @@
  * takes a new one. A segment that fits in no chunk opens one at its own
  * address, of its size rounded up to 32 MiB (2 MiB for segments of 2 MiB
  * and less); the rest of the chunk takes later segments, first fit from the
- * chunk's bottom, the newest chunk first. A new chunk goes at the top of the
- * highest gap between chunks that holds a chunk given back earlier (the
+ * chunk's bottom, the newest chunk first; a chunk whose room the driver
+ * passed over in the recording takes no more (something the recording does
+ * not show holds it). The first chunk a segment over
+ * 2 MiB and under 32 MiB opens lies above every other (a region of its own;
+ * how far above, the recordings do not tell). A new chunk goes at the top of
+ * the highest gap between chunks that holds a chunk given back earlier (the
  * driver reuses the address space it got back), else just below the lowest
  * chunk: the driver grows down. A chunk is given back when its last segment
  * is freed. Which gap a new chunk takes once chunks were given back is the
- * rule the recordings settle least (docs/allocator.md): two variants of it
- * (the lowest such gap, or none) let a what-if say when it decides.
+ * rule the recordings settle least (docs/allocator.md): three variants of it
+ * (the lowest such gap, the one given back last, or none) let a what-if say
+ * when it decides.
  *
  * PyTorch's best fit breaks ties between equal-sized free blocks by address,
  * so this order decides which block a request takes in a replay; the exact
@@ -34,6 +39,7 @@
 
 typedef struct chunk {
     uint64_t base, end;
+    int passed; /* the driver put a segment elsewhere although it had room */
 } chunk_t;
 
 struct fsc__place {
@@ -41,8 +47,11 @@ struct fsc__place {
     size_t n, cap;
     uint64_t *freed; /* bases of chunks given back, sorted, unique */
     size_t nfreed, capfreed;
+    uint64_t *recent; /* the same bases in the order given back, the latest last */
+    size_t nrecent, caprecent;
     chunk_t *sorted; /* scratch for predict: chunks by base */
     size_t capsorted;
+    int above;          /* the chunk of rule 5 was opened */
     int variant;        /* FSC_SIM_PLACE_* */
     uint64_t uncertain; /* new chunks placed where a given-back range could hold them */
 };
@@ -77,6 +86,7 @@ void fsc__place_destroy(fsc__place_t *p)
         return;
     free(p->chunks);
     free(p->freed);
+    free(p->recent);
     free(p->sorted);
     free(p);
 }
@@ -94,6 +104,29 @@ uint64_t fsc__place_uncertain(const fsc__place_t *p)
     return p != NULL ? p->uncertain : 0;
 }
 
+/* Larger than a small-pool segment, smaller than one coarse granule: a
+ * chunk of a single 32 MiB granule. */
+static int medium(uint64_t size)
+{
+    return size > SMALL_SEG && size < COARSE;
+}
+
+/* The end of the highest chunk or range in use. */
+static uint64_t top_end(const fsc__place_t *p, const fsc__place_space_t *sp)
+{
+    uint64_t top = 0, s, e, from = 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->chunks[i].end > top)
+            top = p->chunks[i].end;
+    /* ranges in use outside every chunk (adopted or scripted ones) count too */
+    from = top;
+    while (sp->next(sp->ctx, from, &s, &e) && e > from) {
+        top = e;
+        from = e;
+    }
+    return top;
+}
+
 /* First fit of size inside chunk c, from its bottom, around the ranges in
  * use: the address, or UINT64_MAX. */
 static uint64_t fit_in_chunk(const fsc__place_space_t *sp, const chunk_t *c, uint64_t size)
@@ -109,6 +142,23 @@ static uint64_t fit_in_chunk(const fsc__place_space_t *sp, const chunk_t *c, uin
     }
     uint64_t a = up(cur, FINE);
     return a < c->end && c->end - a >= size ? a : UINT64_MAX;
+}
+
+/* The chunk whose room takes a segment of size: the newest one with room
+ * that the driver has not passed over; its index and *addr, or -1. */
+static size_t room_in(const fsc__place_t *p, const fsc__place_space_t *sp, uint64_t size,
+                      uint64_t *addr)
+{
+    for (size_t i = p->n; i-- > 0;) {
+        if (p->chunks[i].passed)
+            continue;
+        uint64_t a = fit_in_chunk(sp, &p->chunks[i], size);
+        if (a != UINT64_MAX) {
+            *addr = a;
+            return i;
+        }
+    }
+    return (size_t)-1;
 }
 
 static int cmp_chunk(const void *x, const void *y)
@@ -131,6 +181,16 @@ static int freed_in(const fsc__place_t *p, uint64_t lo, uint64_t hi)
     return l < p->nfreed && p->freed[l] < hi;
 }
 
+/* 1 + the position, in the order given back, of the latest chunk given
+ * back whose base is in [lo, hi); 0 when none. */
+static size_t given_back_rank(const fsc__place_t *p, uint64_t lo, uint64_t hi)
+{
+    for (size_t k = p->nrecent; k-- > 0;)
+        if (p->recent[k] >= lo && p->recent[k] < hi)
+            return k + 1;
+    return 0;
+}
+
 int fsc__place_predict(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t size,
                        uint64_t *addr)
 {
@@ -138,30 +198,47 @@ int fsc__place_predict(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t s
         return FSC_EINVAL;
     if (p->n == 0)
         return FSC_ENOENT;
-    for (size_t i = p->n; i-- > 0;) {
-        uint64_t a = fit_in_chunk(sp, &p->chunks[i], size);
-        if (a != UINT64_MAX) {
-            *addr = a;
-            return 0;
-        }
-    }
+    size_t i = room_in(p, sp, size, addr);
+    if (i != (size_t)-1)
+        return 0;
     if (FSC__VEC_RESERVE(p->sorted, p->capsorted, p->n) != 0)
         return FSC_ENOMEM;
     memcpy(p->sorted, p->chunks, p->n * sizeof *p->chunks);
     qsort(p->sorted, p->n, sizeof *p->sorted, cmp_chunk);
+    if (!p->above && medium(size)) {
+        /* The first chunk for a segment under 32 MiB lies above every
+         * other, in a region of its own whose distance the recordings do
+         * not tell: just above the highest chunk keeps the order, which is
+         * all a replay's ties depend on. */
+        uint64_t a = up(top_end(p, sp), COARSE);
+        if (a != UINT64_MAX && a <= UINT64_MAX - size && sp->is_free(sp->ctx, a, size)) {
+            *addr = a;
+            return 0;
+        }
+    }
     uint64_t g = granule(size);
     /* A gap between chunks that held one given back: the top of the highest
-     * (the model), or of the lowest (a variant); the recordings explain
-     * only part of these choices, so each one is counted. */
+     * (the model), of the lowest, or of the one given back last (variants);
+     * the recordings explain only part of these choices, so each one is
+     * counted. */
     uint64_t pick = UINT64_MAX;
+    size_t pick_age = 0;
     for (size_t i = 0; i + 1 < p->n; i++) {
         uint64_t lo = p->sorted[i].end, hi = p->sorted[i + 1].base;
         if (hi < lo || hi < size)
             continue;
         uint64_t a = down(hi - size, g);
-        if (a >= lo && freed_in(p, lo, hi) && sp->is_free(sp->ctx, a, size) &&
-            (pick == UINT64_MAX || p->variant != FSC_SIM_PLACE_REUSE_LOWEST))
+        if (a < lo || !freed_in(p, lo, hi) || !sp->is_free(sp->ctx, a, size))
+            continue;
+        if (p->variant == FSC_SIM_PLACE_REUSE_RECENT) {
+            size_t age = given_back_rank(p, lo, hi);
+            if (pick == UINT64_MAX || age > pick_age) {
+                pick = a;
+                pick_age = age;
+            }
+        } else if (pick == UINT64_MAX || p->variant != FSC_SIM_PLACE_REUSE_LOWEST) {
             pick = a;
+        }
     }
     if (pick != UINT64_MAX) {
         p->uncertain++;
@@ -196,6 +273,21 @@ static void chunk_remove(fsc__place_t *p, size_t i)
     p->n--;
 }
 
+int fsc__place_observed(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t addr,
+                        uint64_t size)
+{
+    if (p == NULL || sp == NULL || size == 0)
+        return FSC_EINVAL;
+    uint64_t a;
+    size_t i = room_in(p, sp, size, &a);
+    /* Room the driver did not use is taken by what the recording does not
+     * show (libraries' own cudaMalloc calls, the runtime): later segments
+     * will not get it either. */
+    if (i != (size_t)-1 && (addr < p->chunks[i].base || addr >= p->chunks[i].end))
+        p->chunks[i].passed = 1;
+    return 0;
+}
+
 int fsc__place_placed(fsc__place_t *p, uint64_t addr, uint64_t size)
 {
     if (p == NULL || size == 0)
@@ -210,7 +302,13 @@ int fsc__place_placed(fsc__place_t *p, uint64_t addr, uint64_t size)
         chunk_remove(p, i);
     uint64_t span = up(size, granule(size));
     uint64_t end = span > UINT64_MAX - addr ? UINT64_MAX : addr + span;
-    p->chunks[p->n++] = (chunk_t){addr, end};
+    if (medium(size) && p->n > 0) {
+        int highest = 1;
+        for (size_t k = 0; k < p->n; k++)
+            highest &= p->chunks[k].end <= addr;
+        p->above |= highest;
+    }
+    p->chunks[p->n++] = (chunk_t){addr, end, 0};
     return 0;
 }
 
@@ -230,9 +328,18 @@ int fsc__place_released(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t 
             break;
         from = e;
     }
-    if (FSC__VEC_RESERVE(p->freed, p->capfreed, p->nfreed + 1) != 0)
+    if (FSC__VEC_RESERVE(p->freed, p->capfreed, p->nfreed + 1) != 0 ||
+        FSC__VEC_RESERVE(p->recent, p->caprecent, p->nrecent + 1) != 0)
         return FSC_ENOMEM;
     chunk_remove(p, i);
+    size_t r = 0;
+    while (r < p->nrecent && p->recent[r] != c.base)
+        r++;
+    if (r < p->nrecent) /* given back again: now the latest */
+        memmove(&p->recent[r], &p->recent[r + 1], (p->nrecent - r - 1) * sizeof *p->recent);
+    else
+        p->nrecent++;
+    p->recent[p->nrecent - 1] = c.base;
     size_t k = 0;
     while (k < p->nfreed && p->freed[k] < c.base)
         k++;

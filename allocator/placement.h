@@ -41,6 +41,12 @@ uint64_t fsc__place_uncertain(const fsc__place_t *p);
  * every rule lands on a range in use): the caller decides. */
 int fsc__place_predict(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t size,
                        uint64_t *addr);
+/* The driver put a segment of size at addr (a recorded address, before it
+ * is added to `sp` and passed to fsc__place_placed): where the model would
+ * have used a chunk's room and the driver did not, that chunk takes no more
+ * segments. 0 or FSC_EINVAL. */
+int fsc__place_observed(fsc__place_t *p, const fsc__place_space_t *sp, uint64_t addr,
+                        uint64_t size);
 /* A segment now lies at [addr, addr + size) (predicted, scripted or
  * adopted). 0 or FSC_ENOMEM. */
 int fsc__place_placed(fsc__place_t *p, uint64_t addr, uint64_t size);

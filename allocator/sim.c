@@ -248,6 +248,10 @@ static int sim_place(sim_t *s, uint64_t size, uint64_t *addr, fsc_err_t *err)
             range_free(s, s->script_addrs[s->next], size)) {
             a = s->script_addrs[s->next++];
             scripted = 1;
+            if (s->place != NULL) {
+                fsc__place_space_t sp = space_of(s);
+                (void)fsc__place_observed(s->place, &sp, a, size);
+            }
         } else {
             s->diverged = (long)s->next;
         }

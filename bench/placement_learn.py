@@ -24,8 +24,13 @@ Models:
               now, else below the lowest segment in use at a 32 MiB-aligned start.
   chunks      the model of allocator/placement.c (docs/allocator.md, "Where the driver places
               segments"): the driver's address-space chunks, each a segment's size rounded up
-              to 32 MiB (2 MiB for small segments), filled first fit, newest chunk first; a new
+              to 32 MiB (2 MiB for small segments), filled first fit, newest chunk first (one
+              whose room the driver passed over in the history takes no more); the
+              first chunk for a segment over 2 MiB and under 32 MiB above every chunk (its
+              distance unknown: just above the highest, the order right, the address not); a new
               chunk at the top of the highest gap a given-back chunk left, else below the lowest.
+  chunks-recent  the same, but a new chunk takes the gap whose chunk was given back last
+              (a variant the what-if replays, FSC_SIM_PLACE_REUSE_RECENT).
 
 Each --group is scored apart (docs/allocator.md: the model was chosen on the group "learn", the
 2026-12-01 recordings and the boundary job, and only measured on the others). Prints one line per
@@ -126,13 +131,20 @@ class Chunks:
     """The driver model of allocator/placement.c: VA chunks, each the first segment placed
     there rounded up to 32 MiB (2 MiB for a segment of 2 MiB or less)."""
 
+    recent = False  # chunks-recent: the gap given back last, not the highest
+
     def __init__(self):
-        self.chunks = []  # [base, size], oldest first
-        self.freed = set()  # bases of chunks given back
+        self.chunks = []  # [base, size, passed over], oldest first
+        self.freed = []  # bases of chunks given back, the latest last
+        self.above = False  # the chunk above every other was opened
 
     @staticmethod
     def gran(size):
         return SMALL if size <= SMALL else COARSE
+
+    @staticmethod
+    def medium(size):
+        return SMALL < size < COARSE
 
     def containing(self, addr):
         for c in self.chunks:
@@ -140,50 +152,84 @@ class Chunks:
                 return c
         return None
 
-    def predict(self, used, size):
-        for base, cs in reversed(self.chunks):  # the newest chunk first
+    def room(self, used, size):
+        """The newest chunk with room for size that the driver has not passed over, and the
+        address in it: (chunk, address) or (None, None)."""
+        for ch in reversed(self.chunks):  # the newest chunk first
+            base, cs = ch[0], ch[1]
+            if ch[2]:
+                continue
             cur = base
             for a, s in sorted(used.items()):
                 if a + s <= cur or a >= base + cs:
                     continue
                 c = aup(cur, SMALL)
                 if a >= c and a - c >= size:
-                    return c
+                    return ch, c
                 cur = max(cur, a + s)
             c = aup(cur, SMALL)
             if c + size <= base + cs:
-                return c
+                return ch, c
+        return None, None
+
+    def predict(self, used, size):
+        ch, p = self.room(used, size)
+        if ch is not None:
+            return p
+        if not self.above and self.medium(size):
+            # a region of its own above every chunk, at a distance the recordings do not tell
+            return aup(max([c[0] + c[1] for c in self.chunks] +
+                           [a + s for a, s in used.items()]), COARSE)
         g = self.gran(size)
         cs = sorted(self.chunks)
-        best = None
-        for (a1, s1), (a2, _) in zip(cs, cs[1:]):
+        best, age = None, -1
+        for (a1, s1, _), (a2, _, _) in zip(cs, cs[1:]):
             p = adown(a2 - size, g)
-            if p >= a1 + s1 and any(a1 + s1 <= f < a2 for f in self.freed):
-                best = p  # the highest such gap wins
+            ages = [i for i, f in enumerate(self.freed) if a1 + s1 <= f < a2]
+            if p >= a1 + s1 and ages and not overlaps(used, p, size):
+                if not self.recent or max(ages) > age:
+                    best, age = p, max(ages)  # the highest such gap, or the latest given back
         if best is not None:
             return best
         return adown(cs[0][0] - aup(size, g), g)
 
     def placed(self, used, addr, size):
+        # room the driver passed over is held by what the recording does not show
+        ch, _ = self.room(used, size)
+        if ch is not None and not ch[0] <= addr < ch[0] + ch[1]:
+            ch[2] = True
         c = self.containing(addr)
         if c is None or addr + size > c[0] + c[1]:
             if c is not None:
                 self.chunks.remove(c)
-            self.chunks.append([addr, aup(size, self.gran(size))])
+            if self.medium(size) and self.chunks and all(b + s <= addr for b, s, _ in self.chunks):
+                self.above = True
+            self.chunks.append([addr, aup(size, self.gran(size)), False])
 
     def released(self, used, addr):
         c = self.containing(addr)
         if c is not None and not any(c[0] <= a < c[0] + c[1] for a in used):
             self.chunks.remove(c)
-            self.freed.add(c[0])
+            if c[0] in self.freed:
+                self.freed.remove(c[0])
+            self.freed.append(c[0])
+
+
+class ChunksRecent(Chunks):
+    recent = True
 
 
 def m_chunks(used, freed, size, anchor, state):
     return state.predict(used, size) if state.chunks else anchor
 
 
+def m_chunks_recent(used, freed, size, anchor, state):
+    return state.predict(used, size) if state.chunks else anchor
+
+
 MODELS = [("first-fit", m_first_fit), ("below", m_below), ("freed-first", m_driver),
-          ("chunks", m_chunks)]
+          ("chunks", m_chunks), ("chunks-recent", m_chunks_recent)]
+CHUNKY = {m_chunks: Chunks, m_chunks_recent: ChunksRecent}
 
 
 WARM = 25  # segments of a process's start, where the CUDA runtime takes address space too
@@ -192,7 +238,7 @@ WARM = 25  # segments of a process's start, where the CUDA runtime takes address
 def score(ev, model):
     """(allocations, exact, order) over all and over those after the first WARM."""
     used, freed, anchor = {}, [], None
-    st = Chunks()
+    st = CHUNKY.get(model, Chunks)()
     n = exact = order = 0
     late = [0, 0, 0]
     for act, addr, size in ev:
@@ -200,7 +246,7 @@ def score(ev, model):
             if anchor is None:
                 anchor = addr
             else:
-                p = (model(used, freed, size, anchor, st) if model is m_chunks
+                p = (model(used, freed, size, anchor, st) if model in CHUNKY
                      else model(used, freed, size, anchor))
                 keys = sorted(used)
                 n += 1
@@ -288,7 +334,7 @@ def main():
               % (group, len(runs), WARM))
         for mn, _ in MODELS:
             n, ex, od, ln, lex, lod = tot[mn]
-            print("  %-11s exact %5d of %5d (%5.1f %%)  order %5d (%5.1f %%)  |  exact %5d of %5d "
+            print("  %-13s exact %5d of %5d (%5.1f %%)  order %5d (%5.1f %%)  |  exact %5d of %5d "
                   "(%5.1f %%)  order %5d (%5.1f %%)"
                   % (mn, ex, n, 100.0 * ex / max(n, 1), od, 100.0 * od / max(n, 1),
                      lex, ln, 100.0 * lex / max(ln, 1), lod, 100.0 * lod / max(ln, 1)))

@@ -224,13 +224,15 @@ long fsc_backend_sim_script_diverged(const fsc_backend_t *b);
 /* How a scripted sim places a new chunk of address space once chunks were
  * given back (segments released by empty_cache, GC, the OOM retry), the
  * rule the recordings settle least: at the top of the highest gap that held
- * one (the model), of the lowest such gap, or never (below the lowest
- * chunk). docs/allocator.md, "Where the driver places segments". */
+ * one (the model), of the lowest such gap, never (below the lowest chunk),
+ * or of the gap whose chunk was given back last. docs/allocator.md, "Where
+ * the driver places segments". */
 enum {
     FSC_SIM_PLACE_DRIVER = 0,
     FSC_SIM_PLACE_REUSE_LOWEST = 1,
     FSC_SIM_PLACE_NO_REUSE = 2,
-    FSC_SIM_PLACE_N = 3
+    FSC_SIM_PLACE_REUSE_RECENT = 3,
+    FSC_SIM_PLACE_N = 4
 };
 /* FSC_EINVAL for a backend that is not a scripted sim or a bad value. */
 int fsc_backend_sim_set_placement(fsc_backend_t *b, int placement);
