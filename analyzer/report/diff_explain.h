@@ -1,0 +1,81 @@
+/*
+ * diff_explain.h — what `fragscope diff` reads of two runs to explain the
+ * change of peak reserved (diff_explain.c) and how it writes it out
+ * (diff_explain_out.c: text, Markdown, JSON, JUnit, annotations). Internal
+ * to the report part.
+ */
+#ifndef FSC_ANALYZER_DIFF_EXPLAIN_H
+#define FSC_ANALYZER_DIFF_EXPLAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fragscope/rundb.h"
+
+/* One call site: the live bytes of one run at its allocated peak. */
+typedef struct dx_site {
+    char *name;          /* as `report` names the tag (depth 2) */
+    int64_t bytes[2];    /* block bytes live at A's / B's allocated peak */
+    int64_t req[2];      /* requested bytes of those blocks */
+    int64_t blocks[2];
+    char *file;          /* the innermost frame's file ("" when none) */
+    int64_t line;
+} dx_site_t;
+
+/* What the explanation needs of one run. */
+typedef struct dx_run {
+    const char *name;     /* the input as given */
+    int64_t peak_alloc, peak_alloc_seq, peak_res, peak_res_seq;
+    int has_layout;       /* the blocks live at the allocated peak are stored */
+    int64_t live_bytes, live_req; /* their sums (= peak_alloc when stored) */
+    int has_classes;      /* the split at the reserved peak is stored */
+    int64_t res_at_res, alloc_at_res; /* reserved, allocated at the reserved peak */
+    int64_t cls[5];       /* soft, hard, stream, private pool, pending there */
+    int64_t ooms;
+    char config[256];
+    int64_t capacity;     /* 0 = unknown */
+    int capacity_inferred;
+    char backend[128];
+    int64_t device_total; /* 0 = unknown */
+    int window;           /* a snapshot's history that starts mid-run */
+    /* steps: the peaks between step markers (docs/metrics.md) */
+    int nsteps;
+    int64_t *step_alloc, *step_res;
+    int steps_res_sampled; /* the reserved step peaks come from timeline buckets
+                              wider than one event */
+} dx_run_t;
+
+enum { DX_SOFT, DX_HARD, DX_STREAM, DX_POOL, DX_PENDING, DX_NCLS };
+
+typedef struct dx {
+    dx_run_t run[2];
+    dx_site_t *sites;
+    size_t nsites;
+    /* the parts (B − A), adding up as rundb.h says */
+    int64_t d_res, d_alloc, program, rounding, cls[DX_NCLS], frag, moment, allocator;
+    int exact;            /* both runs have layout and classes: the split holds */
+    int first_step_diff;  /* 1-based; 0 none; -1 steps not comparable */
+    /* thresholds */
+    size_t nthr;
+    const fsc_diff_threshold_t *thr;
+    double *thr_base, *thr_new; /* the figures each threshold compared */
+    int *thr_failed;
+    int failed;
+    const fsc_diff_settings_t *settings;
+} dx_t;
+
+extern const char *const fsc__dx_class_names[DX_NCLS];
+
+/* The figure a threshold is about, for run k. */
+double fsc__dx_metric(const dx_t *d, int k, fsc_diff_metric_t m);
+const char *fsc__dx_metric_name(fsc_diff_metric_t m);
+/* "grown", "shrunk", "new", "gone" or "same". */
+const char *fsc__dx_site_status(const dx_site_t *s);
+
+/* Write d in o->format to out. */
+int fsc__dx_write(const dx_t *d, const fsc_diff_opts_t *o, FILE *out);
+/* The annotation lines for the sites that grew, whose file exists under
+ * root. */
+void fsc__dx_annotations(const dx_t *d, const char *root, FILE *out);
+
+#endif
