@@ -1,6 +1,6 @@
 """Record one side of a `fragscope diff` pair: GPT-2 (transformers, random init,
-AdamW) trained for a few steps with a memory snapshot (`_record_memory_history`
-with the optimizer's step annotations, so the snapshot carries step markers)
+AdamW) trained for a few steps with a memory snapshot (`_record_memory_history`;
+the optimizer's step annotations it records are fragscope's step markers)
 and, beside it, NAME.stats.json with `torch.cuda.memory_stats()`, the outcome,
 the settings and the step lengths (the same keys as bench/gpu/record.py).
 
@@ -53,15 +53,10 @@ if args.cap_gib > 0:
     info["cap_bytes"] = int(args.cap_gib * (1 << 30))
     info["fraction"] = frac
 
-# History with the optimizer's annotations ("START/END Optimizer.step#AdamW.step"
-# become the snapshot's external annotations: fragscope's step markers).
-kw = dict(max_entries=3_000_000, stacks="python", context="all", global_record_annotations=True)
-try:
-    torch.cuda.memory._record_memory_history(**kw)
-except TypeError:
-    kw.pop("global_record_annotations")
-    torch.cuda.memory._record_memory_history(**kw)
-    info["history_kwargs_unsupported"] = ["global_record_annotations"]
+# History: PyTorch records the optimizer's "START/END Optimizer.step#AdamW.step"
+# annotations by itself; they become the snapshot's markers, fragscope's steps.
+kw = dict(max_entries=3_000_000, stacks="python", context="all")
+torch.cuda.memory._record_memory_history(**kw)
 info["history_kwargs"] = kw
 
 
