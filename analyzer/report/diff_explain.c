@@ -286,6 +286,28 @@ static int take_alloc(void *ud, const fsc_rundb_alloc_t *a)
     return rc;
 }
 
+/* reserved bytes: +size at SEGMENT_ALLOC, -size at SEGMENT_FREE; an
+ * expandable segment grows and shrinks by mappings the table does not
+ * hold, so a run with one takes the timeline's buckets instead */
+typedef struct seg_sweep {
+    sweep_t s;
+    int expandable;
+} seg_sweep_t;
+
+static int take_segment(void *ud, const fsc_rundb_segment_t *g)
+{
+    seg_sweep_t *x = ud;
+    if (g->expandable > 0) {
+        x->expandable = 1;
+        return FSC_RUNDB_STOP;
+    }
+    int64_t size = g->size == FSC_RUNDB_NULL ? 0 : g->size;
+    int rc = push_change(&x->s, g->created_seq, size);
+    if (rc == 0 && g->freed_seq != FSC_RUNDB_NULL)
+        rc = push_change(&x->s, g->freed_seq, -size);
+    return rc;
+}
+
 static int cmp_change(const void *a, const void *b)
 {
     int64_t x = ((const change_t *)a)->seq, y = ((const change_t *)b)->seq;
@@ -311,6 +333,23 @@ static int take_bucket(void *ud, const fsc_rundb_timeline_t *t)
     return 0;
 }
 
+/* Each step: the most at any event in (previous marker, its marker],
+ * counting what was there on entering it. */
+static void sweep_max(const sweep_t *s, const int64_t *bound, int nsteps, int64_t *out)
+{
+    int64_t cur = 0;
+    size_t k = 0;
+    for (int i = 0; i < nsteps; i++) {
+        int64_t mx = cur;
+        while (k < s->n && s->v[k].seq <= bound[i]) {
+            cur += s->v[k++].delta;
+            if (cur > mx)
+                mx = cur;
+        }
+        out[i] = mx;
+    }
+}
+
 static int load_steps(fsc_rundb_t *db, dx_run_t *r)
 {
     i64vec_t b = {0};
@@ -331,23 +370,21 @@ static int load_steps(fsc_rundb_t *db, dx_run_t *r)
         qsort(s.v, s.n, sizeof *s.v, cmp_change);
         /* each step: the most allocated at any event in (previous marker,
          * its marker], counting what was live on entering it */
-        int64_t cur = 0;
-        size_t k = 0;
-        for (int i = 0; i < r->nsteps; i++) {
-            int64_t mx = cur;
-            while (k < s.n && s.v[k].seq <= b.v[i]) {
-                cur += s.v[k++].delta;
-                if (cur > mx)
-                    mx = cur;
-            }
-            r->step_alloc[i] = mx;
+        sweep_max(&s, b.v, r->nsteps, r->step_alloc);
+        seg_sweep_t g = {{NULL, 0, 0}, 0};
+        rc = fsc_rundb_segments(db, take_segment, &g);
+        if (rc == 0 && !g.expandable) {
+            qsort(g.s.v, g.s.n, sizeof *g.s.v, cmp_change);
+            sweep_max(&g.s, b.v, r->nsteps, r->step_res);
+        } else if (rc == 0) {
+            step_res_t c = {r, b.v};
+            rc = fsc_rundb_timeline(db, take_bucket, &c);
+            int64_t be = 1;
+            if (rc == 0)
+                rc = fsc_rundb_meta_int(db, "timeline_bucket_events", 1, &be);
+            r->steps_res_sampled = be > 1;
         }
-        step_res_t c = {r, b.v};
-        rc = fsc_rundb_timeline(db, take_bucket, &c);
-        int64_t be = 1;
-        if (rc == 0)
-            rc = fsc_rundb_meta_int(db, "timeline_bucket_events", 1, &be);
-        r->steps_res_sampled = be > 1;
+        free(g.s.v);
     }
     free(s.v);
     free(b.v);
@@ -361,8 +398,7 @@ typedef struct site1 {
     char *name;
     int run;
     int64_t bytes, req, blocks;
-    char *file;
-    int64_t line;
+    char *files;
 } site1_t;
 
 static int cmp_live_tag(const void *a, const void *b)
@@ -417,21 +453,20 @@ static int collect_sites(fsc_rundb_t *db, int k, dx_run_t *r, site1_vec_t *out, 
             out->v = nv;
             out->cap = nc;
         }
-        char name[512], file[4096];
-        int64_t line = 0;
+        char name[512], files[8192];
         rc = fsc_rundb_tag_label(db, lv.v[i].tag, 0, 2, name, sizeof name);
         if (rc == 0)
-            rc = fsc_rundb_tag_site_file(db, lv.v[i].tag, file, sizeof file, &line);
+            rc = fsc_rundb_tag_files(db, lv.v[i].tag, files, sizeof files);
         if (rc != 0) {
             fsc_err_copy(err, fsc_rundb_error(db));
             break;
         }
         site1_t *s = &out->v[out->n];
         s->name = strdup(name);
-        s->file = strdup(file);
-        if (s->name == NULL || s->file == NULL) {
+        s->files = strdup(files);
+        if (s->name == NULL || s->files == NULL) {
             free(s->name);
-            free(s->file);
+            free(s->files);
             rc = fsc_err_set(err, FSC_ENOMEM, "out of memory");
             break;
         }
@@ -440,7 +475,6 @@ static int collect_sites(fsc_rundb_t *db, int k, dx_run_t *r, site1_vec_t *out, 
         s->bytes = bytes;
         s->req = req;
         s->blocks = (int64_t)(j - i);
-        s->line = line;
         i = j;
     }
     free(lv.v);
@@ -458,7 +492,7 @@ static int merge_sites(dx_t *d, site1_vec_t *sv, fsc_err_t *err)
     for (size_t i = 0; i < sv->n;) {
         dx_site_t *s = &d->sites[d->nsites++];
         s->name = sv->v[i].name;
-        s->file = NULL;
+        s->files = NULL;
         size_t j = i;
         for (; j < sv->n && strcmp(sv->v[j].name, s->name) == 0; j++) {
             site1_t *x = &sv->v[j];
@@ -466,17 +500,16 @@ static int merge_sites(dx_t *d, site1_vec_t *sv, fsc_err_t *err)
             s->req[x->run] += x->req;
             s->blocks[x->run] += x->blocks;
             /* where it points: the new run's frame (the checkout's code) */
-            if (s->file == NULL || (x->run == 1 && x->file[0] != '\0')) {
-                free(s->file);
-                s->file = x->file;
-                s->line = x->line;
-                x->file = NULL;
+            if (s->files == NULL || (x->run == 1 && x->files[0] != '\0')) {
+                free(s->files);
+                s->files = x->files;
+                x->files = NULL;
             }
             if (j != i)
                 free(x->name);
         }
         for (size_t k = i; k < j; k++)
-            free(sv->v[k].file);
+            free(sv->v[k].files);
         i = j;
     }
     free(sv->v);
@@ -613,7 +646,7 @@ static void dx_free(dx_t *d)
 {
     for (size_t i = 0; i < d->nsites; i++) {
         free(d->sites[i].name);
-        free(d->sites[i].file);
+        free(d->sites[i].files);
     }
     free(d->sites);
     for (int k = 0; k < 2; k++) {
@@ -650,7 +683,7 @@ int fsc_diff_explain(const char *base_db, const char *new_db, const fsc_diff_opt
         rc = merge_sites(&d, &sv, err);
     for (size_t i = 0; i < sv.n && sv.v != NULL; i++) {
         free(sv.v[i].name);
-        free(sv.v[i].file);
+        free(sv.v[i].files);
     }
     free(sv.v);
     if (rc == 0) {

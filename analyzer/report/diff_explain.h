@@ -18,8 +18,7 @@ typedef struct dx_site {
     int64_t bytes[2];    /* block bytes live at A's / B's allocated peak */
     int64_t req[2];      /* requested bytes of those blocks */
     int64_t blocks[2];
-    char *file;          /* the innermost frame's file ("" when none) */
-    int64_t line;
+    char *files;         /* its frames with a file, "FILE:LINE\n" innermost first */
 } dx_site_t;
 
 /* What the explanation needs of one run. */

@@ -481,9 +481,15 @@ static int write_json(const dx_t *d, FILE *f)
         cJSON_AddNumberToObject(o, "new_requested_bytes", (double)s->req[1]);
         cJSON_AddNumberToObject(o, "base_blocks", (double)s->blocks[0]);
         cJSON_AddNumberToObject(o, "new_blocks", (double)s->blocks[1]);
-        if (s->file && s->file[0]) {
-            cJSON_AddStringToObject(o, "file", s->file);
-            cJSON_AddNumberToObject(o, "line", (double)s->line);
+        cJSON *fr = cJSON_AddArrayToObject(o, "frames");
+        for (const char *l = s->files; l != NULL && *l;) {
+            const char *nl = strchr(l, '\n');
+            size_t n = nl ? (size_t)(nl - l) : strlen(l);
+            char *x = strndup(l, n);
+            if (x != NULL)
+                cJSON_AddItemToArray(fr, cJSON_CreateString(x));
+            free(x);
+            l = nl ? nl + 1 : l + n;
         }
         cJSON_AddItemToArray(arr, o);
     }
@@ -628,6 +634,31 @@ static void gh_escape(FILE *f, const char *s, int prop)
     }
 }
 
+/* The first of a site's frames (innermost first) whose file the checkout
+ * has: *rel its path under root, *line. */
+static int site_location(const char *root, const char *files, char *rel, size_t cap,
+                         long long *line)
+{
+    for (const char *l = files; l != NULL && *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        const char *colon = NULL;
+        for (const char *c = l; c < l + n; c++)
+            if (*c == ':')
+                colon = c;
+        char file[PATH_MAX];
+        if (colon != NULL && (size_t)(colon - l) < sizeof file) {
+            memcpy(file, l, (size_t)(colon - l));
+            file[colon - l] = '\0';
+            *line = strtoll(colon + 1, NULL, 10);
+            if (*line > 0 && resolve(root, file, rel, cap))
+                return 1;
+        }
+        l = nl ? nl + 1 : l + n;
+    }
+    return 0;
+}
+
 void fsc__dx_annotations(const dx_t *d, const char *root, FILE *out)
 {
     char rootbuf[PATH_MAX];
@@ -639,8 +670,8 @@ void fsc__dx_annotations(const dx_t *d, const char *root, FILE *out)
         const dx_site_t *s = &d->sites[i];
         int64_t dv = s->bytes[1] - s->bytes[0];
         char rel[PATH_MAX], x[32], y[32], z[32], w[32], msg[1024];
-        if (dv <= 0 || s->file == NULL || s->file[0] == '\0' || s->line <= 0 ||
-            !resolve(rootbuf, s->file, rel, sizeof rel))
+        long long line = 0;
+        if (dv <= 0 || !site_location(rootbuf, s->files, rel, sizeof rel, &line))
             continue;
         snprintf(msg, sizeof msg,
                  "fragscope: %s live at the allocated peak (%s → %s, %s) from %s; peak reserved "
@@ -649,7 +680,7 @@ void fsc__dx_annotations(const dx_t *d, const char *root, FILE *out)
                  fsc__dx_site_status(s), s->name, sgn(d->d_res, w, sizeof w));
         fputs("::warning file=", out);
         gh_escape(out, rel, 1);
-        fprintf(out, ",line=%lld,title=", (long long)s->line);
+        fprintf(out, ",line=%lld,title=", line);
         gh_escape(out, "memory grew", 1);
         fputs("::", out);
         gh_escape(out, msg, 0);

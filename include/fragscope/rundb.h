@@ -651,10 +651,10 @@ typedef struct fsc_diff_opts {
 int fsc_diff_explain(const char *base_db, const char *new_db, const fsc_diff_opts_t *o,
                      FILE *out, int *failed, fsc_err_t *err);
 
-/* The innermost frame of tag id that names a file ("" and line 0 when
- * none): where an annotation points. */
-int fsc_rundb_tag_site_file(fsc_rundb_t *db, int64_t id, char *file, size_t cap,
-                            int64_t *line);
+/* The frames of tag id that name a file and a line, innermost first, one
+ * "FILE:LINE\n" each, into buf (whole lines only; "" when none): where an
+ * annotation can point. */
+int fsc_rundb_tag_files(fsc_rundb_t *db, int64_t id, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }
