@@ -173,21 +173,33 @@ static int write_all(const diff_args_t *a, const fsc__diff_input_t *in, int job,
     o.new_name = in[1].path;
     o.settings = set;
     o.max_sites = a->sites;
-    int rc = 0;
-    if (a->fmt == FSC_DIFF_TEXT) {
+    if (a->fmt == FSC_DIFF_TEXT)
+        o.after_table = 1;
+    /* the explanation first, into memory: its refusals (different devices)
+     * come before anything is written */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (m == NULL)
+        return fsc_err_set(err, FSC_ENOMEM, "out of memory");
+    int rc = fsc_diff_explain(in[0].db, in[1].db, &o, m, failed, err);
+    fclose(m);
+    if (rc == 0 && a->fmt == FSC_DIFF_TEXT) {
         fprintf(f, "diff: %s → %s\n", in[0].path, in[1].path);
         rc = fsc_diff_write(in[0].db, in[1].db, f, verdict, err);
-        o.after_table = 1;
-    } else if (a->fail_on_worse) {
+    } else if (rc == 0 && a->fail_on_worse) {
         /* the verdict without its table */
         FILE *null = fopen("/dev/null", "w");
         if (null == NULL)
-            return fsc_err_set(err, FSC_EIO, "/dev/null: %s", strerror(errno));
-        rc = fsc_diff_write(in[0].db, in[1].db, null, verdict, err);
-        fclose(null);
+            rc = fsc_err_set(err, FSC_EIO, "/dev/null: %s", strerror(errno));
+        else {
+            rc = fsc_diff_write(in[0].db, in[1].db, null, verdict, err);
+            fclose(null);
+        }
     }
-    if (rc == 0)
-        rc = fsc_diff_explain(in[0].db, in[1].db, &o, f, failed, err);
+    if (rc == 0 && len > 0)
+        fwrite(buf, 1, len, f);
+    free(buf);
     return rc;
 }
 
