@@ -47,10 +47,15 @@ int fsc__diff_input_open(const char *path, fsc__diff_input_t *in, fsc_err_t *err
     int kind = fsc_source_detect(path);
     if (kind < 0)
         return fsc_err_set(err, kind, "%s: cannot read: %s", path, strerror(errno));
-    if (kind != FSC_SOURCE_TRACE && kind != FSC_SOURCE_SNAPSHOT)
-        return fsc_err_set(err, FSC_EFORMAT,
-                           "%s: not a run database, a .fstrace trace or a PyTorch snapshot",
-                           path);
+    if (kind != FSC_SOURCE_TRACE && kind != FSC_SOURCE_SNAPSHOT) {
+        /* neither: refused as every command that reads a run database
+         * refuses it, in the same words */
+        fsc_rundb_t *h = NULL;
+        int rc = fsc_rundb_open(path, &h, err);
+        fsc_rundb_close(h);
+        return rc != 0 ? rc : fsc_err_set(err, FSC_EFORMAT, "%s: not a run database, a trace "
+                                                            "or a snapshot", path);
+    }
     const char *t = getenv("TMPDIR");
     snprintf(in->tmpdir, sizeof in->tmpdir, "%s/fragscope-diff.XXXXXX", t && *t ? t : "/tmp");
     if (mkdtemp(in->tmpdir) == NULL) {

@@ -549,8 +549,6 @@ static int read_run(fsc_rundb_t *db, int k, dx_run_t *r, site1_vec_t *sv, fsc_er
     if (rc == 0)
         rc = fsc_rundb_meta_text(db, "config", r->config, sizeof r->config);
     if (rc == 0)
-        rc = fsc_rundb_meta_text(db, "backend", r->backend, sizeof r->backend);
-    if (rc == 0)
         rc = fsc_rundb_meta_int(db, "capacity", 0, &r->capacity);
     int64_t inferred = 0;
     if (rc == 0)
@@ -626,12 +624,9 @@ static int check_comparable(fsc_rundb_t *A, fsc_rundb_t *B, const dx_t *d, fsc_e
                            "with a run, or a job with a job",
                            fsc_rundb_path(na > 1 ? A : B), (long long)(na > 1 ? na : nb),
                            fsc_rundb_path(na > 1 ? B : A), (long long)(na > 1 ? nb : na));
+    /* a simulated run may stand for a real one (the demo against a
+     * recording): the backends may differ, the devices' memory may not */
     const dx_run_t *a = &d->run[0], *b = &d->run[1];
-    size_t la = strcspn(a->backend, ":"), lb = strcspn(b->backend, ":");
-    if (a->backend[0] && b->backend[0] &&
-        (la != lb || strncmp(a->backend, b->backend, la) != 0))
-        return fsc_err_set(err, FSC_EINVAL, "%s ran on backend '%s' but %s on '%s': not comparable",
-                           fsc_rundb_path(A), a->backend, fsc_rundb_path(B), b->backend);
     if (a->device_total > 0 && b->device_total > 0 && a->device_total != b->device_total) {
         char x[32], y[32];
         return fsc_err_set(err, FSC_EINVAL,

@@ -34,7 +34,6 @@ typedef struct dx_run {
     char config[256];
     int64_t capacity;     /* 0 = unknown */
     int capacity_inferred;
-    char backend[128];
     int64_t device_total; /* 0 = unknown */
     int window;           /* a snapshot's history that starts mid-run */
     /* steps: the peaks between step markers (docs/metrics.md) */

@@ -293,13 +293,15 @@ static void write_text(const dx_t *d, const fsc_diff_opts_t *o, FILE *f, int md)
         changed += d->sites[i].bytes[0] != d->sites[i].bytes[1];
     if (md)
         fprintf(f, "\n**Program by call site**: block bytes live at each run's allocated peak; "
-                   "the %zu sites add up to the change of peak allocated, %s (%zu changed)\n\n"
+                   "the %zu site%s add%s up to the change of peak allocated, %s (%zu changed)\n\n"
                    "| change | base | new | | site |\n|---:|---:|---:|---|---|\n",
-                d->nsites, sgn(sites_delta(d), x, sizeof x), changed);
+                d->nsites, d->nsites == 1 ? "" : "s", d->nsites == 1 ? "s" : "",
+                sgn(sites_delta(d), x, sizeof x), changed);
     else
         fprintf(f, "\nprogram by call site (block bytes live at each run's allocated peak; the "
-                   "%zu sites add up to the change of peak allocated, %s; %zu changed):\n",
-                d->nsites, sgn(sites_delta(d), x, sizeof x), changed);
+                   "%zu site%s add%s up to the change of peak allocated, %s; %zu changed):\n",
+                d->nsites, d->nsites == 1 ? "" : "s", d->nsites == 1 ? "s" : "",
+                sgn(sites_delta(d), x, sizeof x), changed);
     for (size_t i = 0; i < d->nsites; i++) {
         const dx_site_t *s = &d->sites[i];
         int64_t dv = s->bytes[1] - s->bytes[0];

@@ -646,7 +646,7 @@ typedef struct fsc_diff_opts {
 /* Explain the change from the run in base_db to the run in new_db, in
  * o->format, to out. Both must hold one run each (a job database against a
  * one-run database: FSC_EINVAL naming both) of comparable devices (two
- * known, different device totals or backends: FSC_EINVAL). *failed (may be
+ * known, different device totals: FSC_EINVAL). *failed (may be
  * NULL) = the number of thresholds that failed. */
 int fsc_diff_explain(const char *base_db, const char *new_db, const fsc_diff_opts_t *o,
                      FILE *out, int *failed, fsc_err_t *err);
