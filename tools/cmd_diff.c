@@ -171,7 +171,7 @@ static int write_all(const diff_args_t *a, const fsc__diff_input_t *in, int job,
     o.nfail_on = a->nthr;
     o.base_name = in[0].path;
     o.new_name = in[1].path;
-    o.settings = set;
+    o.settings = a->no_replay ? NULL : set;
     o.max_sites = a->sites;
     if (a->fmt == FSC_DIFF_TEXT)
         o.after_table = 1;

@@ -661,32 +661,67 @@ static int site_location(const char *root, const char *files, char *rel, size_t 
     return 0;
 }
 
+/* One annotation: a source line and the grown sites whose first frame in
+ * the checkout is that line. */
+typedef struct loc {
+    char rel[PATH_MAX];
+    long long line;
+    int64_t grew;
+    int nsites;
+    char names[768];
+} loc_t;
+
 void fsc__dx_annotations(const dx_t *d, const char *root, FILE *out)
 {
     char rootbuf[PATH_MAX];
     if (realpath(root ? root : ".", rootbuf) == NULL)
         return;
+    loc_t *locs = calloc(MAX_ANNOTATIONS, sizeof *locs);
+    if (locs == NULL)
+        return;
     int n = 0;
-    /* sites are sorted by the size of their change: the largest growths first */
-    for (size_t i = 0; i < d->nsites && n < MAX_ANNOTATIONS; i++) {
+    /* sites are sorted by the size of their change: the largest growths
+     * first; sites called from one line share its annotation */
+    for (size_t i = 0; i < d->nsites; i++) {
         const dx_site_t *s = &d->sites[i];
         int64_t dv = s->bytes[1] - s->bytes[0];
-        char rel[PATH_MAX], x[32], y[32], z[32], w[32], msg[1024];
+        char rel[PATH_MAX], x[32];
         long long line = 0;
         if (dv <= 0 || !site_location(rootbuf, s->files, rel, sizeof rel, &line))
             continue;
+        int k = 0;
+        while (k < n && (locs[k].line != line || strcmp(locs[k].rel, rel) != 0))
+            k++;
+        if (k == n) {
+            if (n == MAX_ANNOTATIONS)
+                continue;
+            snprintf(locs[k].rel, sizeof locs[k].rel, "%s", rel);
+            locs[k].line = line;
+            n++;
+        }
+        loc_t *l = &locs[k];
+        l->grew += dv;
+        size_t len = strlen(l->names);
+        if (l->nsites < 3)
+            snprintf(l->names + len, sizeof l->names - len, "%s%s (%s)", l->nsites ? ", " : "",
+                     s->name, sgn(dv, x, sizeof x));
+        l->nsites++;
+    }
+    for (int k = 0; k < n; k++) {
+        const loc_t *l = &locs[k];
+        char x[32], w[32], msg[1200];
         snprintf(msg, sizeof msg,
-                 "fragscope: %s live at the allocated peak (%s → %s, %s) from %s; peak reserved "
-                 "%s overall",
-                 sgn(dv, x, sizeof x), sz(s->bytes[0], y, sizeof y), sz(s->bytes[1], z, sizeof z),
-                 fsc__dx_site_status(s), s->name, sgn(d->d_res, w, sizeof w));
+                 "fragscope: %s more live at the allocated peak from %d call site%s reached from "
+                 "here: %s%s; peak reserved %s overall",
+                 sgn(l->grew, x, sizeof x), l->nsites, l->nsites == 1 ? "" : "s", l->names,
+                 l->nsites > 3 ? ", ..." : "", sgn(d->d_res, w, sizeof w));
         fputs("::warning file=", out);
-        gh_escape(out, rel, 1);
-        fprintf(out, ",line=%lld,title=", line);
+        gh_escape(out, l->rel, 1);
+        fprintf(out, ",line=%lld,title=", l->line);
         gh_escape(out, "memory grew", 1);
         fputs("::", out);
         gh_escape(out, msg, 0);
         fputc('\n', out);
-        n++;
     }
+    free(locs);
 }
