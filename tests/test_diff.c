@@ -140,7 +140,7 @@ static cJSON *check_pair(const char *a, const char *b)
     CU_ASSERT_EQUAL(num(j, "program.sites_delta_bytes"), d_alloc);
     /* the allocator's part is its parts */
     CU_ASSERT_EQUAL(num(j, "allocator.rounding_bytes") +
-                        num(j, "allocator.reserved_unallocated_bytes") -
+                        num(j, "allocator.reserved_unallocated_bytes") +
                         num(j, "allocator.moment_bytes"),
                     num(j, "allocator.delta_bytes"));
     CU_ASSERT_EQUAL(num(j, "allocator.classes.soft") + num(j, "allocator.classes.hard") +

@@ -581,11 +581,11 @@ static void compute(dx_t *d)
         d->cls[i] = b->cls[i] - a->cls[i];
         d->frag += d->cls[i];
     }
-    /* moment: allocated at the allocated peak − allocated at the reserved
-     * peak; subtracted, since reserved at its peak = allocated there + the
-     * classes */
-    d->moment = (b->peak_alloc - b->alloc_at_res) - (a->peak_alloc - a->alloc_at_res);
-    d->allocator = d->rounding + d->frag - d->moment;
+    /* moment: allocated at the reserved peak − allocated at the allocated
+     * peak (0 or less in each run), since reserved at its peak = allocated
+     * there + the classes */
+    d->moment = (b->alloc_at_res - b->peak_alloc) - (a->alloc_at_res - a->peak_alloc);
+    d->allocator = d->rounding + d->frag + d->moment;
     /* the split holds exactly when every part was stored and agrees with the
      * summary's peaks */
     d->exact = 1;

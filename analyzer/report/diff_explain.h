@@ -49,7 +49,8 @@ typedef struct dx {
     dx_run_t run[2];
     dx_site_t *sites;
     size_t nsites;
-    /* the parts (B − A), adding up as rundb.h says */
+    /* the parts (B − A), adding up as rundb.h says: program + rounding +
+     * frag + moment = d_res */
     int64_t d_res, d_alloc, program, rounding, cls[DX_NCLS], frag, moment, allocator;
     int exact;            /* both runs have layout and classes: the split holds */
     int first_step_diff;  /* 1-based; 0 none; -1 steps not comparable */

@@ -565,9 +565,9 @@ int fsc_diff_write_job(const char *base_db, const char *new_db, const fsc_job_op
  *   allocator = rounding  (Δ block − requested bytes at the allocated peak)
  *             + Δ reserved − allocated at each run's reserved peak, split
  *               into soft, hard, stream, private pool and pending
- *             − Δ moment (allocated at the allocated peak − allocated at the
- *               reserved peak: the live bytes that differ between the two
- *               moments)
+ *             + Δ moment (allocated at the reserved peak − allocated at the
+ *               allocated peak: the live bytes that differ between the two
+ *               moments, 0 or less in each run)
  *
  * plus, where both runs carry step markers, each step's peaks side by side
  * and the first step that differs, and (from the caller, who can replay)
