@@ -379,6 +379,36 @@ static void test_annotations(void)
     CU_ASSERT_PTR_NULL(strstr(out, "::warning file=bench/gpu/record.py,line=115"));
 }
 
+/* --format html: the compare page, one file, no script, the figures of the
+ * other formats. */
+static void test_html(void)
+{
+    char out[1 << 16];
+    const char *page = fsc_test_path("compare.html");
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s --format html -o %s --fail-on "
+                                "oom", fsc_test_fragscope(), db_of("gpt2_uncapped"),
+                                db_of("gpt2_emptycache"), page), 0);
+    char *s = fsc_test_slurp(page, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(strncmp(s, "<!DOCTYPE html>", 15), 0);
+    CU_ASSERT_PTR_NULL(strstr(s, "<script"));
+    CU_ASSERT_PTR_NULL(strstr(s, "http"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "<h2>Why peak reserved changed by -8.05 GiB</h2>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "program (requested bytes live at the allocated peak) "
+                                     "-7.26 GiB, allocator -804.72 MiB: rounding -64.90 MiB, "
+                                     "reserved − allocated at the reserved peak -7.22 GiB, the "
+                                     "peaks' moments +6.49 GiB."));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "the 19 sites add up to the change of peak allocated, "
+                                     "-7.33 GiB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "modeling_gpt2.py:282 forward ← modeling_layers.py:109 "
+                                     "__call__"));
+    CU_ASSERT_EQUAL(fsc_test_count(s, "<svg "), 2); /* the waterfall, the steps */
+    CU_ASSERT_EQUAL(fsc_test_count(s, "<polyline "), 4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "<li class=\"ok\">ok oom</li>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "</body></html>\n"));
+    free(s);
+}
+
 /* Refusals: one line naming the file, exit 2. */
 static void test_refusals(void)
 {
@@ -462,6 +492,7 @@ static const fsc_test_case_t k_tests[] = {
     {"snapshots and ring windows on the command line", test_cli_snapshots},
     {"thresholds, JUnit, Markdown, check --baseline", test_thresholds},
     {"annotations", test_annotations},
+    {"the compare page", test_html},
     {"refusals", test_refusals},
     {"threshold specs", test_threshold_parse},
     {NULL, NULL},

@@ -17,7 +17,8 @@
 
 const char fsc_cmd_diff_summary[] = "compare two runs: what grew, and what the allocator added";
 const char fsc_cmd_diff_usage[] =
-    "usage: fragscope diff BASE NEW [--format text|markdown|json|junit] [-o FILE]\n"
+    "usage: fragscope diff BASE NEW [--format text|markdown|json|junit|html]\n"
+    "                     [-o FILE]\n"
     "                     [--fail-on SPEC]... [--annotations] [--sites N]\n"
     "                     [--no-replay] [--fail-on-worse] [--rank R | --run N]\n"
     "                     [--all-ranks]\n"
@@ -52,7 +53,8 @@ const char fsc_cmd_diff_usage[] =
     "options:\n"
     "  --format F        text (default), markdown (a CI job summary or pull-request\n"
     "                    comment), json (keys in docs/metrics.md), junit (one\n"
-    "                    testcase per --fail-on threshold)\n"
+    "                    testcase per --fail-on threshold), html (the compare\n"
+    "                    page: one self-contained file, no script)\n"
     "  -o FILE           write to FILE (through a temporary file) instead of stdout\n"
     "  --fail-on SPEC    exit 1 when NEW exceeds BASE by more than SPEC allows;\n"
     "                    repeatable. FIGURE:+N% (of the base's figure) or\n"
@@ -106,8 +108,8 @@ static int parse(int argc, char **argv, diff_args_t *a)
         } else if (strcmp(s, "--format") == 0 || strncmp(s, "--format=", 9) == 0) {
             const char *f = s[8] == '=' ? s + 9 : v;
             if (f == NULL || fsc_diff_format_parse(f, &a->fmt) != 0)
-                return fsc_cli_usage_error("diff", "--format: '%s' is not text, markdown, json "
-                                           "or junit", f ? f : "");
+                return fsc_cli_usage_error("diff", "--format: '%s' is not text, markdown, json, "
+                                           "junit or html", f ? f : "");
             i += s[8] != '=';
         } else if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) {
             if (v == NULL)

@@ -49,6 +49,8 @@ int fsc_diff_format_parse(const char *s, fsc_diff_format_t *out)
         *out = FSC_DIFF_JSON;
     else if (strcmp(s, "junit") == 0)
         *out = FSC_DIFF_JUNIT;
+    else if (strcmp(s, "html") == 0)
+        *out = FSC_DIFF_HTML;
     else
         return FSC_EINVAL;
     return 0;

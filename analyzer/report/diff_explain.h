@@ -73,6 +73,8 @@ const char *fsc__dx_site_status(const dx_site_t *s);
 
 /* Write d in o->format to out. */
 int fsc__dx_write(const dx_t *d, const fsc_diff_opts_t *o, FILE *out);
+/* The compare page (diff_explain_html.c). */
+void fsc__dx_html(const dx_t *d, const fsc_diff_opts_t *o, FILE *out);
 /* The annotation lines for the sites that grew, whose file exists under
  * root. */
 void fsc__dx_annotations(const dx_t *d, const char *root, FILE *out);

@@ -572,6 +572,7 @@ int fsc__dx_write(const dx_t *d, const fsc_diff_opts_t *o, FILE *out)
     switch (o->format) {
     case FSC_DIFF_JSON: return write_json(d, out);
     case FSC_DIFF_JUNIT: write_junit(d, out); return 0;
+    case FSC_DIFF_HTML: fsc__dx_html(d, o, out); return 0;
     case FSC_DIFF_MARKDOWN: write_text(d, o, out, 1); return 0;
     default:
         if (o->thresholds_only)

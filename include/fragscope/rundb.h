@@ -577,10 +577,11 @@ typedef enum fsc_diff_format {
     FSC_DIFF_TEXT = 0,
     FSC_DIFF_MARKDOWN = 1, /* a CI job summary / pull-request comment */
     FSC_DIFF_JSON = 2,     /* keys in docs/metrics.md, "What changed" */
-    FSC_DIFF_JUNIT = 3     /* one testcase per --fail-on threshold */
+    FSC_DIFF_JUNIT = 3,    /* one testcase per --fail-on threshold */
+    FSC_DIFF_HTML = 4      /* the compare page: one self-contained file */
 } fsc_diff_format_t;
 
-/* "text", "markdown" ("md"), "json", "junit"; FSC_EINVAL otherwise. */
+/* "text", "markdown" ("md"), "json", "junit", "html"; FSC_EINVAL otherwise. */
 int fsc_diff_format_parse(const char *s, fsc_diff_format_t *out);
 
 /* What a threshold is about; every figure is the new run's against the
