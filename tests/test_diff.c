@@ -192,6 +192,28 @@ static void test_ckpt(void)
     j = check_pair("xset/ckpt_cap0.75_default", "xset/ckpt_cap0.75_garbage_collection_threshold_0_6");
     CU_ASSERT_EQUAL(num(j, "delta.peak_reserved_bytes"), 0);
     cJSON_Delete(j);
+    /* analyzed with the cap the runs had (5 721 970 180 B, README of
+     * tests/data/gpu), the settings replay runs each under it and finds
+     * what the recordings show: garbage collection changed nothing */
+    char a[1024], b[1024], out[1 << 16];
+    snprintf(a, sizeof a, "%s", fsc_test_path("ckpt_def_cap.db"));
+    snprintf(b, sizeof b, "%s", fsc_test_path("ckpt_gc_cap.db"));
+    const char *fs = fsc_test_fragscope();
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s analyze %s --capacity 5721970180 -o %s "
+                                ">/dev/null && %s analyze %s --capacity 5721970180 -o %s >/dev/null",
+                                fs, gpu_pickle("xset/ckpt_cap0.75_default"), a, fs,
+                                gpu_pickle("xset/ckpt_cap0.75_garbage_collection_threshold_0_6"),
+                                b), 0);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s --format json", fs, a, b), 0);
+    j = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(num(j, "settings.replayed"), 1);
+    CU_ASSERT_EQUAL(num(j, "settings.base_capacity_bytes"), 5721970180);
+    CU_ASSERT_EQUAL(num(j, "settings.replay_capacity_bytes"), 5721970180);
+    CU_ASSERT_EQUAL(num(j, "settings.explained_bytes"), 0);
+    CU_ASSERT_EQUAL(num(j, "settings.replay_base_peak_reserved_bytes"),
+                    num(j, "base.peak_reserved_bytes"));
+    cJSON_Delete(j);
 }
 
 /* GPT-2 uncapped against the job calling empty_cache() every 3 steps (both

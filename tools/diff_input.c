@@ -189,6 +189,14 @@ void fsc__diff_settings(const fsc__diff_input_t *a, const fsc__diff_input_t *b,
                  cap_a && cap_b != cap_a ? ", " : "",
                  cap_a && cap_b != cap_a ? fsc_size_format(cap_b, c2, sizeof c2) : "",
                  cap_a ? ")" : "");
+        if (cap_a && (s->base_capacity == 0 || s->new_capacity == 0) &&
+            (strstr(s->base_config, "garbage_collection_threshold") ||
+             strstr(s->new_config, "garbage_collection_threshold"))) {
+            size_t l = strlen(s->note);
+            snprintf(s->note + l, sizeof s->note - l,
+                     " garbage_collection_threshold acts on a fraction of the cap, and the cap "
+                     "replayed is inferred: `fragscope analyze --capacity` makes it exact.");
+        }
         if (!s->run_complete) {
             size_t l = strlen(s->note);
             snprintf(s->note + l, sizeof s->note - l,
