@@ -163,7 +163,6 @@ typedef struct live_vec {
     live_t *v;
     size_t n, cap;
     int64_t snap;
-    fsc_rundb_t *db;
 } live_vec_t;
 
 static int find_peak_snap(void *ud, const fsc_rundb_snapshot_t *s)
@@ -424,7 +423,7 @@ typedef struct site1_vec {
 /* The live blocks at run k's allocated peak, summed per tag and named. */
 static int collect_sites(fsc_rundb_t *db, int k, dx_run_t *r, site1_vec_t *out, fsc_err_t *err)
 {
-    live_vec_t lv = {NULL, 0, 0, FSC_RUNDB_NULL, db};
+    live_vec_t lv = {NULL, 0, 0, FSC_RUNDB_NULL};
     int rc = fsc_rundb_snapshots(db, find_peak_snap, &lv);
     if (rc == 0 && lv.snap != FSC_RUNDB_NULL)
         rc = fsc_rundb_layout(db, &lv.snap, 1, take_live, &lv);
@@ -620,6 +619,11 @@ static int check_comparable(fsc_rundb_t *A, fsc_rundb_t *B, const dx_t *d, fsc_e
         rc = fsc_rundb_run_count(B, &nb);
     if (rc != 0)
         return fsc_err_copy(err, fsc_rundb_error(rc == 0 ? B : A));
+    if (na > 1 && nb > 1)
+        return fsc_err_set(err, FSC_EINVAL,
+                           "%s and %s are jobs (%lld and %lld runs): they are compared rank by "
+                           "rank (fsc_diff_write_job), one run with one run here",
+                           fsc_rundb_path(A), fsc_rundb_path(B), (long long)na, (long long)nb);
     if ((na > 1) != (nb > 1))
         return fsc_err_set(err, FSC_EINVAL,
                            "%s holds %lld runs (a job) but %s holds %lld: diff compares a run "

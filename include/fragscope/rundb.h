@@ -645,8 +645,8 @@ typedef struct fsc_diff_opts {
 } fsc_diff_opts_t;
 
 /* Explain the change from the run in base_db to the run in new_db, in
- * o->format, to out. Both must hold one run each (a job database against a
- * one-run database: FSC_EINVAL naming both) of comparable devices (two
+ * o->format, to out. Both must hold one run each (a job database:
+ * FSC_EINVAL naming both; two jobs compare with fsc_diff_write_job) of comparable devices (two
  * known, different device totals: FSC_EINVAL). *failed (may be
  * NULL) = the number of thresholds that failed. */
 int fsc_diff_explain(const char *base_db, const char *new_db, const fsc_diff_opts_t *o,
