@@ -13,10 +13,11 @@
 #   batch8_cap      / batch10_cap     batch 8 vs 10 under a cap of 1.05x batch8's peak
 #                                     reserved (batch 10 may run out of memory: a new OOM)
 # One command on the GPU machine: `bash bench/gpu/diff_pairs.sh` (about 2 minutes;
-# no fragscope build needed there). Then, here, for each pair A B:
-#   fragscope diff A.pickle B.pickle --format json
-# and check: program + allocator = Δ peak reserved and the sites' sum = Δ peak
-# allocated, both against the stats.json peaks.
+# no fragscope build needed there). Then, here, on the unpacked folder:
+#   python3 bench/gpu/diff_pairs_check.py diff_pairs build/fragscope
+# runs `fragscope diff A.pickle B.pickle --format json` on each pair and checks
+# Δ peak reserved / allocated against the stats.json peaks, program + allocator
+# = Δ peak reserved and the sites' sum = Δ peak allocated (exit 1 if not).
 set -u
 dir="${OUT:-.}/diff_pairs"
 mkdir -p "$dir"
