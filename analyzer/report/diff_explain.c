@@ -114,34 +114,34 @@ int fsc_diff_threshold_parse(const char *spec, fsc_diff_threshold_t *out, fsc_er
     return 0;
 }
 
-double fsc__dx_metric(const dx_t *d, int k, fsc_diff_metric_t m)
+int64_t fsc__dx_metric(const dx_t *d, int k, fsc_diff_metric_t m)
 {
     const dx_run_t *r = &d->run[k];
     switch (m) {
-    case FSC_DIFF_M_PEAK_RESERVED: return (double)r->peak_res;
-    case FSC_DIFF_M_PEAK_ALLOCATED: return (double)r->peak_alloc;
-    case FSC_DIFF_M_FRAG: return (double)(r->res_at_res - r->alloc_at_res);
-    case FSC_DIFF_M_SOFT: return (double)r->cls[DX_SOFT];
-    case FSC_DIFF_M_HARD: return (double)r->cls[DX_HARD];
-    case FSC_DIFF_M_STREAM: return (double)r->cls[DX_STREAM];
-    case FSC_DIFF_M_POOL: return (double)r->cls[DX_POOL];
-    case FSC_DIFF_M_PENDING: return (double)r->cls[DX_PENDING];
-    case FSC_DIFF_M_ROUNDING: return (double)(r->live_bytes - r->live_req);
-    case FSC_DIFF_M_OOM: return (double)r->ooms;
+    case FSC_DIFF_M_PEAK_RESERVED: return r->peak_res;
+    case FSC_DIFF_M_PEAK_ALLOCATED: return r->peak_alloc;
+    case FSC_DIFF_M_FRAG: return fsc__dx_sub(r->res_at_res, r->alloc_at_res);
+    case FSC_DIFF_M_SOFT: return r->cls[DX_SOFT];
+    case FSC_DIFF_M_HARD: return r->cls[DX_HARD];
+    case FSC_DIFF_M_STREAM: return r->cls[DX_STREAM];
+    case FSC_DIFF_M_POOL: return r->cls[DX_POOL];
+    case FSC_DIFF_M_PENDING: return r->cls[DX_PENDING];
+    case FSC_DIFF_M_ROUNDING: return fsc__dx_sub(r->live_bytes, r->live_req);
+    case FSC_DIFF_M_OOM: return r->ooms;
     }
     return 0;
 }
 
-static int threshold_fails(const fsc_diff_threshold_t *t, double a, double b)
+static int threshold_fails(const fsc_diff_threshold_t *t, int64_t a, int64_t b)
 {
     if (t->metric == FSC_DIFF_M_OOM)
         return b > a;
-    double delta = b - a;
+    double delta = (double)b - (double)a;
     if (!t->relative)
         return delta > t->limit;
     if (a <= 0)
         return delta > 0;
-    return 100.0 * delta / a > t->limit;
+    return 100.0 * delta / (double)a > t->limit;
 }
 
 const char *fsc__dx_site_status(const dx_site_t *s)
@@ -283,7 +283,7 @@ static int take_alloc(void *ud, const fsc_rundb_alloc_t *a)
                                                            : a->free_completed_seq;
     int rc = push_change(s, a->alloc_seq, size);
     if (rc == 0 && fseq != FSC_RUNDB_NULL)
-        rc = push_change(s, fseq, -size);
+        rc = push_change(s, fseq, fsc__dx_sub(0, size));
     return rc;
 }
 
@@ -305,7 +305,7 @@ static int take_segment(void *ud, const fsc_rundb_segment_t *g)
     int64_t size = g->size == FSC_RUNDB_NULL ? 0 : g->size;
     int rc = push_change(&x->s, g->created_seq, size);
     if (rc == 0 && g->freed_seq != FSC_RUNDB_NULL)
-        rc = push_change(&x->s, g->freed_seq, -size);
+        rc = push_change(&x->s, g->freed_seq, fsc__dx_sub(0, size));
     return rc;
 }
 
@@ -343,7 +343,7 @@ static void sweep_max(const sweep_t *s, const int64_t *bound, int nsteps, int64_
     for (int i = 0; i < nsteps; i++) {
         int64_t mx = cur;
         while (k < s->n && s->v[k].seq <= bound[i]) {
-            cur += s->v[k++].delta;
+            cur = fsc__dx_add(cur, s->v[k++].delta);
             if (cur > mx)
                 mx = cur;
         }
@@ -368,14 +368,16 @@ static int load_steps(fsc_rundb_t *db, dx_run_t *r)
     if (rc == 0)
         rc = fsc_rundb_allocs(db, take_alloc, &s);
     if (rc == 0) {
-        qsort(s.v, s.n, sizeof *s.v, cmp_change);
+        if (s.n > 1)
+            qsort(s.v, s.n, sizeof *s.v, cmp_change);
         /* each step: the most allocated at any event in (previous marker,
          * its marker], counting what was live on entering it */
         sweep_max(&s, b.v, r->nsteps, r->step_alloc);
         seg_sweep_t g = {{NULL, 0, 0}, 0};
         rc = fsc_rundb_segments(db, take_segment, &g);
         if (rc == 0 && !g.expandable) {
-            qsort(g.s.v, g.s.n, sizeof *g.s.v, cmp_change);
+            if (g.s.n > 1)
+                qsort(g.s.v, g.s.n, sizeof *g.s.v, cmp_change);
             sweep_max(&g.s, b.v, r->nsteps, r->step_res);
         } else if (rc == 0) {
             step_res_t c = {r, b.v};
@@ -433,17 +435,18 @@ static int collect_sites(fsc_rundb_t *db, int k, dx_run_t *r, site1_vec_t *out, 
                                 : fsc_err_copy(err, fsc_rundb_error(db));
     }
     r->has_layout = lv.snap != FSC_RUNDB_NULL;
-    qsort(lv.v, lv.n, sizeof *lv.v, cmp_live_tag);
+    if (lv.n > 1)
+        qsort(lv.v, lv.n, sizeof *lv.v, cmp_live_tag);
     for (size_t i = 0; rc == 0 && i < lv.n;) {
         size_t j = i;
         int64_t bytes = 0, req = 0;
         while (j < lv.n && lv.v[j].tag == lv.v[i].tag) {
-            bytes += lv.v[j].size;
-            req += lv.v[j].req;
+            bytes = fsc__dx_add(bytes, lv.v[j].size);
+            req = fsc__dx_add(req, lv.v[j].req);
             j++;
         }
-        r->live_bytes += bytes;
-        r->live_req += req;
+        r->live_bytes = fsc__dx_add(r->live_bytes, bytes);
+        r->live_req = fsc__dx_add(r->live_req, req);
         if (out->n == out->cap) {
             size_t nc = out->cap ? out->cap * 2 : 128;
             site1_t *nv = realloc(out->v, nc * sizeof *nv);
@@ -486,7 +489,8 @@ static int collect_sites(fsc_rundb_t *db, int k, dx_run_t *r, site1_vec_t *out, 
  * `report` names it alike (tag ids differ between databases). */
 static int merge_sites(dx_t *d, site1_vec_t *sv, fsc_err_t *err)
 {
-    qsort(sv->v, sv->n, sizeof *sv->v, cmp_site1);
+    if (sv->n > 1)
+        qsort(sv->v, sv->n, sizeof *sv->v, cmp_site1);
     d->sites = calloc(sv->n ? sv->n : 1, sizeof *d->sites);
     if (d->sites == NULL)
         return fsc_err_set(err, FSC_ENOMEM, "out of memory");
@@ -497,8 +501,8 @@ static int merge_sites(dx_t *d, site1_vec_t *sv, fsc_err_t *err)
         size_t j = i;
         for (; j < sv->n && strcmp(sv->v[j].name, s->name) == 0; j++) {
             site1_t *x = &sv->v[j];
-            s->bytes[x->run] += x->bytes;
-            s->req[x->run] += x->req;
+            s->bytes[x->run] = fsc__dx_add(s->bytes[x->run], x->bytes);
+            s->req[x->run] = fsc__dx_add(s->req[x->run], x->req);
             s->blocks[x->run] += x->blocks;
             /* where it points: the new run's frame (the checkout's code) */
             if (s->files == NULL || (x->run == 1 && x->files[0] != '\0')) {
@@ -518,16 +522,15 @@ static int merge_sites(dx_t *d, site1_vec_t *sv, fsc_err_t *err)
     return 0;
 }
 
-static int64_t absdelta(const dx_site_t *s)
+static uint64_t absdelta(const dx_site_t *s)
 {
-    int64_t v = s->bytes[1] - s->bytes[0];
-    return v < 0 ? -v : v;
+    return fsc__dx_abs(fsc__dx_sub(s->bytes[1], s->bytes[0]));
 }
 
 static int cmp_site_change(const void *a, const void *b)
 {
     const dx_site_t *x = a, *y = b;
-    int64_t dx = absdelta(x), dy = absdelta(y);
+    uint64_t dx = absdelta(x), dy = absdelta(y);
     if (dx != dy)
         return dx > dy ? -1 : 1;
     return strcmp(x->name, y->name);
@@ -573,20 +576,22 @@ static int read_run(fsc_rundb_t *db, int k, dx_run_t *r, site1_vec_t *sv, fsc_er
 static void compute(dx_t *d)
 {
     const dx_run_t *a = &d->run[0], *b = &d->run[1];
-    d->d_res = b->peak_res - a->peak_res;
-    d->d_alloc = b->peak_alloc - a->peak_alloc;
-    d->program = b->live_req - a->live_req;
-    d->rounding = (b->live_bytes - b->live_req) - (a->live_bytes - a->live_req);
+    d->d_res = fsc__dx_sub(b->peak_res, a->peak_res);
+    d->d_alloc = fsc__dx_sub(b->peak_alloc, a->peak_alloc);
+    d->program = fsc__dx_sub(b->live_req, a->live_req);
+    d->rounding = fsc__dx_sub(fsc__dx_sub(b->live_bytes, b->live_req),
+                              fsc__dx_sub(a->live_bytes, a->live_req));
     d->frag = 0;
     for (int i = 0; i < DX_NCLS; i++) {
-        d->cls[i] = b->cls[i] - a->cls[i];
-        d->frag += d->cls[i];
+        d->cls[i] = fsc__dx_sub(b->cls[i], a->cls[i]);
+        d->frag = fsc__dx_add(d->frag, d->cls[i]);
     }
     /* moment: allocated at the reserved peak − allocated at the allocated
      * peak (0 or less in each run), since reserved at its peak = allocated
      * there + the classes */
-    d->moment = (b->alloc_at_res - b->peak_alloc) - (a->alloc_at_res - a->peak_alloc);
-    d->allocator = d->rounding + d->frag + d->moment;
+    d->moment = fsc__dx_sub(fsc__dx_sub(b->alloc_at_res, b->peak_alloc),
+                            fsc__dx_sub(a->alloc_at_res, a->peak_alloc));
+    d->allocator = fsc__dx_add(fsc__dx_add(d->rounding, d->frag), d->moment);
     /* the split holds exactly when every part was stored and agrees with the
      * summary's peaks */
     d->exact = 1;
@@ -594,9 +599,12 @@ static void compute(dx_t *d)
         const dx_run_t *r = &d->run[k];
         int64_t cls = 0;
         for (int i = 0; i < DX_NCLS; i++)
-            cls += r->cls[i];
+            cls = fsc__dx_add(cls, r->cls[i]);
         if (!r->has_layout || !r->has_classes || r->live_bytes != r->peak_alloc ||
-            r->res_at_res != r->peak_res || r->alloc_at_res + cls != r->res_at_res)
+            r->res_at_res != r->peak_res || fsc__dx_add(r->alloc_at_res, cls) != r->res_at_res ||
+            /* a saturated part (a damaged file) breaks the sum */
+            fsc__dx_add(d->program, fsc__dx_add(d->rounding, fsc__dx_add(d->frag, d->moment))) !=
+                d->d_res)
             d->exact = 0;
     }
     d->first_step_diff = -1;
@@ -689,7 +697,8 @@ int fsc_diff_explain(const char *base_db, const char *new_db, const fsc_diff_opt
     free(sv.v);
     if (rc == 0) {
         compute(&d);
-        qsort(d.sites, d.nsites, sizeof *d.sites, cmp_site_change);
+        if (d.nsites > 1)
+            qsort(d.sites, d.nsites, sizeof *d.sites, cmp_site_change);
         d.settings = o->settings;
         d.thr = o->fail_on;
         d.nthr = o->nfail_on;

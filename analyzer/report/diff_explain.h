@@ -57,7 +57,7 @@ typedef struct dx {
     /* thresholds */
     size_t nthr;
     const fsc_diff_threshold_t *thr;
-    double *thr_base, *thr_new; /* the figures each threshold compared */
+    int64_t *thr_base, *thr_new; /* the figures each threshold compared */
     int *thr_failed;
     int failed;
     const fsc_diff_settings_t *settings;
@@ -65,8 +65,32 @@ typedef struct dx {
 
 extern const char *const fsc__dx_class_names[DX_NCLS];
 
+/* Sums and differences of figures read from a database saturate instead of
+ * overflowing: a damaged file may hold any value. */
+static inline int64_t fsc__dx_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static inline int64_t fsc__dx_sub(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+/* |v| as unsigned, defined for INT64_MIN too */
+static inline uint64_t fsc__dx_abs(int64_t v)
+{
+    return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
 /* The figure a threshold is about, for run k. */
-double fsc__dx_metric(const dx_t *d, int k, fsc_diff_metric_t m);
+int64_t fsc__dx_metric(const dx_t *d, int k, fsc_diff_metric_t m);
 const char *fsc__dx_metric_name(fsc_diff_metric_t m);
 /* "grown", "shrunk", "new", "gone" or "same". */
 const char *fsc__dx_site_status(const dx_site_t *s);

@@ -36,7 +36,7 @@ static const char *sgn(int64_t v, char *buf, size_t cap)
         return buf;
     size_t o = v != 0;
     buf[0] = v > 0 ? '+' : '-';
-    fsc_size_format((uint64_t)(v < 0 ? -v : v), buf + o, cap - o);
+    fsc_size_format(fsc__dx_abs(v), buf + o, cap - o);
     return buf;
 }
 
@@ -68,38 +68,39 @@ static void waterfall(const dx_t *d, FILE *f)
         rows[n].label = fsc__dx_class_names[i], rows[n].v = d->cls[i], rows[n++].total = 0;
     rows[n].label = "new peak reserved", rows[n].v = d->run[1].peak_res, rows[n++].total = 1;
     /* the axis spans the running totals, not 0: the parts are small next
-     * to the peaks */
-    int64_t cum = 0, lo = INT64_MAX, hi = INT64_MIN;
+     * to the peaks (in double: a damaged file may hold any value) */
+    double cum = 0, lo = 1e300, hi = -1e300;
     for (int i = 0; i < n; i++) {
-        int64_t a = rows[i].total ? rows[i].v : cum, b = rows[i].total ? rows[i].v : cum + rows[i].v;
+        double v = (double)rows[i].v;
+        double a = rows[i].total ? v : cum, b = rows[i].total ? v : cum + v;
         lo = a < lo ? a : lo;
         lo = b < lo ? b : lo;
         hi = a > hi ? a : hi;
         hi = b > hi ? b : hi;
         cum = b;
     }
-    int64_t pad = (hi - lo) / 10 + 1;
+    double pad = (hi - lo) / 10 + 1;
     lo = lo - pad > 0 ? lo - pad : 0;
     hi += pad;
     const int W = 1000, L = 170, R = 120, H = 22;
-    double scale = (double)(W - L - R) / (double)(hi - lo);
+    double scale = (double)(W - L - R) / (hi - lo);
     fprintf(f, "<svg width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"waterfall\">\n", W,
             H * n + 20);
     cum = 0;
     char x[32];
     for (int i = 0; i < n; i++) {
-        int64_t a, b;
+        double v = (double)rows[i].v, a, b;
         if (rows[i].total) {
             a = lo;
-            b = rows[i].v;
-            cum = rows[i].v;
+            b = v;
+            cum = v;
         } else {
             a = cum;
-            b = cum + rows[i].v;
+            b = cum + v;
             cum = b;
         }
-        int64_t x0 = a < b ? a : b, x1 = a < b ? b : a;
-        double px = L + (double)(x0 - lo) * scale, pw = (double)(x1 - x0) * scale;
+        double x0 = a < b ? a : b, x1 = a < b ? b : a;
+        double px = L + (x0 - lo) * scale, pw = (x1 - x0) * scale;
         const char *col = rows[i].total ? "#777" : rows[i].v > 0 ? "#d9534f" : "#3c9a5f";
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6, i * H + 15);
         esc(f, rows[i].label);
@@ -170,7 +171,7 @@ void fsc__dx_html(const dx_t *d, const fsc_diff_opts_t *o, FILE *f)
             sgn(d->d_res, z, sizeof z));
     fprintf(f, "<tr><td class=\"l\">OOMs</td><td>%lld</td><td>%lld</td><td>%+lld</td></tr>"
                "</table>\n",
-            (long long)a->ooms, (long long)b->ooms, (long long)(b->ooms - a->ooms));
+            (long long)a->ooms, (long long)b->ooms, (long long)fsc__dx_sub(b->ooms, a->ooms));
     for (int k = 0; k < 2; k++)
         if (d->run[k].window)
             fprintf(f, "<p class=\"note\">The %s snapshot's history starts mid-run (a ring): "
@@ -195,8 +196,8 @@ void fsc__dx_html(const dx_t *d, const fsc_diff_opts_t *o, FILE *f)
             d->nsites, sgn(d->d_alloc, x, sizeof x));
     int64_t mx = 1;
     for (size_t i = 0; i < d->nsites; i++) {
-        int64_t v = d->sites[i].bytes[1] - d->sites[i].bytes[0];
-        v = v < 0 ? -v : v;
+        int64_t v = fsc__dx_sub(d->sites[i].bytes[1], d->sites[i].bytes[0]);
+        v = (int64_t)(fsc__dx_abs(v) > INT64_MAX ? INT64_MAX : fsc__dx_abs(v));
         mx = v > mx ? v : mx;
     }
     fprintf(f, "<table><tr><th>change</th><th></th><th>base</th><th>new</th><th class=\"l\">"
@@ -204,11 +205,11 @@ void fsc__dx_html(const dx_t *d, const fsc_diff_opts_t *o, FILE *f)
     size_t shown = 0, max = o && o->max_sites > 0 ? (size_t)o->max_sites : 50;
     for (size_t i = 0; i < d->nsites && shown < max; i++) {
         const dx_site_t *s = &d->sites[i];
-        int64_t v = s->bytes[1] - s->bytes[0];
+        int64_t v = fsc__dx_sub(s->bytes[1], s->bytes[0]);
         if (v == 0)
             continue;
         shown++;
-        double w = 120.0 * (double)(v < 0 ? -v : v) / (double)mx;
+        double w = 120.0 * (double)fsc__dx_abs(v) / (double)mx;
         fprintf(f, "<tr><td class=\"%s\">%s</td><td class=\"l\"><span class=\"bar\" "
                    "style=\"width:%.0fpx;background:%s\"></span></td><td>%s</td><td>%s</td>"
                    "<td class=\"l\">%s</td><td class=\"l\">",

@@ -29,7 +29,7 @@ static const char *sgn(int64_t v, char *buf, size_t cap)
         return buf;
     size_t o = v != 0;
     buf[0] = v > 0 ? '+' : '-';
-    fsc_size_format((uint64_t)(v < 0 ? -v : v), buf + o, cap - o);
+    fsc_size_format(fsc__dx_abs(v), buf + o, cap - o);
     return buf;
 }
 
@@ -41,18 +41,18 @@ static const char *sz(int64_t v, char *buf, size_t cap)
 static const char *pct(int64_t a, int64_t b, char *buf, size_t cap)
 {
     if (a > 0)
-        snprintf(buf, cap, " (%+.1f%%)", 100.0 * (double)(b - a) / (double)a);
+        snprintf(buf, cap, " (%+.1f%%)", 100.0 * ((double)b - (double)a) / (double)a);
     else
         buf[0] = '\0';
     return buf;
 }
 
-static void fmt_figure(fsc_diff_metric_t m, double v, char *buf, size_t cap)
+static void fmt_figure(fsc_diff_metric_t m, int64_t v, char *buf, size_t cap)
 {
     if (m == FSC_DIFF_M_OOM)
-        snprintf(buf, cap, "%.0f", v);
+        snprintf(buf, cap, "%lld", (long long)v);
     else
-        sz((int64_t)v, buf, cap);
+        sz(v, buf, cap);
 }
 
 /* "peak-reserved 7.67 GiB → 7.90 GiB (+3.0%), limit +2%: fails" */
@@ -70,8 +70,8 @@ static void threshold_line(const dx_t *d, size_t i, char *buf, size_t cap)
     if (t->relative)
         snprintf(lim, sizeof lim, "+%g%%", t->limit);
     else
-        fsc_size_format((uint64_t)t->limit, lim, sizeof lim);
-    pct((int64_t)d->thr_base[i], (int64_t)d->thr_new[i], p, sizeof p);
+        fsc_size_format(t->limit >= 1.8e19 ? UINT64_MAX : (uint64_t)t->limit, lim, sizeof lim);
+    pct(d->thr_base[i], d->thr_new[i], p, sizeof p);
     snprintf(buf, cap, "%s: %s %s → %s%s, limit %s%s: %s", t->spec,
              fsc__dx_metric_name(t->metric), a, b, p, t->relative ? "" : "+", lim,
              d->thr_failed[i] ? "fails" : "ok");
@@ -81,7 +81,7 @@ static int64_t sites_delta(const dx_t *d)
 {
     int64_t s = 0;
     for (size_t i = 0; i < d->nsites; i++)
-        s += d->sites[i].bytes[1] - d->sites[i].bytes[0];
+        s = fsc__dx_add(s, fsc__dx_sub(d->sites[i].bytes[1], d->sites[i].bytes[0]));
     return s;
 }
 
@@ -136,7 +136,7 @@ static void settings_text(const dx_t *d, FILE *f, int md)
         fprintf(f, "Not replayed: %s\n", s->note);
         return;
     }
-    int64_t dr = (int64_t)s->new_peak_reserved - (int64_t)s->base_peak_reserved;
+    int64_t dr = fsc__dx_sub((int64_t)s->new_peak_reserved, (int64_t)s->base_peak_reserved);
     fprintf(f, "The base's requests replayed under the base's settings reserve %s at the peak, "
                "under the new settings %s: the settings alone explain %s of the %s change",
             sz((int64_t)s->base_peak_reserved, a, sizeof a),
@@ -223,7 +223,7 @@ static void write_text(const dx_t *d, const fsc_diff_opts_t *o, FILE *f, int md)
                 sz(b->peak_res, y, sizeof y), sgn(d->d_res, z, sizeof z),
                 pct(a->peak_res, b->peak_res, p, sizeof p));
         fprintf(f, "| OOMs | %lld | %lld | %+lld |\n", (long long)a->ooms, (long long)b->ooms,
-                (long long)(b->ooms - a->ooms));
+                (long long)fsc__dx_sub(b->ooms, a->ooms));
     } else if (!o->after_table) {
         fprintf(f, "diff: %s → %s\n", a->name, b->name);
         fprintf(f, "  %-16s %14s %14s %24s\n", "", "base", "new", "change");
@@ -234,7 +234,7 @@ static void write_text(const dx_t *d, const fsc_diff_opts_t *o, FILE *f, int md)
                 sz(b->peak_res, y, sizeof y), sgn(d->d_res, z, sizeof z),
                 pct(a->peak_res, b->peak_res, p, sizeof p));
         fprintf(f, "  %-16s %14lld %14lld %13lld\n", "OOMs", (long long)a->ooms,
-                (long long)b->ooms, (long long)(b->ooms - a->ooms));
+                (long long)b->ooms, (long long)fsc__dx_sub(b->ooms, a->ooms));
     }
     for (int k = 0; k < 2; k++)
         if (d->run[k].window)
@@ -304,11 +304,11 @@ static void write_text(const dx_t *d, const fsc_diff_opts_t *o, FILE *f, int md)
                 sgn(sites_delta(d), x, sizeof x), changed);
     for (size_t i = 0; i < d->nsites; i++) {
         const dx_site_t *s = &d->sites[i];
-        int64_t dv = s->bytes[1] - s->bytes[0];
+        int64_t dv = fsc__dx_sub(s->bytes[1], s->bytes[0]);
         if (dv == 0)
             continue;
         if (shown >= max) {
-            rest += dv;
+            rest = fsc__dx_add(rest, dv);
             nrest++;
             continue;
         }
@@ -371,10 +371,10 @@ static cJSON *run_json(const dx_t *d, int k)
     cJSON_AddNumberToObject(j, "peak_reserved_seq", (double)r->peak_res_seq);
     cJSON_AddNumberToObject(j, "requested_at_peak_allocated_bytes", (double)r->live_req);
     cJSON_AddNumberToObject(j, "rounding_at_peak_allocated_bytes",
-                            (double)(r->live_bytes - r->live_req));
+                            (double)fsc__dx_sub(r->live_bytes, r->live_req));
     cJSON_AddNumberToObject(j, "allocated_at_peak_reserved_bytes", (double)r->alloc_at_res);
     cJSON_AddNumberToObject(j, "reserved_unallocated_at_peak_reserved_bytes",
-                            (double)(r->res_at_res - r->alloc_at_res));
+                            (double)fsc__dx_sub(r->res_at_res, r->alloc_at_res));
     cJSON *c = cJSON_AddObjectToObject(j, "classes_at_peak_reserved");
     for (int i = 0; i < DX_NCLS; i++)
         cJSON_AddNumberToObject(c, fsc__dx_class_names[i], (double)r->cls[i]);
@@ -460,7 +460,7 @@ static int write_json(const dx_t *d, FILE *f)
     cJSON *dl = cJSON_AddObjectToObject(root, "delta");
     cJSON_AddNumberToObject(dl, "peak_reserved_bytes", (double)d->d_res);
     cJSON_AddNumberToObject(dl, "peak_allocated_bytes", (double)d->d_alloc);
-    cJSON_AddNumberToObject(dl, "ooms", (double)(d->run[1].ooms - d->run[0].ooms));
+    cJSON_AddNumberToObject(dl, "ooms", (double)fsc__dx_sub(d->run[1].ooms, d->run[0].ooms));
     char note[1024];
     exact_note(d, note, sizeof note);
     cJSON_AddBoolToObject(root, "exact", d->exact);
@@ -476,7 +476,7 @@ static int write_json(const dx_t *d, FILE *f)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "site", s->name);
         cJSON_AddStringToObject(o, "status", fsc__dx_site_status(s));
-        cJSON_AddNumberToObject(o, "delta_bytes", (double)(s->bytes[1] - s->bytes[0]));
+        cJSON_AddNumberToObject(o, "delta_bytes", (double)(fsc__dx_sub(s->bytes[1], s->bytes[0])));
         cJSON_AddNumberToObject(o, "base_bytes", (double)s->bytes[0]);
         cJSON_AddNumberToObject(o, "new_bytes", (double)s->bytes[1]);
         cJSON_AddNumberToObject(o, "base_requested_bytes", (double)s->req[0]);
@@ -510,8 +510,8 @@ static int write_json(const dx_t *d, FILE *f)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "spec", d->thr[i].spec);
         cJSON_AddStringToObject(o, "figure", fsc__dx_metric_name(d->thr[i].metric));
-        cJSON_AddNumberToObject(o, "base", d->thr_base[i]);
-        cJSON_AddNumberToObject(o, "new", d->thr_new[i]);
+        cJSON_AddNumberToObject(o, "base", (double)d->thr_base[i]);
+        cJSON_AddNumberToObject(o, "new", (double)d->thr_new[i]);
         cJSON_AddNumberToObject(o, "limit", d->thr[i].limit);
         cJSON_AddBoolToObject(o, "relative", d->thr[i].relative);
         cJSON_AddBoolToObject(o, "failed", d->thr_failed[i]);
@@ -685,7 +685,7 @@ void fsc__dx_annotations(const dx_t *d, const char *root, FILE *out)
      * first; sites called from one line share its annotation */
     for (size_t i = 0; i < d->nsites; i++) {
         const dx_site_t *s = &d->sites[i];
-        int64_t dv = s->bytes[1] - s->bytes[0];
+        int64_t dv = fsc__dx_sub(s->bytes[1], s->bytes[0]);
         char rel[PATH_MAX], x[32];
         long long line = 0;
         if (dv <= 0 || !site_location(rootbuf, s->files, rel, sizeof rel, &line))
@@ -701,7 +701,7 @@ void fsc__dx_annotations(const dx_t *d, const char *root, FILE *out)
             n++;
         }
         loc_t *l = &locs[k];
-        l->grew += dv;
+        l->grew = fsc__dx_add(l->grew, dv);
         size_t len = strlen(l->names);
         if (l->nsites < 3)
             snprintf(l->names + len, sizeof l->names - len, "%s%s (%s)", l->nsites ? ", " : "",
