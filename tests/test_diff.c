@@ -305,6 +305,29 @@ static void test_cli_snapshots(void)
     cJSON_Delete(j);
 }
 
+/* A snapshot of two devices: refused until --device picks one; device 0 of
+ * two_devices is rank2 (tests/data/make_format_fixtures.py): no change. */
+static void test_devices(void)
+{
+    char out[1 << 16];
+    const char *fs = fsc_test_fragscope();
+    char two[1024], r2[1024];
+    snprintf(two, sizeof two, "%s", gpu_pickle("two_devices"));
+    snprintf(r2, sizeof r2, "%s", gpu_pickle("rank2"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s", fs, two, r2), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "history for devices 0, 1: choose one with --device"));
+    CU_ASSERT_EQUAL(count_lines(out), 1);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s --device 0 --format json", fs,
+                                two, r2), 0);
+    cJSON *j = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(num(j, "delta.peak_reserved_bytes"), 0);
+    CU_ASSERT_EQUAL(num(j, "program.delta_bytes"), 0);
+    CU_ASSERT_EQUAL(num(j, "exact"), 1);
+    cJSON_Delete(j);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s --device x", fs, two, r2), 2);
+}
+
 /* --fail-on: exit 1 exactly when a threshold fails; JUnit has one testcase
  * per threshold; check --baseline takes the same. b_rp4 reserves 17.0% more
  * than b_defaults. */
@@ -513,6 +536,7 @@ static const fsc_test_case_t k_tests[] = {
     {"empty_cache: steps and soft bytes", test_emptycache_steps},
     {"snapshots and ring windows on the command line", test_cli_snapshots},
     {"thresholds, JUnit, Markdown, check --baseline", test_thresholds},
+    {"snapshots of two devices", test_devices},
     {"annotations", test_annotations},
     {"the compare page", test_html},
     {"refusals", test_refusals},

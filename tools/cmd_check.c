@@ -67,9 +67,9 @@ static int check_baseline(const char *base, const char *run, const fsc_diff_thre
     fsc_err_t err = {0};
     fsc__diff_input_t in[2];
     memset(in, 0, sizeof in);
-    int rc = fsc__diff_input_open(base, &in[0], &err);
+    int rc = fsc__diff_input_open(base, -1, &in[0], &err);
     if (rc == 0)
-        rc = fsc__diff_input_open(run, &in[1], &err);
+        rc = fsc__diff_input_open(run, -1, &in[1], &err);
     if (rc == 0) {
         fsc_diff_opts_t o;
         memset(&o, 0, sizeof o);

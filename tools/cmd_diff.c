@@ -20,7 +20,8 @@ const char fsc_cmd_diff_usage[] =
     "usage: fragscope diff BASE NEW [--format text|markdown|json|junit|html]\n"
     "                     [-o FILE]\n"
     "                     [--fail-on SPEC]... [--annotations] [--sites N]\n"
-    "                     [--no-replay] [--fail-on-worse] [--rank R | --run N]\n"
+    "                     [--no-replay] [--device N] [--fail-on-worse]\n"
+    "                     [--rank R | --run N]\n"
     "                     [--all-ranks]\n"
     "\n"
     "BASE and NEW are run databases, .fstrace traces or PyTorch snapshots (ring\n"
@@ -70,6 +71,8 @@ const char fsc_cmd_diff_usage[] =
     "                    recorded path that does)\n"
     "  --sites N         call sites listed in text and Markdown (default 15)\n"
     "  --no-replay       do not replay the base under the new run's settings\n"
+    "  --device N        snapshots with history on several CUDA devices: compare\n"
+    "                    device N of each\n"
     "  --fail-on-worse   exit 1 when the verdict is worse or mixed\n"
     "  --rank R, --run N with job databases, also the full table of the pair of\n"
     "                    the base's rank R / run N\n"
@@ -83,7 +86,7 @@ const char fsc_cmd_diff_usage[] =
 
 typedef struct diff_args {
     const char *p[2];
-    int np, fail_on_worse, annotations, no_replay, sites;
+    int np, fail_on_worse, annotations, no_replay, sites, device;
     fsc_diff_format_t fmt;
     const char *out;
     fsc_diff_threshold_t thr[MAX_FAIL_ON];
@@ -117,6 +120,14 @@ static int parse(int argc, char **argv, diff_args_t *a)
             if (v == NULL)
                 return fsc_cli_usage_error("diff", "%s needs a file", s);
             a->out = v;
+            i++;
+        } else if (strcmp(s, "--device") == 0) {
+            char *end;
+            long n = v ? strtol(v, &end, 10) : -1;
+            if (v == NULL || *end != '\0' || n < 0 || n > 1023)
+                return fsc_cli_usage_error("diff", "--device: '%s' is not a CUDA device number",
+                                           v ? v : "");
+            a->device = (int)n;
             i++;
         } else if (strcmp(s, "--sites") == 0) {
             char *end;
@@ -211,6 +222,7 @@ int fsc_cmd_diff(int argc, char **argv)
 {
     diff_args_t a;
     memset(&a, 0, sizeof a);
+    a.device = -1;
     int rc = parse(argc, argv, &a);
     if (rc != 0)
         return rc;
@@ -222,7 +234,7 @@ int fsc_cmd_diff(int argc, char **argv)
     fsc_diff_settings_t set;
     memset(&set, 0, sizeof set);
     for (int k = 0; rc == 0 && k < 2; k++)
-        if ((rc = fsc__diff_input_open(a.p[k], &in[k], &err)) == 0)
+        if ((rc = fsc__diff_input_open(a.p[k], a.device, &in[k], &err)) == 0)
             rc = runs_of(in[k].db, &n[k], &err);
     if (rc == 0 && (n[0] > 1) != (n[1] > 1))
         rc = fsc_err_set(&err, FSC_EINVAL,

@@ -30,10 +30,11 @@ static int is_sqlite(const char *path)
     return n == sizeof head && memcmp(head, "SQLite format 3", 16) == 0;
 }
 
-int fsc__diff_input_open(const char *path, fsc__diff_input_t *in, fsc_err_t *err)
+int fsc__diff_input_open(const char *path, int device, fsc__diff_input_t *in, fsc_err_t *err)
 {
     memset(in, 0, sizeof *in);
     in->path = path;
+    in->device = device;
     struct stat st;
     if (stat(path, &st) != 0)
         return fsc_err_set(err, FSC_ENOENT, "%s: %s", path, strerror(errno));
@@ -67,6 +68,8 @@ int fsc__diff_input_open(const char *path, fsc__diff_input_t *in, fsc_err_t *err
     snprintf(in->db, sizeof in->db, "%s/run.db", in->tmpdir);
     fsc_analyze_opts_t o;
     memset(&o, 0, sizeof o);
+    o.pick_device = device >= 0;
+    o.device = device >= 0 ? device : 0;
     fsc_analysis_summary_t sum;
     fsc_source_info_t info;
     memset(&info, 0, sizeof info);
@@ -142,7 +145,7 @@ void fsc__diff_settings(const fsc__diff_input_t *a, const fsc__diff_input_t *b,
     fsc_request_stream_t *rs = NULL;
     fsc_err_t e;
     fsc_err_clear(&e);
-    if (fsc_request_stream_load(src, &rs, &e) != 0) {
+    if (fsc_request_stream_load_device(src, a->device, &rs, &e) != 0) {
         snprintf(s->note, sizeof s->note, "the base's requests could not be read: %.400s",
                  fsc_err_msg(&e));
         return;

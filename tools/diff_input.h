@@ -15,10 +15,13 @@ typedef struct fsc__diff_input {
     char db[4200];      /* the run database to read */
     char tmpdir[4096];  /* "" unless db is a temporary */
     int is_db;          /* the input was a run database */
+    int device;         /* as given to open */
 } fsc__diff_input_t;
 
-/* Open one input; on error a one-line message naming the file. */
-int fsc__diff_input_open(const char *path, fsc__diff_input_t *in, fsc_err_t *err);
+/* Open one input; on error a one-line message naming the file. device >= 0:
+ * the CUDA device to take from a snapshot of several (-1: the only one
+ * with history). */
+int fsc__diff_input_open(const char *path, int device, fsc__diff_input_t *in, fsc_err_t *err);
 /* Remove the temporary database, if any. */
 void fsc__diff_input_close(fsc__diff_input_t *in);
 

@@ -271,7 +271,7 @@ static void write_text(const dx_t *d, const fsc_diff_opts_t *o, FILE *f, int md)
     for (int i = 0; i < DX_NCLS; i++)
         rows[nr].indent = 2, rows[nr].label = k_class_label[i], rows[nr++].v = d->cls[i];
     rows[nr].indent = 1,
-    rows[nr].label = "the peaks' moments: allocated at the reserved peak − at the allocated peak",
+    rows[nr].label = "moments: allocated at the reserved peak − at the allocated peak",
     rows[nr++].v = d->moment;
     for (int i = 0; i < nr; i++) {
         if (md)
