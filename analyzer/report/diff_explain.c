@@ -163,7 +163,14 @@ typedef struct live_vec {
     live_t *v;
     size_t n, cap;
     int64_t snap;
+    int64_t window_first_seq; /* -1: not a window */
 } live_vec_t;
+
+/* The site of the blocks a ring window's history begins with and whose
+ * frames the snapshot does not give (freed before the snapshot was
+ * taken): where they were allocated is not recorded. */
+#define TAG_BEFORE_WINDOW (-1)
+#define NAME_BEFORE_WINDOW "(live when the window began; site not recorded)"
 
 static int find_peak_snap(void *ud, const fsc_rundb_snapshot_t *s)
 {
@@ -190,6 +197,9 @@ static int take_live(void *ud, const fsc_rundb_block_t *b)
     }
     live_t *l = &lv->v[lv->n++];
     l->tag = b->tag == FSC_RUNDB_NULL ? 0 : b->tag;
+    if (l->tag == 0 && lv->window_first_seq >= 0 && b->alloc_seq != FSC_RUNDB_NULL &&
+        b->alloc_seq < lv->window_first_seq)
+        l->tag = TAG_BEFORE_WINDOW;
     l->size = b->size == FSC_RUNDB_NULL ? 0 : b->size;
     l->req = b->requested == FSC_RUNDB_NULL ? l->size : b->requested;
     return 0;
@@ -425,8 +435,10 @@ typedef struct site1_vec {
 /* The live blocks at run k's allocated peak, summed per tag and named. */
 static int collect_sites(fsc_rundb_t *db, int k, dx_run_t *r, site1_vec_t *out, fsc_err_t *err)
 {
-    live_vec_t lv = {NULL, 0, 0, FSC_RUNDB_NULL};
-    int rc = fsc_rundb_snapshots(db, find_peak_snap, &lv);
+    live_vec_t lv = {NULL, 0, 0, FSC_RUNDB_NULL, -1};
+    int rc = fsc_rundb_meta_int(db, "window.first_seq", -1, &lv.window_first_seq);
+    if (rc == 0)
+        rc = fsc_rundb_snapshots(db, find_peak_snap, &lv);
     if (rc == 0 && lv.snap != FSC_RUNDB_NULL)
         rc = fsc_rundb_layout(db, &lv.snap, 1, take_live, &lv);
     if (rc != 0) {
@@ -458,9 +470,14 @@ static int collect_sites(fsc_rundb_t *db, int k, dx_run_t *r, site1_vec_t *out, 
             out->cap = nc;
         }
         char name[512], files[8192];
-        rc = fsc_rundb_tag_label(db, lv.v[i].tag, 0, 2, name, sizeof name);
-        if (rc == 0)
-            rc = fsc_rundb_tag_files(db, lv.v[i].tag, files, sizeof files);
+        if (lv.v[i].tag == TAG_BEFORE_WINDOW) {
+            snprintf(name, sizeof name, "%s", NAME_BEFORE_WINDOW);
+            files[0] = '\0';
+        } else {
+            rc = fsc_rundb_tag_label(db, lv.v[i].tag, 0, 2, name, sizeof name);
+            if (rc == 0)
+                rc = fsc_rundb_tag_files(db, lv.v[i].tag, files, sizeof files);
+        }
         if (rc != 0) {
             fsc_err_copy(err, fsc_rundb_error(db));
             break;
