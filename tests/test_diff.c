@@ -307,15 +307,15 @@ static void test_cli_snapshots(void)
      * recorded site: one site in both windows, not "new" */
     CU_ASSERT_EQUAL(num(j, "program.delta_bytes"), 0);
     int found = 0;
-    const cJSON *s;
-    cJSON_ArrayForEach(s, cJSON_GetObjectItem(cJSON_GetObjectItem(j, "program"), "sites"))
+    const cJSON *site;
+    cJSON_ArrayForEach(site, cJSON_GetObjectItem(cJSON_GetObjectItem(j, "program"), "sites"))
     {
-        if (strcmp(cJSON_GetObjectItem(s, "site")->valuestring,
+        if (strcmp(cJSON_GetObjectItem(site, "site")->valuestring,
                    "(live when the window began; site not recorded)") != 0)
             continue;
         found = 1;
-        CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(s, "status")->valuestring, "shrunk");
-        CU_ASSERT_EQUAL(num(s, "base_bytes"), 501647360);
+        CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItem(site, "status")->valuestring, "shrunk");
+        CU_ASSERT_EQUAL(num(site, "base_bytes"), 501647360);
     }
     CU_ASSERT(found);
     cJSON_Delete(j);
