@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # diff_pairs.sh — record the real pairs `fragscope diff` is tested on
-# (bench/gpu/diff_pairs.py: GPT-2, 6 steps, same seed on both sides), into
-# $OUT/diff_pairs/ (NAME.pickle, NAME.stats.json, NAME.log) and
-# $OUT/diff_pairs.tar.xz (the whole folder, for tests/data/gpu/diff/):
+# (bench/gpu/diff_pairs.py: GPT-2, 6 steps, same seed on both sides), into a
+# folder diff_pairs/ (NAME.pickle, NAME.stats.json, NAME.log, device.txt) under
+# $TMPDIR, packed as $OUT/diff_pairs.tar.xz, with $OUT/diff_pairs.txt, one line
+# per run (exit status, peaks, outcome); two files, as the GPU machine returns
+# only a few:
 #   batch8          / batch10         batch 8 vs 10 (the program grew)
 #   batch8          / batch8_ckpt     without / with activation checkpointing
 #   batch8          / batch8_exp      defaults vs expandable_segments:True
@@ -19,8 +21,11 @@
 # Δ peak reserved / allocated against the stats.json peaks, program + allocator
 # = Δ peak reserved and the sites' sum = Δ peak allocated (exit 1 if not).
 set -u
-dir="${OUT:-.}/diff_pairs"
-mkdir -p "$dir"
+out="${OUT:-.}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/diff_pairs.XXXXXX")"
+dir="$work/diff_pairs"
+mkdir -p "$dir" "$out"
+main() {
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 run() { # name conf [args...]
     local name=$1 conf=$2
@@ -47,5 +52,7 @@ wait
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$dir/device.txt" 2>&1
 python3 -c "import torch,transformers;print(torch.__version__, transformers.__version__)" \
     >> "$dir/device.txt" 2>&1
-tar -C "${OUT:-.}" -cJf "${OUT:-.}/diff_pairs.tar.xz" diff_pairs
-ls -l "$dir" "${OUT:-.}/diff_pairs.tar.xz"
+tar -C "$work" -cJf "$out/diff_pairs.tar.xz" diff_pairs
+ls -l "$dir" "$out/diff_pairs.tar.xz"
+}
+main 2>&1 | tee "$out/diff_pairs.txt"
