@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "diff_input.h"
 #include "fragscope/rundb.h"
 
 const char fsc_cmd_check_summary[] = "fail (exit 1) when a run exceeds memory/fragmentation limits";
@@ -16,6 +17,7 @@ const char fsc_cmd_check_usage[] =
     "                              [--max-internal-frag R] [--min-utilization R]\n"
     "                              [--max-free-space-scatter R] [--no-oom]\n"
     "                              [--rank R | --run N] [--format text|json]\n"
+    "                              [--baseline BASE --fail-on SPEC...]\n"
     "\n"
     "Compares the run's figures with the given thresholds and prints one line per\n"
     "violated threshold. Ratios R are between 0 and 1, or percentages (\"30%\").\n"
@@ -42,6 +44,12 @@ const char fsc_cmd_check_usage[] =
     "                            allocated peak (old name --max-external-frag): how\n"
     "                            scattered the free bytes are; high on healthy runs\n"
     "  --no-oom                  the run must not have hit an OOM\n"
+    "  --baseline BASE           a run database, trace or snapshot to compare with\n"
+    "                            (with no other threshold, RUN may be a trace or\n"
+    "                            snapshot too)\n"
+    "  --fail-on SPEC            with --baseline: a threshold relative to it, as\n"
+    "                            `fragscope diff --fail-on` takes them (peak-reserved:+2%,\n"
+    "                            hard:+256MiB, oom, ...); repeatable; text only\n"
     "  --rank R, --run N         check only the run of rank R / run N of a job\n"
     "  --format F                text (default) or json: {database, runs_checked, ok,\n"
     "                            failures[]: run, rank, device, label, option,\n"
@@ -49,9 +57,44 @@ const char fsc_cmd_check_usage[] =
     "exit status: 0 every threshold met, 1 at least one violated, 2 the file is\n"
     "missing or not a run database, or bad usage.\n";
 
+#define MAX_FAIL_ON 32
+
+/* --baseline: the thresholds relative to BASE, as `diff --fail-on` checks
+ * them; one line per failed threshold. */
+static int check_baseline(const char *base, const char *run, const fsc_diff_threshold_t *thr,
+                          size_t n, int *failed)
+{
+    fsc_err_t err = {0};
+    fsc__diff_input_t in[2];
+    memset(in, 0, sizeof in);
+    int rc = fsc__diff_input_open(base, -1, &in[0], &err);
+    if (rc == 0)
+        rc = fsc__diff_input_open(run, -1, &in[1], &err);
+    if (rc == 0) {
+        fsc_diff_opts_t o;
+        memset(&o, 0, sizeof o);
+        o.format = FSC_DIFF_TEXT;
+        o.thresholds_only = 1;
+        o.fail_on = thr;
+        o.nfail_on = n;
+        o.base_name = base;
+        o.new_name = run;
+        rc = fsc_diff_explain(in[0].db, in[1].db, &o, stdout, failed, &err);
+    }
+    fsc__diff_input_close(&in[0]);
+    fsc__diff_input_close(&in[1]);
+    if (rc != 0) {
+        fsc_cli_error("%s", fsc_err_msg(&err));
+        return fsc_cli_exit_code(rc);
+    }
+    return 0;
+}
+
 int fsc_cmd_check(int argc, char **argv)
 {
-    const char *db = NULL;
+    const char *db = NULL, *baseline = NULL;
+    fsc_diff_threshold_t thr[MAX_FAIL_ON];
+    size_t nthr = 0;
     fsc_check_limits_t lim;
     memset(&lim, 0, sizeof lim);
     int n = 0, json = 0;
@@ -112,6 +155,24 @@ int fsc_cmd_check(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--no-oom") == 0) {
             lim.no_oom = 1;
+        } else if (strcmp(a, "--baseline") == 0) {
+            if (v == NULL)
+                return fsc_cli_usage_error("check", "--baseline needs a file");
+            baseline = v;
+            i++;
+            continue;
+        } else if (strcmp(a, "--fail-on") == 0) {
+            fsc_err_t err = {0};
+            if (v == NULL)
+                return fsc_cli_usage_error("check", "--fail-on needs a threshold, e.g. "
+                                           "peak-reserved:+2%%");
+            if (nthr == MAX_FAIL_ON)
+                return fsc_cli_usage_error("check", "at most %d --fail-on", MAX_FAIL_ON);
+            if (fsc_diff_threshold_parse(v, &thr[nthr], &err) != 0)
+                return fsc_cli_usage_error("check", "%s", fsc_err_msg(&err));
+            nthr++;
+            i++;
+            continue;
         } else if (a[0] == '-' && a[1] != '\0') {
             return fsc_cli_usage_error("check", "unknown option '%s'", a);
         } else if (db == NULL) {
@@ -126,14 +187,31 @@ int fsc_cmd_check(int argc, char **argv)
     }
     if (db == NULL)
         return fsc_cli_usage_error("check", "no run database given");
-    if (n == 0)
+    if (nthr > 0 && baseline == NULL)
+        return fsc_cli_usage_error("check", "--fail-on is relative to a --baseline");
+    if (baseline != NULL && nthr == 0)
+        return fsc_cli_usage_error("check", "--baseline needs at least one --fail-on");
+    if (baseline != NULL && json)
+        return fsc_cli_usage_error("check", "--baseline is text only: `fragscope diff BASE RUN "
+                                   "--format json --fail-on ...` gives the same in JSON");
+    if (n == 0 && nthr == 0)
         return fsc_cli_usage_error("check", "no threshold given");
     fsc_err_t err = {0};
-    int violations = 0, runs = 0;
-    int rc = fsc_check_job(db, &lim, &jo, json, stdout, &violations, &runs, &err);
-    if (rc != 0) {
-        fsc_cli_error("%s", fsc_err_msg(&err));
-        return fsc_cli_exit_code(rc);
+    int violations = 0, runs = 0, rc = 0;
+    if (n > 0) {
+        rc = fsc_check_job(db, &lim, &jo, json, stdout, &violations, &runs, &err);
+        if (rc != 0) {
+            fsc_cli_error("%s", fsc_err_msg(&err));
+            return fsc_cli_exit_code(rc);
+        }
+    }
+    if (nthr > 0) {
+        int failed = 0;
+        if ((rc = check_baseline(baseline, db, thr, nthr, &failed)) != 0)
+            return rc;
+        violations += failed;
+        runs = runs > 1 ? runs : 1;
+        n += (int)nthr;
     }
     if (violations > 0)
         return FSC_EXIT_CHECK_FAILED;

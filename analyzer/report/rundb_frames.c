@@ -154,3 +154,32 @@ int fsc_rundb_entry_text(fsc_rundb_t *db, int64_t seq, const char *key, char *bu
     cJSON_Delete(o);
     return 0;
 }
+
+int fsc_rundb_tag_files(fsc_rundb_t *db, int64_t id, char *buf, size_t cap)
+{
+    if (cap == 0)
+        return FSC_EINVAL;
+    buf[0] = '\0';
+    if (id == 0)
+        return 0;
+    path_t *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return nomem(db);
+    int rc = chain(db, id, p->names, p->lens, &p->n);
+    size_t len = 0;
+    for (size_t i = 0; rc == 0 && i < p->n; i++) {
+        fsc_frame_t f;
+        int is_frame = fsc_frame_parse(p->names[i], p->lens[i], &f);
+        if (!is_frame || f.file_len == 0 || f.line == 0 || f.line > INT64_MAX)
+            continue;
+        int n = snprintf(buf + len, cap - len, "%.*s:%llu\n", (int)f.file_len, f.file,
+                         (unsigned long long)f.line);
+        if (n < 0 || (size_t)n >= cap - len) {
+            buf[len] = '\0'; /* only whole lines */
+            break;
+        }
+        len += (size_t)n;
+    }
+    path_free(p);
+    return rc;
+}

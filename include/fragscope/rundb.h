@@ -561,6 +561,110 @@ int fsc_diff_write(const char *base_db, const char *new_db, FILE *out,
 int fsc_diff_write_job(const char *base_db, const char *new_db, const fsc_job_opts_t *o,
                        FILE *out, int *verdict, fsc_err_t *err);
 
+/* ---- what changed between two runs, and why ------------------------------ */
+
+/* The change of peak reserved from a base run A to a new run B, split so
+ * that the parts add up to it exactly (docs/metrics.md, "What changed"):
+ *
+ *   Δ peak reserved = program + allocator
+ *   program   = Δ requested bytes live at each run's allocated peak, by call
+ *               site (named as `report` names tags); the sites' live block
+ *               bytes add up to Δ peak allocated
+ *   allocator = rounding  (Δ block − requested bytes at the allocated peak)
+ *             + Δ reserved − allocated at each run's reserved peak, split
+ *               into soft, hard, stream, private pool and pending
+ *             + Δ moment (allocated at the reserved peak − allocated at the
+ *               allocated peak: the live bytes that differ between the two
+ *               moments, 0 or less in each run)
+ *
+ * plus, where both runs carry step markers, each step's peaks side by side
+ * and the first step that differs, and (from the caller, who can replay)
+ * what A's requests reserve under B's settings. */
+
+typedef enum fsc_diff_format {
+    FSC_DIFF_TEXT = 0,
+    FSC_DIFF_MARKDOWN = 1, /* a CI job summary / pull-request comment */
+    FSC_DIFF_JSON = 2,     /* keys in docs/metrics.md, "What changed" */
+    FSC_DIFF_JUNIT = 3,    /* one testcase per --fail-on threshold */
+    FSC_DIFF_HTML = 4      /* the compare page: one self-contained file */
+} fsc_diff_format_t;
+
+/* "text", "markdown" ("md"), "json", "junit", "html"; FSC_EINVAL otherwise. */
+int fsc_diff_format_parse(const char *s, fsc_diff_format_t *out);
+
+/* What a threshold is about; every figure is the new run's against the
+ * base's. */
+typedef enum fsc_diff_metric {
+    FSC_DIFF_M_PEAK_RESERVED = 0,
+    FSC_DIFF_M_PEAK_ALLOCATED,
+    FSC_DIFF_M_FRAG,     /* reserved − allocated at the reserved peak */
+    FSC_DIFF_M_SOFT,     /* its classes, at the reserved peak */
+    FSC_DIFF_M_HARD,
+    FSC_DIFF_M_STREAM,
+    FSC_DIFF_M_POOL,
+    FSC_DIFF_M_PENDING,
+    FSC_DIFF_M_ROUNDING, /* block − requested bytes at the allocated peak */
+    FSC_DIFF_M_OOM       /* the new run has more OOMs than the base */
+} fsc_diff_metric_t;
+
+/* One --fail-on threshold: "peak-reserved:+2%" (fails when the figure grows
+ * by more than 2% of the base's), "hard:+256MiB" (by more than 256 MiB),
+ * "oom" (any OOM the base did not have). */
+typedef struct fsc_diff_threshold {
+    fsc_diff_metric_t metric;
+    int relative;   /* 1: limit is a percentage of the base's figure */
+    double limit;   /* bytes, or percent when relative */
+    char spec[64];  /* as given */
+} fsc_diff_threshold_t;
+
+/* Parse one threshold; FSC_EINVAL with a message saying what is wrong. */
+int fsc_diff_threshold_parse(const char *spec, fsc_diff_threshold_t *out, fsc_err_t *err);
+
+/* What the settings alone explain, measured by the caller (tools/), which
+ * can replay: A's requests under A's own settings and under B's
+ * (fragscope/whatif.h). */
+typedef struct fsc_diff_settings {
+    int differ;             /* the runs' configs or caps differ */
+    char base_config[256], new_config[256];
+    uint64_t base_capacity, new_capacity; /* 0 = unknown or none */
+    int replayed;           /* 1: the figures below hold; else note says why not */
+    uint64_t base_peak_reserved, new_peak_reserved;   /* A's requests, A's / B's settings */
+    uint64_t base_peak_allocated, new_peak_allocated;
+    int base_oom, new_oom;  /* the replay ran out of memory */
+    uint64_t capacity;      /* the cap both replays ran under (0 = none) */
+    int run_complete;       /* A's stream is the whole run (else a prefix) */
+    char note[512];         /* what the replay covers, or why there is none */
+} fsc_diff_settings_t;
+
+typedef struct fsc_diff_opts {
+    fsc_diff_format_t format;
+    const fsc_diff_threshold_t *fail_on; /* thresholds, checked in order */
+    size_t nfail_on;
+    int thresholds_only;    /* text: only the thresholds' lines (check --baseline) */
+    FILE *annotations;      /* non-NULL: GitHub Actions "::warning file=F,line=L::"
+                               lines for the sites that grew, written here */
+    const char *source_root; /* where the files frames name are looked for
+                                (NULL: the current directory) */
+    const char *base_name, *new_name; /* the inputs as given (NULL: the paths) */
+    const fsc_diff_settings_t *settings; /* NULL: not measured */
+    int max_sites;          /* sites listed in text/Markdown (0: 15; JSON: all) */
+    int after_table;        /* text: fsc_diff_write's table came first; leave out the
+                               headline figures it already showed */
+} fsc_diff_opts_t;
+
+/* Explain the change from the run in base_db to the run in new_db, in
+ * o->format, to out. Both must hold one run each (a job database:
+ * FSC_EINVAL naming both; two jobs compare with fsc_diff_write_job) of comparable devices (two
+ * known, different device totals: FSC_EINVAL). *failed (may be
+ * NULL) = the number of thresholds that failed. */
+int fsc_diff_explain(const char *base_db, const char *new_db, const fsc_diff_opts_t *o,
+                     FILE *out, int *failed, fsc_err_t *err);
+
+/* The frames of tag id that name a file and a line, innermost first, one
+ * "FILE:LINE\n" each, into buf (whole lines only; "" when none): where an
+ * annotation can point. */
+int fsc_rundb_tag_files(fsc_rundb_t *db, int64_t id, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif
