@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "emit.h"
 
 void fsc__vcaps_for_level(int level, fsc__vcaps_t *c)
@@ -284,6 +286,79 @@ static void emit_summary_numbers(fsc__js_t *js, const fsc__model_t *m)
     fsc__js_end(js, '}');
 }
 
+/* The call sites of the page's tags: "sites" holds each label once,
+ * "tag_site" and "tag_mine" index it per entry of "tags" (the allocating
+ * line; the first frame in the program's own code), "mine_found" says per
+ * site whether it is one of the program's frames. Live bytes summed by
+ * these indices are what report prints "by line of code". */
+typedef struct site_ix {
+    const char *label;
+    long ix;
+    UT_hash_handle hh;
+} site_ix_t;
+
+static long site_index(site_ix_t **map, site_ix_t *pool, long *n, const char *label)
+{
+    site_ix_t *e;
+    HASH_FIND_STR(*map, label, e);
+    if (e != NULL)
+        return e->ix;
+    e = &pool[*n];
+    e->label = label;
+    e->ix = (*n)++;
+    HASH_ADD_KEYPTR(hh, *map, e->label, strlen(e->label), e);
+    return e->ix;
+}
+
+static void emit_sites(fsc__js_t *js, const fsc__model_t *m, const fsc__vtagmap_t *tm,
+                       fsc__sb_t *sb)
+{
+    site_ix_t *pool = calloc(2 * tm->n + 1, sizeof *pool), *map = NULL;
+    long *ls = malloc((tm->n + 1) * sizeof *ls), *lm = malloc((tm->n + 1) * sizeof *lm), n = 0;
+    if (pool == NULL || ls == NULL || lm == NULL) {
+        sb->failed = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < tm->n; i++) {
+        const fsc__vtag_t *t = &m->tags[tm->order[i]];
+        ls[i] = site_index(&map, pool, &n, t->site ? t->site : "");
+        lm[i] = site_index(&map, pool, &n, t->mine ? t->mine : "");
+    }
+    fsc__js_arr(js, "sites");
+    for (long k = 0; k < n; k++)
+        fsc__js_str(js, NULL, pool[k].label, 0);
+    fsc__js_end(js, ']');
+    fsc__js_arr(js, "tag_site");
+    for (size_t i = 0; i < tm->n; i++)
+        fsc__js_int(js, NULL, ls[i]);
+    fsc__js_end(js, ']');
+    fsc__js_arr(js, "tag_mine");
+    for (size_t i = 0; i < tm->n; i++)
+        fsc__js_int(js, NULL, lm[i]);
+    fsc__js_end(js, ']');
+    /* per site: 1 when some tag reaches it as a frame of the program's code */
+    fsc__js_arr(js, "site_mine");
+    {
+        char *flag = calloc((size_t)n + 1, 1);
+        if (flag == NULL) {
+            sb->failed = 1;
+            goto out;
+        }
+        for (size_t i = 0; i < tm->n; i++)
+            if (m->tags[tm->order[i]].mine_found)
+                flag[lm[i]] = 1;
+        for (long k = 0; k < n; k++)
+            fsc__js_int(js, NULL, flag[k]);
+        free(flag);
+    }
+    fsc__js_end(js, ']');
+out:
+    HASH_CLEAR(hh, map);
+    free(pool);
+    free(ls);
+    free(lm);
+}
+
 void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
 {
     fsc__vtagmap_t tm = {m, NULL, NULL, 0};
@@ -337,6 +412,7 @@ void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
         }
     }
     fsc__js_end(&js, ']');
+    emit_sites(&js, m, &tm, sb);
     fsc__emit_tag_tree(&js, m, caps, &tm);
     fsc__js_end(&js, '}');
 out:

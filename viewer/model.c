@@ -8,6 +8,7 @@
  * capped (model_layout.c); the OOM evidence is in model_oom.c, the helpers
  * in model_load.c.
  */
+#include "fragscope/frames.h"
 #include "model_load.h"
 #include "split_view.h"
 
@@ -252,6 +253,18 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
         if ((rc = fsc__ld_read(L, fsc_rundb_tag_path(L->db, t->id, FSC__V_STR_CHARS + 1,
                                                      &t->path))) != 0)
             break;
+        char lb[512];
+        if ((rc = fsc__ld_read(L, fsc_rundb_tag_label(L->db, t->id, 0, 2, lb, sizeof lb))) != 0 ||
+            (t->label = fsc__ld_strdup(lb)) == NULL)
+            break;
+        if ((rc = fsc__ld_read(L, fsc_rundb_tag_site(L->db, t->id, FSC_SITE_LINE, lb, sizeof lb,
+                                                     NULL))) != 0 ||
+            (t->site = fsc__ld_strdup(lb)) == NULL)
+            break;
+        if ((rc = fsc__ld_read(L, fsc_rundb_tag_site(L->db, t->id, FSC_SITE_MINE, lb, sizeof lb,
+                                                     &t->mine_found))) != 0 ||
+            (t->mine = fsc__ld_strdup(lb)) == NULL)
+            break;
         if (t->path == NULL) {
             char buf[48];
             if (t->id == 0)
@@ -363,8 +376,12 @@ void fsc__model_free(fsc__model_t *m)
         free(m->layouts[i].block_seg);
     }
     free(m->layouts);
-    for (size_t i = 0; i < m->ntags; i++)
+    for (size_t i = 0; i < m->ntags; i++) {
         free(m->tags[i].path);
+        free(m->tags[i].label);
+        free(m->tags[i].site);
+        free(m->tags[i].mine);
+    }
     free(m->tags);
     memset(m, 0, sizeof *m);
 }

@@ -110,6 +110,11 @@ typedef struct fsc__vlayout {
 typedef struct fsc__vtag {
     int64_t id;
     char *path;
+    /* What report calls it (fsc_rundb_tag_label, depth 2) and its call
+     * sites (fsc_rundb_tag_site: the allocating line, the first frame in the
+     * program's own code; mine_found 0 when that fell back to the line). */
+    char *label, *site, *mine;
+    int mine_found;
 } fsc__vtag_t;
 
 struct fsc__vstate; /* state.h */

@@ -394,6 +394,26 @@ int fsc_rundb_tag_label(fsc_rundb_t *db, int64_t id, int all_frames, int depth, 
 int fsc_rundb_tag_label_apart(fsc_rundb_t *db, int64_t id, int64_t other, int all_frames,
                               char *buf, size_t cap);
 
+/* Live bytes by call site right after event seq: every allocation of
+ * `blocks` made at or before seq and not completely freed by then (so
+ * pending frees count, as allocated bytes count them), grouped by the call
+ * site fsc_frame_site names its tag with `mode` (FSC_SITE_LINE: the
+ * allocating line; FSC_SITE_MINE: the first frame in the program's own
+ * code), sites of the same label merged. The sites' bytes add up to the
+ * allocated bytes after seq. *out (free() it) holds *n sites, most bytes
+ * first (ties by label); mine = 1 when the label is a frame of the
+ * program's own code. */
+typedef struct fsc_rundb_site {
+    char label[512];
+    int64_t bytes, blocks;
+    int mine;
+} fsc_rundb_site_t;
+int fsc_rundb_sites_at(fsc_rundb_t *db, int64_t seq, int mode, fsc_rundb_site_t **out,
+                       size_t *n);
+/* The call site of one tag (fsc_frame_site over its node names; "(untagged)"
+ * for the root). */
+int fsc_rundb_tag_site(fsc_rundb_t *db, int64_t id, int mode, char *buf, size_t cap, int *mine);
+
 /* A string field of the PyTorch history entry behind event seq (its
  * pytorch.entry record, else the value every entry had): e.g.
  * "compile_context" or "user_metadata". buf is "" when there is none (not

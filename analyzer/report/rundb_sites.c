@@ -1,0 +1,96 @@
+/*
+ * rundb_sites.c — live bytes by call site at one event, read from `blocks`.
+ *
+ * A tag is a whole call stack, so one line of code that is reached through
+ * several stacks shows up as several tags, each with part of its bytes; a
+ * ranking by tag then misorders the lines. Here the live blocks are summed
+ * per tag in SQL, each tag is named by its call site (fsc_frame_site: the
+ * allocating line, or the first frame in the program's own code), and the
+ * tags of one site are added up. The report and the viewer both use it, so
+ * they rank the same lines with the same bytes.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "fragscope/frames.h"
+#include "rundb_internal.h"
+
+typedef struct site_ent {
+    fsc_rundb_site_t s;
+    UT_hash_handle hh;
+} site_ent_t;
+
+static int by_bytes(const void *a, const void *b)
+{
+    const fsc_rundb_site_t *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return strcmp(x->label, y->label);
+}
+
+int fsc_rundb_sites_at(fsc_rundb_t *db, int64_t seq, int mode, fsc_rundb_site_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = fsc__rundb_prepare(db, "blocks",
+                                "SELECT tag, SUM(size), COUNT(*) FROM blocks WHERE alloc_seq <= ?1"
+                                " AND (free_completed_seq IS NULL OR free_completed_seq < 0"
+                                " OR free_completed_seq > ?1) GROUP BY tag",
+                                &st);
+    if (rc != 0)
+        return rc < 0 ? rc : 0; /* no blocks table: no sites */
+    sqlite3_bind_int64(st, 1, seq);
+    site_ent_t *map = NULL, *e, *tmp;
+    size_t count = 0;
+    int step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t tag = sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 0);
+        site_ent_t *x = calloc(1, sizeof *x);
+        if (x == NULL) {
+            rc = fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+            break;
+        }
+        rc = fsc_rundb_tag_site(db, tag < 0 ? 0 : tag, mode, x->s.label, sizeof x->s.label,
+                                &x->s.mine);
+        if (rc != 0) {
+            free(x);
+            break;
+        }
+        x->s.bytes = sqlite3_column_int64(st, 1);
+        x->s.blocks = sqlite3_column_int64(st, 2);
+        HASH_FIND_STR(map, x->s.label, e);
+        if (e != NULL) {
+            e->s.bytes += x->s.bytes;
+            e->s.blocks += x->s.blocks;
+            free(x);
+        } else {
+            HASH_ADD_STR(map, s.label, x);
+            count++;
+        }
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = fsc__rundb_fail(db, "blocks");
+    sqlite3_finalize(st);
+    fsc_rundb_site_t *v = NULL;
+    if (rc == 0 && count > 0 && (v = malloc(count * sizeof *v)) == NULL)
+        rc = fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+    size_t k = 0;
+    HASH_ITER(hh, map, e, tmp)
+    {
+        if (v != NULL)
+            v[k++] = e->s;
+        HASH_DEL(map, e);
+        free(e);
+    }
+    if (rc != 0) {
+        free(v);
+        return rc;
+    }
+    if (k > 1)
+        qsort(v, k, sizeof *v, by_bytes);
+    *out = v;
+    *n = k;
+    return 0;
+}
