@@ -381,6 +381,16 @@ void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
     fsc__js_obj(&js, NULL);
     fsc__js_int(&js, "format", 1);
     emit_summary_numbers(&js, m);
+    /* what is still live at the end, split at the first step (model.c) */
+    fsc__js_obj(&js, "end_split");
+    fsc__js_int(&js, "boundary", m->end.boundary);
+    fsc__js_str(&js, "why", m->step_why, 0);
+    fsc__js_int(&js, "persistent_bytes", m->end.persistent_bytes);
+    fsc__js_int(&js, "persistent_blocks", m->end.persistent_blocks);
+    fsc__js_int(&js, "growth_bytes", m->end.growth_bytes);
+    fsc__js_int(&js, "growth_blocks", m->end.growth_blocks);
+    fsc__js_int(&js, "recording_ends_at_oom", fsc__model_meta_i(m, "run_complete", -1) == 0);
+    fsc__js_end(&js, '}');
     emit_timeline(&js, m, caps);
     emit_markers(&js, m, caps);
     fsc__emit_layouts(&js, m, caps, &tm, layout_of_oom);

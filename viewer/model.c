@@ -280,6 +280,46 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
     return rc;
 }
 
+/* ---- the verdict's facts ---------------------------------------------- */
+
+#define VSITES_KEPT 5
+
+static int load_verdict(fsc__loader_t *L, fsc__model_t *m)
+{
+    int64_t seq = m->nooms > 0 ? m->ooms[0].seq : fsc__model_sum_i(m, "peak_allocated_seq", -1);
+    int rc = 0;
+    if (seq >= 0) {
+        fsc_rundb_site_t *v = NULL;
+        size_t n = 0;
+        if ((rc = fsc__ld_read(L, fsc_rundb_sites_at(L->db, seq, FSC_SITE_LINE, &v, &n))) != 0)
+            return rc;
+        for (size_t i = 0; i < n; i++)
+            m->vsites_total += v[i].bytes;
+        m->vsites = v;
+        m->nvsites = n < VSITES_KEPT ? n : VSITES_KEPT;
+        m->vsites_seq = seq;
+    }
+    /* the first step: the first marker that names one, else the first free */
+    int64_t first = -1;
+    for (size_t i = 0; i < m->nmarkers && first < 0; i++) {
+        const char *t = m->markers[i].text ? m->markers[i].text : "";
+        if ((t[0] == 's' || t[0] == 'S') && strncmp(t + 1, "tep", 3) == 0) {
+            first = m->markers[i].seq;
+            snprintf(m->step_why, sizeof m->step_why, "the first step marker (event %lld)",
+                     (long long)first);
+        }
+    }
+    if ((rc = fsc__ld_read(L, fsc_rundb_end_split(L->db, first, &m->end))) != 0)
+        return rc;
+    if (first < 0 && m->end.boundary >= 0)
+        snprintf(m->step_why, sizeof m->step_why,
+                 "no step markers: the first free (event %lld) stands for the first step",
+                 (long long)m->end.boundary);
+    else if (first < 0)
+        snprintf(m->step_why, sizeof m->step_why, "nothing was ever freed");
+    return 0;
+}
+
 /* ---- entry points ----------------------------------------------------- */
 
 int fsc__model_load(const char *db_path, fsc__model_t *m, fsc_err_t *err)
@@ -324,6 +364,8 @@ int fsc__model_load_run(const char *db_path, int64_t run, size_t bands, fsc__mod
         rc = fsc__model_load_split(&L, m);
     if (rc == 0)
         rc = load_tag_paths(&L, m);
+    if (rc == 0)
+        rc = load_verdict(&L, m);
     free(L.tag_ids);
     fsc_rundb_close(L.db);
     if (rc != 0)
@@ -376,6 +418,7 @@ void fsc__model_free(fsc__model_t *m)
         free(m->layouts[i].block_seg);
     }
     free(m->layouts);
+    free(m->vsites);
     for (size_t i = 0; i < m->ntags; i++) {
         free(m->tags[i].path);
         free(m->tags[i].label);

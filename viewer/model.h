@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fragscope/common.h"
+#include "fragscope/rundb.h"
 
 /* Hard caps on what is loaded (the emitter embeds at most this much). */
 #define FSC__V_MAX_TIMELINE 20000 /* longer timelines are folded while read */
@@ -143,6 +144,15 @@ typedef struct fsc__model {
     struct fsc__vstate *state; /* the state at any event and the bands (state.h) */
     struct fsc__vsplit *split; /* where reserved − allocated sits (split_view.h) */
     size_t nsplit;
+    /* For the verdict (model.c): the lines of code holding the most at the
+     * first OOM (at the allocated peak when there is none), their total and
+     * the event; what is still live at the end, split at the first step
+     * (step_why says what stood for the first step). */
+    fsc_rundb_site_t *vsites;
+    size_t nvsites;
+    int64_t vsites_total, vsites_seq;
+    fsc_rundb_end_split_t end;
+    char step_why[160];
 } fsc__model_t;
 
 /* Open db_path with the run database reader (which checks it) and load the

@@ -82,6 +82,15 @@
     var s = D.summary || {};
     tagTable(byId('tags-peak'), D.top_tags, s.peak_allocated_bytes, 'No per-tag figures at the peak.');
     tagTable(byId('tags-leaks'), D.leaks, s.leaked_bytes, 'Nothing was live at the end of the run.');
+    /* Never "leaks": weights and optimizer state live to the end by design. */
+    var e = D.end_split, box = byId('end-split');
+    if (e && box) {
+      box.textContent = 'Persistent (allocated before the first step: weights, optimizer state, buffers): ' +
+        fmtBytes(e.persistent_bytes) + ' in ' + fmtCount(e.persistent_blocks) + ' blocks; growth (allocated later, still live): ' +
+        fmtBytes(e.growth_bytes) + ' in ' + fmtCount(e.growth_blocks) + ' blocks (' + e.why + '). ' +
+        (e.recording_ends_at_oom ? 'The recording ends at an OOM, so these are the blocks live then, not leaks. ' : '') +
+        'Whether any of it is a leak the recording cannot tell.';
+    }
   }
 
   /* ---- OOM panel ------------------------------------------------------- */

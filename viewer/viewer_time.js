@@ -320,8 +320,8 @@
     var frag = [
       seriesDef('rbu', 'reserved but unallocated (maximum)', '#555555'),
       seriesDef('internal', 'internal fragmentation', '#E69F00'),
-      hasMax ? seriesDef('external_max', 'external fragmentation, maximum in each bucket (right axis)', '#56B4E9', true)
-        : seriesDef('external', 'external fragmentation (right axis)', '#56B4E9', true)
+      hasMax ? seriesDef('external_max', 'free-space scatter, maximum in each bucket (right axis)', '#56B4E9', true)
+        : seriesDef('external', 'free-space scatter (right axis)', '#56B4E9', true)
     ];
     function legendItems(list) {
       var items = list.filter(function (s) { return s.values && s.values.length === N; })

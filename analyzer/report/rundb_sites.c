@@ -94,3 +94,55 @@ int fsc_rundb_sites_at(fsc_rundb_t *db, int64_t seq, int mode, fsc_rundb_site_t 
     *n = k;
     return 0;
 }
+
+/* One row of integers from sql (bound ?1 = a); 0 (zeros) when the table
+ * is missing. */
+static int row_ints(fsc_rundb_t *db, const char *sql, int64_t a, int64_t *v, int n)
+{
+    sqlite3_stmt *st = NULL;
+    for (int i = 0; i < n; i++)
+        v[i] = 0;
+    int rc = fsc__rundb_prepare(db, "blocks", sql, &st);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    sqlite3_bind_int64(st, 1, a);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        for (int i = 0; i < n; i++)
+            v[i] = sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+    } else if (step != SQLITE_DONE) {
+        rc = fsc__rundb_fail(db, "blocks");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int fsc_rundb_end_split(fsc_rundb_t *db, int64_t first_step, fsc_rundb_end_split_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int64_t b = first_step;
+    int rc = 0;
+    if (b < 0) {
+        int64_t v[1];
+        rc = row_ints(db, "SELECT MIN(free_requested_seq) FROM blocks WHERE free_requested_seq >= 0"
+                          " AND ?1 = ?1", 0, v, 1);
+        b = v[0];
+    }
+    out->boundary = b;
+    int64_t w[4];
+    if (rc == 0)
+        rc = row_ints(db,
+                      "SELECT TOTAL(CASE WHEN ?1 < 0 OR alloc_seq < ?1 THEN size END),"
+                      " TOTAL(?1 < 0 OR alloc_seq < ?1),"
+                      " TOTAL(CASE WHEN ?1 >= 0 AND alloc_seq >= ?1 THEN size END),"
+                      " TOTAL(?1 >= 0 AND alloc_seq >= ?1)"
+                      " FROM blocks WHERE free_completed_seq IS NULL OR free_completed_seq < 0",
+                      b, w, 4);
+    if (rc == 0) {
+        out->persistent_bytes = w[0] > 0 ? w[0] : 0;
+        out->persistent_blocks = w[1] > 0 ? w[1] : 0;
+        out->growth_bytes = w[2] > 0 ? w[2] : 0;
+        out->growth_blocks = w[3] > 0 ? w[3] : 0;
+    }
+    return rc;
+}

@@ -414,6 +414,17 @@ int fsc_rundb_sites_at(fsc_rundb_t *db, int64_t seq, int mode, fsc_rundb_site_t 
  * for the root). */
 int fsc_rundb_tag_site(fsc_rundb_t *db, int64_t id, int mode, char *buf, size_t cap, int *mine);
 
+/* What is still live at the end of the recording, split in two: allocated
+ * before event `first_step` (persistent: weights, optimizer state, buffers
+ * made before the first step) and at or after it (growth). first_step < 0:
+ * the run's first free request stands for the first step (before it the
+ * program only allocated); *boundary is the event used (-1 when nothing was
+ * ever freed: everything counts as persistent). Bytes and blocks of both. */
+typedef struct fsc_rundb_end_split {
+    int64_t boundary, persistent_bytes, persistent_blocks, growth_bytes, growth_blocks;
+} fsc_rundb_end_split_t;
+int fsc_rundb_end_split(fsc_rundb_t *db, int64_t first_step, fsc_rundb_end_split_t *out);
+
 /* A string field of the PyTorch history entry behind event seq (its
  * pytorch.entry record, else the value every entry had): e.g.
  * "compile_context" or "user_metadata". buf is "" when there is none (not
