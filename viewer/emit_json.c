@@ -321,8 +321,10 @@ static void emit_sites(fsc__js_t *js, const fsc__model_t *m, const fsc__vtagmap_
     }
     for (size_t i = 0; i < tm->n; i++) {
         const fsc__vtag_t *t = &m->tags[tm->order[i]];
-        ls[i] = site_index(&map, pool, &n, t->site ? t->site : "");
-        lm[i] = site_index(&map, pool, &n, t->mine ? t->mine : "");
+        /* -1: the site is the tag's path (plain tags), already in "tags" */
+        ls[i] = t->site_is_path ? -1 : site_index(&map, pool, &n, t->site ? t->site : "");
+        lm[i] = t->site_is_path && !t->mine_found ? -1
+                                                  : site_index(&map, pool, &n, t->mine ? t->mine : "");
     }
     fsc__js_arr(js, "sites");
     for (long k = 0; k < n; k++)
@@ -345,7 +347,7 @@ static void emit_sites(fsc__js_t *js, const fsc__model_t *m, const fsc__vtagmap_
             goto out;
         }
         for (size_t i = 0; i < tm->n; i++)
-            if (m->tags[tm->order[i]].mine_found)
+            if (m->tags[tm->order[i]].mine_found && lm[i] >= 0)
                 flag[lm[i]] = 1;
         for (long k = 0; k < n; k++)
             fsc__js_int(js, NULL, flag[k]);

@@ -377,15 +377,18 @@ static void oom_list(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *c
         fsc__sb_html(sb, cause, 32);
         fsc__sb_printf(sb, "</span> &mdash; requested %s with %s allocated and %s reserved", req, al, re);
         const char *tag = fsc__model_tag_path(m, o->tag);
+        const char *label = fsc__model_tag_label(m, o->tag);
         if (tag != NULL && tag[0] != '\0') {
-            const char *tail = fsc__utf8_tail(tag, caps->str_chars);
-            fsc__sb_puts(sb, ", in <code>");
-            if (tail > tag)
-                fsc__sb_puts(sb, "&hellip;");
-            fsc__sb_html(sb, tail, 0);
+            /* named as report names the call site; the whole path on hover */
+            fsc__sb_puts(sb, ", in <code title=\"");
+            fsc__sb_html(sb, tag, caps->str_chars);
+            fsc__sb_puts(sb, "\">");
+            fsc__sb_html(sb, label && label[0] ? label : tag, caps->str_chars);
             fsc__sb_puts(sb, "</code>");
         }
-        if (o->explanation != NULL && o->explanation[0] != '\0') {
+        if (i == 0) {
+            fsc__sb_puts(sb, " <span class=\"muted\">(the verdict above explains it)</span>");
+        } else if (o->explanation != NULL && o->explanation[0] != '\0') {
             fsc__sb_puts(sb, "<br><span class=\"muted\">");
             fsc__sb_html(sb, o->explanation, caps->text_chars);
             fsc__sb_puts(sb, "</span>");

@@ -10,6 +10,7 @@
  */
 #include "fragscope/frames.h"
 #include "model_load.h"
+#include "sbuf.h"
 #include "split_view.h"
 
 #include <limits.h>
@@ -265,6 +266,10 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
                                                      &t->mine_found))) != 0 ||
             (t->mine = fsc__ld_strdup(lb)) == NULL)
             break;
+        /* A path of plain tags (the tag-stack API) is its own site: the page
+         * then names it by its path and carries no second copy. */
+        if (t->path != NULL && strcmp(fsc__utf8_tail(t->site, FSC__V_STR_CHARS + 1), t->path) == 0)
+            t->site_is_path = 1;
         if (t->path == NULL) {
             char buf[48];
             if (t->id == 0)
@@ -499,4 +504,17 @@ const char *fsc__model_tag_path(const fsc__model_t *m, int64_t id)
             hi = mid;
     }
     return lo < m->ntags && m->tags[lo].id == id ? m->tags[lo].path : NULL;
+}
+
+const char *fsc__model_tag_label(const fsc__model_t *m, int64_t id)
+{
+    size_t lo = 0, hi = m->ntags;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->tags[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->ntags && m->tags[lo].id == id ? m->tags[lo].label : NULL;
 }

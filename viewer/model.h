@@ -116,6 +116,7 @@ typedef struct fsc__vtag {
      * program's own code; mine_found 0 when that fell back to the line). */
     char *label, *site, *mine;
     int mine_found;
+    int site_is_path; /* site (and mine) read as the path: plain tags */
 } fsc__vtag_t;
 
 struct fsc__vstate; /* state.h */
@@ -178,5 +179,7 @@ int64_t fsc__model_meta_i(const fsc__model_t *m, const char *key, int64_t dflt);
 const char *fsc__model_meta_s(const fsc__model_t *m, const char *key, char *buf, size_t cap);
 /* Path of a tag id ("" for the root, NULL when unknown). */
 const char *fsc__model_tag_path(const fsc__model_t *m, int64_t id);
+/* What report calls a tag (fsc__vtag_t.label); NULL when unknown. */
+const char *fsc__model_tag_label(const fsc__model_t *m, int64_t id);
 
 #endif

@@ -229,6 +229,21 @@
         var x = Math.round(X(m.seq)) + 0.5;
         g.beginPath(); g.moveTo(x, dense ? H - PADB - 5 : PADT); g.lineTo(x, H - PADB); g.stroke();
       });
+      /* Each marker line is labelled with its text where there is room
+       * (70 px apart), as the memory chart labels them. */
+      var labelled = 0;
+      if (!dense) {
+        var lastX = -1e9;
+        g.fillStyle = '#52606d'; g.font = '10px system-ui, sans-serif'; g.textAlign = 'left'; g.textBaseline = 'top';
+        shown.forEach(function (m) {
+          var x = X(m.seq), t = String(m.text || '');
+          if (x - lastX < 70 || x > W - PADR - 30) return;
+          g.fillText(t.length > 14 ? t.slice(0, 13) + '\u2026' : t, x + 3, PADT + 1);
+          lastX = x;
+          labelled++;
+        });
+      }
+      canvas.setAttribute('data-marker-labels', String(labelled));
       g.setLineDash([]); g.strokeStyle = '#D55E00'; g.lineWidth = 1.5;
       (D.ooms || []).forEach(function (o) {
         if (o.seq < x0 || o.seq > x1) return;

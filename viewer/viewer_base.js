@@ -65,7 +65,9 @@ window.fsc = (function () {
   }
   /* Tag paths of Python frames get long; the innermost names say the most. */
   function shortTag(t, max) {
-    var name = tagName(t);
+    /* A stack is named by its call site, as report names it ("file.py:123 func"). */
+    var sites = D.sites, ts = D.tag_site;
+    var name = typeof t === 'number' && t >= 0 && sites && ts && ts[t] !== undefined && sites[ts[t]] ? sites[ts[t]] : tagName(t);
     max = max || 90;
     return name.length > max ? '\u2026' + name.slice(name.length - max + 1) : name;
   }
@@ -132,9 +134,19 @@ window.fsc = (function () {
     var x = evt.clientX - box.left + 14, y = evt.clientY - box.top + 14;
     var w = tip.offsetWidth, h = tip.offsetHeight;
     if (x + w > wrap.clientWidth) x = Math.max(0, evt.clientX - box.left - w - 14);
-    if (y + h > wrap.clientHeight + wrap.scrollTop && y > h + 20) y = evt.clientY - box.top - h - 10;
-    tip.style.left = x + 'px';
-    tip.style.top = (y + wrap.scrollTop) + 'px';
+    if (window.getComputedStyle(wrap).overflowY === 'visible') {
+      /* A chart that does not scroll (the time charts, the timeline's canvas):
+       * the tip sits just below it, under the
+       * pointer, so it never covers the lines being read. */
+      y = wrap.clientHeight + 4;
+      tip.classList.add('below');
+    } else {
+      if (y + h > wrap.clientHeight + wrap.scrollTop && y > h + 20) y = evt.clientY - box.top - h - 10;
+      y += wrap.scrollTop;
+      tip.classList.remove('below');
+    }
+    tip.style.left = Math.max(0, Math.min(x, wrap.clientWidth - w)) + 'px';
+    tip.style.top = y + 'px';
   }
   function hideTip(tip) { tip.style.display = 'none'; }
 

@@ -85,8 +85,10 @@
       if (chains[t]) return chains[t];
       var names = [];
       for (var x = t; !isRoot(x) && names.length < 4 * MAXD; x = parentOf(x)) if (!noise(x)) names.push(shortName(x));
-      var site = siteOf(t, mine), k = names.indexOf(site);
-      var c = k >= 0 ? names.slice(k) : [site].concat(names);
+      var ix = (mine ? TMINE : TSITE)[t], site = siteOf(t, mine), k = names.indexOf(site);
+      /* plain tags (ix -1) are their own path: the innermost name leads */
+      var c = ix === -1 || ix === undefined || !names.length ? names : k >= 0 ? names.slice(k) : [site].concat(names);
+      if (!c.length) c = [site];
       chains[t] = c.slice(0, MAXD);
       return chains[t];
     }

@@ -174,11 +174,13 @@
       card.appendChild(el('h4', null, 'What-if suggestions'));
       if (o.suggestions && o.suggestions.length) {
         var t3 = el('table', 'data');
+        /* settings break only after a comma, notes wrap: nothing is cut */
         table(t3, [['configuration', 'l'], ['capacity needed'], ['serves the failed request', 'l'], ['note', 'l']], o.suggestions.map(function (s) {
-          return [{ cls: 'tag', text: s.config || '(defaults)' }, { text: s.needed_capacity ? fmtBytes(s.needed_capacity) : '\u2014' },
-            { cls: 'l', text: s.avoids ? 'yes' : 'no' }, { cls: 'l', text: s.note || '' }];
+          return [{ cls: 'cfg', text: (s.config || '(defaults)').replace(/,/g, ',\u200b') }, { text: s.needed_capacity ? fmtBytes(s.needed_capacity) : '\u2014' },
+            { cls: 'l', text: s.avoids ? 'yes' : 'no' }, { cls: 'note-cell', text: s.note || '' }];
         }));
-        card.appendChild(t3);
+        t3.classList.add('whatif');
+        var w3 = el('div', 'table-wrap'); w3.appendChild(t3); card.appendChild(w3);
       } else {
         card.appendChild(el('p', 'empty', 'No what-if results in this database (fragscope whatif fills them).'));
       }
