@@ -219,8 +219,9 @@ static void verdict(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
             if (o->suggs[i].avoids)
                 served++;
         if (o->nsuggs == 0) {
-            fsc__sb_puts(sb, "No what-if results in this database (<code>fragscope whatif --db"
-                             "</code> fills them).");
+            /* analyze keeps only the settings that would have served it;
+             * report's verdict words an empty list the same way */
+            fsc__sb_puts(sb, "No setting of the what-if grid serves it.");
         } else if (served == 0) {
             fsc__sb_printf(sb, "None of the %zu settings replayed would have served it.",
                            o->nsuggs);

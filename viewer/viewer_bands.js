@@ -237,8 +237,11 @@
         g.fillStyle = '#52606d'; g.font = '10px system-ui, sans-serif'; g.textAlign = 'left'; g.textBaseline = 'top';
         shown.forEach(function (m) {
           var x = X(m.seq), t = String(m.text || '');
-          if (x - lastX < 70 || x > W - PADR - 30) return;
-          g.fillText(t.length > 14 ? t.slice(0, 13) + '\u2026' : t, x + 3, PADT + 1);
+          if (x - lastX < 70) return;
+          /* near the right edge the label goes to the left of its line */
+          var right = x > W - PADR - 80;
+          g.textAlign = right ? 'right' : 'left';
+          g.fillText(t.length > 14 ? t.slice(0, 13) + '\u2026' : t, right ? x - 3 : x + 3, PADT + 1);
           lastX = x;
           labelled++;
         });

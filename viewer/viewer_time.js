@@ -129,8 +129,11 @@
     for (var i = 0; i < inView.length; i += stride) {
       var x = x2px(itemX(inView[i])), gm = sv('g', { 'class': 'marker' }, mg);
       sv('line', { x1: x, x2: x, y1: M.t, y2: M.t + g.ph }, gm);
-      if (x - lastLabel > 70 && x < M.l + g.pw - 30) {
-        svText(gm, x + 3, M.t + 10, inView[i].text.length > 14 ? inView[i].text.slice(0, 13) + '\u2026' : inView[i].text);
+      if (x - lastLabel > 70) {
+        /* near the right edge the label goes to the left of its line */
+        var right = x > M.l + g.pw - 80;
+        svText(gm, right ? x - 3 : x + 3, M.t + 10, inView[i].text.length > 14 ? inView[i].text.slice(0, 13) + '\u2026' : inView[i].text,
+          right ? { 'text-anchor': 'end' } : undefined);
         lastLabel = x;
       }
     }
