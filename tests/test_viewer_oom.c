@@ -454,7 +454,32 @@ static void test_page_for_the_oom(void)
     }
 }
 
+/* A job's overview gives each run's inferred capacity range, the one its
+ * own page and report give, not "capacity unknown". */
+static void test_job_capacity(void)
+{
+    char db[600], html[600], out[4096];
+    snprintf(db, sizeof db, "%s", fsc_test_path("job.db"));
+    snprintf(html, sizeof html, "%s", fsc_test_path("job.html"));
+    int rc = fsc_test_sh(out, sizeof out,
+                         "FRAGSCOPE_NO_PROGRESS=1 %s analyze %s/tests/data/gpu/%s.pickle "
+                         "%s/tests/data/gpu/%s.pickle -o %s --no-suggest && %s view %s -o %s",
+                         fsc_test_fragscope(), FSC_SOURCE_DIR, k_runs[0], FSC_SOURCE_DIR,
+                         k_runs[1], db, fsc_test_fragscope(), db, html);
+    if (rc != 0)
+        fprintf(stderr, "\n%s\n", out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    char *page = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    /* the bounds of each run's first OOM (ooms.capacity_lower/upper) */
+    CU_ASSERT(contains(page, "capacity <b class=\"rf-cap\">7.67 GiB &ndash; 9.11 GiB</b> (inferred)"));
+    CU_ASSERT(contains(page, "capacity <b class=\"rf-cap\">504.00 MiB &ndash; 542.00 MiB</b> (inferred)"));
+    CU_ASSERT_PTR_NULL(strstr(page, "capacity unknown"));
+    free(page);
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"job overview: the inferred capacity range", test_job_capacity},
     {"call sites of a stack", test_frame_site},
     {"report: live bytes by line of code", test_report_by_line},
     {"page: no width, request or error at 800-1920 px", test_page_widths},

@@ -12,6 +12,12 @@
   'use strict';
   var out = [];
   function put(k, v) { out.push(k + '=' + String(v).replace(/\n/g, ' ')); }
+  var errors = [];
+  /* Each part runs on its own, so one that fails (an older page lacks the
+   * element) does not hide what the others find. */
+  function part(name, fn) {
+    try { fn(); } catch (e) { errors.push(name + ': ' + (e && e.stack ? e.stack : String(e))); }
+  }
   function key(target, k) {
     target.dispatchEvent(new KeyboardEvent('keydown', { key: k, bubbles: true, cancelable: true }));
   }
@@ -38,6 +44,7 @@
 
     if (window.FSC_PROBE_FULL) {
       var fsc = window.fsc;
+      part('verdict', function () {
       /* The verdict is the first thing in the summary. */
       var sum = document.getElementById('summary'), v = document.getElementById('verdict');
       put('verdict_first', v && sum.children[1] === v ? 'yes' : 'no');
@@ -53,6 +60,8 @@
       put('says_leak', /\bleak(s)?\b/i.test(text.replace(/not leaks|cannot tell|is a leak/gi, '')) ? 'yes' : 'no');
       put('says_external_fragmentation', /external fragmentation/i.test(text) ? 'yes' : 'no');
       put('end_split', (document.getElementById('end-split') || {}).textContent || '');
+      });
+      part('lines', function () {
 
       /* Live bytes by line of code. */
       function rows() {
@@ -95,6 +104,8 @@
       dir.value = 'root';
       dir.dispatchEvent(new Event('change', { bubbles: true }));
       put('root_order', svg.getAttribute('data-order'));
+      });
+      part('state', function () {
 
       /* Page Down / Page Up: a hundred events, the same on the slider as on the section. */
       var sv = fsc.stateView, range = document.getElementById('state-range'), field = document.getElementById('state-event');
@@ -121,20 +132,26 @@
         field.dispatchEvent(new Event('change', { bubbles: true }));
         put('field_ok', map.getAttribute('data-event') + ' ' + (field.getAttribute('aria-invalid') || 'valid'));
       }
+      });
+      part('markers', function () {
 
       /* Marker labels on the timeline canvas and on the memory chart. */
       put('marker_labels', (document.getElementById('bands').getAttribute('data-marker-labels') || '0') + ' ' +
         document.querySelectorAll('#chart-memory .marker text').length + ' ' + (window.fsc.D.markers || []).length);
+      });
+      part('tooltip', function () {
 
       /* A tooltip over the memory chart does not cover the chart. */
       var chart = document.getElementById('chart-memory'), box = chart.getBoundingClientRect();
       chart.dispatchEvent(new PointerEvent('pointermove', { clientX: box.left + box.width * 0.6, clientY: box.top + box.height * 0.5, bubbles: true }));
       var tip = document.getElementById('tip-memory'), tb = tip.getBoundingClientRect();
       put('tip', (tip.style.display === 'block' ? 'shown' : 'hidden') + ' ' + Math.round(tb.top) + ' ' + Math.round(box.bottom));
+      });
     }
   } catch (e) {
-    put('error', e && e.stack ? e.stack : String(e));
+    errors.push(e && e.stack ? e.stack : String(e));
   }
+  if (errors.length) put('error', errors.join(' | '));
   var pre = document.createElement('pre');
   pre.id = 'probe';
   pre.textContent = out.join('\n') + '\n';
