@@ -26,6 +26,10 @@ static int g_no_browser;
 #define NRUNS 3
 static const char *const k_runs[NRUNS] = {"gpt2_cap0.80_default", "mempool_oom",
                                           "xset/ckpt_cap0.75_default"};
+/* The index of each run's 'oom' entry in device_traces[0] (read from the
+ * pickles with Python's pickle module; every other event of the three was
+ * checked against its entry's action and address the same way). */
+static const int k_oom_entry[NRUNS] = {482, 64, 1127};
 
 static const char *base(const char *run)
 {
@@ -343,6 +347,14 @@ static void test_page_for_the_oom(void)
         CU_ASSERT(contains(verdict, "inferred from the run"));
         CU_ASSERT(contains(verdict, "the per-process cap (set_per_process_memory_fraction) stopped it, not the device"));
         CU_ASSERT(contains(verdict, "Live at the OOM by line of code"));
+        char entry[64];
+        snprintf(entry, sizeof entry, "device_traces[0][%d]", k_oom_entry[r]);
+        CU_ASSERT(contains(verdict, entry));
+        char *eo = val(dom, "entry_oom"), *ec = val(dom, "entry_card");
+        CU_ASSERT(eo != NULL && strcmp(eo, entry) == 0);
+        CU_ASSERT(contains(ec, entry));
+        free(eo);
+        free(ec);
         /* one capacity figure: the facts, the verdict and the card agree */
         char *fc = val(dom, "facts_capacity"), *cc = val(dom, "card_capacity");
         CU_ASSERT_FATAL(fc != NULL && cc != NULL && cc[0] != '\0');

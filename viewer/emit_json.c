@@ -393,6 +393,17 @@ void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
     fsc__js_int(&js, "growth_blocks", m->end.growth_blocks);
     fsc__js_int(&js, "recording_ends_at_oom", fsc__model_meta_i(m, "run_complete", -1) == 0);
     fsc__js_end(&js, '}');
+    /* imported snapshots: which events are the replay's own, ascending, as
+     * differences, so the page names every other event's device_traces entry */
+    if (m->trace_ok) {
+        fsc__js_obj(&js, "trace_index");
+        fsc__js_int(&js, "device", m->trace_device);
+        fsc__js_arr(&js, "derived");
+        for (size_t i = 0; i < m->ntrace_derived; i++)
+            fsc__js_int(&js, NULL, m->trace_derived[i] - (i ? m->trace_derived[i - 1] : 0));
+        fsc__js_end(&js, ']');
+        fsc__js_end(&js, '}');
+    }
     emit_timeline(&js, m, caps);
     emit_markers(&js, m, caps);
     fsc__emit_layouts(&js, m, caps, &tm, layout_of_oom);

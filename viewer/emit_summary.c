@@ -180,10 +180,15 @@ static void verdict(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
         fsc_size_format((uint64_t)o->requested, a, sizeof a);
         fsc_size_format((uint64_t)o->allocated, b, sizeof b);
         fsc_size_format((uint64_t)o->reserved, c, sizeof c);
-        fsc__sb_printf(sb, "<b>Out of memory at event %" PRId64 " (<a href=\"#oom-%" PRId64
+        char entry[96] = "";
+        int64_t k = fsc__model_trace_entry(m, o->seq);
+        if (k >= 0)
+            snprintf(entry, sizeof entry, ", the snapshot's device_traces[%" PRId64 "][%" PRId64 "]",
+                     m->trace_device, k);
+        fsc__sb_printf(sb, "<b>Out of memory at event %" PRId64 "%s (<a href=\"#oom-%" PRId64
                        "\">OOM #%" PRId64 "</a>%s):</b> a request of %s failed with %s "
                        "allocated and %s reserved. Cause: <span class=\"cause ",
-                       o->seq, o->id, o->id,
+                       o->seq, entry, o->id, o->id,
                        m->ooms_total > 1 ? ", the first of several" : "", a, b, c);
         const char *cause = o->cause ? o->cause : "unknown";
         for (const char *x = cause; *x; x++)

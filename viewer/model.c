@@ -316,6 +316,10 @@ static int load_verdict(fsc__loader_t *L, fsc__model_t *m)
     }
     if ((rc = fsc__ld_read(L, fsc_rundb_end_split(L->db, first, &m->end))) != 0)
         return rc;
+    if ((rc = fsc__ld_read(L, fsc_rundb_trace_derived(L->db, &m->trace_ok, &m->trace_device,
+                                                      &m->trace_derived,
+                                                      &m->ntrace_derived))) != 0)
+        return rc;
     if (first < 0 && m->end.boundary >= 0)
         snprintf(m->step_why, sizeof m->step_why,
                  "no step markers: the first free (event %lld) stands for the first step",
@@ -424,6 +428,7 @@ void fsc__model_free(fsc__model_t *m)
     }
     free(m->layouts);
     free(m->vsites);
+    free(m->trace_derived);
     for (size_t i = 0; i < m->ntags; i++) {
         free(m->tags[i].path);
         free(m->tags[i].label);
@@ -517,4 +522,21 @@ const char *fsc__model_tag_label(const fsc__model_t *m, int64_t id)
             hi = mid;
     }
     return lo < m->ntags && m->tags[lo].id == id ? m->tags[lo].label : NULL;
+}
+
+int64_t fsc__model_trace_entry(const fsc__model_t *m, int64_t seq)
+{
+    if (!m->trace_ok || seq < 0)
+        return -1;
+    size_t lo = 0, hi = m->ntrace_derived; /* how many derived events are below seq */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->trace_derived[mid] < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m->ntrace_derived && m->trace_derived[lo] == seq)
+        return -1;
+    return seq - (int64_t)lo;
 }

@@ -154,7 +154,17 @@ typedef struct fsc__model {
     int64_t vsites_total, vsites_seq;
     fsc_rundb_end_split_t end;
     char step_why[160];
+    /* imported snapshots: the replay's own events, so that every other
+     * event names its device_traces entry (fsc_rundb_trace_derived) */
+    int trace_ok;
+    int64_t trace_device;
+    int64_t *trace_derived;
+    size_t ntrace_derived;
 } fsc__model_t;
+
+/* The device_traces index of event seq, or -1 when unknown or the event is
+ * one of the replay's own (a split or merge). */
+int64_t fsc__model_trace_entry(const fsc__model_t *m, int64_t seq);
 
 /* Open db_path with the run database reader (which checks it) and load the
  * model. Errors name the file (see fsc_view_render in viewer.h). */

@@ -295,9 +295,10 @@
       var rows = [], life = end[k] - B.a[k];
       rows.push([PALETTE[k % PALETTE.length], 'size', fmtBytes(B.size[k])]);
       rows.push([null, 'requested', fmtBytes(B.req[k])]);
-      rows.push([null, 'allocated', 'event ' + fmtCount(B.a[k]) + ' at ' + fmtTime(B.ta[k])]);
-      rows.push([null, 'free requested', B.r[k] >= 0 ? 'event ' + fmtCount(B.r[k]) + ' at ' + fmtTime(B.tr[k]) : 'never']);
-      rows.push([null, 'free completed', B.c[k] >= 0 ? 'event ' + fmtCount(B.c[k]) + ' at ' + fmtTime(B.tc[k]) : 'never (live at the end)']);
+      function ent(seq) { var e = fsc.traceEntry(seq); return e ? ' \u00b7 ' + e : ''; }
+      rows.push([null, 'allocated', 'event ' + fmtCount(B.a[k]) + ' at ' + fmtTime(B.ta[k]) + ent(B.a[k])]);
+      rows.push([null, 'free requested', B.r[k] >= 0 ? 'event ' + fmtCount(B.r[k]) + ' at ' + fmtTime(B.tr[k]) + ent(B.r[k]) : 'never']);
+      rows.push([null, 'free completed', B.c[k] >= 0 ? 'event ' + fmtCount(B.c[k]) + ' at ' + fmtTime(B.tc[k]) + ent(B.c[k]) : 'never (live at the end)']);
       rows.push([null, 'lifetime', fmtCount(life) + ' events' + (B.c[k] >= 0 && B.tc[k] >= 0 ? ', ' + fmtTime(B.tc[k] - B.ta[k]) : '')]);
       rows.push([null, 'stream, pool', B.stream[k] + ', ' + (B.pool[k] === 0 ? 'small' : 'large')]);
       rows.push([null, 'tag', tagName(B.tag[k])]);

@@ -71,6 +71,23 @@ window.fsc = (function () {
     max = max || 90;
     return name.length > max ? '\u2026' + name.slice(name.length - max + 1) : name;
   }
+  /* The snapshot's history entry behind event seq: device_traces[d][k] for
+   * an imported snapshot whose events map onto its entries (D.trace_index:
+   * the replay's own splits and merges, as differences), else ''. */
+  var TRACE = (function () {
+    var ti = D.trace_index;
+    if (!ti || !ti.derived) return null;
+    var v = [], acc = 0;
+    ti.derived.forEach(function (d) { acc += d; v.push(acc); });
+    return { device: ti.device, derived: v };
+  })();
+  function traceEntry(seq) {
+    if (!TRACE || seq === null || seq === undefined || seq < 0) return '';
+    var lo = 0, hi = TRACE.derived.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (TRACE.derived[mid] < seq) lo = mid + 1; else hi = mid; }
+    if (lo < TRACE.derived.length && TRACE.derived[lo] === seq) return 'a split or merge of the replay (no entry of its own)';
+    return 'device_traces[' + TRACE.device + '][' + (seq - lo) + ']';
+  }
   function tagCell(t) { return { cls: 'tag', text: shortTag(t, 64), title: tagName(t) }; }
 
   /* ---- DOM helpers ----------------------------------------------------- */
@@ -242,7 +259,7 @@ window.fsc = (function () {
 
   return {
     D: D, TAGS: TAGS, fmtBytes: fmtBytes, fmtPct: fmtPct, fmtCount: fmtCount, fmtTime: fmtTime,
-    fmtAddr: fmtAddr, tagName: tagName, shortTag: shortTag, tagCell: tagCell, el: el, sv: sv,
+    fmtAddr: fmtAddr, tagName: tagName, shortTag: shortTag, tagCell: tagCell, traceEntry: traceEntry, el: el, sv: sv,
     svText: svText, capture: capture, release: release, clear: clear, byId: byId, legend: legend,
     showTip: showTip, hideTip: hideTip, byteTicks: byteTicks, pctTicks: pctTicks, xTicks: xTicks,
     lowerBound: lowerBound, TL: TL, N: N, XMODE: XMODE, XS: XS, fmtX: fmtX, itemX: itemX,

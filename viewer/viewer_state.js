@@ -202,7 +202,9 @@
           else { nblk++; if (b.state === 1) alloc += b.size; else pend += b.size; }
         });
       });
-      sum.textContent = 'After event ' + fmtCount(current) + ': ' + fmtCount(L.segments.length) + ' segments (' +
+      var entry = fsc.traceEntry(current);
+      svg.setAttribute('data-entry', entry);
+      sum.textContent = 'After event ' + fmtCount(current) + (entry ? ' (' + entry + ')' : '') + ': ' + fmtCount(L.segments.length) + ' segments (' +
         fmtBytes(total) + ' reserved), ' + fmtCount(nblk) + ' live blocks: ' + fmtBytes(alloc) + ' allocated, ' +
         fmtBytes(pend) + ' pending free; ' + fmtBytes(free) + ' free (largest free block ' + fmtBytes(largest) + '); streams ' +
         Object.keys(streams).join(', ') + '.' + (L.orphans ? ' ' + L.orphans + ' blocks of segments the page does not hold are not drawn.' : '');

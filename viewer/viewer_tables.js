@@ -129,7 +129,9 @@
       card.id = 'oom-' + o.id; /* ooms.id: the number of report and whatif */
       h.appendChild(document.createTextNode('OOM #' + o.id));
       h.appendChild(el('span', 'cause ' + String(o.cause || '').replace(/[^a-z]/g, ''), o.cause || 'unknown'));
+      var entry = fsc.traceEntry(o.seq);
       h.appendChild(el('span', 'muted', 'at ' + (o.t !== null && o.t !== undefined && XMODE === 'time' ? fmtTime(o.t) : 'event ' + fmtCount(o.seq)) +
+        (entry ? ' (' + entry + ')' : '') +
         (o.tag !== undefined && o.tag !== null ? ' \u00b7 ' + shortTag(o.tag, 120) : '')));
       card.appendChild(h);
       var grid = el('div', 'oom-grid');

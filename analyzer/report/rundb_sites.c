@@ -146,3 +146,72 @@ int fsc_rundb_end_split(fsc_rundb_t *db, int64_t first_step, fsc_rundb_end_split
     }
     return rc;
 }
+
+static int cmp_seq(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int fsc_rundb_trace_derived(fsc_rundb_t *db, int *ok, int64_t *device, int64_t **seqs,
+                            size_t *n)
+{
+    *ok = 0;
+    *device = 0;
+    *seqs = NULL;
+    *n = 0;
+    char kind[64] = "";
+    int64_t entries = 0, total = 0, splits = 0, merges = 0, rebuilt = 0, warnings = 0;
+    int rc = fsc_rundb_meta_text(db, "source_kind", kind, sizeof kind);
+    if (rc == 0)
+        rc = fsc_rundb_meta_int(db, "import.entries", -1, &entries);
+    if (rc == 0)
+        rc = fsc_rundb_meta_int(db, "events_total", -1, &total);
+    if (rc == 0)
+        rc = fsc_rundb_meta_int(db, "events.split", 0, &splits);
+    if (rc == 0)
+        rc = fsc_rundb_meta_int(db, "events.merge", 0, &merges);
+    if (rc == 0)
+        rc = fsc_rundb_meta_int(db, "import.reconstructed", 0, &rebuilt);
+    if (rc == 0)
+        rc = fsc_rundb_meta_int(db, "import.warnings", 0, &warnings);
+    if (rc == 0)
+        rc = fsc_rundb_meta_int(db, "import.device", 0, device);
+    if (rc != 0 || strcmp(kind, "pytorch_snapshot") != 0 || entries <= 0 || rebuilt != 0 ||
+        warnings != 0 || entries + splits + merges != total)
+        return rc;
+    int64_t *v = malloc((size_t)(splits + merges + 1) * sizeof *v);
+    if (v == NULL)
+        return fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+    sqlite3_stmt *st = NULL;
+    /* where the events view puts them: a split right before its alloc, the
+     * merges right after the free that caused them */
+    rc = fsc__rundb_prepare(db, "blocks",
+                            "SELECT alloc_seq - 1 FROM blocks WHERE split_size IS NOT NULL"
+                            " UNION ALL SELECT free_completed_seq + 1 FROM blocks"
+                            " WHERE merge1_addr IS NOT NULL"
+                            " UNION ALL SELECT free_completed_seq + 2 FROM blocks"
+                            " WHERE merge2_addr IS NOT NULL",
+                            &st);
+    if (rc != 0) {
+        free(v);
+        return rc < 0 ? rc : 0;
+    }
+    size_t k = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW && k < (size_t)(splits + merges))
+        v[k++] = sqlite3_column_int64(st, 0);
+    int more = step == SQLITE_ROW; /* more rows than events.split + events.merge */
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        rc = fsc__rundb_fail(db, "blocks");
+    sqlite3_finalize(st);
+    if (rc != 0 || more || k != (size_t)(splits + merges)) {
+        free(v);
+        return rc;
+    }
+    qsort(v, k, sizeof *v, cmp_seq);
+    *seqs = v;
+    *n = k;
+    *ok = 1;
+    return 0;
+}

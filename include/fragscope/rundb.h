@@ -425,6 +425,17 @@ typedef struct fsc_rundb_end_split {
 } fsc_rundb_end_split_t;
 int fsc_rundb_end_split(fsc_rundb_t *db, int64_t first_step, fsc_rundb_end_split_t *out);
 
+/* The history entry behind each event of an imported PyTorch snapshot.
+ * The import turns every entry of device_traces[device] into one event, in
+ * order, and the replay adds its own splits and merges; when the counts say
+ * exactly that (meta import.entries + events.split + events.merge =
+ * events_total, nothing reconstructed), *ok is 1 and *seqs (free() it)
+ * lists the replay's own events ascending: event s that is not one of them
+ * is entry s − (how many of them are below s). *ok 0 otherwise (not a
+ * snapshot, a history that began mid-run, entries skipped). */
+int fsc_rundb_trace_derived(fsc_rundb_t *db, int *ok, int64_t *device, int64_t **seqs,
+                            size_t *n);
+
 /* A string field of the PyTorch history entry behind event seq (its
  * pytorch.entry record, else the value every entry had): e.g.
  * "compile_context" or "user_metadata". buf is "" when there is none (not

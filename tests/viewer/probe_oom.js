@@ -128,6 +128,14 @@
           put('field' + i, JSON.stringify(t) + ' ' + map.getAttribute('data-event') + ' ' + field.value + ' ' +
             (field.getAttribute('aria-invalid') || 'valid') + ' ' + document.getElementById('state-note').textContent);
         });
+        /* each event names the snapshot's history entry behind it */
+        var o0 = (window.fsc.D.ooms || [])[0];
+        if (o0) {
+          sv.show(o0.seq);
+          put('entry_oom', map.getAttribute('data-entry'));
+          var h = document.querySelector('.oom-card h3');
+          put('entry_card', h ? h.textContent : '');
+        }
         field.value = String(start + 7);
         field.dispatchEvent(new Event('change', { bubbles: true }));
         put('field_ok', map.getAttribute('data-event') + ' ' + (field.getAttribute('aria-invalid') || 'valid'));
