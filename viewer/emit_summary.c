@@ -238,7 +238,19 @@ static void verdict(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
                 if (!g->avoids)
                     continue;
                 fsc__sb_puts(sb, k++ ? "; <code>" : "<code>");
-                fsc__sb_html(sb, g->config && g->config[0] ? g->config : "(defaults)", 120);
+                /* a setting string breaks only after a comma, never mid-token */
+                const char *cfg = g->config && g->config[0] ? g->config : "(defaults)";
+                for (const char *p = cfg; *p;) {
+                    size_t len = strcspn(p, ",");
+                    char part[256];
+                    snprintf(part, sizeof part, "%.*s", (int)(len < 255 ? len : 255), p);
+                    fsc__sb_html(sb, part, 0);
+                    if (p[len] == ',') {
+                        fsc__sb_puts(sb, ",<wbr>");
+                        len++;
+                    }
+                    p += len;
+                }
                 fsc__sb_puts(sb, "</code>");
                 if (g->needed_capacity > 0) {
                     fsc_size_format((uint64_t)g->needed_capacity, a, sizeof a);
