@@ -88,7 +88,7 @@
       box.textContent = 'Persistent (allocated before the first step: weights, optimizer state, buffers): ' +
         fmtBytes(e.persistent_bytes) + ' in ' + fmtCount(e.persistent_blocks) + ' blocks; growth (allocated later, still live): ' +
         fmtBytes(e.growth_bytes) + ' in ' + fmtCount(e.growth_blocks) + ' blocks (' + e.why + '). ' +
-        (e.recording_ends_at_oom ? 'The recording ends at an OOM, so these are the blocks live then, not leaks. ' : '') +
+        (e.recording_ends_at_oom ? 'The run ended in an out-of-memory error, so the program stopped early: what it held then says nothing of a leak. ' : '') +
         'Whether any of it is a leak the recording cannot tell.';
     }
   }

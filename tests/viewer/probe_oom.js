@@ -57,7 +57,8 @@
       var card = document.querySelector('.oom-card .oom-grid');
       put('card_capacity', card ? card.textContent.replace(/^[\s\S]*capacity[^:]*: ([^\n]*?)reserved but[\s\S]*$/, '$1') : '');
       var text = document.body.innerText;
-      put('says_leak', /\bleak(s)?\b/i.test(text.replace(/not leaks|cannot tell|is a leak/gi, '')) ? 'yes' : 'no');
+      /* "leak" only where the page says it cannot tell */
+      put('says_leak', /\bleak(s)?\b/i.test(text.replace(/nothing of a leak|is a leak/gi, '')) ? 'yes' : 'no');
       put('says_external_fragmentation', /external fragmentation/i.test(text) ? 'yes' : 'no');
       put('end_split', (document.getElementById('end-split') || {}).textContent || '');
       });
