@@ -360,6 +360,10 @@ static void test_page_for_the_oom(void)
         CU_ASSERT_FATAL(fc != NULL && cc != NULL && cc[0] != '\0');
         CU_ASSERT(contains(fc, cc));
         CU_ASSERT(contains(verdict, cc));
+        /* the card's device free says the same */
+        char *cd = val(dom, "card_device");
+        CU_ASSERT(contains(cd, "enough for the request: the per-process cap stopped it, not the device"));
+        free(cd);
         free(v);
         free(verdict);
         free(fc);

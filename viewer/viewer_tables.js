@@ -146,7 +146,13 @@
       kv(grid, 'reserved but unallocated', fmtBytes(o.reserved_bytes - o.allocated_bytes));
       kv(grid, 'free inside segments', fmtBytes(o.free_in_reserved_bytes));
       kv(grid, 'largest free block', fmtBytes(o.largest_free_bytes));
-      if (o.device_free_bytes !== null && o.device_free_bytes !== undefined) kv(grid, 'device free', fmtBytes(o.device_free_bytes));
+      if (o.device_free_bytes !== null && o.device_free_bytes !== undefined) {
+        /* the device's free bytes beside a failed request: say which limit stopped it */
+        var want = o.rounded_bytes || o.requested_bytes || 0;
+        kv(grid, 'device free', fmtBytes(o.device_free_bytes) + (o.device_free_bytes >= want
+          ? ' \u2014 enough for the request: the per-process cap stopped it, not the device'
+          : ' \u2014 less than the request: the device itself was full'));
+      }
       card.appendChild(grid);
       if (o.explanation) card.appendChild(el('p', 'explain', o.explanation));
 

@@ -56,6 +56,7 @@
       put('facts_capacity', cap);
       var card = document.querySelector('.oom-card .oom-grid');
       put('card_capacity', card ? card.textContent.replace(/^[\s\S]*capacity[^:]*: ([^\n]*?)reserved but[\s\S]*$/, '$1') : '');
+      put('card_device', card ? card.textContent : '');
       var text = document.body.innerText;
       /* "leak" only where the page says it cannot tell */
       put('says_leak', /\bleak(s)?\b/i.test(text.replace(/nothing of a leak|is a leak/gi, '')) ? 'yes' : 'no');
