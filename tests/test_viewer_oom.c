@@ -453,6 +453,14 @@ static void test_page_for_the_oom(void)
         free(fok);
         free(pd);
 
+        /* mempool_oom has one private pool: its own dotted line */
+        char *ms = val(dom, "memory_series"), *pn = val(dom, "pool_note");
+        int pooled = strcmp(base(run), "mempool_oom") == 0;
+        CU_ASSERT(ms != NULL && atoi(ms) == 3 + pooled);
+        if (pooled)
+            CU_ASSERT(contains(pn, "what each private pool (a CUDA graph pool or a MemPool) reserved"));
+        free(ms);
+        free(pn);
         /* every marker labelled on the timeline and on the memory chart */
         char *ml = val(dom, "marker_labels");
         int l1 = -1, l2 = -1, nm = -1;
@@ -494,7 +502,44 @@ static void test_job_capacity(void)
     free(page);
 }
 
+/* Reserved per private pool over time: the page's series reaches the most
+ * the pool held at any event, as the segments table gives it. */
+static void test_pool_reserved(void)
+{
+    const char *db = build("mempool_oom");
+    char html[600], out[256];
+    snprintf(html, sizeof html, "%s.html", fsc_test_path("mempool_oom"));
+    char *page = fsc_test_slurp(html, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    const char *a = strstr(page, "<script type=\"application/json\" id=\"data\">");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    a = strchr(a, '>') + 1;
+    const char *b = strstr(a, "</script>");
+    cJSON *d = cJSON_ParseWithLength(a, (size_t)(b - a));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    const cJSON *pools = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "timeline"), "pools");
+    CU_ASSERT_FATAL(cJSON_GetArraySize(pools) == 1);
+    const cJSON *p = cJSON_GetArrayItem(pools, 0), *v;
+    CU_ASSERT_EQUAL(cJSON_GetObjectItem(p, "a")->valueint, 0);
+    CU_ASSERT_EQUAL(cJSON_GetObjectItem(p, "b")->valueint, 1);
+    double mx = 0;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItem(p, "reserved")) mx = v->valuedouble > mx ? v->valuedouble : mx;
+    cJSON_Delete(d);
+    free(page);
+    /* the most pool (0, 1) held right after any event, straight from SQL */
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out,
+                                "sqlite3 %s \"SELECT MAX(r) FROM (SELECT (SELECT SUM(size) FROM "
+                                "segments t WHERE t.pool_id = 1 AND t.created_seq <= s.created_seq "
+                                "AND (t.freed_seq IS NULL OR t.freed_seq > s.created_seq)) AS r "
+                                "FROM segments s WHERE s.pool_id = 1)\"",
+                                db),
+                    0);
+    CU_ASSERT_EQUAL((long long)mx, atoll(out));
+    CU_ASSERT(mx > 0);
+}
+
 static const fsc_test_case_t k_tests[] = {
+    {"reserved per private pool over time", test_pool_reserved},
     {"job overview: the inferred capacity range", test_job_capacity},
     {"call sites of a stack", test_frame_site},
     {"report: live bytes by line of code", test_report_by_line},

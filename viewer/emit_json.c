@@ -115,6 +115,26 @@ static void emit_timeline(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps
         }
         fsc__js_end(js, ']');
     }
+    /* reserved per private pool: the most within each (merged) sample */
+    fsc__js_arr(js, "pools");
+    for (size_t p = 0; p < m->npools; p++) {
+        fsc__js_obj(js, NULL);
+        /* PyTorch's (a, b) pool id, stored as a × 2^32 + b */
+        fsc__js_int(js, "a", (int64_t)((uint64_t)m->pool_ids[p] >> 32));
+        fsc__js_int(js, "b", (int64_t)((uint64_t)m->pool_ids[p] & 0xffffffffu));
+        fsc__js_arr(js, "reserved");
+        for (size_t i = 0; i < n; i += group) {
+            size_t end = i + group < n ? i + group : n;
+            int64_t mx = 0;
+            for (size_t j = i; j < end; j++)
+                mx = m->pool_res[p * n + j] > mx ? m->pool_res[p * n + j] : mx;
+            fsc__js_int(js, NULL, mx);
+        }
+        fsc__js_end(js, ']');
+        fsc__js_end(js, '}');
+    }
+    fsc__js_end(js, ']');
+    fsc__js_int(js, "pools_dropped", (int64_t)m->pools_dropped);
     fsc__js_end(js, '}');
 }
 

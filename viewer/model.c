@@ -316,6 +316,25 @@ static int load_verdict(fsc__loader_t *L, fsc__model_t *m)
     }
     if ((rc = fsc__ld_read(L, fsc_rundb_end_split(L->db, first, &m->end))) != 0)
         return rc;
+    if (m->ntimeline > 0) {
+        int64_t *lo = malloc(m->ntimeline * sizeof *lo), *hi = malloc(m->ntimeline * sizeof *hi);
+        if (lo == NULL || hi == NULL) {
+            free(lo);
+            free(hi);
+            return fsc__ld_nomem(L);
+        }
+        for (size_t i = 0; i < m->ntimeline; i++) {
+            lo[i] = m->timeline[i].seq;
+            hi[i] = m->timeline[i].seq_last;
+        }
+        rc = fsc__ld_read(L, fsc_rundb_pool_reserved(L->db, lo, hi, m->ntimeline, 8, &m->pool_ids,
+                                                     &m->npools, &m->pool_res,
+                                                     &m->pools_dropped));
+        free(lo);
+        free(hi);
+        if (rc != 0)
+            return rc;
+    }
     if ((rc = fsc__ld_read(L, fsc_rundb_trace_derived(L->db, &m->trace_ok, &m->trace_device,
                                                       &m->trace_derived,
                                                       &m->ntrace_derived))) != 0)
@@ -429,6 +448,8 @@ void fsc__model_free(fsc__model_t *m)
     free(m->layouts);
     free(m->vsites);
     free(m->trace_derived);
+    free(m->pool_ids);
+    free(m->pool_res);
     for (size_t i = 0; i < m->ntags; i++) {
         free(m->tags[i].path);
         free(m->tags[i].label);

@@ -156,6 +156,10 @@ typedef struct fsc__model {
     char step_why[160];
     /* imported snapshots: the replay's own events, so that every other
      * event names its device_traces entry (fsc_rundb_trace_derived) */
+    /* reserved per private pool (the 8 largest) at each timeline sample,
+     * the most in the sample's events: npools × ntimeline */
+    int64_t *pool_ids, *pool_res;
+    size_t npools, pools_dropped;
     int trace_ok;
     int64_t trace_device;
     int64_t *trace_derived;

@@ -316,6 +316,19 @@
       seriesDef('allocated', 'allocated', '#0072B2'),
       seriesDef('requested', 'requested', '#009E73', false, '5 3')
     ];
+    /* Reserved per private pool (CUDA graph pools, MemPools), the most in each bucket. */
+    var POOL_COLORS = ['#D55E00', '#E69F00', '#56B4E9', '#000000', '#F0E442', '#999999', '#882255', '#44AA99'];
+    (TL.pools || []).forEach(function (p, k) {
+      TL['pool_res_' + k] = p.reserved;
+      mem.push(seriesDef('pool_res_' + k, 'reserved in private pool (' + p.a + ', ' + p.b + ')', POOL_COLORS[k % POOL_COLORS.length], false, '2 2'));
+    });
+    var pn = byId('pool-note');
+    if (pn && (TL.pools || []).length) {
+      pn.textContent = 'Dotted: what each private pool (a CUDA graph pool or a MemPool) reserved, the most in each bucket' +
+        (TL.pools_dropped ? '; the ' + TL.pools.length + ' pools that reserved the most are drawn, ' + TL.pools_dropped + ' others are not' : '') +
+        '. For an imported snapshot a segment freed before the snapshot was taken counts as the default pool\u2019s (the snapshot does not say its pool), so a pool\u2019s line is what it is known to have reserved.';
+      pn.classList.remove('hidden');
+    }
     /* External fragmentation: the maximum of each bucket where the database
      * has it (timeline_external), else the value at the end of the bucket. */
     var hasMax = (TL.external_max || []).some(function (v) { return v !== null; });

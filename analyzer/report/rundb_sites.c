@@ -215,3 +215,143 @@ int fsc_rundb_trace_derived(fsc_rundb_t *db, int *ok, int64_t *device, int64_t *
     *ok = 1;
     return 0;
 }
+
+/* ---- reserved per private pool over time ------------------------------- */
+
+typedef struct pool_delta {
+    int64_t pool, seq, delta;
+} pool_delta_t;
+
+static int by_pool_seq(const void *a, const void *b)
+{
+    const pool_delta_t *x = a, *y = b;
+    if (x->pool != y->pool)
+        return x->pool < y->pool ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+typedef struct pool_peak {
+    int64_t pool, peak;
+    size_t first, end; /* its deltas */
+} pool_peak_t;
+
+static int by_peak(const void *a, const void *b)
+{
+    const pool_peak_t *x = a, *y = b;
+    if (x->peak != y->peak)
+        return x->peak > y->peak ? -1 : 1;
+    return (x->pool > y->pool) - (x->pool < y->pool);
+}
+
+static int by_pool_id(const void *a, const void *b)
+{
+    const pool_peak_t *x = a, *y = b;
+    return (x->pool > y->pool) - (x->pool < y->pool);
+}
+
+int fsc_rundb_pool_reserved(fsc_rundb_t *db, const int64_t *lo, const int64_t *hi, size_t n,
+                            size_t max_pools, int64_t **pools, size_t *npools, int64_t **vals,
+                            size_t *dropped)
+{
+    *pools = NULL;
+    *vals = NULL;
+    *npools = 0;
+    *dropped = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = fsc__rundb_prepare(db, "segments",
+                                "SELECT pool_id, size, created_seq, freed_seq FROM segments"
+                                " WHERE pool_id IS NOT NULL AND pool_id <> 0",
+                                &st);
+    if (rc != 0)
+        return rc < 0 ? rc : 0; /* no segments table, or none with pool_id: no pools */
+    pool_delta_t *d = NULL;
+    size_t nd = 0, cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (nd + 2 > cap) {
+            cap = cap ? 2 * cap : 256;
+            pool_delta_t *x = realloc(d, cap * sizeof *d);
+            if (x == NULL) {
+                rc = fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+                break;
+            }
+            d = x;
+        }
+        int64_t pool = sqlite3_column_int64(st, 0), size = sqlite3_column_int64(st, 1);
+        d[nd++] = (pool_delta_t){pool, sqlite3_column_int64(st, 2), size};
+        if (sqlite3_column_type(st, 3) != SQLITE_NULL)
+            d[nd++] = (pool_delta_t){pool, sqlite3_column_int64(st, 3), -size};
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = fsc__rundb_fail(db, "segments");
+    sqlite3_finalize(st);
+    if (rc != 0 || nd == 0) {
+        free(d);
+        return rc;
+    }
+    qsort(d, nd, sizeof *d, by_pool_seq);
+    size_t np = 0;
+    for (size_t i = 0; i < nd; i++)
+        np += i == 0 || d[i].pool != d[i - 1].pool;
+    pool_peak_t *pk = calloc(np, sizeof *pk);
+    if (pk == NULL) {
+        free(d);
+        return fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+    }
+    np = 0;
+    for (size_t i = 0; i < nd; i++) {
+        if (i == 0 || d[i].pool != d[i - 1].pool) {
+            pk[np].pool = d[i].pool;
+            pk[np].first = i;
+            np++;
+        }
+        pool_peak_t *p = &pk[np - 1];
+        p->end = i + 1;
+    }
+    for (size_t k = 0; k < np; k++) {
+        int64_t cur = 0;
+        for (size_t i = pk[k].first; i < pk[k].end; i++) {
+            cur += d[i].delta;
+            /* the value after an event: every change at that event applied */
+            if ((i + 1 == pk[k].end || d[i + 1].seq != d[i].seq) && cur > pk[k].peak)
+                pk[k].peak = cur;
+        }
+    }
+    qsort(pk, np, sizeof *pk, by_peak);
+    size_t keep = np < max_pools ? np : max_pools;
+    *dropped = np - keep;
+    qsort(pk, keep, sizeof *pk, by_pool_id);
+    int64_t *ids = malloc((keep ? keep : 1) * sizeof *ids);
+    int64_t *v = calloc((keep ? keep : 1) * (n ? n : 1), sizeof *v);
+    if (ids == NULL || v == NULL) {
+        free(ids);
+        free(v);
+        free(pk);
+        free(d);
+        return fsc_err_set(&db->err, FSC_ENOMEM, "%s: out of memory", db->path);
+    }
+    for (size_t k = 0; k < keep; k++) {
+        ids[k] = pk[k].pool;
+        size_t i = pk[k].first;
+        int64_t cur = 0;
+        for (size_t b = 0; b < n; b++) {
+            /* everything up to the bucket's first event, then each event in it */
+            while (i < pk[k].end && d[i].seq <= lo[b])
+                cur += d[i++].delta;
+            int64_t mx = cur;
+            while (i < pk[k].end && d[i].seq <= hi[b]) {
+                cur += d[i].delta;
+                if (i + 1 == pk[k].end || d[i + 1].seq != d[i].seq)
+                    mx = cur > mx ? cur : mx;
+                i++;
+            }
+            v[k * n + b] = mx;
+        }
+    }
+    free(pk);
+    free(d);
+    *pools = ids;
+    *npools = keep;
+    *vals = v;
+    return 0;
+}

@@ -436,6 +436,19 @@ int fsc_rundb_end_split(fsc_rundb_t *db, int64_t first_step, fsc_rundb_end_split
 int fsc_rundb_trace_derived(fsc_rundb_t *db, int *ok, int64_t *device, int64_t **seqs,
                             size_t *n);
 
+/* Reserved bytes of each private pool (segments.pool_id != 0: CUDA graph
+ * pools, MemPools) over n buckets of events, bucket i holding events lo[i]
+ * to hi[i] (ascending, not overlapping): the most the pool had reserved
+ * right after any event of the bucket. At most max_pools pools, those that
+ * reserved the most at their peak, by pool id; *pools (free() it) their
+ * ids, *vals (free() it) npools × n values, pool by pool; *dropped the
+ * pools left out. A segment freed before a snapshot was taken reads as the
+ * default pool's (docs/schema.md, segments.pool_id), so for imported
+ * snapshots these are what the pools are known to have reserved. */
+int fsc_rundb_pool_reserved(fsc_rundb_t *db, const int64_t *lo, const int64_t *hi, size_t n,
+                            size_t max_pools, int64_t **pools, size_t *npools, int64_t **vals,
+                            size_t *dropped);
+
 /* A string field of the PyTorch history entry behind event seq (its
  * pytorch.entry record, else the value every entry had): e.g.
  * "compile_context" or "user_metadata". buf is "" when there is none (not

@@ -146,6 +146,8 @@
       part('markers', function () {
 
       /* Marker labels on the timeline canvas and on the memory chart. */
+      put('memory_series', document.querySelectorAll('#chart-memory path.series').length);
+      put('pool_note', document.getElementById('pool-note') ? document.getElementById('pool-note').textContent : '');
       put('marker_labels', (document.getElementById('bands').getAttribute('data-marker-labels') || '0') + ' ' +
         document.querySelectorAll('#chart-memory .marker text').length + ' ' + (window.fsc.D.markers || []).length);
       });
