@@ -382,3 +382,48 @@ size_t fsc_frame_name(char *buf, size_t cap, const char *file, size_t file_len, 
         len = (int)cap - 1;
     return (size_t)len;
 }
+
+/* ---- call sites -------------------------------------------------------------- */
+
+int fsc_frame_is_library(const fsc_frame_t *f, int is_frame)
+{
+    if (!is_frame || fsc_frame_class(f, is_frame) != FSC_FRAME_USER)
+        return 1;
+    const char *p = f->file;
+    size_t n = f->file_len;
+    if (has(p, n, "site-packages/") || has(p, n, "dist-packages/") || has(p, n, "/torch/") ||
+        starts(p, n, "torch/") || starts(p, n, "<frozen") || starts(p, n, "<string>"))
+        return 1;
+    /* the standard library: .../lib/python3.12/x.py (site-packages is
+     * caught above) */
+    for (size_t i = 0; i + 12 <= n; i++)
+        if (memcmp(p + i, "/lib/python", 11) == 0 && p[i + 11] >= '2' && p[i + 11] <= '3')
+            return 1;
+    return 0;
+}
+
+int fsc_frame_site(const char *const *names, const size_t *lens, size_t n, int mode, char *buf,
+                   size_t cap, int *mine_found)
+{
+    if (mine_found != NULL)
+        *mine_found = 0;
+    if (cap == 0)
+        return FSC_EINVAL;
+    buf[0] = '\0';
+    if (n > FSC_FRAME_LABEL_WALK)
+        n = FSC_FRAME_LABEL_WALK;
+    if (mode == FSC_SITE_MINE) {
+        for (size_t i = 0; i < n; i++) {
+            fsc_frame_t f;
+            const char *nm = names[i] ? names[i] : "";
+            int is_frame = fsc_frame_parse(nm, names[i] ? lens[i] : 0, &f);
+            if (!fsc_frame_is_library(&f, is_frame)) {
+                fsc_frame_short(&f, is_frame, buf, cap);
+                if (mine_found != NULL)
+                    *mine_found = 1;
+                return 0;
+            }
+        }
+    }
+    return fsc_frame_label(names, lens, n, 0, 1, buf, cap);
+}

@@ -525,8 +525,10 @@ static void test_view_section(void)
     /* OOM 0: 1.66 GiB, all of it hard, pinned most by the activations */
     CU_ASSERT_PTR_NOT_NULL(strstr(oom, "<td>1.66 GiB</td><td>13.46 GiB</td><td>0 B</td>"
                                        "<td>1.66 GiB</td>"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(oom, "577.86 MiB &hellip;"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(oom, "activations.py:66:forward"));
+    /* named as report names it, the whole path on hover */
+    CU_ASSERT_PTR_NOT_NULL(strstr(oom, "577.86 MiB <span title=\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(oom, "activations.py:66:forward\">activations.py:66 forward "
+                                       "\xe2\x86\x90 modeling_gpt2.py:240 forward</span>"));
     free(s);
     sqlite3 *h = NULL;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);

@@ -202,7 +202,7 @@ static void test_small_report(void)
     CU_ASSERT_EQUAL(fsc_test_count(html, "<script"), 3);
     CU_ASSERT_EQUAL(fsc_test_count(html, "</script>"), 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "max_split_size_mb:128,&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(html, "<code>step/&lt;img src=x onerror=alert(1)&gt;</code>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "\">step/&lt;img src=x onerror=alert(1)&gt;</code>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e"));
 
     /* The static summary (small.sql comments give the arithmetic). */

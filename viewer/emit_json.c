@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "emit.h"
 
 void fsc__vcaps_for_level(int level, fsc__vcaps_t *c)
@@ -113,6 +115,26 @@ static void emit_timeline(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps
         }
         fsc__js_end(js, ']');
     }
+    /* reserved per private pool: the most within each (merged) sample */
+    fsc__js_arr(js, "pools");
+    for (size_t p = 0; p < m->npools; p++) {
+        fsc__js_obj(js, NULL);
+        /* PyTorch's (a, b) pool id, stored as a × 2^32 + b */
+        fsc__js_int(js, "a", (int64_t)((uint64_t)m->pool_ids[p] >> 32));
+        fsc__js_int(js, "b", (int64_t)((uint64_t)m->pool_ids[p] & 0xffffffffu));
+        fsc__js_arr(js, "reserved");
+        for (size_t i = 0; i < n; i += group) {
+            size_t end = i + group < n ? i + group : n;
+            int64_t mx = 0;
+            for (size_t j = i; j < end; j++)
+                mx = m->pool_res[p * n + j] > mx ? m->pool_res[p * n + j] : mx;
+            fsc__js_int(js, NULL, mx);
+        }
+        fsc__js_end(js, ']');
+        fsc__js_end(js, '}');
+    }
+    fsc__js_end(js, ']');
+    fsc__js_int(js, "pools_dropped", (int64_t)m->pools_dropped);
     fsc__js_end(js, '}');
 }
 
@@ -299,6 +321,81 @@ static void emit_recorder_skipped(fsc__js_t *js, const fsc__model_t *m)
     fsc__js_end(js, '}');
 }
 
+/* The call sites of the page's tags: "sites" holds each label once,
+ * "tag_site" and "tag_mine" index it per entry of "tags" (the allocating
+ * line; the first frame in the program's own code), "mine_found" says per
+ * site whether it is one of the program's frames. Live bytes summed by
+ * these indices are what report prints "by line of code". */
+typedef struct site_ix {
+    const char *label;
+    long ix;
+    UT_hash_handle hh;
+} site_ix_t;
+
+static long site_index(site_ix_t **map, site_ix_t *pool, long *n, const char *label)
+{
+    site_ix_t *e;
+    HASH_FIND_STR(*map, label, e);
+    if (e != NULL)
+        return e->ix;
+    e = &pool[*n];
+    e->label = label;
+    e->ix = (*n)++;
+    HASH_ADD_KEYPTR(hh, *map, e->label, strlen(e->label), e);
+    return e->ix;
+}
+
+static void emit_sites(fsc__js_t *js, const fsc__model_t *m, const fsc__vtagmap_t *tm,
+                       fsc__sb_t *sb)
+{
+    site_ix_t *pool = calloc(2 * tm->n + 1, sizeof *pool), *map = NULL;
+    long *ls = malloc((tm->n + 1) * sizeof *ls), *lm = malloc((tm->n + 1) * sizeof *lm), n = 0;
+    if (pool == NULL || ls == NULL || lm == NULL) {
+        sb->failed = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < tm->n; i++) {
+        const fsc__vtag_t *t = &m->tags[tm->order[i]];
+        /* -1: the site is the tag's path (plain tags), already in "tags" */
+        ls[i] = t->site_is_path ? -1 : site_index(&map, pool, &n, t->site ? t->site : "");
+        lm[i] = t->site_is_path && !t->mine_found ? -1
+                                                  : site_index(&map, pool, &n, t->mine ? t->mine : "");
+    }
+    fsc__js_arr(js, "sites");
+    for (long k = 0; k < n; k++)
+        fsc__js_str(js, NULL, pool[k].label, 0);
+    fsc__js_end(js, ']');
+    fsc__js_arr(js, "tag_site");
+    for (size_t i = 0; i < tm->n; i++)
+        fsc__js_int(js, NULL, ls[i]);
+    fsc__js_end(js, ']');
+    fsc__js_arr(js, "tag_mine");
+    for (size_t i = 0; i < tm->n; i++)
+        fsc__js_int(js, NULL, lm[i]);
+    fsc__js_end(js, ']');
+    /* per site: 1 when some tag reaches it as a frame of the program's code */
+    fsc__js_arr(js, "site_mine");
+    {
+        char *flag = calloc((size_t)n + 1, 1);
+        if (flag == NULL) {
+            sb->failed = 1;
+            goto out;
+        }
+        for (size_t i = 0; i < tm->n; i++)
+            if (m->tags[tm->order[i]].mine_found && lm[i] >= 0)
+                flag[lm[i]] = 1;
+        for (long k = 0; k < n; k++)
+            fsc__js_int(js, NULL, flag[k]);
+        free(flag);
+    }
+    fsc__js_end(js, ']');
+out:
+    HASH_CLEAR(hh, map);
+    free(pool);
+    free(ls);
+    free(lm);
+}
+
 void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
 {
     fsc__vtagmap_t tm = {m, NULL, NULL, 0};
@@ -322,6 +419,27 @@ void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
     fsc__js_int(&js, "format", 1);
     emit_summary_numbers(&js, m);
     emit_recorder_skipped(&js, m);
+    /* what is still live at the end, split at the first step (model.c) */
+    fsc__js_obj(&js, "end_split");
+    fsc__js_int(&js, "boundary", m->end.boundary);
+    fsc__js_str(&js, "why", m->step_why, 0);
+    fsc__js_int(&js, "persistent_bytes", m->end.persistent_bytes);
+    fsc__js_int(&js, "persistent_blocks", m->end.persistent_blocks);
+    fsc__js_int(&js, "growth_bytes", m->end.growth_bytes);
+    fsc__js_int(&js, "growth_blocks", m->end.growth_blocks);
+    fsc__js_int(&js, "recording_ends_at_oom", fsc__model_meta_i(m, "run_complete", -1) == 0);
+    fsc__js_end(&js, '}');
+    /* imported snapshots: which events are the replay's own, ascending, as
+     * differences, so the page names every other event's device_traces entry */
+    if (m->trace_ok) {
+        fsc__js_obj(&js, "trace_index");
+        fsc__js_int(&js, "device", m->trace_device);
+        fsc__js_arr(&js, "derived");
+        for (size_t i = 0; i < m->ntrace_derived; i++)
+            fsc__js_int(&js, NULL, m->trace_derived[i] - (i ? m->trace_derived[i - 1] : 0));
+        fsc__js_end(&js, ']');
+        fsc__js_end(&js, '}');
+    }
     emit_timeline(&js, m, caps);
     emit_markers(&js, m, caps);
     fsc__emit_layouts(&js, m, caps, &tm, layout_of_oom);
@@ -353,6 +471,7 @@ void fsc__emit_json(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *ca
         }
     }
     fsc__js_end(&js, ']');
+    emit_sites(&js, m, &tm, sb);
     fsc__emit_tag_tree(&js, m, caps, &tm);
     fsc__js_end(&js, '}');
 out:

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "fragscope/frames.h"
 #include "state.h"
 
 static int64_t seg_addr(const fsc__vstate_t *s, const fsc__vlife_t *b)
@@ -295,6 +296,18 @@ void fsc__emit_tag_tree(fsc__js_t *js, const fsc__model_t *m, const fsc__vcaps_t
         }
         const char *tail = fsc__utf8_tail(name, caps->str_chars);
         fsc__js_str(js, NULL, tail, 0);
+    }
+    fsc__js_end(js, ']');
+    /* What each node is worth when naming a stack (fsc_frame_class: 0
+     * noise, 1 C++, 2 Python or a plain tag), so the icicles can leave out
+     * the frames report leaves out. */
+    fsc__js_arr(js, "kind");
+    for (size_t i = 0; i < tm->n; i++) {
+        long k = s ? fsc__vstate_tree_find(s, m->tags[tm->order[i]].id) : -1;
+        const char *name = k >= 0 ? s->tree[k].name : NULL;
+        fsc_frame_t f;
+        int is_frame = name ? fsc_frame_parse(name, strlen(name), &f) : 0;
+        fsc__js_int(js, NULL, name ? fsc_frame_class(&f, is_frame) : FSC_FRAME_USER);
     }
     fsc__js_end(js, ']');
     fsc__js_end(js, '}');

@@ -103,7 +103,7 @@ static void cards(fsc__sb_t *sb, const fsc__model_t *m)
     fsc_size_format((uint64_t)fsc__model_sum_i(m, "largest_free_at_peak", 0), a, sizeof a);
     fsc_size_format((uint64_t)fsc__model_sum_i(m, "free_in_reserved_at_peak", 0), b, sizeof b);
     snprintf(sub, sizeof sub, "largest free block %s of %s free, at the peak", a, b);
-    card(sb, "sum-external", "External fragmentation", v, sub, 0);
+    card(sb, "sum-external", "Free-space scatter", v, sub, 0);
 
     fsc_size_format((uint64_t)fsc__model_sum_i(m, "reserved_unallocated_at_peak", 0), v, sizeof v);
     fsc_size_format((uint64_t)fsc__model_sum_i(m, "peak_reserved_unallocated_bytes", 0), a, sizeof a);
@@ -129,8 +129,163 @@ static void cards(fsc__sb_t *sb, const fsc__model_t *m)
 
     fsc_size_format((uint64_t)fsc__model_sum_i(m, "leaked_bytes", 0), v, sizeof v);
     fmt_count(a, sizeof a, fsc__model_sum_i(m, "leaked_blocks", 0));
-    snprintf(sub, sizeof sub, "%s blocks still allocated at the end", a);
-    card(sb, "sum-leaks", "Live at the end", v, sub, 0);
+    if (m->end.persistent_blocks + m->end.growth_blocks > 0) {
+        fsc_size_format((uint64_t)m->end.persistent_bytes, b, sizeof b);
+        char g[64];
+        fsc_size_format((uint64_t)m->end.growth_bytes, g, sizeof g);
+        snprintf(sub, sizeof sub, "%s blocks: %s persistent (allocated before the first step), "
+                 "%s growth", a, b, g);
+    } else {
+        snprintf(sub, sizeof sub, "%s blocks still allocated at the end", a);
+    }
+    card(sb, "sum-leaks", "Still live at the end", v, sub, 0);
+}
+
+/* "7.67 GiB – 9.11 GiB (inferred ...)", "12.00 GiB" or "not recorded": the
+ * one capacity figure the page gives everywhere (the OOM cards give the
+ * same bounds). */
+static void capacity_text(const fsc__model_t *m, char *buf, size_t cap)
+{
+    int64_t c = fsc__model_meta_i(m, "capacity", 0);
+    if (fsc__model_meta_i(m, "capacity_inferred", 0)) {
+        for (size_t i = 0; i < m->nooms; i++) {
+            const fsc__voom_t *o = &m->ooms[i];
+            if (o->cap_lo > 0 && o->cap_hi > 0) {
+                char lo[32], hi[32];
+                fsc_size_format((uint64_t)o->cap_lo, lo, sizeof lo);
+                fsc_size_format((uint64_t)o->cap_hi, hi, sizeof hi);
+                snprintf(buf, cap, "%s \xe2\x80\x93 %s, inferred from the run at OOM #%lld "
+                         "(the cap was not recorded)", lo, hi, (long long)o->id);
+                return;
+            }
+        }
+        snprintf(buf, cap, "not recorded (bounded from the run at each OOM)");
+    } else if (c > 0) {
+        fsc_size_format((uint64_t)c, buf, cap);
+    } else {
+        snprintf(buf, cap, "not recorded");
+    }
+}
+
+/* The page's first paragraph: what happened, why, under which cap, and
+ * what would have served it: the facts report and the OOM diagnosis give,
+ * in one place. */
+static void verdict(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
+{
+    char a[64], b[64], c[64], capt[200];
+    capacity_text(m, capt, sizeof capt);
+    const fsc__voom_t *o = m->nooms > 0 ? &m->ooms[0] : NULL;
+    fsc__sb_printf(sb, "<div id=\"verdict\" class=\"verdict%s\"><p>", o ? " bad" : "");
+    if (o != NULL) {
+        fsc_size_format((uint64_t)o->requested, a, sizeof a);
+        fsc_size_format((uint64_t)o->allocated, b, sizeof b);
+        fsc_size_format((uint64_t)o->reserved, c, sizeof c);
+        char entry[96] = "";
+        int64_t k = fsc__model_trace_entry(m, o->seq);
+        if (k >= 0)
+            snprintf(entry, sizeof entry, ", the snapshot's device_traces[%" PRId64 "][%" PRId64 "]",
+                     m->trace_device, k);
+        fsc__sb_printf(sb, "<b>Out of memory at event %" PRId64 "%s (<a href=\"#oom-%" PRId64
+                       "\">OOM #%" PRId64 "</a>%s):</b> a request of %s failed with %s "
+                       "allocated and %s reserved. Cause: <span class=\"cause ",
+                       o->seq, entry, o->id, o->id,
+                       m->ooms_total > 1 ? ", the first of several" : "", a, b, c);
+        const char *cause = o->cause ? o->cause : "unknown";
+        for (const char *x = cause; *x; x++)
+            if (*x >= 'a' && *x <= 'z')
+                fsc__sb_put(sb, x, 1);
+        fsc__sb_puts(sb, "\">");
+        fsc__sb_html(sb, cause, 32);
+        fsc__sb_puts(sb, "</span>. ");
+        if (o->explanation != NULL && o->explanation[0] != '\0') {
+            fsc__sb_html(sb, o->explanation, caps->text_chars);
+            fsc__sb_puts(sb, " ");
+        }
+        fsc__sb_puts(sb, "<span id=\"verdict-cap\">Cap: ");
+        fsc__sb_html(sb, capt, 0);
+        fsc__sb_puts(sb, ".</span> ");
+        if (o->device_free >= 0) {
+            int64_t want = o->rounded > 0 ? o->rounded : o->requested;
+            fsc_size_format((uint64_t)o->device_free, a, sizeof a);
+            fsc_size_format((uint64_t)want, b, sizeof b);
+            if (o->device_free >= want)
+                fsc__sb_printf(sb, "<span id=\"verdict-device\">The device still had %s free, "
+                               "enough for the %s asked: the per-process cap "
+                               "(<code>set_per_process_memory_fraction</code>) stopped it, "
+                               "not the device.</span> ", a, b);
+            else
+                fsc__sb_printf(sb, "<span id=\"verdict-device\">The device had only %s free, "
+                               "less than the %s asked: the device itself was full.</span> ",
+                               a, b);
+        }
+        fsc__sb_puts(sb, "<span id=\"verdict-whatif\">");
+        size_t served = 0;
+        for (size_t i = 0; i < o->nsuggs; i++)
+            if (o->suggs[i].avoids)
+                served++;
+        if (o->nsuggs == 0) {
+            /* analyze keeps only the settings that would have served it;
+             * report's verdict words an empty list the same way */
+            fsc__sb_puts(sb, "No setting of the what-if grid serves it.");
+        } else if (served == 0) {
+            fsc__sb_printf(sb, "None of the %zu settings replayed would have served it.",
+                           o->nsuggs);
+        } else {
+            fsc__sb_puts(sb, "Would have served it: ");
+            size_t k = 0;
+            for (size_t i = 0; i < o->nsuggs && k < 3; i++) {
+                const fsc__vsugg_t *g = &o->suggs[i];
+                if (!g->avoids)
+                    continue;
+                fsc__sb_puts(sb, k++ ? "; <code>" : "<code>");
+                /* a setting string breaks only after a comma, never mid-token */
+                const char *cfg = g->config && g->config[0] ? g->config : "(defaults)";
+                for (const char *p = cfg; *p;) {
+                    size_t len = strcspn(p, ",");
+                    char part[256];
+                    snprintf(part, sizeof part, "%.*s", (int)(len < 255 ? len : 255), p);
+                    fsc__sb_html(sb, part, 0);
+                    if (p[len] == ',') {
+                        fsc__sb_puts(sb, ",<wbr>");
+                        len++;
+                    }
+                    p += len;
+                }
+                fsc__sb_puts(sb, "</code>");
+                if (g->needed_capacity > 0) {
+                    fsc_size_format((uint64_t)g->needed_capacity, a, sizeof a);
+                    fsc__sb_printf(sb, " (needs %s)", a);
+                }
+            }
+            if (served > k)
+                fsc__sb_printf(sb, "; %zu more", served - k);
+            fsc__sb_puts(sb, ".");
+        }
+        if (fsc__model_meta_i(m, "run_complete", -1) == 0)
+            fsc__sb_puts(sb, " The recording ends at this OOM: the rest of the run is unknown.");
+        fsc__sb_puts(sb, "</span>");
+    } else {
+        fsc_size_format((uint64_t)fsc__model_sum_i(m, "peak_allocated_bytes", 0), a, sizeof a);
+        fsc_size_format((uint64_t)fsc__model_sum_i(m, "peak_reserved_bytes", 0), b, sizeof b);
+        fsc__sb_printf(sb, "<b>No out-of-memory error.</b> Peak allocated %s (event %" PRId64
+                       ") with %s reserved at most. <span id=\"verdict-cap\">Cap: ",
+                       a, fsc__model_sum_i(m, "peak_allocated_seq", 0), b);
+        fsc__sb_html(sb, capt, 0);
+        fsc__sb_puts(sb, ".</span>");
+    }
+    if (m->nvsites > 0) {
+        fsc_size_format((uint64_t)m->vsites_total, a, sizeof a);
+        fsc__sb_printf(sb, " <span id=\"verdict-lines\">Live %s by line of code (of %s): ",
+                       o ? "at the OOM" : "at the peak", a);
+        for (size_t i = 0; i < m->nvsites && i < 3; i++) {
+            fsc_size_format((uint64_t)m->vsites[i].bytes, b, sizeof b);
+            fsc__sb_puts(sb, i ? ", <code>" : "<code>");
+            fsc__sb_html(sb, m->vsites[i].label, 120);
+            fsc__sb_printf(sb, "</code> %s", b);
+        }
+        fsc__sb_puts(sb, " (<a href=\"#stacks\">all lines</a>).</span>");
+    }
+    fsc__sb_puts(sb, "</p></div>\n");
 }
 
 /* Memory of the device outside this allocator (docs/metrics.md, "Memory
@@ -174,14 +329,9 @@ static void facts(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps
     kv_row(sb, "backend", fsc__model_meta_s(m, "backend", buf, sizeof buf), caps->str_chars);
     const char *config = fsc__model_meta_s(m, "config", buf, sizeof buf);
     kv_row(sb, "allocator config", config[0] ? config : "(defaults)", caps->str_chars);
-    int64_t cap = fsc__model_meta_i(m, "capacity", 0);
-    if (fsc__model_meta_i(m, "capacity_inferred", 0))
-        snprintf(b, sizeof b, "unknown (inferred from the run at each OOM)");
-    else if (cap > 0)
-        fsc_size_format((uint64_t)cap, b, sizeof b);
-    else
-        snprintf(b, sizeof b, "unknown");
-    kv_row(sb, "capacity", b, 0);
+    char capt[200];
+    capacity_text(m, capt, sizeof capt);
+    kv_row(sb, "capacity", capt, 0);
     int64_t dev = fsc__model_meta_i(m, "device_total", 0);
     if (dev > 0) {
         fsc_size_format((uint64_t)dev, b, sizeof b);
@@ -262,15 +412,18 @@ static void oom_list(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *c
         fsc__sb_html(sb, cause, 32);
         fsc__sb_printf(sb, "</span> &mdash; requested %s with %s allocated and %s reserved", req, al, re);
         const char *tag = fsc__model_tag_path(m, o->tag);
+        const char *label = fsc__model_tag_label(m, o->tag);
         if (tag != NULL && tag[0] != '\0') {
-            const char *tail = fsc__utf8_tail(tag, caps->str_chars);
-            fsc__sb_puts(sb, ", in <code>");
-            if (tail > tag)
-                fsc__sb_puts(sb, "&hellip;");
-            fsc__sb_html(sb, tail, 0);
+            /* named as report names the call site; the whole path on hover */
+            fsc__sb_puts(sb, ", in <code title=\"");
+            fsc__sb_html(sb, tag, caps->str_chars);
+            fsc__sb_puts(sb, "\">");
+            fsc__sb_html(sb, label && label[0] ? label : tag, caps->str_chars);
             fsc__sb_puts(sb, "</code>");
         }
-        if (o->explanation != NULL && o->explanation[0] != '\0') {
+        if (i == 0) {
+            fsc__sb_puts(sb, " <span class=\"muted\">(the verdict above explains it)</span>");
+        } else if (o->explanation != NULL && o->explanation[0] != '\0') {
             fsc__sb_puts(sb, "<br><span class=\"muted\">");
             fsc__sb_html(sb, o->explanation, caps->text_chars);
             fsc__sb_puts(sb, "</span>");
@@ -284,7 +437,9 @@ static void oom_list(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *c
 
 void fsc__emit_summary(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *caps)
 {
-    fsc__sb_puts(sb, "<section id=\"summary\" class=\"panel\">\n<h2>Summary</h2>\n<div class=\"cards\">\n");
+    fsc__sb_puts(sb, "<section id=\"summary\" class=\"panel\">\n<h2>Summary</h2>\n");
+    verdict(sb, m, caps);
+    fsc__sb_puts(sb, "<div class=\"cards\">\n");
     cards(sb, m);
     fsc__sb_puts(sb, "</div>\n");
     facts(sb, m, caps);

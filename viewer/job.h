@@ -40,6 +40,7 @@ typedef struct fsc__vrun {
     char label[224];            /* fsc_rundb_run_label's words */
     int64_t peak_alloc, peak_res; /* -1 = unknown */
     int64_t capacity;           /* -1 = unknown (0 in meta, or inferred) */
+    int64_t cap_lower, cap_upper; /* unknown capacity: what the run proves; -1 = no bound */
     int64_t nooms, first_oom_t, first_oom_seq; /* -1 = none */
     int64_t clock_origin;       /* meta.clock_origin_ns: wall clock of time 0; 0 = unknown */
     char first_cause[24];

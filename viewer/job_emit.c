@@ -90,6 +90,17 @@ static void figures_line(fsc__sb_t *sb, const fsc__vrun_t *v)
         }
         fsc__sb_puts(sb, "</b> of ");
         fsc__sb_html_size(sb, (uint64_t)v->capacity);
+    } else if (v->cap_lower > 0 && v->cap_upper > 0) {
+        /* the range the run's page and report give too */
+        fsc__sb_puts(sb, "capacity <b class=\"rf-cap\">");
+        fsc__sb_html_size(sb, (uint64_t)v->cap_lower);
+        fsc__sb_puts(sb, " &ndash; ");
+        fsc__sb_html_size(sb, (uint64_t)v->cap_upper);
+        fsc__sb_puts(sb, "</b> (inferred): no firm headroom");
+    } else if (v->cap_lower > 0) {
+        fsc__sb_puts(sb, "capacity not recorded, at least <b class=\"rf-cap\">");
+        fsc__sb_html_size(sb, (uint64_t)v->cap_lower);
+        fsc__sb_puts(sb, "</b>: no firm headroom");
     } else {
         fsc__sb_puts(sb, "capacity unknown: no headroom");
     }
@@ -119,7 +130,14 @@ static void chart(fsc__sb_t *sb, const fsc__vjob_t *job, const fsc__vrun_t *v)
     fsc__sb_puts(sb, ", peak allocated ");
     size_text(sb, v->peak_alloc);
     fsc__sb_puts(sb, ", capacity ");
-    size_text(sb, v->capacity);
+    if (v->capacity < 0 && v->cap_lower > 0 && v->cap_upper > 0) {
+        size_text(sb, v->cap_lower);
+        fsc__sb_puts(sb, " &ndash; ");
+        size_text(sb, v->cap_upper);
+        fsc__sb_puts(sb, " (inferred)");
+    } else {
+        size_text(sb, v->capacity);
+    }
     fsc__sb_printf(sb, "; events %" PRId64 " to %" PRId64 "; %" PRId64 " OOM%s%s</title>\n",
                    v->seq0, v->seq_end, v->nooms, v->nooms == 1 ? "" : "s",
                    v->nooms > (int64_t)v->nmarks ? " (the first ones marked)" : "");

@@ -95,6 +95,8 @@ static void take_figures(fsc__vrun_t *v, const job_run_t *r)
     v->peak_alloc = r->peak_allocated;
     v->peak_res = r->peak_reserved;
     v->capacity = r->capacity_known ? r->capacity : -1;
+    v->cap_lower = !r->capacity_known && r->cap_lower != FSC_RUNDB_NULL ? r->cap_lower : -1;
+    v->cap_upper = !r->capacity_known && r->cap_upper != FSC_RUNDB_NULL ? r->cap_upper : -1;
     v->clock_origin = r->clock_origin_ns > 0 ? r->clock_origin_ns : 0;
     v->nooms = r->ooms;
     v->first_oom_t = v->first_oom_seq = -1;

@@ -8,7 +8,9 @@
  * capped (model_layout.c); the OOM evidence is in model_oom.c, the helpers
  * in model_load.c.
  */
+#include "fragscope/frames.h"
 #include "model_load.h"
+#include "sbuf.h"
 #include "split_view.h"
 
 #include <limits.h>
@@ -252,6 +254,22 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
         if ((rc = fsc__ld_read(L, fsc_rundb_tag_path(L->db, t->id, FSC__V_STR_CHARS + 1,
                                                      &t->path))) != 0)
             break;
+        char lb[512];
+        if ((rc = fsc__ld_read(L, fsc_rundb_tag_label(L->db, t->id, 0, 2, lb, sizeof lb))) != 0 ||
+            (t->label = fsc__ld_strdup(lb)) == NULL)
+            break;
+        if ((rc = fsc__ld_read(L, fsc_rundb_tag_site(L->db, t->id, FSC_SITE_LINE, lb, sizeof lb,
+                                                     NULL))) != 0 ||
+            (t->site = fsc__ld_strdup(lb)) == NULL)
+            break;
+        if ((rc = fsc__ld_read(L, fsc_rundb_tag_site(L->db, t->id, FSC_SITE_MINE, lb, sizeof lb,
+                                                     &t->mine_found))) != 0 ||
+            (t->mine = fsc__ld_strdup(lb)) == NULL)
+            break;
+        /* A path of plain tags (the tag-stack API) is its own site: the page
+         * then names it by its path and carries no second copy. */
+        if (t->path != NULL && strcmp(fsc__utf8_tail(t->site, FSC__V_STR_CHARS + 1), t->path) == 0)
+            t->site_is_path = 1;
         if (t->path == NULL) {
             char buf[48];
             if (t->id == 0)
@@ -265,6 +283,69 @@ static int load_tag_paths(fsc__loader_t *L, fsc__model_t *m)
         }
     }
     return rc;
+}
+
+/* ---- the verdict's facts ---------------------------------------------- */
+
+#define VSITES_KEPT 5
+
+static int load_verdict(fsc__loader_t *L, fsc__model_t *m)
+{
+    int64_t seq = m->nooms > 0 ? m->ooms[0].seq : fsc__model_sum_i(m, "peak_allocated_seq", -1);
+    int rc = 0;
+    if (seq >= 0) {
+        fsc_rundb_site_t *v = NULL;
+        size_t n = 0;
+        if ((rc = fsc__ld_read(L, fsc_rundb_sites_at(L->db, seq, FSC_SITE_LINE, &v, &n))) != 0)
+            return rc;
+        for (size_t i = 0; i < n; i++)
+            m->vsites_total += v[i].bytes;
+        m->vsites = v;
+        m->nvsites = n < VSITES_KEPT ? n : VSITES_KEPT;
+        m->vsites_seq = seq;
+    }
+    /* the first step: the first marker that names one, else the first free */
+    int64_t first = -1;
+    for (size_t i = 0; i < m->nmarkers && first < 0; i++) {
+        const char *t = m->markers[i].text ? m->markers[i].text : "";
+        if ((t[0] == 's' || t[0] == 'S') && strncmp(t + 1, "tep", 3) == 0) {
+            first = m->markers[i].seq;
+            snprintf(m->step_why, sizeof m->step_why, "the first step marker (event %lld)",
+                     (long long)first);
+        }
+    }
+    if ((rc = fsc__ld_read(L, fsc_rundb_end_split(L->db, first, &m->end))) != 0)
+        return rc;
+    if (m->ntimeline > 0) {
+        int64_t *lo = malloc(m->ntimeline * sizeof *lo), *hi = malloc(m->ntimeline * sizeof *hi);
+        if (lo == NULL || hi == NULL) {
+            free(lo);
+            free(hi);
+            return fsc__ld_nomem(L);
+        }
+        for (size_t i = 0; i < m->ntimeline; i++) {
+            lo[i] = m->timeline[i].seq;
+            hi[i] = m->timeline[i].seq_last;
+        }
+        rc = fsc__ld_read(L, fsc_rundb_pool_reserved(L->db, lo, hi, m->ntimeline, 8, &m->pool_ids,
+                                                     &m->npools, &m->pool_res,
+                                                     &m->pools_dropped));
+        free(lo);
+        free(hi);
+        if (rc != 0)
+            return rc;
+    }
+    if ((rc = fsc__ld_read(L, fsc_rundb_trace_derived(L->db, &m->trace_ok, &m->trace_device,
+                                                      &m->trace_derived,
+                                                      &m->ntrace_derived))) != 0)
+        return rc;
+    if (first < 0 && m->end.boundary >= 0)
+        snprintf(m->step_why, sizeof m->step_why,
+                 "no step markers: the first free (event %lld) stands for the first step",
+                 (long long)m->end.boundary);
+    else if (first < 0)
+        snprintf(m->step_why, sizeof m->step_why, "nothing was ever freed");
+    return 0;
 }
 
 /* ---- entry points ----------------------------------------------------- */
@@ -311,6 +392,8 @@ int fsc__model_load_run(const char *db_path, int64_t run, size_t bands, fsc__mod
         rc = fsc__model_load_split(&L, m);
     if (rc == 0)
         rc = load_tag_paths(&L, m);
+    if (rc == 0)
+        rc = load_verdict(&L, m);
     free(L.tag_ids);
     fsc_rundb_close(L.db);
     if (rc != 0)
@@ -363,8 +446,16 @@ void fsc__model_free(fsc__model_t *m)
         free(m->layouts[i].block_seg);
     }
     free(m->layouts);
-    for (size_t i = 0; i < m->ntags; i++)
+    free(m->vsites);
+    free(m->trace_derived);
+    free(m->pool_ids);
+    free(m->pool_res);
+    for (size_t i = 0; i < m->ntags; i++) {
         free(m->tags[i].path);
+        free(m->tags[i].label);
+        free(m->tags[i].site);
+        free(m->tags[i].mine);
+    }
     free(m->tags);
     memset(m, 0, sizeof *m);
 }
@@ -439,4 +530,34 @@ const char *fsc__model_tag_path(const fsc__model_t *m, int64_t id)
             hi = mid;
     }
     return lo < m->ntags && m->tags[lo].id == id ? m->tags[lo].path : NULL;
+}
+
+const char *fsc__model_tag_label(const fsc__model_t *m, int64_t id)
+{
+    size_t lo = 0, hi = m->ntags;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->tags[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->ntags && m->tags[lo].id == id ? m->tags[lo].label : NULL;
+}
+
+int64_t fsc__model_trace_entry(const fsc__model_t *m, int64_t seq)
+{
+    if (!m->trace_ok || seq < 0)
+        return -1;
+    size_t lo = 0, hi = m->ntrace_derived; /* how many derived events are below seq */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->trace_derived[mid] < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m->ntrace_derived && m->trace_derived[lo] == seq)
+        return -1;
+    return seq - (int64_t)lo;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fragscope/common.h"
+#include "fragscope/rundb.h"
 
 /* Hard caps on what is loaded (the emitter embeds at most this much). */
 #define FSC__V_MAX_TIMELINE 20000 /* longer timelines are folded while read */
@@ -110,6 +111,12 @@ typedef struct fsc__vlayout {
 typedef struct fsc__vtag {
     int64_t id;
     char *path;
+    /* What report calls it (fsc_rundb_tag_label, depth 2) and its call
+     * sites (fsc_rundb_tag_site: the allocating line, the first frame in the
+     * program's own code; mine_found 0 when that fell back to the line). */
+    char *label, *site, *mine;
+    int mine_found;
+    int site_is_path; /* site (and mine) read as the path: plain tags */
 } fsc__vtag_t;
 
 struct fsc__vstate; /* state.h */
@@ -138,7 +145,30 @@ typedef struct fsc__model {
     struct fsc__vstate *state; /* the state at any event and the bands (state.h) */
     struct fsc__vsplit *split; /* where reserved − allocated sits (split_view.h) */
     size_t nsplit;
+    /* For the verdict (model.c): the lines of code holding the most at the
+     * first OOM (at the allocated peak when there is none), their total and
+     * the event; what is still live at the end, split at the first step
+     * (step_why says what stood for the first step). */
+    fsc_rundb_site_t *vsites;
+    size_t nvsites;
+    int64_t vsites_total, vsites_seq;
+    fsc_rundb_end_split_t end;
+    char step_why[160];
+    /* imported snapshots: the replay's own events, so that every other
+     * event names its device_traces entry (fsc_rundb_trace_derived) */
+    /* reserved per private pool (the 8 largest) at each timeline sample,
+     * the most in the sample's events: npools × ntimeline */
+    int64_t *pool_ids, *pool_res;
+    size_t npools, pools_dropped;
+    int trace_ok;
+    int64_t trace_device;
+    int64_t *trace_derived;
+    size_t ntrace_derived;
 } fsc__model_t;
+
+/* The device_traces index of event seq, or -1 when unknown or the event is
+ * one of the replay's own (a split or merge). */
+int64_t fsc__model_trace_entry(const fsc__model_t *m, int64_t seq);
 
 /* Open db_path with the run database reader (which checks it) and load the
  * model. Errors name the file (see fsc_view_render in viewer.h). */
@@ -163,5 +193,7 @@ int64_t fsc__model_meta_i(const fsc__model_t *m, const char *key, int64_t dflt);
 const char *fsc__model_meta_s(const fsc__model_t *m, const char *key, char *buf, size_t cap);
 /* Path of a tag id ("" for the root, NULL when unknown). */
 const char *fsc__model_tag_path(const fsc__model_t *m, int64_t id);
+/* What report calls a tag (fsc__vtag_t.label); NULL when unknown. */
+const char *fsc__model_tag_label(const fsc__model_t *m, int64_t id);
 
 #endif

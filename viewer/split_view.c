@@ -138,11 +138,11 @@ void fsc__emit_split(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *c
         fsc__sb_printf(sb, "<span style=\"color:%s\">&#9632;</span> <b>%s</b> (%s)%s",
                        k_colour[k], k_name[k], k_what[k], k ? ", " : ".");
     fsc__sb_puts(sb, " The classes add up to reserved &minus; allocated exactly.</p>\n"
-                     "<table class=\"data\" id=\"split-table\"><thead><tr><th>moment</th>"
+                     "<div class=\"table-wrap\"><table class=\"data\" id=\"split-table\"><thead><tr><th>moment</th>"
                      "<th>reserved &minus; allocated</th><th>of reserved</th>");
     for (int k = 0; k < 5; k++)
         fsc__sb_printf(sb, "<th>%s</th>", k_name[k]);
-    fsc__sb_puts(sb, "<th></th><th>hard pinned most by</th></tr></thead><tbody>\n");
+    fsc__sb_puts(sb, "<th>the classes</th><th>hard pinned most by</th></tr></thead><tbody>\n");
     size_t shown_ooms = 0;
     /* the peaks first, then the OOMs (written first, during the replay) */
     for (size_t j = 0; j < 2 * m->nsplit; j++) {
@@ -162,17 +162,21 @@ void fsc__emit_split(fsc__sb_t *sb, const fsc__model_t *m, const fsc__vcaps_t *c
         }
         fsc__sb_puts(sb, "</td><td>");
         bar(sb, x);
-        fsc__sb_puts(sb, "</td><td>");
+        fsc__sb_puts(sb, "</td><td class=\"tag\">");
         for (int t = 0; t < x->ntags; t++) {
+            /* named as report names it (innermost frames, "file.py:12 fn ← ..."),
+             * with the whole path on hover */
+            const char *label = fsc__model_tag_label(m, x->tag[t]);
             const char *path = fsc__model_tag_path(m, x->tag[t]);
             fsc__sb_puts(sb, t ? "<br>" : "");
             fsc__sb_html_size(sb, (uint64_t)x->tag_hard[t]);
-            fsc__sb_puts(sb, " ");
-            const char *t = path && path[0] ? fsc__utf8_tail(path, 80) : "(untagged)";
-            fsc__sb_puts(sb, path != NULL && t != path ? "&hellip;" : "");
-            fsc__sb_html(sb, t, 0);
+            fsc__sb_puts(sb, " <span title=\"");
+            fsc__sb_html(sb, path ? path : "", 0);
+            fsc__sb_puts(sb, "\">");
+            fsc__sb_html(sb, label && label[0] ? label : "(untagged)", 160);
+            fsc__sb_puts(sb, "</span>");
         }
         fsc__sb_puts(sb, "</td></tr>\n");
     }
-    fsc__sb_puts(sb, "</tbody></table>\n</section>\n");
+    fsc__sb_puts(sb, "</tbody></table></div>\n</section>\n");
 }

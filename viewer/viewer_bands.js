@@ -229,6 +229,24 @@
         var x = Math.round(X(m.seq)) + 0.5;
         g.beginPath(); g.moveTo(x, dense ? H - PADB - 5 : PADT); g.lineTo(x, H - PADB); g.stroke();
       });
+      /* Each marker line is labelled with its text where there is room
+       * (70 px apart), as the memory chart labels them. */
+      var labelled = 0;
+      if (!dense) {
+        var lastX = -1e9;
+        g.fillStyle = '#52606d'; g.font = '10px system-ui, sans-serif'; g.textAlign = 'left'; g.textBaseline = 'top';
+        shown.forEach(function (m) {
+          var x = X(m.seq), t = String(m.text || '');
+          if (x - lastX < 70) return;
+          /* near the right edge the label goes to the left of its line */
+          var right = x > W - PADR - 80;
+          g.textAlign = right ? 'right' : 'left';
+          g.fillText(t.length > 14 ? t.slice(0, 13) + '\u2026' : t, right ? x - 3 : x + 3, PADT + 1);
+          lastX = x;
+          labelled++;
+        });
+      }
+      canvas.setAttribute('data-marker-labels', String(labelled));
       g.setLineDash([]); g.strokeStyle = '#D55E00'; g.lineWidth = 1.5;
       (D.ooms || []).forEach(function (o) {
         if (o.seq < x0 || o.seq > x1) return;
@@ -277,9 +295,10 @@
       var rows = [], life = end[k] - B.a[k];
       rows.push([PALETTE[k % PALETTE.length], 'size', fmtBytes(B.size[k])]);
       rows.push([null, 'requested', fmtBytes(B.req[k])]);
-      rows.push([null, 'allocated', 'event ' + fmtCount(B.a[k]) + ' at ' + fmtTime(B.ta[k])]);
-      rows.push([null, 'free requested', B.r[k] >= 0 ? 'event ' + fmtCount(B.r[k]) + ' at ' + fmtTime(B.tr[k]) : 'never']);
-      rows.push([null, 'free completed', B.c[k] >= 0 ? 'event ' + fmtCount(B.c[k]) + ' at ' + fmtTime(B.tc[k]) : 'never (live at the end)']);
+      function ent(seq) { var e = fsc.traceEntry(seq); return e ? ' \u00b7 ' + e : ''; }
+      rows.push([null, 'allocated', 'event ' + fmtCount(B.a[k]) + ' at ' + fmtTime(B.ta[k]) + ent(B.a[k])]);
+      rows.push([null, 'free requested', B.r[k] >= 0 ? 'event ' + fmtCount(B.r[k]) + ' at ' + fmtTime(B.tr[k]) + ent(B.r[k]) : 'never']);
+      rows.push([null, 'free completed', B.c[k] >= 0 ? 'event ' + fmtCount(B.c[k]) + ' at ' + fmtTime(B.tc[k]) + ent(B.c[k]) : 'never (live at the end)']);
       rows.push([null, 'lifetime', fmtCount(life) + ' events' + (B.c[k] >= 0 && B.tc[k] >= 0 ? ', ' + fmtTime(B.tc[k] - B.ta[k]) : '')]);
       rows.push([null, 'stream, pool', B.stream[k] + ', ' + (B.pool[k] === 0 ? 'small' : 'large')]);
       rows.push([null, 'tag', tagName(B.tag[k])]);

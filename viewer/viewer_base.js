@@ -65,9 +65,28 @@ window.fsc = (function () {
   }
   /* Tag paths of Python frames get long; the innermost names say the most. */
   function shortTag(t, max) {
-    var name = tagName(t);
+    /* A stack is named by its call site, as report names it ("file.py:123 func"). */
+    var sites = D.sites, ts = D.tag_site;
+    var name = typeof t === 'number' && t >= 0 && sites && ts && ts[t] !== undefined && sites[ts[t]] ? sites[ts[t]] : tagName(t);
     max = max || 90;
     return name.length > max ? '\u2026' + name.slice(name.length - max + 1) : name;
+  }
+  /* The snapshot's history entry behind event seq: device_traces[d][k] for
+   * an imported snapshot whose events map onto its entries (D.trace_index:
+   * the replay's own splits and merges, as differences), else ''. */
+  var TRACE = (function () {
+    var ti = D.trace_index;
+    if (!ti || !ti.derived) return null;
+    var v = [], acc = 0;
+    ti.derived.forEach(function (d) { acc += d; v.push(acc); });
+    return { device: ti.device, derived: v };
+  })();
+  function traceEntry(seq) {
+    if (!TRACE || seq === null || seq === undefined || seq < 0) return '';
+    var lo = 0, hi = TRACE.derived.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (TRACE.derived[mid] < seq) lo = mid + 1; else hi = mid; }
+    if (lo < TRACE.derived.length && TRACE.derived[lo] === seq) return 'a split or merge of the replay (no entry of its own)';
+    return 'device_traces[' + TRACE.device + '][' + (seq - lo) + ']';
   }
   function tagCell(t) { return { cls: 'tag', text: shortTag(t, 64), title: tagName(t) }; }
 
@@ -132,9 +151,19 @@ window.fsc = (function () {
     var x = evt.clientX - box.left + 14, y = evt.clientY - box.top + 14;
     var w = tip.offsetWidth, h = tip.offsetHeight;
     if (x + w > wrap.clientWidth) x = Math.max(0, evt.clientX - box.left - w - 14);
-    if (y + h > wrap.clientHeight + wrap.scrollTop && y > h + 20) y = evt.clientY - box.top - h - 10;
-    tip.style.left = x + 'px';
-    tip.style.top = (y + wrap.scrollTop) + 'px';
+    if (window.getComputedStyle(wrap).overflowY === 'visible') {
+      /* A chart that does not scroll (the time charts, the timeline's canvas):
+       * the tip sits just below it, under the
+       * pointer, so it never covers the lines being read. */
+      y = wrap.clientHeight + 4;
+      tip.classList.add('below');
+    } else {
+      if (y + h > wrap.clientHeight + wrap.scrollTop && y > h + 20) y = evt.clientY - box.top - h - 10;
+      y += wrap.scrollTop;
+      tip.classList.remove('below');
+    }
+    tip.style.left = Math.max(0, Math.min(x, wrap.clientWidth - w)) + 'px';
+    tip.style.top = y + 'px';
   }
   function hideTip(tip) { tip.style.display = 'none'; }
 
@@ -230,7 +259,7 @@ window.fsc = (function () {
 
   return {
     D: D, TAGS: TAGS, fmtBytes: fmtBytes, fmtPct: fmtPct, fmtCount: fmtCount, fmtTime: fmtTime,
-    fmtAddr: fmtAddr, tagName: tagName, shortTag: shortTag, tagCell: tagCell, el: el, sv: sv,
+    fmtAddr: fmtAddr, tagName: tagName, shortTag: shortTag, tagCell: tagCell, traceEntry: traceEntry, el: el, sv: sv,
     svText: svText, capture: capture, release: release, clear: clear, byId: byId, legend: legend,
     showTip: showTip, hideTip: hideTip, byteTicks: byteTicks, pctTicks: pctTicks, xTicks: xTicks,
     lowerBound: lowerBound, TL: TL, N: N, XMODE: XMODE, XS: XS, fmtX: fmtX, itemX: itemX,

@@ -114,15 +114,37 @@
     field.max = String(Math.max(0, M.events - 1));
     byId('state-order').addEventListener('change', function () { order = this.value; render(); });
     range.addEventListener('input', function () { self.show(Number(range.value)); });
-    field.addEventListener('change', function () { self.show(Number(field.value)); });
+    /* The field takes an event number of this run and nothing else: text it
+     * cannot show (letters, a fraction, out of range) is refused with a
+     * word, and the state stays where it was. */
+    function refuse(what) {
+      field.setAttribute('aria-invalid', 'true');
+      field.classList.add('invalid');
+      note.textContent = what + ' is not an event of this run: type a whole number from 0 to ' + fmtCount(M.events - 1) +
+        '. Still showing event ' + fmtCount(current) + '.';
+      note.className = 'note refused';
+      field.value = String(current);
+    }
+    field.addEventListener('change', function () {
+      var raw = field.value, v = Number(raw);
+      if (field.validity && field.validity.badInput) { refuse('That text'); return; }
+      if (raw === '' || !/^\s*\d+\s*$/.test(raw)) { refuse(raw === '' ? 'An empty field' : '\u201c' + raw + '\u201d'); return; }
+      if (v > M.events - 1) { refuse('Event ' + fmtCount(v)); return; }
+      self.show(v);
+    });
     byId('state-prev').addEventListener('click', function () { self.step(-1); });
     byId('state-next').addEventListener('click', function () { self.step(1); });
+    /* Page Down is a hundred events forward and Page Up a hundred back
+     * everywhere in the section, the slider included (a native slider would
+     * move by a tenth of its range, Page Down backwards). */
     byId('state').addEventListener('keydown', function (e) {
-      if (e.target === field || e.target === range) return;
-      var k = e.key, d = k === 'ArrowLeft' ? -1 : k === 'ArrowRight' ? 1 : k === 'PageUp' ? -100 :
+      var k = e.key;
+      if (e.target === field && k !== 'PageUp' && k !== 'PageDown') return;
+      if (e.target === range && k !== 'PageUp' && k !== 'PageDown') return;
+      var d = k === 'ArrowLeft' ? -1 : k === 'ArrowRight' ? 1 : k === 'PageUp' ? -100 :
         k === 'PageDown' ? 100 : 0;
       if (d) { self.step(d); e.preventDefault(); }
-    });
+    }, true);
 
     /* Step by d events; stepping out of a window goes on to the next one. */
     this.step = function (d) {
@@ -146,6 +168,8 @@
       self.resolved = r;
       range.value = String(current);
       field.value = String(current);
+      field.removeAttribute('aria-invalid');
+      field.classList.remove('invalid');
       if (r.exact) {
         note.textContent = M.exactAll ? 'Every event of this run is carried exactly.'
           : 'Event ' + fmtCount(N) + ' is inside a carried window (events ' + fmtCount(r.window[0]) + '\u2013' +
@@ -178,7 +202,9 @@
           else { nblk++; if (b.state === 1) alloc += b.size; else pend += b.size; }
         });
       });
-      sum.textContent = 'After event ' + fmtCount(current) + ': ' + fmtCount(L.segments.length) + ' segments (' +
+      var entry = fsc.traceEntry(current);
+      svg.setAttribute('data-entry', entry);
+      sum.textContent = 'After event ' + fmtCount(current) + (entry ? ' (' + entry + ')' : '') + ': ' + fmtCount(L.segments.length) + ' segments (' +
         fmtBytes(total) + ' reserved), ' + fmtCount(nblk) + ' live blocks: ' + fmtBytes(alloc) + ' allocated, ' +
         fmtBytes(pend) + ' pending free; ' + fmtBytes(free) + ' free (largest free block ' + fmtBytes(largest) + '); streams ' +
         Object.keys(streams).join(', ') + '.' + (L.orphans ? ' ' + L.orphans + ' blocks of segments the page does not hold are not drawn.' : '');

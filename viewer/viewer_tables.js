@@ -82,6 +82,15 @@
     var s = D.summary || {};
     tagTable(byId('tags-peak'), D.top_tags, s.peak_allocated_bytes, 'No per-tag figures at the peak.');
     tagTable(byId('tags-leaks'), D.leaks, s.leaked_bytes, 'Nothing was live at the end of the run.');
+    /* Never "leaks": weights and optimizer state live to the end by design. */
+    var e = D.end_split, box = byId('end-split');
+    if (e && box) {
+      box.textContent = 'Persistent (allocated before the first step: weights, optimizer state, buffers): ' +
+        fmtBytes(e.persistent_bytes) + ' in ' + fmtCount(e.persistent_blocks) + ' blocks; growth (allocated later, still live): ' +
+        fmtBytes(e.growth_bytes) + ' in ' + fmtCount(e.growth_blocks) + ' blocks (' + e.why + '). ' +
+        (e.recording_ends_at_oom ? 'The run ended in an out-of-memory error, so the program stopped early: what it held then says nothing of a leak. ' : '') +
+        'Whether any of it is a leak the recording cannot tell.';
+    }
   }
 
   /* ---- OOM panel ------------------------------------------------------- */
@@ -120,7 +129,9 @@
       card.id = 'oom-' + o.id; /* ooms.id: the number of report and whatif */
       h.appendChild(document.createTextNode('OOM #' + o.id));
       h.appendChild(el('span', 'cause ' + String(o.cause || '').replace(/[^a-z]/g, ''), o.cause || 'unknown'));
+      var entry = fsc.traceEntry(o.seq);
       h.appendChild(el('span', 'muted', 'at ' + (o.t !== null && o.t !== undefined && XMODE === 'time' ? fmtTime(o.t) : 'event ' + fmtCount(o.seq)) +
+        (entry ? ' (' + entry + ')' : '') +
         (o.tag !== undefined && o.tag !== null ? ' \u00b7 ' + shortTag(o.tag, 120) : '')));
       card.appendChild(h);
       var grid = el('div', 'oom-grid');
@@ -135,7 +146,13 @@
       kv(grid, 'reserved but unallocated', fmtBytes(o.reserved_bytes - o.allocated_bytes));
       kv(grid, 'free inside segments', fmtBytes(o.free_in_reserved_bytes));
       kv(grid, 'largest free block', fmtBytes(o.largest_free_bytes));
-      if (o.device_free_bytes !== null && o.device_free_bytes !== undefined) kv(grid, 'device free', fmtBytes(o.device_free_bytes));
+      if (o.device_free_bytes !== null && o.device_free_bytes !== undefined) {
+        /* the device's free bytes beside a failed request: say which limit stopped it */
+        var want = o.rounded_bytes || o.requested_bytes || 0;
+        kv(grid, 'device free', fmtBytes(o.device_free_bytes) + (o.device_free_bytes >= want
+          ? ' \u2014 enough for the request: the per-process cap stopped it, not the device'
+          : ' \u2014 less than the request: the device itself was full'));
+      }
       card.appendChild(grid);
       if (o.explanation) card.appendChild(el('p', 'explain', o.explanation));
 
@@ -165,11 +182,13 @@
       card.appendChild(el('h4', null, 'What-if suggestions'));
       if (o.suggestions && o.suggestions.length) {
         var t3 = el('table', 'data');
+        /* settings break only after a comma, notes wrap: nothing is cut */
         table(t3, [['configuration', 'l'], ['capacity needed'], ['serves the failed request', 'l'], ['note', 'l']], o.suggestions.map(function (s) {
-          return [{ cls: 'tag', text: s.config || '(defaults)' }, { text: s.needed_capacity ? fmtBytes(s.needed_capacity) : '\u2014' },
-            { cls: 'l', text: s.avoids ? 'yes' : 'no' }, { cls: 'l', text: s.note || '' }];
+          return [{ cls: 'cfg', text: (s.config || '(defaults)').replace(/,/g, ',\u200b') }, { text: s.needed_capacity ? fmtBytes(s.needed_capacity) : '\u2014' },
+            { cls: 'l', text: s.avoids ? 'yes' : 'no' }, { cls: 'note-cell', text: s.note || '' }];
         }));
-        card.appendChild(t3);
+        t3.classList.add('whatif');
+        var w3 = el('div', 'table-wrap'); w3.appendChild(t3); card.appendChild(w3);
       } else {
         card.appendChild(el('p', 'empty', 'No what-if results in this database (fragscope whatif fills them).'));
       }

@@ -129,8 +129,11 @@
     for (var i = 0; i < inView.length; i += stride) {
       var x = x2px(itemX(inView[i])), gm = sv('g', { 'class': 'marker' }, mg);
       sv('line', { x1: x, x2: x, y1: M.t, y2: M.t + g.ph }, gm);
-      if (x - lastLabel > 70 && x < M.l + g.pw - 30) {
-        svText(gm, x + 3, M.t + 10, inView[i].text.length > 14 ? inView[i].text.slice(0, 13) + '\u2026' : inView[i].text);
+      if (x - lastLabel > 70) {
+        /* near the right edge the label goes to the left of its line */
+        var right = x > M.l + g.pw - 80;
+        svText(gm, right ? x - 3 : x + 3, M.t + 10, inView[i].text.length > 14 ? inView[i].text.slice(0, 13) + '\u2026' : inView[i].text,
+          right ? { 'text-anchor': 'end' } : undefined);
         lastLabel = x;
       }
     }
@@ -313,6 +316,19 @@
       seriesDef('allocated', 'allocated', '#0072B2'),
       seriesDef('requested', 'requested', '#009E73', false, '5 3')
     ];
+    /* Reserved per private pool (CUDA graph pools, MemPools), the most in each bucket. */
+    var POOL_COLORS = ['#D55E00', '#E69F00', '#56B4E9', '#000000', '#F0E442', '#999999', '#882255', '#44AA99'];
+    (TL.pools || []).forEach(function (p, k) {
+      TL['pool_res_' + k] = p.reserved;
+      mem.push(seriesDef('pool_res_' + k, 'reserved in private pool (' + p.a + ', ' + p.b + ')', POOL_COLORS[k % POOL_COLORS.length], false, '2 2'));
+    });
+    var pn = byId('pool-note');
+    if (pn && (TL.pools || []).length) {
+      pn.textContent = 'Dotted: what each private pool (a CUDA graph pool or a MemPool) reserved, the most in each bucket' +
+        (TL.pools_dropped ? '; the ' + TL.pools.length + ' pools that reserved the most are drawn, ' + TL.pools_dropped + ' others are not' : '') +
+        '. For an imported snapshot a segment freed before the snapshot was taken counts as the default pool\u2019s (the snapshot does not say its pool), so a pool\u2019s line is what it is known to have reserved.';
+      pn.classList.remove('hidden');
+    }
     /* External fragmentation: the maximum of each bucket where the database
      * has it (timeline_external), else the value at the end of the bucket. */
     var hasMax = (TL.external_max || []).some(function (v) { return v !== null; });
@@ -320,8 +336,8 @@
     var frag = [
       seriesDef('rbu', 'reserved but unallocated (maximum)', '#555555'),
       seriesDef('internal', 'internal fragmentation', '#E69F00'),
-      hasMax ? seriesDef('external_max', 'external fragmentation, maximum in each bucket (right axis)', '#56B4E9', true)
-        : seriesDef('external', 'external fragmentation (right axis)', '#56B4E9', true)
+      hasMax ? seriesDef('external_max', 'free-space scatter, maximum in each bucket (right axis)', '#56B4E9', true)
+        : seriesDef('external', 'free-space scatter (right axis)', '#56B4E9', true)
     ];
     function legendItems(list) {
       var items = list.filter(function (s) { return s.values && s.values.length === N; })

@@ -301,6 +301,7 @@ static void print_text(const rep_t *r, FILE *f)
                     SZ(4, x->free_at_peak));
         }
     }
+    fsc__report_sites_text(r, f);
     char tb[128];
     if (r->npeak_tags > 0) {
         fprintf(f, "\nlive at the peak, by tag\n");
@@ -465,6 +466,10 @@ static void print_markdown(const rep_t *r, FILE *f)
                     SZ(3, x->peak_bytes), SZ(4, x->free_at_peak));
         }
     }
+    if (r->nsites > 0) {
+        fprintf(f, "\n");
+        fsc__report_sites_markdown(r, f);
+    }
     if (r->npeak_tags > 0) {
         fprintf(f, "\n### Live at the peak, by tag\n\n| tag | bytes | blocks |\n|---|---|---|\n");
         for (int i = 0; i < r->npeak_tags; i++) {
@@ -511,6 +516,7 @@ static char *build_json(const rep_t *r, const job_t *job)
     fsc__report_external_run_json(r, meta);
     fsc__report_pools_json(r, root);
     fsc__report_window_json(r, root);
+    fsc__report_sites_json(r, root);
     cJSON_AddBoolToObject(meta, "capacity_inferred", r->capacity_inferred);
     cJSON_AddItemToObject(meta, "warnings", num((double)r->warnings));
     cJSON *wc = cJSON_AddObjectToObject(root, "warnings");

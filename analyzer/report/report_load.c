@@ -287,7 +287,9 @@ static int load(ld_t *L)
         (rc = fsc_rundb_tag_stats(db, FSC_RUNDB_AT_END, tag_row, &end)) != 0 ||
         (rc = distinguish(L, r->leaks, r->nleaks)) != 0)
         return rc;
-    return fsc__report_load_frag(db, r);
+    if ((rc = fsc__report_load_frag(db, r)) != 0)
+        return rc;
+    return fsc__report_sites_load(db, r);
 }
 
 /* meta recorder.skipped.KIND rows: the recorder's skips by kind. */
@@ -322,4 +324,5 @@ void fsc__report_free(rep_t *r)
     }
     free(r->ooms);
     fsc__report_pools_free(r);
+    fsc__report_sites_free(r);
 }

@@ -123,6 +123,16 @@ typedef struct rep_window {
     size_t nlisted;
 } rep_window_t;
 
+/* report_sites.c: live bytes by line of code at one moment. */
+#define REP_SITES_SHOWN 10
+#define REP_MINE_SHOWN 5
+typedef struct rep_sites {
+    const char *what; /* "the allocated peak" or "OOM #N" */
+    int64_t seq, oom_id, total, blocks; /* oom_id -1 for the peak */
+    fsc_rundb_site_t *line, *mine;      /* every site, most bytes first */
+    size_t nline, nmine;
+} rep_sites_t;
+
 typedef struct rep {
     const char *db_path;
     const char *run_label; /* the run of a job database this is about; NULL: say nothing */
@@ -160,6 +170,8 @@ typedef struct rep {
     rep_pool_t *pools; /* report_pools.c: none when the run has no private pool */
     int npools;
     rep_window_t window;
+    rep_sites_t *sites; /* [0] the allocated peak, then the first detailed OOMs */
+    int nsites;
 } rep_t;
 
 /* Read the report of db into r. */
@@ -183,6 +195,13 @@ void fsc__report_external_run_text(const rep_t *r, FILE *f);
 void fsc__report_external_run_markdown(const rep_t *r, FILE *f);
 void fsc__report_external_run_json(const rep_t *r, struct cJSON *meta);
 void fsc__report_external_json(const rep_oom_t *o, struct cJSON *j);
+
+/* report_sites.c: live bytes by line of code at the peak and each OOM. */
+int fsc__report_sites_load(fsc_rundb_t *db, rep_t *r);
+void fsc__report_sites_free(rep_t *r);
+void fsc__report_sites_text(const rep_t *r, FILE *f);
+void fsc__report_sites_markdown(const rep_t *r, FILE *f);
+void fsc__report_sites_json(const rep_t *r, struct cJSON *root);
 
 /* report_window.c */
 int fsc__report_window_load(fsc_rundb_t *db, rep_t *r);

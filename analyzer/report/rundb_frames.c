@@ -183,3 +183,26 @@ int fsc_rundb_tag_files(fsc_rundb_t *db, int64_t id, char *buf, size_t cap)
     path_free(p);
     return rc;
 }
+
+int fsc_rundb_tag_site(fsc_rundb_t *db, int64_t id, int mode, char *buf, size_t cap, int *mine)
+{
+    if (mine != NULL)
+        *mine = 0;
+    if (cap == 0)
+        return FSC_EINVAL;
+    if (id == 0) {
+        snprintf(buf, cap, "(untagged)");
+        return 0;
+    }
+    path_t *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return nomem(db);
+    int rc = chain(db, id, p->names, p->lens, &p->n);
+    if (rc == 0 && p->n == 0)
+        snprintf(buf, cap, "#%lld", (long long)id);
+    else if (rc == 0 && fsc_frame_site((const char *const *)p->names, p->lens, p->n, mode, buf,
+                                       cap, mine) != 0)
+        rc = nomem(db);
+    path_free(p);
+    return rc;
+}

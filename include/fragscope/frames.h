@@ -92,6 +92,30 @@ int fsc_frame_label_apart(const char *const *a, const size_t *alen, size_t na,
                           const char *const *b, const size_t *blen, size_t nb, int all_frames,
                           int depth, char *buf, size_t cap);
 
+/* ---- call sites ---------------------------------------------------------------
+ * The line of code a stack is counted under when live bytes are grouped by
+ * call site (report's "by line of code", the viewer's table and leaf-first
+ * icicle), from its node names innermost first as for fsc_frame_label:
+ *   FSC_SITE_LINE  the allocating line: the innermost frame the filter keeps,
+ *                  a Python frame when the stack has one (fsc_frame_label at
+ *                  depth 1), "file.py:123 func";
+ *   FSC_SITE_MINE  the first frame in the program's own code: the innermost
+ *                  Python frame whose file is not library code (see
+ *                  fsc_frame_is_library); a stack without one falls back to
+ *                  FSC_SITE_LINE (*mine_found says which).
+ * Two stacks with the same label are the same site, so their bytes add up.
+ * A path of plain tags is named as fsc_frame_label names it. Returns 0 or
+ * FSC_ENOMEM; buf always holds a string. */
+enum { FSC_SITE_LINE = 0, FSC_SITE_MINE = 1 };
+int fsc_frame_site(const char *const *names, const size_t *lens, size_t n, int mode, char *buf,
+                   size_t cap, int *mine_found);
+
+/* 1 when a parsed frame is library code rather than the program's: a file
+ * under site-packages or dist-packages, inside a "torch" package, or in
+ * Python's standard library ("/lib/python3.N/", "<frozen ...>"); C++ frames
+ * and plain tags count as library too (0 only for the program's Python). */
+int fsc_frame_is_library(const fsc_frame_t *f, int is_frame);
+
 #ifdef __cplusplus
 }
 #endif

@@ -394,6 +394,61 @@ int fsc_rundb_tag_label(fsc_rundb_t *db, int64_t id, int all_frames, int depth, 
 int fsc_rundb_tag_label_apart(fsc_rundb_t *db, int64_t id, int64_t other, int all_frames,
                               char *buf, size_t cap);
 
+/* Live bytes by call site right after event seq: every allocation of
+ * `blocks` made at or before seq and not completely freed by then (so
+ * pending frees count, as allocated bytes count them), grouped by the call
+ * site fsc_frame_site names its tag with `mode` (FSC_SITE_LINE: the
+ * allocating line; FSC_SITE_MINE: the first frame in the program's own
+ * code), sites of the same label merged. The sites' bytes add up to the
+ * allocated bytes after seq. *out (free() it) holds *n sites, most bytes
+ * first (ties by label); mine = 1 when the label is a frame of the
+ * program's own code. */
+typedef struct fsc_rundb_site {
+    char label[512];
+    int64_t bytes, blocks;
+    int mine;
+} fsc_rundb_site_t;
+int fsc_rundb_sites_at(fsc_rundb_t *db, int64_t seq, int mode, fsc_rundb_site_t **out,
+                       size_t *n);
+/* The call site of one tag (fsc_frame_site over its node names; "(untagged)"
+ * for the root). */
+int fsc_rundb_tag_site(fsc_rundb_t *db, int64_t id, int mode, char *buf, size_t cap, int *mine);
+
+/* What is still live at the end of the recording, split in two: allocated
+ * before event `first_step` (persistent: weights, optimizer state, buffers
+ * made before the first step) and at or after it (growth). first_step < 0:
+ * the run's first free request stands for the first step (before it the
+ * program only allocated); *boundary is the event used (-1 when nothing was
+ * ever freed: everything counts as persistent). Bytes and blocks of both. */
+typedef struct fsc_rundb_end_split {
+    int64_t boundary, persistent_bytes, persistent_blocks, growth_bytes, growth_blocks;
+} fsc_rundb_end_split_t;
+int fsc_rundb_end_split(fsc_rundb_t *db, int64_t first_step, fsc_rundb_end_split_t *out);
+
+/* The history entry behind each event of an imported PyTorch snapshot.
+ * The import turns every entry of device_traces[device] into one event, in
+ * order, and the replay adds its own splits and merges; when the counts say
+ * exactly that (meta import.entries + events.split + events.merge =
+ * events_total, nothing reconstructed), *ok is 1 and *seqs (free() it)
+ * lists the replay's own events ascending: event s that is not one of them
+ * is entry s − (how many of them are below s). *ok 0 otherwise (not a
+ * snapshot, a history that began mid-run, entries skipped). */
+int fsc_rundb_trace_derived(fsc_rundb_t *db, int *ok, int64_t *device, int64_t **seqs,
+                            size_t *n);
+
+/* Reserved bytes of each private pool (segments.pool_id != 0: CUDA graph
+ * pools, MemPools) over n buckets of events, bucket i holding events lo[i]
+ * to hi[i] (ascending, not overlapping): the most the pool had reserved
+ * right after any event of the bucket. At most max_pools pools, those that
+ * reserved the most at their peak, by pool id; *pools (free() it) their
+ * ids, *vals (free() it) npools × n values, pool by pool; *dropped the
+ * pools left out. A segment freed before a snapshot was taken reads as the
+ * default pool's (docs/schema.md, segments.pool_id), so for imported
+ * snapshots these are what the pools are known to have reserved. */
+int fsc_rundb_pool_reserved(fsc_rundb_t *db, const int64_t *lo, const int64_t *hi, size_t n,
+                            size_t max_pools, int64_t **pools, size_t *npools, int64_t **vals,
+                            size_t *dropped);
+
 /* A string field of the PyTorch history entry behind event seq (its
  * pytorch.entry record, else the value every entry had): e.g.
  * "compile_context" or "user_metadata". buf is "" when there is none (not

@@ -14,6 +14,7 @@ size=${5:-1400,900}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/fsc-shot-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-style="<style>header.top, footer.foot, main > *:not(#$id) { display: none !important; } main { padding-top: 8px; }</style>"
+# (the views of a run sit in div#detail, below a job's overview)
+style="<style>header.top, footer.foot, main > *:not(#$id):not(#detail), #detail > *:not(#$id) { display: none !important; } main { padding-top: 8px; }</style>"
 sed "s|</head>|$style</head>|" "$html" > "$tmp/page.html"
 FSC_WINDOW=$size sh "$here/chromium_dump.sh" "$tmp/page.html$hash" "$tmp/page.dom" "$out"
