@@ -35,6 +35,10 @@ int fsc__diff_input_open(const char *path, int device, fsc__diff_input_t *in, fs
     memset(in, 0, sizeof *in);
     in->path = path;
     in->device = device;
+    /* missing, a directory, no permission: bad input, as for every command */
+    int irc = fsc_infile_check(path, err);
+    if (irc != 0)
+        return irc;
     struct stat st;
     if (stat(path, &st) != 0)
         return fsc_err_set(err, FSC_ENOENT, "%s: %s", path, strerror(errno));
