@@ -467,6 +467,28 @@ static void test_html(void)
     CU_ASSERT_EQUAL(fsc_test_count(s, "<polyline "), 4);
     CU_ASSERT_PTR_NOT_NULL(strstr(s, "<li class=\"ok\">ok oom</li>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(s, "</body></html>\n"));
+    /* the same page from `fragscope view BASE NEW -o FILE`; -o is needed there,
+     * and one run's page options are refused */
+    const char *page2 = fsc_test_path("compare_view.html");
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s view %s %s -o %s", fsc_test_fragscope(),
+                                db_of("gpt2_uncapped"), db_of("gpt2_emptycache"), page2), 0);
+    const char *page3 = fsc_test_path("compare_plain.html");
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s --format html -o %s",
+                                fsc_test_fragscope(), db_of("gpt2_uncapped"),
+                                db_of("gpt2_emptycache"), page3), 0);
+    char *s2 = fsc_test_slurp(page2, NULL), *s3 = fsc_test_slurp(page3, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s3);
+    CU_ASSERT_STRING_EQUAL(s2, s3);
+    free(s2);
+    free(s3);
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s view %s %s", fsc_test_fragscope(),
+                                db_of("gpt2_uncapped"), db_of("gpt2_emptycache")), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "needs -o COMPARE.html"));
+    CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s view %s %s -o %s --bands 5",
+                                fsc_test_fragscope(), db_of("gpt2_uncapped"),
+                                db_of("gpt2_emptycache"), fsc_test_path("no.html")), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--bands is for one run's page"));
     free(s);
 }
 

@@ -18,6 +18,7 @@
 const char fsc_cmd_view_summary[] = "write a self-contained HTML report of a run database";
 const char fsc_cmd_view_usage[] =
     "usage: fragscope view RUN.db|TRACE|SNAPSHOT [-o REPORT.html] [--title TEXT]\n"
+    "       fragscope view BASE NEW -o COMPARE.html [--device N]\n"
     "                      [--max-size SIZE] [--bands N] [--runs LIST]\n"
     "                      [--run N | --rank R] [--detail-limit N]\n"
     "                      [--overview-limit N] [--lenient] [--device N]\n"
@@ -68,6 +69,12 @@ const char fsc_cmd_view_usage[] =
     "                      beyond that the marked, carried, largest and smallest\n"
     "                      peaks and OOM runs, the others as one aggregated chart\n"
     "Each run's detail is bounded by --max-size as a one-run page is.\n"
+    "\n"
+    "Two inputs (run databases, traces or snapshots) make the compare page of\n"
+    "'fragscope diff BASE NEW --format html': the verdict, why peak reserved\n"
+    "changed (program by call site, allocator, settings), and each step's peaks\n"
+    "side by side; -o is needed, and --device N picks the device of snapshots\n"
+    "with several.\n"
     "\n"
     "The file is written under a temporary name and renamed when complete.\n"
     "Exit codes: 0 written, 2 bad input (missing file, not a fragscope database,\n"
@@ -208,6 +215,38 @@ static void remove_temp(char *dir, fsc_outfile_t *hold, const char *shown)
     dir[0] = '\0';
 }
 
+/* Two inputs: the compare page, which diff writes (--format html). */
+static int view_compare(const char *base, const char *cur, const char *out,
+                        const view_analyze_t *an, const char *analyze_opts,
+                        const char *other_opts)
+{
+    if (out == NULL)
+        return fsc_cli_usage_error("view", "comparing %s with %s needs -o COMPARE.html", base,
+                                   cur);
+    if (other_opts != NULL)
+        return fsc_cli_usage_error("view", "%s is for one run's page, not for the compare page "
+                                   "of two inputs", other_opts);
+    if (analyze_opts != NULL && strcmp(analyze_opts, "--device") != 0)
+        return fsc_cli_usage_error("view", "%s is not taken by the compare page of two inputs "
+                                   "(analyze each with it, then view the databases)",
+                                   analyze_opts);
+    char *argv[10];
+    int argc = 0;
+    argv[argc++] = (char *)"diff";
+    argv[argc++] = (char *)base;
+    argv[argc++] = (char *)cur;
+    argv[argc++] = (char *)"--format";
+    argv[argc++] = (char *)"html";
+    argv[argc++] = (char *)"-o";
+    argv[argc++] = (char *)out;
+    if (an->device != NULL) {
+        argv[argc++] = (char *)"--device";
+        argv[argc++] = (char *)an->device;
+    }
+    argv[argc] = NULL;
+    return fsc_cmd_diff(argc, argv);
+}
+
 static int view_main(int argc, char **argv, int64_t **runs, size_t *cap);
 
 int fsc_cmd_view(int argc, char **argv)
@@ -221,8 +260,9 @@ int fsc_cmd_view(int argc, char **argv)
 
 static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
 {
-    const char *db = NULL, *out = NULL;
+    const char *db = NULL, *db2 = NULL, *out = NULL;
     const char *analyze_opts = NULL; /* the last of analyze's options given */
+    const char *other_opts = NULL;   /* the last option for one run's page */
     view_analyze_t an = {0, NULL, NULL, NULL};
     fsc_view_opts_t opts = FSC_VIEW_OPTS_DEFAULT;
     for (int i = 1; i < argc; i++) {
@@ -234,10 +274,12 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
         } else if (strncmp(a, "--output=", 9) == 0) {
             out = a + 9;
         } else if (strcmp(a, "--title") == 0) {
+            other_opts = a;
             if (++i >= argc)
                 return fsc_cli_usage_error("view", "--title needs a value");
             opts.title = argv[i];
         } else if (strcmp(a, "--max-size") == 0) {
+            other_opts = a;
             if (++i >= argc)
                 return fsc_cli_usage_error("view", "--max-size needs a size");
             int rc = fsc_cli_size("view", "--max-size", argv[i], &opts.max_bytes);
@@ -246,6 +288,7 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
             if (opts.max_bytes == 0)
                 return fsc_cli_usage_error("view", "--max-size must be more than 0");
         } else if (strcmp(a, "--bands") == 0) {
+            other_opts = a;
             if (++i >= argc)
                 return fsc_cli_usage_error("view", "--bands needs a number");
             char *end = NULL;
@@ -255,6 +298,7 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
                                            argv[i]);
             opts.bands = (size_t)v;
         } else if (strcmp(a, "--runs") == 0) {
+            other_opts = a;
             if (++i >= argc)
                 return fsc_cli_usage_error("view", "--runs needs a list of run numbers");
             int rc = parse_runs(argv[i], runs, &opts.nruns, cap);
@@ -262,6 +306,7 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
                 return rc;
             opts.runs = *runs;
         } else if (strcmp(a, "--run") == 0 || strcmp(a, "--rank") == 0) {
+            other_opts = a;
             if (++i >= argc)
                 return fsc_cli_usage_error("view", "%s needs a number", a);
             if (opts.open_by != FSC_VIEW_OPEN_AUTO)
@@ -273,6 +318,7 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
             opts.open_by = strcmp(a, "--run") == 0 ? FSC_VIEW_OPEN_RUN : FSC_VIEW_OPEN_RANK;
             opts.open_value = v;
         } else if (strcmp(a, "--detail-limit") == 0) {
+            other_opts = a;
             if (++i >= argc)
                 return fsc_cli_usage_error("view", "--detail-limit needs a number");
             long long v = 0;
@@ -281,6 +327,7 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
                 return rc;
             opts.detail_limit = (size_t)v;
         } else if (strcmp(a, "--overview-limit") == 0) {
+            other_opts = a;
             if (++i >= argc)
                 return fsc_cli_usage_error("view", "--overview-limit needs a number");
             long long v = 0;
@@ -321,12 +368,16 @@ static int view_main(int argc, char **argv, int64_t **runs, size_t *cap)
             return fsc_cli_usage_error("view", "unknown option '%s'", a);
         } else if (db == NULL) {
             db = a;
+        } else if (db2 == NULL) {
+            db2 = a;
         } else {
             return fsc_cli_usage_error("view", "unexpected argument '%s'", a);
         }
     }
     if (db == NULL)
         return fsc_cli_usage_error("view", "no database, trace or snapshot given");
+    if (db2 != NULL)
+        return view_compare(db, db2, out, &an, analyze_opts, other_opts);
 
     char def[4096];
     if (out == NULL) {
