@@ -532,7 +532,7 @@ static void test_refusals(void)
     CU_ASSERT_EQUAL(count_lines(out), 1);
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "%s diff %s %s/missing.pickle", fs, a,
                                 fsc_test_tmpdir()), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "missing.pickle: no such file"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "missing.pickle: No such file"));
     /* bad thresholds */
     const char *bad[] = {"peak-reserved", "peak:+2%", "hard:+lots", "oom:+1", "hard:-2%"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

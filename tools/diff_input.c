@@ -35,15 +35,16 @@ int fsc__diff_input_open(const char *path, int device, fsc__diff_input_t *in, fs
     memset(in, 0, sizeof *in);
     in->path = path;
     in->device = device;
-    /* missing, a directory, no permission: bad input, as for every command */
-    int irc = fsc_infile_check(path, err);
-    if (irc != 0)
-        return irc;
+    /* missing, a directory, no permission: bad input, in the words the run
+     * database's reader uses, so that every command says the same */
     struct stat st;
     if (stat(path, &st) != 0)
         return fsc_err_set(err, FSC_ENOENT, "%s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return fsc_err_set(err, FSC_EFORMAT, "%s: not a regular file", path);
+    int irc = fsc_infile_check(path, err);
+    if (irc != 0)
+        return irc;
     if (is_sqlite(path)) {
         in->is_db = 1;
         snprintf(in->db, sizeof in->db, "%s", path);
