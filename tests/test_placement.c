@@ -768,6 +768,20 @@ static void test_unseen_empty_cache(void)
         CU_ASSERT_EQUAL(r.peak_reserved, k == 0 ? real + 4 * MiB : real);
         CU_ASSERT_EQUAL(r.peak_allocated, fsc_test_stat_u64(st, "allocated_bytes.all.peak"));
         CU_ASSERT_TRUE(r.oom);
+        /* the command says that calls may be missing only where it had to
+         * infer them from releases */
+        static char out[16384];
+        int rc = fsc_test_sh(out, sizeof out,
+                             "%s whatif %s --config roundup_power2_divisions:4 "
+                             "--capacity 4108320768 2>&1",
+                             fsc_test_fragscope(), path);
+        CU_ASSERT(rc == 0 || rc == 1);
+        CU_ASSERT_EQUAL(strstr(out, "17 calls of the program inferred") != NULL, k == 0);
+        rc = fsc_test_sh(out, sizeof out, "%s whatif %s --config '' --format json 2>&1",
+                         fsc_test_fragscope(), path);
+        CU_ASSERT(rc == 0 || rc == 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, k == 0 ? "\"empty_cache_unseen_possible\": true"
+                                                 : "\"empty_cache_unseen_possible\": false"));
         fsc_request_stream_destroy(rs);
     }
     cJSON_Delete(st0);

@@ -516,6 +516,19 @@ static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_
                        "wherever they matter.\n",
                     cfg_name(r[i].config), nm);
         const fsc_whatif_result_t *x = &r[i];
+        if (!x->placement_decides && x->placement_uncertain > 0) {
+            /* The variants agree, but rule 4 is known to be incomplete: on
+             * the empty_cache recordings of 2026-12-07 a replay whose four
+             * placements agreed still missed the real run's outcome. */
+            fprintf(f,
+                    "\n%s: %" PRIu64 " segment%s went where chunks had been given back, a "
+                    "choice the\n  recordings do not settle. The %d placements tried agree, but "
+                    "the real run's\n  may differ from all of them (docs/allocator.md, \"Where "
+                    "the driver places\n  segments\", rule 4): the figures depend on it.\n",
+                    cfg_name(x->config), x->placement_uncertain,
+                    x->placement_uncertain == 1 ? "" : "s", x->placement_variants);
+            continue;
+        }
         if (!x->placement_decides)
             continue;
         fprintf(f,
@@ -529,8 +542,9 @@ static void print_results_text(const fsc_request_stream_t *rs, const fsc_whatif_
                 x->peak_allocated_hi);
         if (x->oom_variants != 0 && x->oom_variants != x->placement_variants)
             fprintf(f, ", out of memory in %d of them", x->oom_variants);
-        fputs(". The row above is the model's\n  own placement (docs/allocator.md, \"Where the "
-              "driver places segments\").\n", f);
+        fputs(". The row above is the model's\n  own placement; the real run's figures may lie "
+              "outside the range (docs/allocator.md,\n  \"Where the driver places segments\", "
+              "rule 4).\n", f);
     }
     if (empty_cache_unseen(in))
         fprintf(f,
