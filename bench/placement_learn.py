@@ -34,7 +34,9 @@ Models:
 
 Each --group is scored apart (docs/allocator.md: the model was chosen on the group "learn", the
 2026-12-01 recordings and the boundary job, and only measured on the others). Prints one line per
-group and model (and per recording with --per-run), then the facts the rules rest on.
+group and model (and per recording with --per-run): over every segment_alloc after the first,
+over those after the first 25, and over those after a segment of the process was given back
+(where the given-back rule can matter); then the facts the rules rest on.
 """
 import argparse
 import bisect
@@ -236,11 +238,14 @@ WARM = 25  # segments of a process's start, where the CUDA runtime takes address
 
 
 def score(ev, model):
-    """(allocations, exact, order) over all and over those after the first WARM."""
+    """(allocations, exact, order) over all, over those after the first WARM, and over those
+    after a segment of the process was given back (cudaFree: empty_cache, the OOM retry, GC)."""
     used, freed, anchor = {}, [], None
     st = CHUNKY.get(model, Chunks)()
     n = exact = order = 0
     late = [0, 0, 0]
+    back = [0, 0, 0]
+    gone = False  # a segment was given back
     for act, addr, size in ev:
         if act == "segment_alloc":
             if anchor is None:
@@ -258,6 +263,10 @@ def score(ev, model):
                     late[0] += 1
                     late[1] += ex
                     late[2] += od
+                if gone:
+                    back[0] += 1
+                    back[1] += ex
+                    back[2] += od
             st.placed(used, addr, size)
             used[addr] = size
             if addr in freed:
@@ -268,7 +277,8 @@ def score(ev, model):
             if addr in freed:
                 freed.remove(addr)
             freed.append(addr)
-    return (n, exact, order), tuple(late)
+            gone = True
+    return (n, exact, order), tuple(late), tuple(back)
 
 
 def facts(runs):
@@ -320,24 +330,27 @@ def main():
     for g in a.group:
         group, paths = g[0], g[1:]
         runs = load(paths)
-        tot = {m: [0] * 6 for m, _ in MODELS}
+        tot = {m: [0] * 9 for m, _ in MODELS}  # every, late, after a give-back: n, exact, order
         for name, ev in runs:
             row = []
             for mn, m in MODELS:
-                every, late = score(ev, m)
-                for i, v in enumerate(every + late):
+                every, late, back = score(ev, m)
+                for i, v in enumerate(every + late + back):
                     tot[mn][i] += v
-                row.append("%s %d/%d/%d" % (mn, every[1], every[2], every[0]))
+                row.append("%s %d/%d/%d (given back: %d/%d/%d)"
+                           % (mn, every[1], every[2], every[0], back[1], back[2], back[0]))
             if a.per_run:
                 print("  %s: %s" % (name, "  ".join(row)))
         print("%s (%d recordings): exact address, same order; all / after the first %d segments"
-              % (group, len(runs), WARM))
+              " / after a segment was given back" % (group, len(runs), WARM))
         for mn, _ in MODELS:
-            n, ex, od, ln, lex, lod = tot[mn]
+            n, ex, od, ln, lex, lod, bn, bex, bod = tot[mn]
             print("  %-13s exact %5d of %5d (%5.1f %%)  order %5d (%5.1f %%)  |  exact %5d of %5d "
-                  "(%5.1f %%)  order %5d (%5.1f %%)"
+                  "(%5.1f %%)  order %5d (%5.1f %%)  |  exact %5d of %5d (%5.1f %%)  order %5d "
+                  "(%5.1f %%)"
                   % (mn, ex, n, 100.0 * ex / max(n, 1), od, 100.0 * od / max(n, 1),
-                     lex, ln, 100.0 * lex / max(ln, 1), lod, 100.0 * lod / max(ln, 1)))
+                     lex, ln, 100.0 * lex / max(ln, 1), lod, 100.0 * lod / max(ln, 1),
+                     bex, bn, 100.0 * bex / max(bn, 1), bod, 100.0 * bod / max(bn, 1)))
         facts(runs)
     return 0
 
