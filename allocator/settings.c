@@ -60,13 +60,13 @@ static const fsc_alloc_setting_t k_settings[] = {
          FSC_SETTING_SNAP_ALWAYS,
      201, 0, "expandable_segments", 4, "`True`/`False`", "expandable segments"},
     {"large_segment_size_mb", NULL, FSC_SETTING_MIB, OFF(large_segment_size), 20, 11, HUGE_MIB,
-     FSC_SETTING_MODELLED | FSC_SETTING_PRINTED | FSC_SETTING_PLACEMENT, FSC_TORCH_AFTER_211,
+     FSC_SETTING_MODELLED | FSC_SETTING_PRINTED | FSC_SETTING_PLACEMENT, 211,
      0, NULL, 0, "integer > 10",
      "the segment of a 1–10 MiB request and the large pool's expandable page; default 20; "
      "read before the other keys"},
     {"per_process_memory_fraction", NULL, FSC_SETTING_FRACTION, OFF(per_process_memory_fraction),
      1, 0, 1, FSC_SETTING_MODELLED | FSC_SETTING_PRINTED | FSC_SETTING_PLACEMENT,
-     FSC_TORCH_AFTER_211, 0, NULL, 0, "[0, 1]",
+     211, 0, NULL, 0, "[0, 1]",
      "the capacity: this share of the device (an explicit capacity wins)"},
     {"throw_on_cudamalloc_oom", NULL, FSC_SETTING_BOOL, OFF(throw_on_cudamalloc_oom), 0, 0, 1,
      FSC_SETTING_MODELLED | FSC_SETTING_PRINTED | FSC_SETTING_PLACEMENT, FSC_TORCH_AFTER_211, 0,
@@ -290,18 +290,21 @@ static const struct {
      "roundup_power2_divisions list form: '>' fills from the previous entry's own interval "
      "on (the CUDA-only parser, read at PyTorch commit 065861fba759; 2.9 is taken as the "
      "release of the c10/core parser, which fills from the interval after it)"},
+    {0, 210,
+     "no large_segment_size_mb (2.11 accepts it on our GPU; earlier releases were not "
+     "checked): a 1-10 MiB request gets a 20 MiB segment, expandable segments map 20 MiB "
+     "pages, and max_split_size_mb and max_non_split_rounding_mb are at least 20"},
+    {0, 210,
+     "no per_process_memory_fraction in the string (2.11 accepts it on our GPU; earlier "
+     "releases were not checked): the cap comes only from "
+     "torch.cuda.set_per_process_memory_fraction"},
     {0, 211,
-     "no large_segment_size_mb: a 1-10 MiB request gets a 20 MiB segment, expandable "
-     "segments map 20 MiB pages, and max_split_size_mb and max_non_split_rounding_mb are "
-     "at least 20"},
-    {0, 211,
-     "no per_process_memory_fraction nor throw_on_cudamalloc_oom in the string: the cap "
-     "comes only from torch.cuda.set_per_process_memory_fraction, and a miss past it runs "
-     "GC, releases the cache and retries before the OOM"},
-    {209, 211,
+     "no throw_on_cudamalloc_oom (2.11 refuses the key on our GPU): a miss past the cap "
+     "runs GC, releases the cache and retries before the OOM"},
+    {209, 210,
      "environment: PYTORCH_ALLOC_CONF is read before PYTORCH_CUDA_ALLOC_CONF and "
-     "PYTORCH_HIP_ALLOC_CONF (read at commit 0ac716637f32; the 2026 sources read the CUDA "
-     "variable first); the first one set is the only one read"},
+     "PYTORCH_HIP_ALLOC_CONF (read at commit 0ac716637f32; 2.11 on our GPU reads the CUDA "
+     "variable first, as the 2026 sources do); the first one set is the only one read"},
 };
 
 int fsc_alloc_torch_parser_rules(int version)
