@@ -156,10 +156,13 @@ int fsc_frame_class(const fsc_frame_t *f, int is_frame)
         if (starts(base, bl, "Register") || starts(base, bl, "Redispatch"))
             return FSC_FRAME_NOISE;
         /* nn.Module's call machinery between a forward and the one that
-         * called it: every module call has these two frames */
+         * called it: every module call has these two frames, and a third,
+         * _call_impl's inner(), when the module has hooks (watch() adds
+         * some) */
         if (has(f->file, f->file_len, "torch/nn/modules/module.py") &&
             ((fl == 10 && memcmp(fn, "_call_impl", 10) == 0) ||
-             (fl == 18 && memcmp(fn, "_wrapped_call_impl", 18) == 0)))
+             (fl == 18 && memcmp(fn, "_wrapped_call_impl", 18) == 0) ||
+             (fl == 5 && memcmp(fn, "inner", 5) == 0)))
             return FSC_FRAME_NOISE;
         /* An unresolved symbol without a C++ signature says nothing. */
         if (bl == 2 && memcmp(base, "??", 2) == 0 && !cxx_like)

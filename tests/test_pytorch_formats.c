@@ -304,11 +304,19 @@ static void test_frame_parse(void)
                            "??:0:torch::unwind::unwind()", "ceval.c:100:f",
                            "CUDACachingAllocator.cpp:0:c10::cuda::CUDACachingAllocator::"
                            "Native::DeviceCachingAllocator::malloc(unsigned long)",
-                           "RegisterCUDA_0.cpp:0:at::wrapper_CUDA__empty(int)", "??:0:t"};
+                           "RegisterCUDA_0.cpp:0:at::wrapper_CUDA__empty(int)", "??:0:t",
+                           "/venv/torch/nn/modules/module.py:1784:_call_impl",
+                           "/venv/torch/nn/modules/module.py:1773:_wrapped_call_impl",
+                           /* _call_impl's inner(), when the module has hooks */
+                           "/venv/torch/nn/modules/module.py:1833:inner"};
     for (size_t i = 0; i < sizeof noise / sizeof *noise; i++) {
         int fr = fsc_frame_parse(noise[i], strlen(noise[i]), &f);
         CU_ASSERT_EQUAL(fsc_frame_class(&f, fr), FSC_FRAME_NOISE);
     }
+    /* an inner() of the program's own is the program's */
+    const char *own = "/srv/model.py:40:inner";
+    CU_ASSERT_EQUAL(fsc_frame_parse(own, strlen(own), &f), 1);
+    CU_ASSERT_EQUAL(fsc_frame_class(&f, 1), FSC_FRAME_USER);
 }
 
 /* memory_viz's trace() prints an OOM as "raise OutOfMemoryError() # N
