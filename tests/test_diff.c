@@ -416,7 +416,7 @@ static void test_annotations(void)
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "mkdir -p %s/bench/gpu && cd %s && %s diff %s "
                                 "%s --annotations --format junit", co, co, fs, a, b), 0);
     CU_ASSERT_EQUAL(fsc_test_count(out, "::warning "), 0);
-    /* the recording ran in /work/main: its bench/gpu/record.py is found by
+    /* the recording ran in another checkout: its bench/gpu/record.py is found by
      * the tail of its path */
     CU_ASSERT_EQUAL(fsc_test_sh(out, sizeof out, "touch %s/bench/gpu/record.py && cd %s && %s "
                                 "diff %s %s --annotations --format junit", co, co, fs, a, b), 0);

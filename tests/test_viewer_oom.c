@@ -179,7 +179,7 @@ static void test_frame_site(void)
         int fr = fsc_frame_parse(lib[i], strlen(lib[i]), &f);
         CU_ASSERT_EQUAL(fsc_frame_is_library(&f, fr), 1);
     }
-    const char *own = "/work/bench/gpu/record.py:115:train_gpt2";
+    const char *own = "/home/u/proj/bench/gpu/record.py:115:train_gpt2";
     int fr = fsc_frame_parse(own, strlen(own), &f);
     CU_ASSERT_EQUAL(fsc_frame_is_library(&f, fr), 0);
 }
