@@ -71,5 +71,14 @@ const char *fsc_test_viewer_db(const char *name, const char *fixture);
 char *fsc_test_dom_part(const char *dom, const char *start, const char *end);
 /* The value of the page probe's "name=value" line (a malloc'd copy), or NULL. */
 char *fsc_test_probe_value(const char *dom, const char *name);
+/* Write the page at page_path to out_path with two scripts before </body>:
+ * `pre` (may be NULL) and the file tests/viewer/probe_file; fatal on failure. */
+void fsc_test_page_with_probe(const char *page_path, const char *pre, const char *probe_file,
+                              const char *out_path);
+/* The DOM of `page` (+ `hash`, may be NULL) after its scripts ran in headless
+ * Chromium (tests/viewer/chromium_dump.sh; width > 0: a window that wide),
+ * a malloc'd copy; NULL when Chromium is not installed (*no_browser set, a
+ * note printed the first time). A Chromium failure is a fatal assertion. */
+char *fsc_test_chromium_dom(const char *page, const char *hash, int width, int *no_browser);
 
 #endif

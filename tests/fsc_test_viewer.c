@@ -90,3 +90,45 @@ char *fsc_test_probe_value(const char *dom, const char *name)
     free(box);
     return val;
 }
+
+void fsc_test_page_with_probe(const char *page_path, const char *pre, const char *probe_file,
+                              const char *out_path)
+{
+    char probe_path[1024];
+    snprintf(probe_path, sizeof probe_path, "%s/tests/viewer/%s", FSC_SOURCE_DIR, probe_file);
+    char *page = fsc_test_slurp(page_path, NULL);
+    char *probe = fsc_test_slurp(probe_path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(probe);
+    char *end = strstr(page, "</body>");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    FILE *f = fopen(out_path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%.*s<script>%s</script><script>%s</script>%s", (int)(end - page), page,
+            pre ? pre : "", probe, end);
+    fclose(f);
+    free(page);
+    free(probe);
+}
+
+char *fsc_test_chromium_dom(const char *page, const char *hash, int width, int *no_browser)
+{
+    char out[2048], dom[1200], win[48] = "";
+    snprintf(dom, sizeof dom, "%s.dom", page);
+    if (width > 0)
+        snprintf(win, sizeof win, "FSC_WINDOW=%d,900 ", width);
+    int rc = fsc_test_sh(out, sizeof out, "%ssh '%s/tests/viewer/chromium_dump.sh' '%s%s' '%s'",
+                         win, FSC_SOURCE_DIR, page, hash ? hash : "", dom);
+    if (rc == 77) {
+        if (!*no_browser)
+            printf("\n  note: chromium is not installed; browser checks skipped\n");
+        *no_browser = 1;
+        return NULL;
+    }
+    if (rc != 0)
+        fprintf(stderr, "\nchromium failed (%d): %s\n", rc, out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    char *d = fsc_test_slurp(dom, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    return d;
+}

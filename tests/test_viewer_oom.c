@@ -68,41 +68,12 @@ static const char *build(const char *run)
  * page); the DOM, or NULL without a browser. */
 static char *load(const char *name, int width, int full)
 {
-    char html[600], dom[700], out[2048], page_path[600];
+    char page_path[600], html[600], pre[64];
     snprintf(page_path, sizeof page_path, "%s.html", fsc_test_path(name));
-    size_t n = 0;
-    char *page = fsc_test_slurp(page_path, &n);
-    char probe_path[1024];
-    snprintf(probe_path, sizeof probe_path, "%s/tests/viewer/probe_oom.js", FSC_SOURCE_DIR);
-    char *probe = fsc_test_slurp(probe_path, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(probe);
-    char *end = strstr(page, "</body>");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
     snprintf(html, sizeof html, "%s.%d.probe.html", fsc_test_path(name), width);
-    FILE *f = fopen(html, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f, "%.*s<script>window.FSC_PROBE_FULL=%d;</script><script>%s</script>%s",
-            (int)(end - page), page, full, probe, end);
-    fclose(f);
-    free(page);
-    free(probe);
-    snprintf(dom, sizeof dom, "%s.dom", html);
-    int rc = fsc_test_sh(out, sizeof out,
-                         "FSC_WINDOW=%d,900 sh '%s/tests/viewer/chromium_dump.sh' '%s' '%s'", width,
-                         FSC_SOURCE_DIR, html, dom);
-    if (rc == 77) {
-        if (!g_no_browser)
-            printf("\n  note: chromium is not installed; browser checks skipped\n");
-        g_no_browser = 1;
-        return NULL;
-    }
-    if (rc != 0)
-        fprintf(stderr, "\nchromium failed (%d): %s\n", rc, out);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    char *d = fsc_test_slurp(dom, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-    return d;
+    snprintf(pre, sizeof pre, "window.FSC_PROBE_FULL=%d;", full);
+    fsc_test_page_with_probe(page_path, pre, "probe_oom.js", html);
+    return fsc_test_chromium_dom(html, NULL, width, &g_no_browser);
 }
 
 static char *val(const char *dom, const char *key)

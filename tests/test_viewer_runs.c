@@ -317,38 +317,14 @@ static void test_h200_job(void)
 /* Load tmpdir/name (+ hash) with the probe appended; the DOM or NULL. */
 static char *load(const char *name, const char *hash, int pick)
 {
-    char html[600], probe_page[700], dom[800], out[2048];
+    char html[600], probe_page[700], pre[64];
     snprintf(html, sizeof html, "%s", fsc_test_path(name));
-    char *page = fsc_test_slurp(html, NULL);
-    char probe_path[1024];
-    snprintf(probe_path, sizeof probe_path, "%s/tests/viewer/probe_runs.js", FSC_SOURCE_DIR);
-    char *probe = fsc_test_slurp(probe_path, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(probe);
-    char *end = strstr(page, "</body>");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
     snprintf(probe_page, sizeof probe_page, "%s.probe.html", html);
-    FILE *f = fopen(probe_page, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f, "%.*s<script>window.FSC_PROBE_PICK = %d;</script><script>%s</script>%s", (int)(end - page),
-            page, pick, probe, end);
-    fclose(f);
-    free(page);
-    free(probe);
-    snprintf(dom, sizeof dom, "%s.dom", probe_page);
-    int rc = fsc_test_sh(out, sizeof out, "sh '%s/tests/viewer/chromium_dump.sh' '%s%s' '%s'",
-                         FSC_SOURCE_DIR, probe_page, hash ? hash : "", dom);
-    if (rc == 77) {
-        if (!g_no_browser)
-            printf("\n  note: chromium is not installed; browser checks skipped\n");
-        g_no_browser = 1;
+    snprintf(pre, sizeof pre, "window.FSC_PROBE_PICK = %d;", pick);
+    fsc_test_page_with_probe(html, pre, "probe_runs.js", probe_page);
+    char *d = fsc_test_chromium_dom(probe_page, hash, 0, &g_no_browser);
+    if (d == NULL)
         return NULL;
-    }
-    if (rc != 0)
-        fprintf(stderr, "\nchromium failed (%d): %s\n", rc, out);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    char *d = fsc_test_slurp(dom, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_PTR_NOT_NULL(strstr(d, "<pre id=\"js-errors\" class=\"diag\"></pre>"));
     CU_ASSERT_PTR_NOT_NULL(strstr(d, "<ul id=\"csp-violations\" class=\"diag\"></ul>"));
     if (strstr(d, "<pre id=\"js-errors\" class=\"diag\"></pre>") == NULL) {

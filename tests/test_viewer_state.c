@@ -69,42 +69,15 @@ static const char *build(const char *input, const char *name, const char *extra)
  * given) and return the DOM, or NULL when there is no browser. */
 static char *load(const char *name, const char *probe_js, const char *hash)
 {
-    char html[600], dom[700], out[2048];
+    char html[600];
     snprintf(html, sizeof html, "%s.html", fsc_test_path(name));
     if (probe_js != NULL) {
-        size_t n = 0;
-        char *page = fsc_test_slurp(html, &n);
-        char probe_path[1024];
-        snprintf(probe_path, sizeof probe_path, "%s/tests/viewer/probe_state.js", FSC_SOURCE_DIR);
-        char *probe = fsc_test_slurp(probe_path, NULL);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(page);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(probe);
-        char *end = strstr(page, "</body>");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+        char page_path[600];
+        snprintf(page_path, sizeof page_path, "%s", html);
         snprintf(html, sizeof html, "%s.probe.html", fsc_test_path(name));
-        FILE *f = fopen(html, "w");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        fprintf(f, "%.*s<script>%s</script><script>%s</script>%s", (int)(end - page), page, probe_js,
-                probe, end);
-        fclose(f);
-        free(page);
-        free(probe);
+        fsc_test_page_with_probe(page_path, probe_js, "probe_state.js", html);
     }
-    snprintf(dom, sizeof dom, "%s.dom", html);
-    int rc = fsc_test_sh(out, sizeof out, "sh '%s/tests/viewer/chromium_dump.sh' '%s%s' '%s'",
-                         FSC_SOURCE_DIR, html, hash ? hash : "", dom);
-    if (rc == 77) {
-        if (!g_no_browser)
-            printf("\n  note: chromium is not installed; browser checks skipped\n");
-        g_no_browser = 1;
-        return NULL;
-    }
-    if (rc != 0)
-        fprintf(stderr, "\nchromium failed (%d): %s\n", rc, out);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    char *d = fsc_test_slurp(dom, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-    return d;
+    return fsc_test_chromium_dom(html, hash, 0, &g_no_browser);
 }
 
 /* "alloc_seq + a|p, ..." of the blocks live right after event N. */
