@@ -18,6 +18,8 @@ import os
 import subprocess
 import sys
 
+from recording_pairs import job_and_base
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -32,13 +34,10 @@ def main():
     for d in a.dirs:
         for f in sorted(glob.glob(os.path.join(d, "*.pickle"))):
             name = os.path.basename(f)[:-len(".pickle")]
-            if name.startswith("b_"):
-                job, base = "boundary", os.path.join(d, "b_defaults.pickle")
-            elif "_nocap_" in name or "_cap" in name:
-                job = name.split("_nocap_")[0] if "_nocap_" in name else name.split("_cap")[0]
-                base = os.path.join(d, job + "_uncapped.pickle")
-            else:
+            jb = job_and_base(d, name)
+            if jb is None:
                 continue
+            job, base = jb
             if not os.path.exists(base) or os.path.samefile(base, f):
                 continue
             with open(f[:-len(".pickle")] + ".stats.json") as s:

@@ -32,19 +32,18 @@ import os
 import subprocess
 import sys
 
+from recording_pairs import job_and_base
+
 
 def pairs(d):
     # Every run with PyTorch's stats counts, with or without its snapshot:
     # a plain what-if needs only the base recording.
     for st in sorted(glob.glob(os.path.join(d, "*.stats.json"))):
         name = os.path.basename(st)[:-len(".stats.json")]
-        if name.startswith("b_"):
-            job, base = "boundary", os.path.join(d, "b_defaults.pickle")
-        elif "_nocap_" in name or "_cap" in name:
-            job = name.split("_nocap_")[0] if "_nocap_" in name else name.split("_cap")[0]
-            base = os.path.join(d, job + "_uncapped.pickle")
-        else:
+        jb = job_and_base(d, name)
+        if jb is None:
             continue
+        job, base = jb
         if not os.path.exists(base) or os.path.basename(base) == name + ".pickle":
             continue
         yield job, name, base, st
